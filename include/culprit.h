@@ -1,0 +1,75 @@
+/* culprit's public C API: scoped control of the preloaded library from the program itself.
+ *
+ * Header-only. Every function looks the library up at run time, so a program built with this header runs
+ * unchanged without culprit (the calls then return CULPRIT_ENOTLOADED and do nothing).
+ *
+ *   culprit_push(CULPRIT_BLOCKING, "*softmax*");   // synchronize after matching launches from here on
+ *   train_step();
+ *   culprit_pop();                                // back to the mode before the push
+ *
+ * The mode stack is process-wide (kernels launched by helper threads are covered too). */
+#ifndef CULPRIT_H
+#define CULPRIT_H
+
+#include <dlfcn.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum culprit_mode {
+  CULPRIT_RECORD = 0,   /* record every launch, breadcrumbs, name the culprit when an error surfaces */
+  CULPRIT_BLOCKING = 1, /* also synchronize after each matching launch: the first failing launch is exact */
+  CULPRIT_OFF = 2       /* pause recording (errors are still reported) */
+};
+
+#define CULPRIT_OK 0
+#define CULPRIT_ENOTLOADED (-1) /* the library is not preloaded in this process */
+#define CULPRIT_EINVAL (-2)     /* bad mode, pattern or window */
+#define CULPRIT_ESTACK (-3)     /* push beyond 64 levels, or pop with nothing pushed */
+#define CULPRIT_EDISABLED (-4)  /* loaded but disabled (bad configuration or CULPRIT_MODE=off) */
+
+static inline void *culprit__sym(const char *name) { return dlsym(RTLD_DEFAULT, name); }
+
+/* Pushes a mode for launch numbers first..last (inclusive; 1 and ~0ULL for all) of kernels matching the
+ * glob (NULL or "*" for all). */
+static inline int culprit_push_window(enum culprit_mode mode, const char *kernels, unsigned long long first,
+                                      unsigned long long last) {
+  typedef int (*fn)(int, const char *, unsigned long long, unsigned long long);
+  fn f = (fn)culprit__sym("culprit_api_push");
+  return f ? f((int)mode, kernels, first, last) : CULPRIT_ENOTLOADED;
+}
+
+static inline int culprit_push(enum culprit_mode mode, const char *kernels) {
+  return culprit_push_window(mode, kernels, 1ULL, ~0ULL);
+}
+
+/* Restores the mode that was in force before the matching push. */
+static inline int culprit_pop(void) {
+  typedef int (*fn)(void);
+  fn f = (fn)culprit__sym("culprit_api_pop");
+  return f ? f() : CULPRIT_ENOTLOADED;
+}
+
+/* The mode in force, or a negative CULPRIT_E* code. */
+static inline int culprit_mode(void) {
+  typedef int (*fn)(void);
+  fn f = (fn)culprit__sym("culprit_api_mode");
+  return f ? f() : CULPRIT_ENOTLOADED;
+}
+
+/* 1 when the library is preloaded and active. */
+static inline int culprit_loaded(void) { return culprit_mode() >= 0; }
+
+/* Path of the report this process wrote, or NULL. */
+static inline const char *culprit_last_report(void) {
+  typedef const char *(*fn)(void);
+  fn f = (fn)culprit__sym("culprit_api_last_report");
+  return f ? f() : (const char *)0;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

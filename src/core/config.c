@@ -1,0 +1,108 @@
+/* CULPRIT_* environment parsing. Every value is checked; a bad one yields a sentence for the user and the
+ * library then stays out of the way (the program runs untraced) rather than guessing. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *cfg_mode_name(int mode) {
+  switch (mode) {
+  case CP_MODE_RECORD: return "record";
+  case CP_MODE_BLOCKING: return "blocking";
+  case CP_MODE_OFF: return "off";
+  }
+  return "?";
+}
+
+/* Strict unsigned decimal: digits only, no sign, no overflow. */
+static int parse_u64(const char *s, uint64_t *out) {
+  if (!s || !*s) return -1;
+  uint64_t v = 0;
+  for (const char *p = s; *p; p++) {
+    if (*p < '0' || *p > '9') return -1;
+    uint64_t d = (uint64_t)(*p - '0');
+    if (v > (UINT64_MAX - d) / 10) return -1;
+    v = v * 10 + d;
+  }
+  *out = v;
+  return 0;
+}
+
+int cfg_parse_window(const char *s, uint64_t *lo, uint64_t *hi) {
+  const char *colon = strchr(s, ':');
+  char a[32], b[32];
+  if (!colon || strchr(colon + 1, ':')) return -1;
+  size_t la = (size_t)(colon - s), lb = strlen(colon + 1);
+  if (la >= sizeof a || lb >= sizeof b) return -1;
+  memcpy(a, s, la);
+  a[la] = '\0';
+  memcpy(b, colon + 1, lb + 1);
+  *lo = 1;
+  *hi = UINT64_MAX;
+  if (la && parse_u64(a, lo)) return -1;
+  if (lb && parse_u64(b, hi)) return -1;
+  if (*lo == 0 || *lo > *hi) return -1;
+  return 0;
+}
+
+static int bad(char *err, size_t errlen, const char *name, const char *val, const char *want) {
+  snprintf(err, errlen, "%s='%.80s' is not valid (%s)", name, val, want);
+  return -1;
+}
+
+static int parse_bool(const char *v, int *out) {
+  if (!strcmp(v, "1") || !strcmp(v, "yes") || !strcmp(v, "true") || !strcmp(v, "on")) { *out = 1; return 0; }
+  if (!strcmp(v, "0") || !strcmp(v, "no") || !strcmp(v, "false") || !strcmp(v, "off") || !*v) {
+    *out = 0;
+    return 0;
+  }
+  return -1;
+}
+
+int cfg_parse(struct cp_config *c, cfg_getenv_fn get, char *err, size_t errlen) {
+  const char *v;
+  uint64_t n;
+  memset(c, 0, sizeof *c);
+  c->mode = CP_MODE_RECORD;
+  strcpy(c->kernels, "*");
+  c->launch_lo = 1;
+  c->launch_hi = UINT64_MAX;
+  c->ring = 4096;
+  c->stack_depth = 24;
+  strcpy(c->dir, "culprit-reports");
+
+  if ((v = get("CULPRIT_MODE")) && *v) {
+    if (!strcmp(v, "record")) c->mode = CP_MODE_RECORD;
+    else if (!strcmp(v, "blocking")) c->mode = CP_MODE_BLOCKING;
+    else if (!strcmp(v, "off")) c->mode = CP_MODE_OFF;
+    else return bad(err, errlen, "CULPRIT_MODE", v, "use record, blocking or off");
+  }
+  if ((v = get("CULPRIT_KERNELS")) && *v) {
+    if (strlen(v) >= sizeof c->kernels) return bad(err, errlen, "CULPRIT_KERNELS", v, "at most 255 characters");
+    strcpy(c->kernels, v);
+  }
+  if ((v = get("CULPRIT_LAUNCHES")) && *v) {
+    if (cfg_parse_window(v, &c->launch_lo, &c->launch_hi))
+      return bad(err, errlen, "CULPRIT_LAUNCHES", v, "use A:B with 1 <= A <= B; either side may be empty");
+  }
+  if ((v = get("CULPRIT_RING")) && *v) {
+    if (parse_u64(v, &n) || n < 16 || n > 1048576)
+      return bad(err, errlen, "CULPRIT_RING", v, "a number of launches per thread from 16 to 1048576");
+    c->ring = (uint32_t)n;
+  }
+  if ((v = get("CULPRIT_STACK_DEPTH")) && *v) {
+    if (parse_u64(v, &n) || n > 64) return bad(err, errlen, "CULPRIT_STACK_DEPTH", v, "a number from 0 to 64");
+    c->stack_depth = (int)n;
+  }
+  if ((v = get("CULPRIT_DIR")) && *v) {
+    if (strlen(v) >= sizeof c->dir) return bad(err, errlen, "CULPRIT_DIR", v, "path too long");
+    strcpy(c->dir, v);
+  }
+  if ((v = get("CULPRIT_QUIET")) && parse_bool(v, &c->quiet))
+    return bad(err, errlen, "CULPRIT_QUIET", v, "use 1 or 0");
+  if ((v = get("CULPRIT_STATS")) && parse_bool(v, &c->stats))
+    return bad(err, errlen, "CULPRIT_STATS", v, "use 1 or 0");
+  return 0;
+}

@@ -1,0 +1,36 @@
+/* Configuration of the library, read once from CULPRIT_* environment variables and validated. Parsing is
+ * separate from the process so the unit tests can feed it strings. */
+#ifndef CULPRIT_CONFIG_H
+#define CULPRIT_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum cp_mode { CP_MODE_RECORD = 0, CP_MODE_BLOCKING = 1, CP_MODE_OFF = 2 };
+
+#define CFG_PATTERN_MAX 256
+#define CFG_DIR_MAX 1024
+
+struct cp_config {
+  int mode;                       /* enum cp_mode */
+  char kernels[CFG_PATTERN_MAX];  /* fnmatch glob for blocking mode; "*" = all */
+  uint64_t launch_lo;             /* first launch number blocking applies to (1-based) */
+  uint64_t launch_hi;             /* last one, UINT64_MAX = no end */
+  uint32_t ring;                  /* launch records kept per thread */
+  int stack_depth;                /* native frames kept per launch */
+  char dir[CFG_DIR_MAX];          /* report directory */
+  int quiet;                      /* one-line notice instead of the full verdict */
+  int stats;                      /* summary line at exit */
+};
+
+/* Looks up one variable; the process uses getenv, tests a table. */
+typedef const char *(*cfg_getenv_fn)(const char *name);
+
+/* Fills *c from the variables. Returns 0, or -1 with one sentence in err naming the variable and its value. */
+int cfg_parse(struct cp_config *c, cfg_getenv_fn get, char *err, size_t errlen);
+/* Parses "A:B" (either side may be empty) into an inclusive window; returns 0 or -1. */
+int cfg_parse_window(const char *s, uint64_t *lo, uint64_t *hi);
+/* Mode name for reports. */
+const char *cfg_mode_name(int mode);
+
+#endif

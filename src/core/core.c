@@ -1,0 +1,375 @@
+/* Core of the library: configuration at start, the launch path (record, breadcrumb, blocking sync), sticky
+ * error detection, the scoped mode stack behind include/culprit.h, fork and exit handling. No CUDA headers:
+ * driver calls go through cp_drv, filled by intercept with the real entry points. */
+#define _GNU_SOURCE
+#include "core.h"
+
+#include "config.h"
+#include "crumb.h"
+#include "driver.h"
+#include "names.h"
+#include "ring.h"
+#include "verdict.h"
+#include "../report/demangle.h"
+#include "../stack/stack.h"
+
+#include <errno.h>
+#include <fnmatch.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CP_EXPORT __attribute__((visibility("default")))
+#define MODE_FRAMES 256                       /* snapshots cycled by push/pop */
+#define MODE_DEPTH 64                         /* deepest nesting of push */
+
+struct cp_driver cp_drv;
+int cp_state;
+
+struct mode_frame {
+  int mode;                                   /* enum cp_mode */
+  char kernels[CFG_PATTERN_MAX];              /* blocking filter */
+  uint64_t lo, hi;                            /* blocking launch window */
+};
+
+static struct cp_config g_cfg;                /* as read at start */
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static _Atomic uint64_t g_seq;                /* last launch number handed out */
+static _Atomic uint64_t g_fork_seq;           /* launches up to this belong to the parent (after fork) */
+static _Atomic int g_captures;                /* stream captures in progress */
+static _Atomic int g_report;                  /* 0 none, 1 being written, 2 written */
+static char g_report_path[CFG_DIR_MAX + 64];  /* last report written */
+static _Atomic uint64_t g_ns_in_culprit;      /* CULPRIT_STATS: time spent in the launch path */
+static _Atomic uint64_t g_blocking_syncs;     /* synchronizations blocking mode made */
+static pthread_key_t g_thread_key;            /* releases a thread's ring at exit */
+
+static pthread_mutex_t g_mode_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct mode_frame g_frames[MODE_FRAMES]; /* cycled; a frame is reused only MODE_FRAMES pushes later */
+static unsigned g_frame_next;                 /* next frame to fill, under g_mode_lock */
+static struct mode_frame *g_stack[MODE_DEPTH + 1]; /* g_stack[0] is the configured mode */
+static int g_depth;                           /* under g_mode_lock */
+static _Atomic(struct mode_frame *) g_mode;   /* in force; read on every launch */
+
+static __thread int tls_tid;
+static __thread struct cp_ring *tls_ring;
+
+static inline uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline int my_tid(void) {
+  if (__builtin_expect(!tls_tid, 0)) tls_tid = (int)syscall(SYS_gettid);
+  return tls_tid;
+}
+
+static void say(const char *msg) {
+  char buf[600];
+  int n = snprintf(buf, sizeof buf, "culprit: %s\n", msg);
+  if (n > 0) {
+    ssize_t w = write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+    (void)w;
+  }
+}
+
+static void thread_gone(void *ring) { ring_release(ring); }
+
+static void after_fork_child(void) {
+  tls_tid = 0;
+  tls_ring = NULL;
+  ring_after_fork(my_tid());
+  crumb_after_fork();
+  atomic_store(&g_fork_seq, atomic_load(&g_seq));
+  atomic_store(&g_captures, 0);
+  atomic_store(&g_report, 0);
+  g_report_path[0] = '\0';
+  pthread_mutex_init(&g_mode_lock, NULL);
+}
+
+static const char *env_get(const char *name) { return getenv(name); }
+
+static void init_once(void) {
+  char err[300];
+  if (cfg_parse(&g_cfg, env_get, err, sizeof err)) {
+    char msg[400];
+    snprintf(msg, sizeof msg, "%s; culprit is off for this process", err);
+    say(msg);
+    cp_state = -1;
+    return;
+  }
+  if (g_cfg.mode == CP_MODE_OFF) { cp_state = -1; return; }
+  /* The report directory is fixed now: the program may chdir later. */
+  if (g_cfg.dir[0] != '/') {
+    char cwd[CFG_DIR_MAX];
+    size_t lc, ld = strlen(g_cfg.dir);
+    if (getcwd(cwd, sizeof cwd) && (lc = strlen(cwd)) + 1 + ld < sizeof g_cfg.dir) {
+      memmove(g_cfg.dir + lc + 1, g_cfg.dir, ld + 1);
+      memcpy(g_cfg.dir, cwd, lc);
+      g_cfg.dir[lc] = '/';
+    }
+  }
+  ring_configure(g_cfg.ring, g_cfg.stack_depth);
+  struct mode_frame *f = &g_frames[g_frame_next++];
+  f->mode = g_cfg.mode;
+  snprintf(f->kernels, sizeof f->kernels, "%s", g_cfg.kernels);
+  f->lo = g_cfg.launch_lo;
+  f->hi = g_cfg.launch_hi;
+  g_stack[0] = f;
+  atomic_store_explicit(&g_mode, f, memory_order_release);
+  pthread_key_create(&g_thread_key, thread_gone);
+  pthread_atfork(NULL, NULL, after_fork_child);
+  __atomic_store_n(&cp_state, 1, __ATOMIC_RELEASE);
+}
+
+void cp_init(void) { pthread_once(&g_once, init_once); }
+
+__attribute__((constructor)) static void cp_ctor(void) { cp_init(); }
+
+static struct cp_ring *my_ring(void) {
+  if (__builtin_expect(tls_ring != NULL, 1)) return tls_ring;
+  tls_ring = ring_mine(my_tid());
+  if (tls_ring) pthread_setspecific(g_thread_key, tls_ring);
+  return tls_ring;
+}
+
+static int names_lookup(void *func, const char **name) {
+  if (cp_drv.func_get_name && !cp_drv.func_get_name(name, func) && *name) return 0;
+  /* cudart may hand a CUkernel (library kernel) to cuLaunchKernel. */
+  if (cp_drv.kernel_get_name && !cp_drv.kernel_get_name(name, func) && *name) return 0;
+  return -1;
+}
+
+static int stream_capturing(const struct cp_launch_desc *d) {
+  int status = 0;
+  if (!atomic_load_explicit(&g_captures, memory_order_relaxed)) return 0;
+  if (d->ptds && cp_drv.stream_is_capturing_ptsz) {
+    if (cp_drv.stream_is_capturing_ptsz(d->stream, &status)) return 1;
+  } else if (cp_drv.stream_is_capturing) {
+    if (cp_drv.stream_is_capturing(d->stream, &status)) return 1; /* unsure: leave the stream alone */
+  }
+  return status != 0;
+}
+
+int cp_launch_begin(struct cp_launch_ctx *lc, const struct cp_launch_desc *d) {
+  struct mode_frame *m = atomic_load_explicit(&g_mode, memory_order_acquire);
+  if (!m || m->mode == CP_MODE_OFF) return 0;
+  struct cp_ring *r = my_ring();
+  if (!r) return 0;
+  lc->t0 = g_cfg.stats ? now_ns() : 0;
+  lc->ring = r;
+  lc->d = d;
+  struct cp_rec *rec = lc->rec = ring_claim(r);
+  rec->time_ns = now_ns();
+  rec->func = d->func;
+  rec->stream = d->stream;
+  rec->api = d->api;
+  rec->kind = d->kind;
+  rec->flags = 0;
+  rec->tid = my_tid();
+  memcpy(rec->grid, d->grid, sizeof rec->grid);
+  memcpy(rec->block, d->block, sizeof rec->block);
+  rec->smem = d->smem;
+  rec->name = d->kind == CP_KIND_GRAPH ? NULL : names_get(d->func, names_lookup);
+  rec->nframes = (uint8_t)stack_capture(rec->frames, g_cfg.stack_depth);
+  struct cp_stream *s = lc->stream = crumb_stream(d->stream, d->ptds, rec->tid);
+  if (s) {
+    rec->stream_idx = crumb_index(s);
+    rec->ctx = s->ctx;
+    rec->device = s->device;
+    rec->stream_kind = (uint8_t)s->kind;
+  } else {
+    rec->stream_idx = UINT32_MAX;
+    rec->ctx = NULL;
+    rec->device = -1;
+    rec->stream_kind = d->stream ? CP_STREAM_CREATED : (d->ptds ? CP_STREAM_PER_THREAD : CP_STREAM_LEGACY);
+  }
+  if (stream_capturing(d)) {
+    /* Captured launches run later, inside a graph: they must not move the stream's chain, and culprit adds
+     * no node to the program's graph. */
+    rec->flags |= CP_REC_CAPTURED;
+    lc->stream = NULL;
+  }
+  return 1;
+}
+
+static int blocking_applies(const struct mode_frame *m, const struct cp_rec *rec, uint64_t seq) {
+  if (m->mode != CP_MODE_BLOCKING || seq < m->lo || seq > m->hi) return 0;
+  if (rec->flags & CP_REC_CAPTURED) return 0;
+  if (atomic_load_explicit(&g_captures, memory_order_relaxed)) return 0; /* a sync would break a capture */
+  if (!strcmp(m->kernels, "*")) return 1;
+  const char *name = rec->name ? rec->name->mangled : "";
+  if (fnmatch(m->kernels, name, 0) == 0) return 1;
+  /* Also try the demangled name, so "*nll_loss*" or "softmax*" work as a user would write them. */
+  char *dn = demangle_name(name);
+  int hit = dn && fnmatch(m->kernels, dn, 0) == 0;
+  free(dn);
+  return hit;
+}
+
+static void report(int code, const char *api, uint64_t exact_seq);
+
+int cp_launch_end(struct cp_launch_ctx *lc, int rc) {
+  struct cp_rec *rec = lc->rec;
+  uint64_t seq;
+  if (rc != 0) {
+    if (!cp_is_sticky(rc)) return rc;       /* nothing was queued; the record slot is reused */
+    /* The launch call itself returned a sticky error: under CUDA_LAUNCH_BLOCKING this launch faulted; else
+     * an earlier one did and the verdict finds it through the breadcrumbs. */
+    rec->flags |= CP_REC_RETURNED_ERROR;
+    rec->prev = 0;
+    seq = atomic_fetch_add_explicit(&g_seq, 1, memory_order_relaxed) + 1;
+    ring_publish(lc->ring, rec, seq);
+    report(rc, lc->d->api, 0);
+    return rc;
+  }
+  seq = atomic_fetch_add_explicit(&g_seq, 1, memory_order_relaxed) + 1;
+  struct cp_stream *s = lc->stream;
+  rec->prev = 0;
+  if (s) {
+    rec->prev = atomic_exchange_explicit(&s->last_launched, seq, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->launches, 1, memory_order_relaxed);
+    if (s->slot && crumb_write(s, lc->d->stream, lc->d->ptds, seq)) rec->flags |= CP_REC_CRUMB_FAILED;
+  }
+  ring_publish(lc->ring, rec, seq);
+
+  struct mode_frame *m = atomic_load_explicit(&g_mode, memory_order_acquire);
+  if (m && blocking_applies(m, rec, seq)) {
+    int src = lc->d->ptds && cp_drv.stream_sync_ptsz ? cp_drv.stream_sync_ptsz(lc->d->stream)
+                                                      : cp_drv.stream_sync(lc->d->stream);
+    atomic_fetch_add_explicit(&g_blocking_syncs, 1, memory_order_relaxed);
+    if (src && cp_is_sticky(src)) {
+      report(src, lc->d->api, seq);
+      rc = src;
+    }
+  }
+  if (lc->t0) atomic_fetch_add_explicit(&g_ns_in_culprit, now_ns() - lc->t0, memory_order_relaxed);
+  return rc;
+}
+
+void cp_result(int rc, const char *api) {
+  if (!cp_is_sticky(rc) || !cp_active()) return;
+  report(rc, api, 0);
+}
+
+void cp_stream_destroying(void *stream) {
+  if (cp_active()) crumb_stream_destroyed(stream);
+}
+
+void cp_capture_begun(void) { atomic_fetch_add_explicit(&g_captures, 1, memory_order_relaxed); }
+
+void cp_capture_ended(void) {
+  int c = atomic_load_explicit(&g_captures, memory_order_relaxed);
+  while (c > 0 && !atomic_compare_exchange_weak_explicit(&g_captures, &c, c - 1, memory_order_relaxed,
+                                                         memory_order_relaxed)) {
+  }
+}
+
+void cp_module_unloaded(void) { names_forget_all(); }
+
+/* Once per process. Threads that hit the error while the report is being written wait for it (bounded), so
+ * none of them can return the error, let the program exit, and cut the report short. */
+static void report(int code, const char *api, uint64_t exact_seq) {
+  int expect = 0;
+  if (!atomic_compare_exchange_strong(&g_report, &expect, 1)) {
+    for (int i = 0; i < 2000 && atomic_load(&g_report) == 1; i++) {
+      struct timespec ts = {0, 5 * 1000 * 1000};
+      nanosleep(&ts, NULL);
+    }
+    return;
+  }
+  void *frames[64];
+  struct mode_frame *m = atomic_load(&g_mode);
+  struct verdict_input in = {
+      .code = code,
+      .api = api,
+      .exact_seq = exact_seq,
+      .after_seq = atomic_load(&g_fork_seq),
+      .tid = my_tid(),
+      .time_ns = now_ns(),
+      .frames = frames,
+      .nframes = stack_capture(frames, g_cfg.stack_depth > 0 ? g_cfg.stack_depth : 24),
+      .cfg = &g_cfg,
+      .mode = m ? m->mode : g_cfg.mode,
+      .launches = atomic_load(&g_seq) - atomic_load(&g_fork_seq),
+  };
+  verdict_emit(&in, g_report_path, sizeof g_report_path);
+  atomic_store(&g_report, 2);
+}
+
+__attribute__((destructor)) static void cp_dtor(void) {
+  if (cp_state <= 0 || !g_cfg.stats) return;
+  char msg[400];
+  uint64_t n = atomic_load(&g_seq) - atomic_load(&g_fork_seq);
+  double per = n ? (double)atomic_load(&g_ns_in_culprit) / 1000.0 / (double)n : 0.0;
+  snprintf(msg, sizeof msg,
+           "stats: pid %d: %llu launches, %llu breadcrumbs (%llu refused), %llu blocking syncs, "
+           "%llu records overwritten, %d threads, %.2f us per launch in culprit",
+           (int)getpid(), (unsigned long long)n, (unsigned long long)crumb_written(),
+           (unsigned long long)crumb_failures(), (unsigned long long)atomic_load(&g_blocking_syncs),
+           (unsigned long long)ring_total_overwritten(), ring_count(), per);
+  say(msg);
+}
+
+/* ---- public API (include/culprit.h reaches these through dlsym, so a program runs without the library) ---- */
+
+CP_EXPORT int culprit_api_push(int mode, const char *kernels, unsigned long long first, unsigned long long last) {
+  if (!cp_active()) return -4;
+  if (mode < CP_MODE_RECORD || mode > CP_MODE_OFF || first == 0 || first > last) return -2;
+  if (kernels && strlen(kernels) >= CFG_PATTERN_MAX) return -2;
+  pthread_mutex_lock(&g_mode_lock);
+  if (g_depth == MODE_DEPTH) {
+    pthread_mutex_unlock(&g_mode_lock);
+    return -3;
+  }
+  struct mode_frame *f = &g_frames[g_frame_next++ % MODE_FRAMES];
+  f->mode = mode;
+  snprintf(f->kernels, sizeof f->kernels, "%s", kernels && *kernels ? kernels : "*");
+  f->lo = first;
+  f->hi = last;
+  g_stack[++g_depth] = f;
+  /* release: the frame's fields are visible to launches that acquire the pointer. */
+  atomic_store_explicit(&g_mode, f, memory_order_release);
+  pthread_mutex_unlock(&g_mode_lock);
+  return 0;
+}
+
+CP_EXPORT int culprit_api_pop(void) {
+  if (!cp_active()) return -4;
+  pthread_mutex_lock(&g_mode_lock);
+  if (g_depth == 0) {
+    pthread_mutex_unlock(&g_mode_lock);
+    return -3;
+  }
+  g_depth--;
+  atomic_store_explicit(&g_mode, g_stack[g_depth], memory_order_release);
+  pthread_mutex_unlock(&g_mode_lock);
+  return 0;
+}
+
+CP_EXPORT int culprit_api_mode(void) {
+  if (!cp_active()) return -4;
+  struct mode_frame *m = atomic_load_explicit(&g_mode, memory_order_acquire);
+  return m ? m->mode : -4;
+}
+
+CP_EXPORT int culprit_api_depth(void) {
+  if (!cp_active()) return -4;
+  pthread_mutex_lock(&g_mode_lock);
+  int d = g_depth;
+  pthread_mutex_unlock(&g_mode_lock);
+  return d;
+}
+
+CP_EXPORT const char *culprit_api_last_report(void) {
+  return atomic_load(&g_report) == 2 && g_report_path[0] ? g_report_path : NULL;
+}
+
+CP_EXPORT unsigned long long culprit_api_launches(void) {
+  return (unsigned long long)(atomic_load(&g_seq) - atomic_load(&g_fork_seq));
+}

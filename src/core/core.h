@@ -1,0 +1,58 @@
+/* What the intercept layer hands to core: launches (before and after the real call), results of every other
+ * hooked call, and stream/capture/module life events. Core decides what to record and when to report. */
+#ifndef CULPRIT_CORE_H
+#define CULPRIT_CORE_H
+
+#include <stdint.h>
+
+struct cp_rec;
+struct cp_ring;
+struct cp_stream;
+
+struct cp_launch_desc {
+  const char *api;                /* exported symbol used */
+  void *func;                     /* CUfunction/CUkernel, or CUgraphExec */
+  void *stream;                   /* stream handle as passed */
+  uint32_t grid[3];               /* grid dimensions (zeros for graphs) */
+  uint32_t block[3];              /* block dimensions */
+  uint32_t smem;                  /* dynamic shared memory */
+  uint8_t ptds;                   /* per-thread default stream entry point */
+  uint8_t kind;                   /* CP_KIND_* */
+};
+
+struct cp_launch_ctx {
+  struct cp_ring *ring;           /* the launching thread's ring */
+  struct cp_rec *rec;             /* claimed record, published after the real call */
+  struct cp_stream *stream;       /* stream entry, NULL if untracked */
+  const struct cp_launch_desc *d; /* the launch */
+  uint64_t t0;                    /* start of culprit's own work, for CULPRIT_STATS */
+};
+
+/* Set once configuration is read: 1 = active, 0 = not yet read, -1 = disabled (bad config or mode off). */
+extern int cp_state;
+void cp_init(void);
+static inline int cp_active(void) {
+  if (__builtin_expect(cp_state == 0, 0)) cp_init();
+  return cp_state > 0;
+}
+
+/* Before the real launch: returns 1 when the launch is being recorded (then call cp_launch_end). */
+int cp_launch_begin(struct cp_launch_ctx *lc, const struct cp_launch_desc *d);
+/* After it: publishes the record, queues the breadcrumb, synchronizes in blocking mode. Returns the code to
+ * give the program (the real one, or the sticky error blocking mode found). */
+int cp_launch_end(struct cp_launch_ctx *lc, int rc);
+
+/* A non-launch hooked call returned rc != 0: reports when it is a sticky error. */
+void cp_result(int rc, const char *api);
+static inline int cp_is_sticky(int rc) {
+  /* 700 illegal address, 702 launch timeout, 710 assert, 714 hardware stack error, 715 illegal instruction,
+   * 716 misaligned address, 717 invalid address space, 718 invalid pc, 719 launch failure. */
+  return rc == 700 || rc == 702 || rc == 710 || (rc >= 714 && rc <= 719);
+}
+
+void cp_stream_destroying(void *stream);
+void cp_capture_begun(void);
+void cp_capture_ended(void);
+void cp_module_unloaded(void);
+
+#endif

@@ -1,0 +1,185 @@
+/* Stream table and breadcrumb slots. Lookups are lock-free probes of an open-addressing table (plus a
+ * one-entry per-thread cache); a stream seen for the first time takes a mutex, gets one 8-byte slot from its
+ * context's pool of host-mapped memory, and is published by storing its key last. Entries are never removed:
+ * a destroyed stream's entry is retired (its history stays for the verdict) and a reused handle gets a new one. */
+#define _GNU_SOURCE
+#include "crumb.h"
+
+#include "driver.h"
+#include "ring.h"
+
+#include <pthread.h>
+#include <string.h>
+
+#define STREAM_SLOTS 16384                   /* power of two */
+#define POOL_BYTES 4096                      /* host-mapped bytes per pool chunk: 512 breadcrumbs */
+#define MAX_POOLS 256
+#define RETIRED ((uintptr_t)-1)
+
+struct crumb_pool {
+  void *ctx;                                 /* owning context */
+  volatile uint64_t *host;                   /* current chunk, host view */
+  uint64_t dev;                              /* current chunk, device view */
+  uint32_t used;                             /* slots handed out of the current chunk */
+  int broken;                                /* allocation failed once: no breadcrumbs in this context */
+};
+
+static struct cp_stream g_tab[STREAM_SLOTS];
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct crumb_pool g_pools[MAX_POOLS];  /* under g_lock */
+static int g_npools;                          /* under g_lock */
+static _Atomic uint32_t g_used;               /* entries taken */
+static _Atomic uint64_t g_failures;           /* breadcrumb writes the driver refused */
+static _Atomic uint64_t g_written;            /* breadcrumb writes queued */
+
+/* Last stream this thread launched to: most programs launch to the same stream again and again. */
+static __thread struct {
+  struct cp_stream *s;                        /* cached entry */
+  void *handle;                               /* handle it was looked up by */
+  uintptr_t ctx;                              /* context for default streams */
+  int ptds;                                   /* entry-point semantics */
+} tls_last;
+
+uint32_t crumb_capacity(void) { return STREAM_SLOTS; }
+uint32_t crumb_index(const struct cp_stream *s) { return (uint32_t)(s - g_tab); }
+struct cp_stream *crumb_at(uint32_t idx) { return idx < STREAM_SLOTS ? &g_tab[idx] : NULL; }
+uint64_t crumb_failures(void) { return atomic_load_explicit(&g_failures, memory_order_relaxed); }
+uint64_t crumb_written(void) { return atomic_load_explicit(&g_written, memory_order_relaxed); }
+
+static size_t hash3(uintptr_t a, uintptr_t b, int c) {
+  uint64_t x = (uint64_t)a * 0x9E3779B97F4A7C15ULL ^ (uint64_t)b * 0xC2B2AE3D27D4EB4FULL ^ (uint64_t)(unsigned)c;
+  x ^= x >> 31;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 29;
+  return (size_t)x & (STREAM_SLOTS - 1);
+}
+
+static struct cp_stream *probe(uintptr_t ks, uintptr_t kc, int kt) {
+  for (size_t i = hash3(ks, kc, kt), n = 0; n < STREAM_SLOTS; i = (i + 1) & (STREAM_SLOTS - 1), n++) {
+    /* acquire: pairs with the release store of key_stream in crumb_stream; the entry's fields are visible. */
+    uintptr_t s = atomic_load_explicit(&g_tab[i].key_stream, memory_order_acquire);
+    if (!s) return NULL;
+    if (s == ks && atomic_load_explicit(&g_tab[i].key_ctx, memory_order_relaxed) == kc &&
+        atomic_load_explicit(&g_tab[i].key_tid, memory_order_relaxed) == kt)
+      return &g_tab[i];
+  }
+  return NULL;
+}
+
+/* One slot of host-mapped memory in ctx's pool; called with g_lock held and ctx current. */
+static int pool_slot(void *ctx, volatile uint64_t **host, uint64_t *dev) {
+  struct crumb_pool *p = NULL;
+  for (int i = 0; i < g_npools; i++)
+    if (g_pools[i].ctx == ctx) p = &g_pools[i];
+  if (!p) {
+    if (g_npools == MAX_POOLS) return -1;
+    p = &g_pools[g_npools++];
+    memset(p, 0, sizeof *p);
+    p->ctx = ctx;
+    p->used = POOL_BYTES / 8;               /* forces a chunk below */
+  }
+  if (p->broken) return -1;
+  if (p->used == POOL_BYTES / 8) {
+    void *h = NULL;
+    uint64_t d = 0;
+    if (!cp_drv.host_alloc || !cp_drv.host_get_dptr ||
+        cp_drv.host_alloc(&h, POOL_BYTES, CP_CU_MEMHOSTALLOC_PORTABLE | CP_CU_MEMHOSTALLOC_DEVICEMAP) || !h ||
+        cp_drv.host_get_dptr(&d, h, 0) || !d) {
+      p->broken = 1;
+      return -1;
+    }
+    memset(h, 0, POOL_BYTES);
+    p->host = h;
+    p->dev = d;
+    p->used = 0;
+  }
+  *host = p->host + p->used;
+  *dev = p->dev + 8u * p->used;
+  p->used++;
+  return 0;
+}
+
+struct cp_stream *crumb_stream(void *handle, int ptds, int tid) {
+  int kind;
+  if (handle == NULL) kind = ptds ? CP_STREAM_PER_THREAD : CP_STREAM_LEGACY;
+  else if (handle == CP_CU_STREAM_LEGACY) kind = CP_STREAM_LEGACY;
+  else if (handle == CP_CU_STREAM_PER_THREAD) kind = CP_STREAM_PER_THREAD;
+  else kind = CP_STREAM_CREATED;
+
+  void *ctx = NULL;
+  if (kind != CP_STREAM_CREATED && (!cp_drv.ctx_get_current || cp_drv.ctx_get_current(&ctx) || !ctx))
+    return NULL;                             /* no context: the launch itself will fail */
+  uintptr_t ks = kind == CP_STREAM_CREATED ? (uintptr_t)handle : (uintptr_t)kind;
+  uintptr_t kc = (uintptr_t)ctx;
+  int kt = kind == CP_STREAM_PER_THREAD ? tid : 0;
+
+  struct cp_stream *s = tls_last.s;
+  if (s && tls_last.handle == handle && tls_last.ptds == ptds && tls_last.ctx == kc &&
+      !atomic_load_explicit(&s->dead, memory_order_relaxed))
+    return s;
+  s = probe(ks, kc, kt);
+  if (!s) {
+    pthread_mutex_lock(&g_lock);
+    s = probe(ks, kc, kt);
+    if (!s && atomic_load_explicit(&g_used, memory_order_relaxed) < STREAM_SLOTS * 3 / 4) {
+      size_t i = hash3(ks, kc, kt);
+      while (atomic_load_explicit(&g_tab[i].key_stream, memory_order_relaxed)) i = (i + 1) & (STREAM_SLOTS - 1);
+      s = &g_tab[i];
+      void *sctx = ctx;
+      if (kind == CP_STREAM_CREATED && cp_drv.stream_get_ctx && cp_drv.stream_get_ctx(handle, &sctx)) sctx = NULL;
+      if (!sctx && cp_drv.ctx_get_current) cp_drv.ctx_get_current(&sctx);
+      s->kind = kind;
+      s->ctx = sctx;
+      s->device = -1;
+      if (cp_drv.ctx_get_device && cp_drv.ctx_get_device(&s->device)) s->device = -1;
+      s->handle = handle;
+      if (!sctx || pool_slot(sctx, &s->slot, &s->dslot)) { s->slot = NULL; s->dslot = 0; }
+      atomic_store_explicit(&s->key_ctx, kc, memory_order_relaxed);
+      atomic_store_explicit(&s->key_tid, kt, memory_order_relaxed);
+      atomic_fetch_add_explicit(&g_used, 1, memory_order_relaxed);
+      /* release: publishes the entry to lock-free probes (pairs with the acquire in probe). */
+      atomic_store_explicit(&s->key_stream, ks, memory_order_release);
+    }
+    pthread_mutex_unlock(&g_lock);
+    if (!s) return NULL;
+  }
+  tls_last.s = s;
+  tls_last.handle = handle;
+  tls_last.ptds = ptds;
+  tls_last.ctx = kc;
+  return s;
+}
+
+int crumb_write(struct cp_stream *s, void *handle, int ptds, uint64_t seq) {
+  int rc;
+  if (!s->slot) return -1;
+  if (ptds && cp_drv.write_value64_ptsz) rc = cp_drv.write_value64_ptsz(handle, s->dslot, seq, 0);
+  else if (ptds && !handle) rc = cp_drv.write_value64(CP_CU_STREAM_PER_THREAD, s->dslot, seq, 0);
+  else rc = cp_drv.write_value64(handle, s->dslot, seq, 0);
+  if (rc) atomic_fetch_add_explicit(&g_failures, 1, memory_order_relaxed);
+  else atomic_fetch_add_explicit(&g_written, 1, memory_order_relaxed);
+  return rc;
+}
+
+void crumb_stream_destroyed(void *handle) {
+  if (!handle || handle == CP_CU_STREAM_LEGACY || handle == CP_CU_STREAM_PER_THREAD) return;
+  pthread_mutex_lock(&g_lock);
+  struct cp_stream *s = probe((uintptr_t)handle, 0, 0);
+  if (s) {
+    atomic_store_explicit(&s->dead, 1, memory_order_relaxed);
+    /* The key no longer matches, so a new stream with the same handle gets its own entry and history. */
+    atomic_store_explicit(&s->key_ctx, RETIRED, memory_order_relaxed);
+  }
+  pthread_mutex_unlock(&g_lock);
+  if (tls_last.handle == handle) tls_last.s = NULL;
+}
+
+void crumb_after_fork(void) {
+  /* Single-threaded here. The parent's host-mapped memory means nothing to a child's driver state. */
+  memset(g_tab, 0, sizeof g_tab);
+  memset(g_pools, 0, sizeof g_pools);
+  g_npools = 0;
+  atomic_store(&g_used, 0);
+  tls_last.s = NULL;
+  pthread_mutex_init(&g_lock, NULL);
+}

@@ -1,0 +1,43 @@
+/* Streams and breadcrumbs: a table of every stream launches went to, each with one 8-byte slot of host-mapped
+ * memory that the stream itself overwrites with the launch number after each launch. After a fault the slot
+ * holds the last launch that completed on that stream. */
+#ifndef CULPRIT_CRUMB_H
+#define CULPRIT_CRUMB_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+struct cp_stream {
+  _Atomic uintptr_t key_stream;   /* identity: handle (or 1 legacy / 2 per-thread); 0 = empty slot */
+  _Atomic uintptr_t key_ctx;      /* identity: context for default streams, 0 for created; ~0 = destroyed */
+  _Atomic int key_tid;            /* identity: thread for per-thread default streams, else 0 */
+  int kind;                       /* CP_STREAM_* */
+  int device;                     /* device ordinal, -1 if unknown */
+  void *ctx;                      /* context the stream belongs to */
+  void *handle;                   /* handle to pass to the driver for breadcrumb writes */
+  volatile uint64_t *slot;        /* host view of the breadcrumb, NULL when breadcrumbs are unavailable */
+  uint64_t dslot;                 /* device view of the same slot */
+  _Atomic uint64_t last_launched; /* seq of the newest launch on this stream */
+  _Atomic uint64_t launches;      /* launches on this stream */
+  _Atomic int dead;               /* destroyed by the program */
+};
+
+/* The stream a launch goes to, made on first sight; NULL when the table is full or the context is unknown.
+ * ptds: the entry point has per-thread default stream semantics. */
+struct cp_stream *crumb_stream(void *handle, int ptds, int tid);
+/* Queues the breadcrumb for seq behind the launch just made; returns the driver's code (0 = queued). */
+int crumb_write(struct cp_stream *s, void *handle, int ptds, uint64_t seq);
+/* The program destroyed a stream: later launches on a reused handle get a fresh entry. */
+void crumb_stream_destroyed(void *handle);
+/* Index of s in the table, and back. */
+uint32_t crumb_index(const struct cp_stream *s);
+struct cp_stream *crumb_at(uint32_t idx);
+/* Entries in use (for iteration: indexes 0..crumb_capacity()-1 whose key_stream is non-zero). */
+uint32_t crumb_capacity(void);
+/* Counters for the report. */
+uint64_t crumb_failures(void);
+uint64_t crumb_written(void);
+/* After fork in the child: every entry and pool belongs to the parent's driver state; start empty. */
+void crumb_after_fork(void);
+
+#endif

@@ -1,0 +1,117 @@
+/* Kernel name cache: an open-addressing table from function handle to interned name. Readers probe without
+ * locks; inserts take a mutex. Forgetting bumps a generation, so stale entries simply stop matching. */
+#define _GNU_SOURCE
+#include "names.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#define NAMES_SLOTS 8192                      /* power of two */
+#define ARENA_CHUNK (256 * 1024)
+
+struct names_slot {
+  _Atomic(void *) func;                       /* key; NULL = empty; stored last (release) */
+  _Atomic uint32_t gen;                       /* generation the entry belongs to */
+  const struct cp_kname *name;                /* value */
+};
+
+static struct names_slot g_slots[NAMES_SLOTS];
+static _Atomic uint32_t g_gen = 1;             /* current generation */
+static _Atomic uint32_t g_used;                /* slots taken in any generation */
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *g_arena;                          /* current chunk, under g_lock */
+static size_t g_arena_left;
+
+static void *arena_alloc(size_t n) {
+  n = (n + 7) & ~(size_t)7;
+  if (n > ARENA_CHUNK) return NULL;
+  if (n > g_arena_left) {
+    void *m = mmap(NULL, ARENA_CHUNK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) return NULL;
+    g_arena = m;
+    g_arena_left = ARENA_CHUNK;
+  }
+  void *p = g_arena;
+  g_arena += n;
+  g_arena_left -= n;
+  return p;
+}
+
+static const char *intern_locked(const char *s) {
+  size_t n = strlen(s) + 1;
+  char *p = arena_alloc(n);
+  if (p) memcpy(p, s, n);
+  return p;
+}
+
+const char *names_intern(const char *s) {
+  pthread_mutex_lock(&g_lock);
+  const char *p = intern_locked(s);
+  pthread_mutex_unlock(&g_lock);
+  return p;
+}
+
+static size_t hash_ptr(void *p) {
+  uint64_t x = (uint64_t)(uintptr_t)p;
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  return (size_t)x & (NAMES_SLOTS - 1);
+}
+
+static const struct cp_kname *probe(void *func, uint32_t gen) {
+  for (size_t i = hash_ptr(func), k = 0; k < NAMES_SLOTS; i = (i + 1) & (NAMES_SLOTS - 1), k++) {
+    /* acquire: pairs with the release store of func in names_get, so name and gen are visible. */
+    void *f = atomic_load_explicit(&g_slots[i].func, memory_order_acquire);
+    if (!f) return NULL;
+    if (f == func && atomic_load_explicit(&g_slots[i].gen, memory_order_relaxed) == gen) return g_slots[i].name;
+  }
+  return NULL;
+}
+
+static const struct cp_kname g_unknown = {"<unnamed kernel>"};
+static const struct cp_kname g_full = {"<kernel name table full>"};
+
+const struct cp_kname *names_get(void *func, names_lookup_fn fn) {
+  uint32_t gen = atomic_load_explicit(&g_gen, memory_order_acquire);
+  const struct cp_kname *k = probe(func, gen);
+  if (k) return k;
+
+  pthread_mutex_lock(&g_lock);
+  k = probe(func, gen);
+  if (k) goto out;
+  const char *raw = NULL;
+  char fallback[48];
+  if (!fn || fn(func, &raw) || !raw) {
+    snprintf(fallback, sizeof fallback, "<function %p>", func);
+    raw = fallback;
+  }
+  struct cp_kname *nk = arena_alloc(sizeof *nk);
+  const char *s = nk ? intern_locked(raw) : NULL;
+  if (!nk || !s) { k = &g_unknown; goto out; }
+  nk->mangled = s;
+  k = nk;
+  if (atomic_load_explicit(&g_used, memory_order_relaxed) >= NAMES_SLOTS * 3 / 4) goto out; /* uncached */
+  for (size_t i = hash_ptr(func);; i = (i + 1) & (NAMES_SLOTS - 1)) {
+    void *f = atomic_load_explicit(&g_slots[i].func, memory_order_relaxed);
+    if (f && !(f == func)) continue;
+    g_slots[i].name = k;
+    atomic_store_explicit(&g_slots[i].gen, gen, memory_order_relaxed);
+    if (!f) atomic_fetch_add_explicit(&g_used, 1, memory_order_relaxed);
+    /* release: publishes name and gen to lock-free readers (probe). */
+    atomic_store_explicit(&g_slots[i].func, func, memory_order_release);
+    break;
+  }
+out:
+  pthread_mutex_unlock(&g_lock);
+  return k ? k : &g_full;
+}
+
+void names_forget_all(void) {
+  /* release: later probes see the new generation and miss every older entry. */
+  atomic_fetch_add_explicit(&g_gen, 1, memory_order_release);
+}

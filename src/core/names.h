@@ -1,0 +1,21 @@
+/* Kernel names, looked up once per function handle and interned for the life of the process, so a launch
+ * record holds a pointer and the launch path does a lock-free hash probe instead of a driver call. */
+#ifndef CULPRIT_NAMES_H
+#define CULPRIT_NAMES_H
+
+struct cp_kname {
+  const char *mangled;            /* as the driver reports it (Itanium-mangled for C++ kernels) */
+};
+
+/* Asks the driver for a name; returns 0 and sets *name, or nonzero. */
+typedef int (*names_lookup_fn)(void *func, const char **name);
+
+/* The interned name of func; looks it up through fn the first time. Never NULL: unknown functions get a
+ * name that says so. */
+const struct cp_kname *names_get(void *func, names_lookup_fn fn);
+/* Forgets every handle (module unload: handles may be reused); interned names stay valid. */
+void names_forget_all(void);
+/* Copies s into the never-freed arena; NULL if memory is short. */
+const char *names_intern(const char *s);
+
+#endif

@@ -1,0 +1,145 @@
+/* Per-thread launch rings.
+ *
+ *   launching thread (sole producer)          reporter (any thread, at fault time)
+ *   rec = ring_claim(r)                       for each ring, each slot:
+ *     rec->seq = 0        (relaxed)             s1 = rec->seq            (acquire)
+ *     fence               (release)  ----.      copy the record
+ *     fill fields                         `-->  fence                    (acquire)
+ *   ring_publish: rec->seq = N (release) ---->  s2 = rec->seq (relaxed); keep if s1 == s2 != 0
+ *
+ * A record torn by a concurrent overwrite fails the s1 == s2 test and is skipped. Rings live in mmap'd
+ * memory, are never freed, and are adopted by new threads when their owner exits, so the history of a thread
+ * that launched the culprit and then ended is still there. */
+#define _GNU_SOURCE
+#include "ring.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+static uint32_t g_capacity = 4096;          /* records per ring, power of two */
+static int g_depth = 24;                     /* frames per record */
+static _Atomic(struct cp_ring *) g_rings;    /* list head; pushes are lock-free */
+static _Atomic int g_count;                  /* rings made */
+
+void ring_configure(uint32_t capacity, int stack_depth) {
+  uint32_t c = 16;
+  while (c < capacity && c < (1u << 20)) c <<= 1;
+  g_capacity = c;
+  g_depth = stack_depth < 0 ? 0 : stack_depth > 64 ? 64 : stack_depth;
+}
+
+size_t ring_rec_size(void) {
+  size_t s = sizeof(struct cp_rec) + (size_t)g_depth * sizeof(void *);
+  return (s + 15) & ~(size_t)15;
+}
+
+static struct cp_ring *ring_new(int tid) {
+  size_t rs = ring_rec_size();
+  size_t bytes = sizeof(struct cp_ring) + rs * g_capacity;
+  void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) return NULL;
+  struct cp_ring *r = m;                     /* mmap memory is zeroed: every seq starts at 0 */
+  r->mask = g_capacity - 1;
+  r->rec_size = rs;
+  atomic_store_explicit(&r->owner, tid, memory_order_relaxed);
+  struct cp_ring *head = atomic_load_explicit(&g_rings, memory_order_relaxed);
+  do {
+    r->next = head;
+    /* release: a reporter that sees r in the list sees its initialized header. Pairs with the acquire load in
+     * ring_snapshot. */
+  } while (!atomic_compare_exchange_weak_explicit(&g_rings, &head, r, memory_order_release,
+                                                  memory_order_relaxed));
+  atomic_fetch_add_explicit(&g_count, 1, memory_order_relaxed);
+  return r;
+}
+
+struct cp_ring *ring_mine(int tid) {
+  size_t rs = ring_rec_size();
+  /* Adopt an orphan of the current geometry first: bounded memory with thread churn. */
+  for (struct cp_ring *r = atomic_load_explicit(&g_rings, memory_order_acquire); r; r = r->next) {
+    int zero = 0;
+    if (r->rec_size != rs || r->mask != g_capacity - 1) continue;
+    /* acq_rel: the adopter must see the previous owner's head; pairs with the release store in ring_release. */
+    if (atomic_load_explicit(&r->owner, memory_order_relaxed) == 0 &&
+        atomic_compare_exchange_strong_explicit(&r->owner, &zero, tid, memory_order_acq_rel,
+                                                memory_order_relaxed))
+      return r;
+  }
+  return ring_new(tid);
+}
+
+struct cp_rec *ring_claim(struct cp_ring *r) {
+  struct cp_rec *rec = (struct cp_rec *)(r->data + (r->head & r->mask) * r->rec_size);
+  if (atomic_load_explicit(&rec->seq, memory_order_relaxed))
+    atomic_fetch_add_explicit(&r->overwritten, 1, memory_order_relaxed);
+  atomic_store_explicit(&rec->seq, 0, memory_order_relaxed);
+  /* release fence: the zero above is visible before any field below changes (see the diagram). */
+  atomic_thread_fence(memory_order_release);
+  return rec;
+}
+
+void ring_publish(struct cp_ring *r, struct cp_rec *rec, uint64_t seq) {
+  /* release: fields written before are visible to a reporter that acquires this seq. */
+  atomic_store_explicit(&rec->seq, seq, memory_order_release);
+  r->head++;
+}
+
+void ring_release(struct cp_ring *r) {
+  if (r) atomic_store_explicit(&r->owner, 0, memory_order_release);
+}
+
+static int cmp_seq(const void *a, const void *b, void *rs) {
+  (void)rs;
+  uint64_t x = atomic_load_explicit(&((const struct cp_rec *)a)->seq, memory_order_relaxed);
+  uint64_t y = atomic_load_explicit(&((const struct cp_rec *)b)->seq, memory_order_relaxed);
+  return x < y ? -1 : x > y;
+}
+
+struct cp_rec *ring_snapshot(uint64_t after, size_t *out_n, size_t *rec_size) {
+  size_t rs = 0, total = 0, n = 0;
+  *out_n = 0;
+  for (struct cp_ring *r = atomic_load_explicit(&g_rings, memory_order_acquire); r; r = r->next) {
+    total += (size_t)r->mask + 1;
+    if (r->rec_size > rs) rs = r->rec_size;
+  }
+  if (rec_size) *rec_size = rs;
+  if (!total) return NULL;
+  unsigned char *out = malloc(total * rs);
+  if (!out) return NULL;
+  for (struct cp_ring *r = atomic_load_explicit(&g_rings, memory_order_acquire); r; r = r->next) {
+    for (uint32_t i = 0; i <= r->mask; i++) {
+      struct cp_rec *rec = (struct cp_rec *)(r->data + (size_t)i * r->rec_size);
+      uint64_t s1 = atomic_load_explicit(&rec->seq, memory_order_acquire);
+      if (s1 == 0 || s1 <= after) continue;
+      unsigned char *dst = out + n * rs;
+      memset(dst, 0, rs);
+      memcpy(dst, rec, r->rec_size);
+      atomic_thread_fence(memory_order_acquire);
+      if (atomic_load_explicit(&rec->seq, memory_order_relaxed) != s1) continue;
+      n++;
+    }
+  }
+  if (!n) { free(out); return NULL; }
+  qsort_r(out, n, rs, cmp_seq, NULL);
+  *out_n = n;
+  return (struct cp_rec *)out;
+}
+
+uint64_t ring_total_overwritten(void) {
+  uint64_t t = 0;
+  for (struct cp_ring *r = atomic_load_explicit(&g_rings, memory_order_acquire); r; r = r->next)
+    t += atomic_load_explicit(&r->overwritten, memory_order_relaxed);
+  return t;
+}
+
+int ring_count(void) { return atomic_load_explicit(&g_count, memory_order_relaxed); }
+
+void ring_after_fork(int tid) {
+  (void)tid;
+  /* The child has one thread; rings of the parent's other threads become adoptable. The caller's ring keeps
+   * its owner field but the child re-reads its tid, so orphan all and let the child adopt afresh. */
+  for (struct cp_ring *r = atomic_load_explicit(&g_rings, memory_order_acquire); r; r = r->next)
+    atomic_store_explicit(&r->owner, 0, memory_order_relaxed);
+}

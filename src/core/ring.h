@@ -1,0 +1,74 @@
+/* Per-thread launch rings: each launching thread owns one bounded ring of launch records that only it writes;
+ * the reporter reads every ring when a fault surfaces. No locks or allocation on the launch path. */
+#ifndef CULPRIT_RING_H
+#define CULPRIT_RING_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct cp_kname;
+
+enum { CP_KIND_KERNEL = 0, CP_KIND_COOP = 1, CP_KIND_GRAPH = 2 };
+enum { CP_STREAM_CREATED = 0, CP_STREAM_LEGACY = 1, CP_STREAM_PER_THREAD = 2 };
+enum {
+  CP_REC_CRUMB_FAILED = 1,        /* its breadcrumb could not be queued: completion is unknown */
+  CP_REC_RETURNED_ERROR = 2,      /* the launch call itself returned a sticky error */
+  CP_REC_CAPTURED = 4             /* launched into a stream being captured into a graph */
+};
+
+struct cp_rec {
+  _Atomic uint64_t seq;           /* launch number; 0 while the record is being written or unused */
+  uint64_t prev;                  /* seq of the previous launch on the same stream, 0 if none */
+  uint64_t time_ns;               /* CLOCK_MONOTONIC at launch */
+  const struct cp_kname *name;    /* interned kernel name, NULL for graphs */
+  void *func;                     /* CUfunction/CUkernel, or CUgraphExec for graph launches */
+  void *stream;                   /* stream handle as the program passed it */
+  void *ctx;                      /* context of the stream */
+  uint32_t stream_idx;            /* index in the stream table, UINT32_MAX if untracked */
+  uint32_t grid[3];               /* grid dimensions */
+  uint32_t block[3];              /* block dimensions */
+  uint32_t smem;                  /* dynamic shared memory bytes */
+  int32_t device;                 /* device ordinal, -1 if unknown */
+  int32_t tid;                    /* launching thread (gettid) */
+  const char *api;                /* driver entry point used (static string) */
+  uint8_t kind;                   /* CP_KIND_* */
+  uint8_t stream_kind;            /* CP_STREAM_* */
+  uint8_t flags;                  /* CP_REC_* */
+  uint8_t nframes;                /* valid entries in frames */
+  void *frames[];                 /* native return addresses, innermost first */
+};
+
+struct cp_ring {
+  struct cp_ring *next;           /* all rings, newest first; never unlinked */
+  _Atomic int owner;              /* tid of the owning thread, 0 when orphaned and adoptable */
+  uint32_t mask;                  /* capacity - 1 (capacity is a power of two) */
+  size_t rec_size;                /* bytes per record including frames */
+  uint64_t head;                  /* records written; only the owner touches it */
+  _Atomic uint64_t overwritten;   /* published records lost to wrap-around */
+  unsigned char data[];           /* capacity records of rec_size bytes */
+};
+
+/* Sets sizes for rings made from now on. */
+void ring_configure(uint32_t capacity, int stack_depth);
+/* The calling thread's ring, made or adopted on first use; NULL if memory is short. */
+struct cp_ring *ring_mine(int tid);
+/* The record the next launch of this thread will fill; it stays invisible until ring_publish. */
+struct cp_rec *ring_claim(struct cp_ring *r);
+void ring_publish(struct cp_ring *r, struct cp_rec *rec, uint64_t seq);
+/* Marks the calling thread's ring adoptable (thread exit). */
+void ring_release(struct cp_ring *r);
+
+/* Copies every consistent published record with seq > after into a malloc'd array sorted by seq.
+ * *out_n gets the count; returns NULL (and 0) when there are none or memory is short. */
+struct cp_rec *ring_snapshot(uint64_t after, size_t *out_n, size_t *rec_size);
+/* Sum of overwritten records over all rings. */
+uint64_t ring_total_overwritten(void);
+/* Number of rings (launching threads seen). */
+int ring_count(void);
+/* After fork in the child: every ring but the caller's is orphaned. */
+void ring_after_fork(int tid);
+/* Bytes per record for the configured depth. */
+size_t ring_rec_size(void);
+
+#endif

@@ -1,0 +1,153 @@
+/* The table of hooked driver entry points, as an X-macro so one list drives the real-function table, the
+ * wrappers, the dlsym filter and the cuGetProcAddress mapping. Not the wrappers themselves (intercept.c).
+ *
+ * Columns: exported symbol, base name that cuGetProcAddress is asked for, 1 if it is the per-thread default
+ * stream variant (_ptsz/_ptds), the lowest requested cudaVersion for which the driver hands out this ABI,
+ * the parameter list, the argument list.
+ *
+ * SURFACE rows get a generic wrapper: call the real function and report a sticky error it returns.
+ * CUSTOM rows have a hand-written wrapper in intercept.c (launches, stream life, capture, module unload). */
+#ifndef CULPRIT_HOOKS_H
+#define CULPRIT_HOOKS_H
+
+#define CP_HOOKS(SURFACE, CUSTOM)                                                                              \
+  /* launches */                                                                                               \
+  CUSTOM(cuLaunchKernel, cuLaunchKernel, 0, 4000, LAUNCH_P, LAUNCH_A)                                          \
+  CUSTOM(cuLaunchKernel_ptsz, cuLaunchKernel, 1, 7000, LAUNCH_P, LAUNCH_A)                                     \
+  CUSTOM(cuLaunchKernelEx, cuLaunchKernelEx, 0, 11060, LAUNCHEX_P, LAUNCHEX_A)                                 \
+  CUSTOM(cuLaunchKernelEx_ptsz, cuLaunchKernelEx, 1, 11060, LAUNCHEX_P, LAUNCHEX_A)                            \
+  CUSTOM(cuLaunchCooperativeKernel, cuLaunchCooperativeKernel, 0, 9000, COOP_P, COOP_A)                        \
+  CUSTOM(cuLaunchCooperativeKernel_ptsz, cuLaunchCooperativeKernel, 1, 9000, COOP_P, COOP_A)                   \
+  CUSTOM(cuGraphLaunch, cuGraphLaunch, 0, 10000, (CUgraphExec g, CUstream s), (g, s))                          \
+  CUSTOM(cuGraphLaunch_ptsz, cuGraphLaunch, 1, 10000, (CUgraphExec g, CUstream s), (g, s))                     \
+  /* stream life and capture */                                                                                \
+  CUSTOM(cuStreamCreate, cuStreamCreate, 0, 2000, (CUstream * ps, unsigned int fl), (ps, fl))                  \
+  CUSTOM(cuStreamCreateWithPriority, cuStreamCreateWithPriority, 0, 5050,                                      \
+         (CUstream * ps, unsigned int fl, int pri), (ps, fl, pri))                                             \
+  CUSTOM(cuStreamDestroy_v2, cuStreamDestroy, 0, 4000, (CUstream s), (s))                                      \
+  CUSTOM(cuStreamBeginCapture_v2, cuStreamBeginCapture, 0, 10010, (CUstream s, CUstreamCaptureMode m), (s, m)) \
+  CUSTOM(cuStreamBeginCapture_v2_ptsz, cuStreamBeginCapture, 1, 10010, (CUstream s, CUstreamCaptureMode m),   \
+         (s, m))                                                                                               \
+  CUSTOM(cuStreamBeginCaptureToGraph, cuStreamBeginCaptureToGraph, 0, 12030, CAPTOG_P, CAPTOG_A)               \
+  CUSTOM(cuStreamBeginCaptureToGraph_ptsz, cuStreamBeginCaptureToGraph, 1, 12030, CAPTOG_P, CAPTOG_A)          \
+  CUSTOM(cuStreamEndCapture, cuStreamEndCapture, 0, 10000, (CUstream s, CUgraph * g), (s, g))                  \
+  CUSTOM(cuStreamEndCapture_ptsz, cuStreamEndCapture, 1, 10000, (CUstream s, CUgraph * g), (s, g))             \
+  CUSTOM(cuModuleUnload, cuModuleUnload, 0, 2000, (CUmodule m), (m))                                           \
+  CUSTOM(cuLibraryUnload, cuLibraryUnload, 0, 12000, (CUlibrary l), (l))                                       \
+  /* synchronization */                                                                                        \
+  SURFACE(cuCtxSynchronize, cuCtxSynchronize, 0, 2000, (void), ())                                             \
+  SURFACE(cuStreamSynchronize, cuStreamSynchronize, 0, 2000, (CUstream s), (s))                                \
+  SURFACE(cuStreamSynchronize_ptsz, cuStreamSynchronize, 1, 7000, (CUstream s), (s))                           \
+  SURFACE(cuStreamQuery, cuStreamQuery, 0, 2000, (CUstream s), (s))                                            \
+  SURFACE(cuStreamQuery_ptsz, cuStreamQuery, 1, 7000, (CUstream s), (s))                                       \
+  SURFACE(cuStreamWaitEvent, cuStreamWaitEvent, 0, 3020, (CUstream s, CUevent e, unsigned int f), (s, e, f))   \
+  SURFACE(cuStreamWaitEvent_ptsz, cuStreamWaitEvent, 1, 7000, (CUstream s, CUevent e, unsigned int f),        \
+          (s, e, f))                                                                                           \
+  SURFACE(cuEventSynchronize, cuEventSynchronize, 0, 2000, (CUevent e), (e))                                   \
+  SURFACE(cuEventQuery, cuEventQuery, 0, 2000, (CUevent e), (e))                                               \
+  SURFACE(cuEventRecord, cuEventRecord, 0, 2000, (CUevent e, CUstream s), (e, s))                              \
+  SURFACE(cuEventRecord_ptsz, cuEventRecord, 1, 7000, (CUevent e, CUstream s), (e, s))                         \
+  SURFACE(cuEventRecordWithFlags, cuEventRecordWithFlags, 0, 11010, (CUevent e, CUstream s, unsigned int f),   \
+          (e, s, f))                                                                                           \
+  SURFACE(cuEventRecordWithFlags_ptsz, cuEventRecordWithFlags, 1, 11010,                                       \
+          (CUevent e, CUstream s, unsigned int f), (e, s, f))                                                  \
+  SURFACE(cuEventDestroy_v2, cuEventDestroy, 0, 4000, (CUevent e), (e))                                        \
+  SURFACE(cuLaunchHostFunc, cuLaunchHostFunc, 0, 10000, (CUstream s, CUhostFn fn, void *u), (s, fn, u))        \
+  SURFACE(cuLaunchHostFunc_ptsz, cuLaunchHostFunc, 1, 10000, (CUstream s, CUhostFn fn, void *u), (s, fn, u))   \
+  /* copies */                                                                                                 \
+  SURFACE(cuMemcpy, cuMemcpy, 0, 4000, (CUdeviceptr d, CUdeviceptr s, size_t n), (d, s, n))                    \
+  SURFACE(cuMemcpy_ptds, cuMemcpy, 1, 7000, (CUdeviceptr d, CUdeviceptr s, size_t n), (d, s, n))               \
+  SURFACE(cuMemcpyAsync, cuMemcpyAsync, 0, 4000, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st),        \
+          (d, s, n, st))                                                                                       \
+  SURFACE(cuMemcpyAsync_ptsz, cuMemcpyAsync, 1, 7000, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st),   \
+          (d, s, n, st))                                                                                       \
+  SURFACE(cuMemcpyHtoD_v2, cuMemcpyHtoD, 0, 3020, (CUdeviceptr d, const void *s, size_t n), (d, s, n))         \
+  SURFACE(cuMemcpyHtoD_v2_ptds, cuMemcpyHtoD, 1, 7000, (CUdeviceptr d, const void *s, size_t n), (d, s, n))    \
+  SURFACE(cuMemcpyDtoH_v2, cuMemcpyDtoH, 0, 3020, (void *d, CUdeviceptr s, size_t n), (d, s, n))               \
+  SURFACE(cuMemcpyDtoH_v2_ptds, cuMemcpyDtoH, 1, 7000, (void *d, CUdeviceptr s, size_t n), (d, s, n))          \
+  SURFACE(cuMemcpyDtoD_v2, cuMemcpyDtoD, 0, 3020, (CUdeviceptr d, CUdeviceptr s, size_t n), (d, s, n))         \
+  SURFACE(cuMemcpyDtoD_v2_ptds, cuMemcpyDtoD, 1, 7000, (CUdeviceptr d, CUdeviceptr s, size_t n), (d, s, n))    \
+  SURFACE(cuMemcpyHtoDAsync_v2, cuMemcpyHtoDAsync, 0, 3020,                                                    \
+          (CUdeviceptr d, const void *s, size_t n, CUstream st), (d, s, n, st))                                \
+  SURFACE(cuMemcpyHtoDAsync_v2_ptsz, cuMemcpyHtoDAsync, 1, 7000,                                               \
+          (CUdeviceptr d, const void *s, size_t n, CUstream st), (d, s, n, st))                                \
+  SURFACE(cuMemcpyDtoHAsync_v2, cuMemcpyDtoHAsync, 0, 3020, (void *d, CUdeviceptr s, size_t n, CUstream st),   \
+          (d, s, n, st))                                                                                       \
+  SURFACE(cuMemcpyDtoHAsync_v2_ptsz, cuMemcpyDtoHAsync, 1, 7000,                                               \
+          (void *d, CUdeviceptr s, size_t n, CUstream st), (d, s, n, st))                                      \
+  SURFACE(cuMemcpyDtoDAsync_v2, cuMemcpyDtoDAsync, 0, 3020,                                                    \
+          (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st), (d, s, n, st))                                \
+  SURFACE(cuMemcpyDtoDAsync_v2_ptsz, cuMemcpyDtoDAsync, 1, 7000,                                               \
+          (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st), (d, s, n, st))                                \
+  SURFACE(cuMemcpy2D_v2, cuMemcpy2D, 0, 3020, (const CUDA_MEMCPY2D *p), (p))                                   \
+  SURFACE(cuMemcpy2D_v2_ptds, cuMemcpy2D, 1, 7000, (const CUDA_MEMCPY2D *p), (p))                              \
+  SURFACE(cuMemcpy2DAsync_v2, cuMemcpy2DAsync, 0, 3020, (const CUDA_MEMCPY2D *p, CUstream st), (p, st))        \
+  SURFACE(cuMemcpy2DAsync_v2_ptsz, cuMemcpy2DAsync, 1, 7000, (const CUDA_MEMCPY2D *p, CUstream st), (p, st))   \
+  SURFACE(cuMemcpy3D_v2, cuMemcpy3D, 0, 3020, (const CUDA_MEMCPY3D *p), (p))                                   \
+  SURFACE(cuMemcpy3D_v2_ptds, cuMemcpy3D, 1, 7000, (const CUDA_MEMCPY3D *p), (p))                              \
+  SURFACE(cuMemcpy3DAsync_v2, cuMemcpy3DAsync, 0, 3020, (const CUDA_MEMCPY3D *p, CUstream st), (p, st))        \
+  SURFACE(cuMemcpy3DAsync_v2_ptsz, cuMemcpy3DAsync, 1, 7000, (const CUDA_MEMCPY3D *p, CUstream st), (p, st))   \
+  SURFACE(cuMemcpyPeer, cuMemcpyPeer, 0, 4000, PEER_P, PEER_A)                                                 \
+  SURFACE(cuMemcpyPeer_ptds, cuMemcpyPeer, 1, 7000, PEER_P, PEER_A)                                            \
+  SURFACE(cuMemcpyPeerAsync, cuMemcpyPeerAsync, 0, 4000, PEERA_P, PEERA_A)                                     \
+  SURFACE(cuMemcpyPeerAsync_ptsz, cuMemcpyPeerAsync, 1, 7000, PEERA_P, PEERA_A)                                \
+  /* sets */                                                                                                   \
+  SURFACE(cuMemsetD8_v2, cuMemsetD8, 0, 3020, (CUdeviceptr d, unsigned char v, size_t n), (d, v, n))           \
+  SURFACE(cuMemsetD8_v2_ptds, cuMemsetD8, 1, 7000, (CUdeviceptr d, unsigned char v, size_t n), (d, v, n))      \
+  SURFACE(cuMemsetD16_v2, cuMemsetD16, 0, 3020, (CUdeviceptr d, unsigned short v, size_t n), (d, v, n))        \
+  SURFACE(cuMemsetD16_v2_ptds, cuMemsetD16, 1, 7000, (CUdeviceptr d, unsigned short v, size_t n), (d, v, n))   \
+  SURFACE(cuMemsetD32_v2, cuMemsetD32, 0, 3020, (CUdeviceptr d, unsigned int v, size_t n), (d, v, n))          \
+  SURFACE(cuMemsetD32_v2_ptds, cuMemsetD32, 1, 7000, (CUdeviceptr d, unsigned int v, size_t n), (d, v, n))     \
+  SURFACE(cuMemsetD8Async, cuMemsetD8Async, 0, 3020, (CUdeviceptr d, unsigned char v, size_t n, CUstream s),   \
+          (d, v, n, s))                                                                                        \
+  SURFACE(cuMemsetD8Async_ptsz, cuMemsetD8Async, 1, 7000,                                                      \
+          (CUdeviceptr d, unsigned char v, size_t n, CUstream s), (d, v, n, s))                                \
+  SURFACE(cuMemsetD16Async, cuMemsetD16Async, 0, 3020,                                                         \
+          (CUdeviceptr d, unsigned short v, size_t n, CUstream s), (d, v, n, s))                               \
+  SURFACE(cuMemsetD16Async_ptsz, cuMemsetD16Async, 1, 7000,                                                    \
+          (CUdeviceptr d, unsigned short v, size_t n, CUstream s), (d, v, n, s))                               \
+  SURFACE(cuMemsetD32Async, cuMemsetD32Async, 0, 3020,                                                         \
+          (CUdeviceptr d, unsigned int v, size_t n, CUstream s), (d, v, n, s))                                 \
+  SURFACE(cuMemsetD32Async_ptsz, cuMemsetD32Async, 1, 7000,                                                    \
+          (CUdeviceptr d, unsigned int v, size_t n, CUstream s), (d, v, n, s))                                 \
+  /* memory */                                                                                                 \
+  SURFACE(cuMemAlloc_v2, cuMemAlloc, 0, 3020, (CUdeviceptr * p, size_t n), (p, n))                             \
+  SURFACE(cuMemFree_v2, cuMemFree, 0, 3020, (CUdeviceptr p), (p))                                              \
+  SURFACE(cuMemAllocAsync, cuMemAllocAsync, 0, 11020, (CUdeviceptr * p, size_t n, CUstream s), (p, n, s))      \
+  SURFACE(cuMemAllocAsync_ptsz, cuMemAllocAsync, 1, 11020, (CUdeviceptr * p, size_t n, CUstream s), (p, n, s)) \
+  SURFACE(cuMemFreeAsync, cuMemFreeAsync, 0, 11020, (CUdeviceptr p, CUstream s), (p, s))                       \
+  SURFACE(cuMemFreeAsync_ptsz, cuMemFreeAsync, 1, 11020, (CUdeviceptr p, CUstream s), (p, s))                  \
+  SURFACE(cuMemFreeHost, cuMemFreeHost, 0, 2000, (void *p), (p))                                               \
+  /* modules and contexts */                                                                                   \
+  SURFACE(cuModuleLoad, cuModuleLoad, 0, 2000, (CUmodule * m, const char *f), (m, f))                          \
+  SURFACE(cuModuleLoadData, cuModuleLoadData, 0, 2000, (CUmodule * m, const void *i), (m, i))                  \
+  SURFACE(cuModuleLoadDataEx, cuModuleLoadDataEx, 0, 2010,                                                     \
+          (CUmodule * m, const void *i, unsigned int n, CUjit_option *o, void **v), (m, i, n, o, v))           \
+  SURFACE(cuModuleGetFunction, cuModuleGetFunction, 0, 2000, (CUfunction * f, CUmodule m, const char *n),      \
+          (f, m, n))                                                                                           \
+  SURFACE(cuCtxDestroy_v2, cuCtxDestroy, 0, 4000, (CUcontext c), (c))                                          \
+  SURFACE(cuCtxPushCurrent_v2, cuCtxPushCurrent, 0, 4000, (CUcontext c), (c))                                  \
+  SURFACE(cuCtxPopCurrent_v2, cuCtxPopCurrent, 0, 4000, (CUcontext * c), (c))                                  \
+  SURFACE(cuDevicePrimaryCtxRelease_v2, cuDevicePrimaryCtxRelease, 0, 11000, (CUdevice d), (d))                \
+  SURFACE(cuDevicePrimaryCtxReset_v2, cuDevicePrimaryCtxReset, 0, 11000, (CUdevice d), (d))
+
+#define LAUNCH_P                                                                                               \
+  (CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx, unsigned int by,          \
+   unsigned int bz, unsigned int smem, CUstream s, void **params, void **extra)
+#define LAUNCH_A (f, gx, gy, gz, bx, by, bz, smem, s, params, extra)
+#define COOP_P                                                                                                 \
+  (CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx, unsigned int by,          \
+   unsigned int bz, unsigned int smem, CUstream s, void **params)
+#define COOP_A (f, gx, gy, gz, bx, by, bz, smem, s, params)
+#define LAUNCHEX_P (const CUlaunchConfig *cfg, CUfunction f, void **params, void **extra)
+#define LAUNCHEX_A (cfg, f, params, extra)
+#define CAPTOG_P                                                                                               \
+  (CUstream s, CUgraph g, const CUgraphNode *deps, const CUgraphEdgeData *edata, size_t n,                    \
+   CUstreamCaptureMode m)
+#define CAPTOG_A (s, g, deps, edata, n, m)
+#define PEER_P (CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n)
+#define PEER_A (d, dc, s, sc, n)
+#define PEERA_P (CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n, CUstream st)
+#define PEERA_A (d, dc, s, sc, n, st)
+
+#endif

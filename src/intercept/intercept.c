@@ -1,0 +1,372 @@
+/* The only place culprit touches the program's view of the CUDA driver: the exported dlsym filter, the
+ * cuGetProcAddress wrappers, and one wrapper per hooked entry point (hooks.h). Each wrapper is a few lines:
+ * find the real function, call it, hand the event to core. Nothing here decides anything. */
+#define _GNU_SOURCE
+#include <cuda.h>
+/* cuda.h maps the name to the _v2 form; culprit must define both exports under their own names. */
+#undef cuGetProcAddress
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "../core/core.h"
+#include "../core/driver.h"
+#include "../core/ring.h"
+#include "hooks.h"
+
+#define CP_EXPORT __attribute__((visibility("default")))
+
+_Static_assert((void *)CU_STREAM_LEGACY == CP_CU_STREAM_LEGACY, "CU_STREAM_LEGACY");
+_Static_assert((void *)CU_STREAM_PER_THREAD == CP_CU_STREAM_PER_THREAD, "CU_STREAM_PER_THREAD");
+_Static_assert(CU_MEMHOSTALLOC_PORTABLE == CP_CU_MEMHOSTALLOC_PORTABLE, "PORTABLE");
+_Static_assert(CU_MEMHOSTALLOC_DEVICEMAP == CP_CU_MEMHOSTALLOC_DEVICEMAP, "DEVICEMAP");
+
+/* ---- the real-function table ---- */
+
+enum {
+#define ROW(sym, base, ptds, minver, P, A) H_##sym,
+  CP_HOOKS(ROW, ROW)
+#undef ROW
+  H_COUNT
+};
+
+struct hook_row {
+  const char *sym;                /* exported symbol */
+  const char *base;               /* name cuGetProcAddress is asked for */
+  int ptds;                       /* per-thread default stream variant */
+  int minver;                     /* lowest cudaVersion that gets this ABI */
+};
+
+static const struct hook_row g_rows[H_COUNT] = {
+#define ROW(sym, base, ptds, minver, P, A) {#sym, #base, ptds, minver},
+    CP_HOOKS(ROW, ROW)
+#undef ROW
+};
+
+static _Atomic(void *) g_real[H_COUNT];       /* the driver's function for each row, set on first sight */
+static void *g_wrapper[H_COUNT];              /* culprit's function for each row (filled below) */
+static _Atomic(void *) g_real_gpa;            /* driver's cuGetProcAddress (v1) */
+static _Atomic(void *) g_real_gpa2;           /* driver's cuGetProcAddress_v2 */
+void *cp__real_dlsym __attribute__((visibility("hidden"))); /* glibc's dlsym, used by the trampoline */
+static void *g_libcuda;                        /* handle of the loaded driver library */
+static pthread_once_t g_drv_once = PTHREAD_ONCE_INIT;
+
+static void init_real_dlsym(void) {
+  if (cp__real_dlsym) return;
+  void *p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+  if (!p) p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+  cp__real_dlsym = p;
+}
+
+typedef void *(*dlsym_fn)(void *, const char *);
+
+static void *libcuda(void) {
+  if (!g_libcuda) g_libcuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  return g_libcuda;
+}
+
+/* True when p lies in libculprit itself: a "real" function must never be one of ours. */
+static int is_ours(void *p) {
+  Dl_info a, b;
+  return p && dladdr(p, &a) && dladdr((void *)&is_ours, &b) && a.dli_fbase == b.dli_fbase;
+}
+
+static void *cuda_sym(const char *name) {
+  void *h = libcuda();
+  init_real_dlsym();
+  if (!h || !cp__real_dlsym) return NULL;
+  void *p = ((dlsym_fn)cp__real_dlsym)(h, name);
+  return is_ours(p) ? NULL : p;
+}
+
+static void *real_of(int id) {
+  void *p = atomic_load_explicit(&g_real[id], memory_order_acquire);
+  if (__builtin_expect(p != NULL, 1)) return p;
+  /* Reached through our export (a program linked with -lcuda): the driver's own symbol of that name. */
+  p = cuda_sym(g_rows[id].sym);
+  if (p) {
+    void *expect = NULL;
+    atomic_compare_exchange_strong(&g_real[id], &expect, p);
+  }
+  return atomic_load(&g_real[id]);
+}
+
+static void fill_driver(void) {
+#define GET(field, name) *(void **)&cp_drv.field = cuda_sym(name)
+  GET(ctx_get_current, "cuCtxGetCurrent");
+  GET(ctx_get_device, "cuCtxGetDevice");
+  GET(stream_get_ctx, "cuStreamGetCtx");
+  GET(write_value64, "cuStreamWriteValue64_v2");
+  GET(write_value64_ptsz, "cuStreamWriteValue64_v2_ptsz");
+  GET(host_alloc, "cuMemHostAlloc");
+  GET(host_get_dptr, "cuMemHostGetDevicePointer_v2");
+  GET(func_get_name, "cuFuncGetName");
+  GET(kernel_get_name, "cuKernelGetName");
+  GET(stream_sync, "cuStreamSynchronize");
+  GET(stream_sync_ptsz, "cuStreamSynchronize_ptsz");
+  GET(get_error_name, "cuGetErrorName");
+  GET(get_error_string, "cuGetErrorString");
+  GET(stream_is_capturing, "cuStreamIsCapturing");
+  GET(stream_is_capturing_ptsz, "cuStreamIsCapturing_ptsz");
+#undef GET
+}
+
+static inline void driver_ready(void) { pthread_once(&g_drv_once, fill_driver); }
+
+/* ---- generic wrappers: call, and report a sticky error ---- */
+
+#define SURFACE(sym, base, ptds, minver, P, A)                                                                 \
+  CP_EXPORT CUresult CUDAAPI sym P {                                                                           \
+    CUresult (*real) P = (CUresult(*) P)real_of(H_##sym);                                                      \
+    if (!real) return CUDA_ERROR_NOT_FOUND;                                                                    \
+    CUresult rc = real A;                                                                                      \
+    if (rc != CUDA_SUCCESS) {                                                                                  \
+      driver_ready();                                                                                          \
+      cp_result((int)rc, #sym);                                                                                \
+    }                                                                                                          \
+    return rc;                                                                                                 \
+  }
+#define NOTHING(sym, base, ptds, minver, P, A)
+CP_HOOKS(SURFACE, NOTHING)
+#undef SURFACE
+
+/* ---- launches ---- */
+
+static inline CUresult launch_done(int on, struct cp_launch_ctx *lc, CUresult rc, const char *api) {
+  if (on) return (CUresult)cp_launch_end(lc, (int)rc);
+  if (rc != CUDA_SUCCESS) cp_result((int)rc, api);
+  return rc;
+}
+
+static inline int launch_start(struct cp_launch_ctx *lc, const struct cp_launch_desc *d) {
+  if (!cp_active()) return 0;
+  driver_ready();
+  return cp_launch_begin(lc, d);
+}
+
+#define DEF_LAUNCH(sym, is_ptds, kindv)                                                                        \
+  CP_EXPORT CUresult CUDAAPI sym LAUNCH_P {                                                                    \
+    CUresult (*real) LAUNCH_P = (CUresult(*) LAUNCH_P)real_of(H_##sym);                                        \
+    if (!real) return CUDA_ERROR_NOT_FOUND;                                                                    \
+    struct cp_launch_desc d = {#sym, f, s, {gx, gy, gz}, {bx, by, bz}, smem, is_ptds, kindv};                  \
+    struct cp_launch_ctx lc;                                                                                   \
+    int on = launch_start(&lc, &d);                                                                            \
+    return launch_done(on, &lc, real LAUNCH_A, #sym);                                                          \
+  }
+DEF_LAUNCH(cuLaunchKernel, 0, CP_KIND_KERNEL)
+DEF_LAUNCH(cuLaunchKernel_ptsz, 1, CP_KIND_KERNEL)
+
+#define DEF_COOP(sym, is_ptds)                                                                                 \
+  CP_EXPORT CUresult CUDAAPI sym COOP_P {                                                                      \
+    CUresult (*real) COOP_P = (CUresult(*) COOP_P)real_of(H_##sym);                                            \
+    if (!real) return CUDA_ERROR_NOT_FOUND;                                                                    \
+    struct cp_launch_desc d = {#sym, f, s, {gx, gy, gz}, {bx, by, bz}, smem, is_ptds, CP_KIND_COOP};           \
+    struct cp_launch_ctx lc;                                                                                   \
+    int on = launch_start(&lc, &d);                                                                            \
+    return launch_done(on, &lc, real COOP_A, #sym);                                                            \
+  }
+DEF_COOP(cuLaunchCooperativeKernel, 0)
+DEF_COOP(cuLaunchCooperativeKernel_ptsz, 1)
+
+#define DEF_LAUNCHEX(sym, is_ptds)                                                                             \
+  CP_EXPORT CUresult CUDAAPI sym LAUNCHEX_P {                                                                  \
+    CUresult (*real) LAUNCHEX_P = (CUresult(*) LAUNCHEX_P)real_of(H_##sym);                                    \
+    if (!real) return CUDA_ERROR_NOT_FOUND;                                                                    \
+    if (!cfg) return real LAUNCHEX_A;                                                                          \
+    int kindv = CP_KIND_KERNEL;                                                                                \
+    for (unsigned i = 0; cfg->attrs && i < cfg->numAttrs; i++)                                                 \
+      if (cfg->attrs[i].id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE && cfg->attrs[i].value.cooperative)              \
+        kindv = CP_KIND_COOP;                                                                                  \
+    struct cp_launch_desc d = {#sym, f, cfg->hStream, {cfg->gridDimX, cfg->gridDimY, cfg->gridDimZ},           \
+                               {cfg->blockDimX, cfg->blockDimY, cfg->blockDimZ}, cfg->sharedMemBytes, is_ptds, \
+                               (uint8_t)kindv};                                                                \
+    struct cp_launch_ctx lc;                                                                                   \
+    int on = launch_start(&lc, &d);                                                                            \
+    return launch_done(on, &lc, real LAUNCHEX_A, #sym);                                                        \
+  }
+DEF_LAUNCHEX(cuLaunchKernelEx, 0)
+DEF_LAUNCHEX(cuLaunchKernelEx_ptsz, 1)
+
+#define DEF_GRAPH(sym, is_ptds)                                                                                \
+  CP_EXPORT CUresult CUDAAPI sym(CUgraphExec g, CUstream s) {                                                  \
+    CUresult (*real)(CUgraphExec, CUstream) = (CUresult(*)(CUgraphExec, CUstream))real_of(H_##sym);            \
+    if (!real) return CUDA_ERROR_NOT_FOUND;                                                                    \
+    struct cp_launch_desc d = {#sym, g, s, {0, 0, 0}, {0, 0, 0}, 0, is_ptds, CP_KIND_GRAPH};                   \
+    struct cp_launch_ctx lc;                                                                                   \
+    int on = launch_start(&lc, &d);                                                                            \
+    return launch_done(on, &lc, real(g, s), #sym);                                                             \
+  }
+DEF_GRAPH(cuGraphLaunch, 0)
+DEF_GRAPH(cuGraphLaunch_ptsz, 1)
+
+/* ---- stream life, capture, module unload ---- */
+
+#define CALL_REAL(sym, P, A)                                                                                   \
+  CUresult (*real) P = (CUresult(*) P)real_of(H_##sym);                                                        \
+  if (!real) return CUDA_ERROR_NOT_FOUND;                                                                      \
+  CUresult rc = real A;                                                                                        \
+  if (rc != CUDA_SUCCESS) {                                                                                    \
+    driver_ready();                                                                                            \
+    cp_result((int)rc, #sym);                                                                                  \
+  }
+
+CP_EXPORT CUresult CUDAAPI cuStreamCreate(CUstream *ps, unsigned int fl) {
+  CALL_REAL(cuStreamCreate, (CUstream *, unsigned int), (ps, fl));
+  return rc;
+}
+
+CP_EXPORT CUresult CUDAAPI cuStreamCreateWithPriority(CUstream *ps, unsigned int fl, int pri) {
+  CALL_REAL(cuStreamCreateWithPriority, (CUstream *, unsigned int, int), (ps, fl, pri));
+  return rc;
+}
+
+CP_EXPORT CUresult CUDAAPI cuStreamDestroy_v2(CUstream s) {
+  /* Retire culprit's entry first: once the driver frees the handle another thread may get it back. */
+  cp_stream_destroying(s);
+  CALL_REAL(cuStreamDestroy_v2, (CUstream), (s));
+  return rc;
+}
+
+#define DEF_BEGIN_CAPTURE(sym, P, A)                                                                           \
+  CP_EXPORT CUresult CUDAAPI sym P {                                                                           \
+    CALL_REAL(sym, P, A);                                                                                      \
+    if (rc == CUDA_SUCCESS) cp_capture_begun();                                                                \
+    return rc;                                                                                                 \
+  }
+DEF_BEGIN_CAPTURE(cuStreamBeginCapture_v2, (CUstream s, CUstreamCaptureMode m), (s, m))
+DEF_BEGIN_CAPTURE(cuStreamBeginCapture_v2_ptsz, (CUstream s, CUstreamCaptureMode m), (s, m))
+DEF_BEGIN_CAPTURE(cuStreamBeginCaptureToGraph, CAPTOG_P, CAPTOG_A)
+DEF_BEGIN_CAPTURE(cuStreamBeginCaptureToGraph_ptsz, CAPTOG_P, CAPTOG_A)
+
+#define DEF_END_CAPTURE(sym)                                                                                   \
+  CP_EXPORT CUresult CUDAAPI sym(CUstream s, CUgraph *g) {                                                     \
+    CALL_REAL(sym, (CUstream, CUgraph *), (s, g));                                                             \
+    /* Capture ends whether or not the graph was valid. */                                                     \
+    if (rc == CUDA_SUCCESS || rc == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED ||                                  \
+        rc == CUDA_ERROR_STREAM_CAPTURE_UNJOINED)                                                              \
+      cp_capture_ended();                                                                                      \
+    return rc;                                                                                                 \
+  }
+DEF_END_CAPTURE(cuStreamEndCapture)
+DEF_END_CAPTURE(cuStreamEndCapture_ptsz)
+
+CP_EXPORT CUresult CUDAAPI cuModuleUnload(CUmodule m) {
+  CALL_REAL(cuModuleUnload, (CUmodule), (m));
+  if (rc == CUDA_SUCCESS) cp_module_unloaded();
+  return rc;
+}
+
+CP_EXPORT CUresult CUDAAPI cuLibraryUnload(CUlibrary l) {
+  CALL_REAL(cuLibraryUnload, (CUlibrary), (l));
+  if (rc == CUDA_SUCCESS) cp_module_unloaded();
+  return rc;
+}
+
+/* ---- entry-point lookup ---- */
+
+static void fill_wrappers(void) {
+#define ROW(sym, base, ptds, minver, P, A) g_wrapper[H_##sym] = (void *)&sym;
+  CP_HOOKS(ROW, ROW)
+#undef ROW
+}
+
+static pthread_once_t g_wrap_once = PTHREAD_ONCE_INIT;
+
+/* The row for a cuGetProcAddress request, or -1. A function with no per-thread variant is the same function
+ * under either flag. */
+static int row_for(const char *base, int ptds, int version) {
+  int legacy = -1;
+  for (int i = 0; i < H_COUNT; i++) {
+    if (strcmp(g_rows[i].base, base) || version < g_rows[i].minver) continue;
+    if (g_rows[i].ptds == ptds) return i;
+    if (!g_rows[i].ptds) legacy = i;
+  }
+  if (ptds) {
+    for (int i = 0; i < H_COUNT; i++)
+      if (g_rows[i].ptds && !strcmp(g_rows[i].base, base)) return -1; /* has a ptds row, version too low */
+    return legacy;
+  }
+  return -1;
+}
+
+CP_EXPORT CUresult CUDAAPI cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_t flags);
+
+/* Swaps the driver's answer for culprit's wrapper when it is a hooked entry point. */
+static void wrap_answer(const char *symbol, void **pfn, int version, cuuint64_t flags) {
+  if (!symbol || !pfn || !*pfn || is_ours(*pfn) || cp_state < 0) return;
+  pthread_once(&g_wrap_once, fill_wrappers);
+  if (!strcmp(symbol, "cuGetProcAddress")) {
+    /* cudart fetches cuGetProcAddress through itself; hand back the matching wrapper. */
+    if (version >= 12000) {
+      void *e = NULL;
+      atomic_compare_exchange_strong(&g_real_gpa2, &e, *pfn);
+      *pfn = (void *)&cuGetProcAddress_v2;
+    } else {
+      void *e = NULL;
+      atomic_compare_exchange_strong(&g_real_gpa, &e, *pfn);
+      *pfn = (void *)&cuGetProcAddress;
+    }
+    return;
+  }
+  int id = row_for(symbol, (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0, version);
+  if (id < 0) return;
+  void *e = NULL;
+  atomic_compare_exchange_strong(&g_real[id], &e, *pfn);
+  *pfn = g_wrapper[id];
+}
+
+CP_EXPORT CUresult CUDAAPI cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
+                                               CUdriverProcAddressQueryResult *status) {
+  typedef CUresult (*fn)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
+  fn real = (fn)atomic_load(&g_real_gpa2);
+  if (!real) real = (fn)cuda_sym("cuGetProcAddress_v2");
+  if (!real) return CUDA_ERROR_NOT_FOUND;
+  CUresult rc = real(symbol, pfn, version, flags, status);
+  if (rc == CUDA_SUCCESS) {
+    cp_active();
+    wrap_answer(symbol, pfn, version, flags);
+  }
+  return rc;
+}
+
+CP_EXPORT CUresult CUDAAPI cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_t flags) {
+  typedef CUresult (*fn)(const char *, void **, int, cuuint64_t);
+  fn real = (fn)atomic_load(&g_real_gpa);
+  if (!real) real = (fn)cuda_sym("cuGetProcAddress");
+  if (!real) return CUDA_ERROR_NOT_FOUND;
+  CUresult rc = real(symbol, pfn, version, flags);
+  if (rc == CUDA_SUCCESS) {
+    cp_active();
+    wrap_answer(symbol, pfn, version, flags);
+  }
+  return rc;
+}
+
+/* ---- dlsym ---- */
+
+/* Called by the dlsym trampoline: culprit's wrapper for a hooked driver symbol, or NULL to let glibc answer. */
+__attribute__((visibility("hidden"))) void *cp__dlsym_hook(void *handle, const char *name) {
+  init_real_dlsym();
+  if (!name || name[0] != 'c' || name[1] != 'u') return NULL;
+  if (!cp_active()) return NULL;
+  pthread_once(&g_wrap_once, fill_wrappers);
+  int id = -1, gpa = 0;
+  if (!strcmp(name, "cuGetProcAddress")) gpa = 1;
+  else if (!strcmp(name, "cuGetProcAddress_v2")) gpa = 2;
+  else
+    for (int i = 0; i < H_COUNT && id < 0; i++)
+      if (!strcmp(g_rows[i].sym, name)) id = i;
+  if (id < 0 && !gpa) return NULL;
+  /* Resolve the real one in the driver library: RTLD_DEFAULT/RTLD_NEXT from here would find culprit's own
+   * export or depend on our position in the search order. */
+  void *real = NULL;
+  if (handle != RTLD_DEFAULT && handle != RTLD_NEXT && cp__real_dlsym) real = ((dlsym_fn)cp__real_dlsym)(handle, name);
+  if (!real || is_ours(real)) real = cuda_sym(name);
+  if (!real) return NULL;
+  void *e = NULL;
+  if (gpa == 1) { atomic_compare_exchange_strong(&g_real_gpa, &e, real); return (void *)&cuGetProcAddress; }
+  if (gpa == 2) { atomic_compare_exchange_strong(&g_real_gpa2, &e, real); return (void *)&cuGetProcAddress_v2; }
+  atomic_compare_exchange_strong(&g_real[id], &e, real);
+  return g_wrapper[id];
+}

@@ -1,0 +1,24 @@
+/* Native stacks: capture return addresses cheaply at launch time, describe them (module, offset, exported
+ * symbol) only when a report is written. Python frames are not captured here yet. */
+#ifndef CULPRIT_STACK_H
+#define CULPRIT_STACK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct stack_frame_info {
+  uintptr_t pc;                   /* the return address */
+  char module[512];               /* file of the object it lies in, "" if unknown */
+  uintptr_t offset;               /* pc minus the object's lowest mapped address (dladdr's dli_fbase) */
+  char function[256];             /* exported symbol containing pc, "" if none */
+};
+
+/* Fills pcs with up to max return addresses of the caller's stack, innermost first, leaving out frames
+ * inside culprit itself. Returns how many. Safe to call from any thread; no locks of culprit's own. */
+int stack_capture(void **pcs, int max);
+/* Describes one address. */
+void stack_describe(uintptr_t pc, struct stack_frame_info *out);
+/* Name of the unwinder in use, for reports. */
+const char *stack_unwinder(void);
+
+#endif
