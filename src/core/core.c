@@ -257,6 +257,26 @@ void cp_result(int rc, const char *api) {
   report(rc, api, 0);
 }
 
+void cp_sync_begin(struct cp_sync *c, void *stream, int ptds, int whole_ctx) {
+  c->stream = NULL;
+  c->ctx = NULL;
+  c->upto = 0;
+  if (!cp_active()) return;
+  if (whole_ctx) {
+    if (cp_drv.ctx_get_current && !cp_drv.ctx_get_current(&c->ctx))
+      c->upto = atomic_load_explicit(&g_seq, memory_order_relaxed);
+    return;
+  }
+  c->stream = crumb_find(stream, ptds, my_tid());
+  if (c->stream) c->upto = atomic_load_explicit(&c->stream->last_launched, memory_order_relaxed);
+}
+
+void cp_sync_end(const struct cp_sync *c, int rc) {
+  if (rc != 0 || !c->upto) return;
+  if (c->stream) crumb_note_synced(c->stream, c->upto);
+  else crumb_note_ctx_synced(c->ctx, c->upto);
+}
+
 void cp_stream_destroying(void *stream) {
   if (cp_active()) crumb_stream_destroyed(stream);
 }

@@ -50,6 +50,16 @@ static inline int cp_is_sticky(int rc) {
   return rc == 700 || rc == 702 || rc == 710 || (rc >= 714 && rc <= 719);
 }
 
+/* Around a synchronize: when it succeeds, every launch it covered is known complete (a lower bound that the
+ * verdict uses where breadcrumbs are missing). */
+struct cp_sync {
+  struct cp_stream *stream;       /* synchronized stream, NULL for a context synchronize */
+  void *ctx;                      /* synchronized context */
+  uint64_t upto;                  /* newest launch covered */
+};
+void cp_sync_begin(struct cp_sync *c, void *stream, int ptds, int whole_ctx);
+void cp_sync_end(const struct cp_sync *c, int rc);
+
 void cp_stream_destroying(void *stream);
 void cp_capture_begun(void);
 void cp_capture_ended(void);

@@ -27,6 +27,10 @@ struct crumb_pool {
 static struct cp_stream g_tab[STREAM_SLOTS];
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct crumb_pool g_pools[MAX_POOLS];  /* under g_lock */
+static struct {
+  _Atomic(void *) ctx;                        /* context; NULL = free */
+  _Atomic uint64_t upto;                      /* launches up to this seq completed in it */
+} g_ctx_synced[MAX_POOLS];
 static int g_npools;                          /* under g_lock */
 static _Atomic uint32_t g_used;               /* entries taken */
 static _Atomic uint64_t g_failures;           /* breadcrumb writes the driver refused */
@@ -99,19 +103,77 @@ static int pool_slot(void *ctx, volatile uint64_t **host, uint64_t *dev) {
   return 0;
 }
 
-struct cp_stream *crumb_stream(void *handle, int ptds, int tid) {
-  int kind;
-  if (handle == NULL) kind = ptds ? CP_STREAM_PER_THREAD : CP_STREAM_LEGACY;
-  else if (handle == CP_CU_STREAM_LEGACY) kind = CP_STREAM_LEGACY;
-  else if (handle == CP_CU_STREAM_PER_THREAD) kind = CP_STREAM_PER_THREAD;
-  else kind = CP_STREAM_CREATED;
+/* The identity of the stream a handle names for the calling thread; -1 when there is no current context. */
+static int stream_key(void *handle, int ptds, int tid, int *kind, void **ctx, uintptr_t *ks, uintptr_t *kc,
+                      int *kt) {
+  if (handle == NULL) *kind = ptds ? CP_STREAM_PER_THREAD : CP_STREAM_LEGACY;
+  else if (handle == CP_CU_STREAM_LEGACY) *kind = CP_STREAM_LEGACY;
+  else if (handle == CP_CU_STREAM_PER_THREAD) *kind = CP_STREAM_PER_THREAD;
+  else *kind = CP_STREAM_CREATED;
+  *ctx = NULL;
+  if (*kind != CP_STREAM_CREATED && (!cp_drv.ctx_get_current || cp_drv.ctx_get_current(ctx) || !*ctx))
+    return -1;
+  *ks = *kind == CP_STREAM_CREATED ? (uintptr_t)handle : (uintptr_t)*kind;
+  *kc = (uintptr_t)*ctx;
+  *kt = *kind == CP_STREAM_PER_THREAD ? tid : 0;
+  return 0;
+}
 
-  void *ctx = NULL;
-  if (kind != CP_STREAM_CREATED && (!cp_drv.ctx_get_current || cp_drv.ctx_get_current(&ctx) || !ctx))
-    return NULL;                             /* no context: the launch itself will fail */
-  uintptr_t ks = kind == CP_STREAM_CREATED ? (uintptr_t)handle : (uintptr_t)kind;
-  uintptr_t kc = (uintptr_t)ctx;
-  int kt = kind == CP_STREAM_PER_THREAD ? tid : 0;
+struct cp_stream *crumb_find(void *handle, int ptds, int tid) {
+  int kind, kt;
+  void *ctx;
+  uintptr_t ks, kc;
+  if (stream_key(handle, ptds, tid, &kind, &ctx, &ks, &kc, &kt)) return NULL;
+  return probe(ks, kc, kt);
+}
+
+static void atomic_max(_Atomic uint64_t *a, uint64_t v) {
+  uint64_t cur = atomic_load_explicit(a, memory_order_relaxed);
+  while (cur < v && !atomic_compare_exchange_weak_explicit(a, &cur, v, memory_order_relaxed, memory_order_relaxed)) {
+  }
+}
+
+void crumb_note_synced(struct cp_stream *s, uint64_t upto) {
+  if (s) atomic_max(&s->synced, upto);
+}
+
+void crumb_note_ctx_synced(void *ctx, uint64_t upto) {
+  if (!ctx) return;
+  for (int i = 0; i < MAX_POOLS; i++) {
+    void *c = atomic_load_explicit(&g_ctx_synced[i].ctx, memory_order_acquire);
+    if (!c) {
+      void *expect = NULL;
+      /* acq_rel: claim a free row; a racing claimer of the same ctx may take another row, which only means
+       * crumb_done reads the larger of two. */
+      if (!atomic_compare_exchange_strong_explicit(&g_ctx_synced[i].ctx, &expect, ctx, memory_order_acq_rel,
+                                                   memory_order_acquire) && expect != ctx)
+        continue;
+      c = ctx;
+    }
+    if (c == ctx) {
+      atomic_max(&g_ctx_synced[i].upto, upto);
+      return;
+    }
+  }
+}
+
+uint64_t crumb_done(const struct cp_stream *s) {
+  uint64_t d = atomic_load_explicit(&s->synced, memory_order_relaxed);
+  if (s->slot && *s->slot > d) d = *s->slot;
+  for (int i = 0; i < MAX_POOLS; i++) {
+    void *c = atomic_load_explicit(&g_ctx_synced[i].ctx, memory_order_acquire);
+    if (!c) break;
+    uint64_t u = atomic_load_explicit(&g_ctx_synced[i].upto, memory_order_relaxed);
+    if (c == s->ctx && u > d) d = u;
+  }
+  return d;
+}
+
+struct cp_stream *crumb_stream(void *handle, int ptds, int tid) {
+  int kind, kt;
+  void *ctx;
+  uintptr_t ks, kc;
+  if (stream_key(handle, ptds, tid, &kind, &ctx, &ks, &kc, &kt)) return NULL; /* the launch will fail too */
 
   struct cp_stream *s = tls_last.s;
   if (s && tls_last.handle == handle && tls_last.ptds == ptds && tls_last.ctx == kc &&
@@ -178,6 +240,7 @@ void crumb_after_fork(void) {
   /* Single-threaded here. The parent's host-mapped memory means nothing to a child's driver state. */
   memset(g_tab, 0, sizeof g_tab);
   memset(g_pools, 0, sizeof g_pools);
+  memset(g_ctx_synced, 0, sizeof g_ctx_synced);
   g_npools = 0;
   atomic_store(&g_used, 0);
   tls_last.s = NULL;

@@ -20,11 +20,19 @@ struct cp_stream {
   _Atomic uint64_t last_launched; /* seq of the newest launch on this stream */
   _Atomic uint64_t launches;      /* launches on this stream */
   _Atomic int dead;               /* destroyed by the program */
+  _Atomic uint64_t synced;        /* every launch up to this seq completed: a synchronize returned success */
 };
 
 /* The stream a launch goes to, made on first sight; NULL when the table is full or the context is unknown.
  * ptds: the entry point has per-thread default stream semantics. */
 struct cp_stream *crumb_stream(void *handle, int ptds, int tid);
+/* The entry a handle maps to, without making one; NULL if never launched to. */
+struct cp_stream *crumb_find(void *handle, int ptds, int tid);
+/* A synchronize succeeded: launches up to upto on s (or on every stream of ctx) completed without error. */
+void crumb_note_synced(struct cp_stream *s, uint64_t upto);
+void crumb_note_ctx_synced(void *ctx, uint64_t upto);
+/* The highest seq known complete on s: its breadcrumb, or a successful synchronize of it or its context. */
+uint64_t crumb_done(const struct cp_stream *s);
 /* Queues the breadcrumb for seq behind the launch just made; returns the driver's code (0 = queued). */
 int crumb_write(struct cp_stream *s, void *handle, int ptds, uint64_t seq);
 /* The program destroyed a stream: later launches on a reused handle get a fresh entry. */

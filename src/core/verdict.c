@@ -24,7 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_CANDIDATES 16
+#define MAX_CANDIDATES 64
 #define HISTORY 8
 #define MAX_STREAMS_LISTED 64
 
@@ -50,17 +50,6 @@ static struct cp_rec *find_seq(const struct snap *s, uint64_t seq) {
     if (v == seq) return rec_at(s, mid);
     if (v < seq) lo = mid + 1;
     else hi = mid;
-  }
-  return NULL;
-}
-
-/* The launch on stream idx whose predecessor is prev. */
-static struct cp_rec *find_next(const struct snap *s, uint32_t idx, uint64_t prev) {
-  for (size_t i = 0; i < s->n; i++) {
-    struct cp_rec *r = rec_at(s, i);
-    if (r->stream_idx == idx && r->prev == prev && rseq(r) > prev && !(r->flags & (CP_REC_CAPTURED |
-                                                                                CP_REC_RETURNED_ERROR)))
-      return r;
   }
   return NULL;
 }
@@ -158,14 +147,43 @@ struct pick {
   const struct cp_rec *culprit;              /* exact culprit, or the first candidate */
   const struct cp_rec *cand[MAX_CANDIDATES]; /* candidates when not exact */
   int ncand;                                 /* entries in cand */
+  uint64_t win_lo, win_hi;                   /* launch numbers spanned by the candidates */
+  int truncated;                             /* more candidates than cand holds */
   const char *certainty;                     /* exact | candidates | unknown */
   char reason[512];                          /* one sentence for the user */
 };
 
 static void add_cand(struct pick *p, const struct cp_rec *r) {
+  uint64_t q = rseq(r);
   for (int i = 0; i < p->ncand; i++)
     if (p->cand[i] == r) return;
+  if (!p->win_lo || q < p->win_lo) p->win_lo = q;
+  if (q > p->win_hi) p->win_hi = q;
   if (p->ncand < MAX_CANDIDATES) p->cand[p->ncand++] = r;
+  else p->truncated = 1;
+}
+
+static int usable(const struct cp_rec *r) { return !(r->flags & (CP_REC_CAPTURED | CP_REC_RETURNED_ERROR)); }
+
+/* The suspects of one stream: its launches after the last one known complete, up to and including the first
+ * whose breadcrumb was queued (had that one completed, its breadcrumb would show it). Without breadcrumbs every
+ * launch after the last successful synchronize is a suspect. Returns how many were added; sets *lost when the
+ * first suspect's record was overwritten. */
+static int stream_suspects(const struct snap *s, uint32_t idx, const struct cp_stream *st, uint64_t done,
+                           struct pick *p, int *lost) {
+  int added = 0;
+  for (size_t i = 0; i < s->n; i++) {
+    const struct cp_rec *r = rec_at(s, i);
+    if (r->stream_idx != idx || rseq(r) <= done || !usable(r)) continue;
+    if (!added && r->prev > done) {
+      *lost = 1;                              /* the first unfinished launch is gone from the ring: anything */
+      return 0;                               /* listed from here on would be a later, innocent launch */
+    }
+    add_cand(p, r);
+    added++;
+    if (st->slot && !(r->flags & CP_REC_CRUMB_FAILED)) break;
+  }
+  return added;
 }
 
 static void decide(const struct verdict_input *in, const struct snap *s, struct pick *p) {
@@ -178,45 +196,33 @@ static void decide(const struct verdict_input *in, const struct snap *s, struct 
              (unsigned long long)in->exact_seq);
     if (p->culprit) return;
   }
-  int pending = 0, lost = 0, blind = 0;
+  int pending = 0, lost = 0, blind = 0, refused = 0;
   char lost_note[200] = "";
   for (uint32_t i = 0; i < crumb_capacity(); i++) {
     struct cp_stream *st = crumb_at(i);
     if (!atomic_load_explicit(&st->key_stream, memory_order_acquire)) continue;
     uint64_t last = atomic_load_explicit(&st->last_launched, memory_order_relaxed);
-    if (last <= in->after_seq) continue;
-    if (!st->slot) {
-      /* No breadcrumbs on this stream: its newest launch may be the one. */
-      const struct cp_rec *r = find_seq(s, last);
-      blind++;
-      if (r) add_cand(p, r);
-      continue;
-    }
-    uint64_t done = *st->slot;
-    if (done >= last) continue;              /* everything launched there completed */
+    uint64_t done = crumb_done(st);
+    if (last <= in->after_seq || done >= last) continue; /* all its work completed */
     pending++;
-    const struct cp_rec *r = find_next(s, i, done);
-    if (!r) {
+    int was_lost = 0, before = p->ncand;
+    int n = stream_suspects(s, i, st, done, p, &was_lost);
+    if (!st->slot) blind++;
+    for (int k = before; k < p->ncand; k++)
+      if (p->cand[k]->flags & CP_REC_CRUMB_FAILED) refused++;
+    if (was_lost || n == 0) {
       lost++;
       snprintf(lost_note, sizeof lost_note,
                "the launch after #%llu on stream %p is no longer in the ring (CULPRIT_RING=%u per thread)",
                (unsigned long long)done, st->handle, in->cfg->ring);
-      continue;
-    }
-    add_cand(p, r);
-    /* A refused breadcrumb hides completion: the next launches are suspects too. */
-    while (r && (r->flags & CP_REC_CRUMB_FAILED)) {
-      r = find_next(s, i, rseq(r));
-      if (r) add_cand(p, r);
     }
   }
-  if (p->ncand == 1 && pending == 1 && !lost && !blind) {
+  if (p->ncand == 1 && pending == 1 && !lost) {
     p->culprit = p->cand[0];
     p->ncand = 0;
     p->certainty = "exact";
     snprintf(p->reason, sizeof p->reason,
-             "launch #%llu was the only unfinished work: the stream's breadcrumb shows launch #%llu completed "
-             "before it",
+             "launch #%llu was the only unfinished work: its stream had completed launch #%llu before it",
              (unsigned long long)rseq(p->culprit), (unsigned long long)p->culprit->prev);
     return;
   }
@@ -240,23 +246,26 @@ static void decide(const struct verdict_input *in, const struct snap *s, struct 
              "that bypasses the driver entry points, or work queued before culprit was loaded)");
     return;
   }
-  if (p->ncand == 0) {
-    p->certainty = "unknown";
-    snprintf(p->reason, sizeof p->reason, "%s", lost_note);
-    return;
-  }
-  p->culprit = p->cand[0];
-  p->certainty = blind ? "unknown" : "candidates";
+  p->culprit = p->ncand ? p->cand[0] : NULL;
+  p->certainty = (lost || p->truncated) ? "unknown" : "candidates";
+  int k = 0;
   if (blind)
-    snprintf(p->reason, sizeof p->reason,
-             "breadcrumbs were unavailable on %d stream(s) (host-mapped memory could not be set up), so the "
-             "newest launch of each is listed",
-             blind);
-  else
-    snprintf(p->reason, sizeof p->reason,
-             "%d streams had unfinished work when the fault surfaced; the first unfinished launch of each is "
-             "listed, and one of them faulted%s%s",
-             pending, lost ? "; " : "", lost ? lost_note : "");
+    k += snprintf(p->reason + k, sizeof p->reason - (size_t)k,
+                  "breadcrumbs were unavailable on %d stream(s), so every launch after the last successful "
+                  "synchronize is a suspect; ",
+                  blind);
+  if (refused && k < (int)sizeof p->reason)
+    k += snprintf(p->reason + k, sizeof p->reason - (size_t)k,
+                  "%d suspect(s) had their breadcrumb refused by the driver; ", refused);
+  if (k < (int)sizeof p->reason)
+    k += snprintf(p->reason + k, sizeof p->reason - (size_t)k,
+                  "%d stream(s) had unfinished work when the fault surfaced and one of the %d launch(es) listed "
+                  "faulted",
+                  pending, p->ncand);
+  if (p->truncated && k < (int)sizeof p->reason)
+    k += snprintf(p->reason + k, sizeof p->reason - (size_t)k, "; only the first %d of the suspects are listed",
+                  MAX_CANDIDATES);
+  if (lost && k < (int)sizeof p->reason) snprintf(p->reason + k, sizeof p->reason - (size_t)k, "; %s", lost_note);
 }
 
 static void emit_process(struct jw *w) {
@@ -408,6 +417,15 @@ int verdict_emit(const struct verdict_input *in, char *path, unsigned pathlen) {
   jw_str(&w, p.certainty);
   jw_key(&w, "reason");
   jw_str(&w, p.reason);
+  if (p.win_lo) {
+    jw_key(&w, "window");
+    jw_obj_begin(&w);
+    jw_key(&w, "first");
+    jw_uint(&w, p.win_lo);
+    jw_key(&w, "last");
+    jw_uint(&w, p.win_hi);
+    jw_obj_end(&w);
+  }
   jw_obj_end(&w);
 
   jw_key(&w, "culprit");

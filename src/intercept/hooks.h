@@ -35,9 +35,9 @@
   CUSTOM(cuModuleUnload, cuModuleUnload, 0, 2000, (CUmodule m), (m))                                           \
   CUSTOM(cuLibraryUnload, cuLibraryUnload, 0, 12000, (CUlibrary l), (l))                                       \
   /* synchronization */                                                                                        \
-  SURFACE(cuCtxSynchronize, cuCtxSynchronize, 0, 2000, (void), ())                                             \
-  SURFACE(cuStreamSynchronize, cuStreamSynchronize, 0, 2000, (CUstream s), (s))                                \
-  SURFACE(cuStreamSynchronize_ptsz, cuStreamSynchronize, 1, 7000, (CUstream s), (s))                           \
+  CUSTOM(cuCtxSynchronize, cuCtxSynchronize, 0, 2000, (void), ())                                              \
+  CUSTOM(cuStreamSynchronize, cuStreamSynchronize, 0, 2000, (CUstream s), (s))                                 \
+  CUSTOM(cuStreamSynchronize_ptsz, cuStreamSynchronize, 1, 7000, (CUstream s), (s))                            \
   SURFACE(cuStreamQuery, cuStreamQuery, 0, 2000, (CUstream s), (s))                                            \
   SURFACE(cuStreamQuery_ptsz, cuStreamQuery, 1, 7000, (CUstream s), (s))                                       \
   SURFACE(cuStreamWaitEvent, cuStreamWaitEvent, 0, 3020, (CUstream s, CUevent e, unsigned int f), (s, e, f))   \

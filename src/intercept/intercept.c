@@ -251,6 +251,28 @@ DEF_BEGIN_CAPTURE(cuStreamBeginCaptureToGraph_ptsz, CAPTOG_P, CAPTOG_A)
 DEF_END_CAPTURE(cuStreamEndCapture)
 DEF_END_CAPTURE(cuStreamEndCapture_ptsz)
 
+/* Synchronizes also tell core which launches are known complete. */
+CP_EXPORT CUresult CUDAAPI cuCtxSynchronize(void) {
+  struct cp_sync c;
+  driver_ready();
+  cp_sync_begin(&c, NULL, 0, 1);
+  CALL_REAL(cuCtxSynchronize, (void), ());
+  cp_sync_end(&c, (int)rc);
+  return rc;
+}
+
+#define DEF_STREAM_SYNC(sym, is_ptds)                                                                          \
+  CP_EXPORT CUresult CUDAAPI sym(CUstream s) {                                                                 \
+    struct cp_sync c;                                                                                          \
+    driver_ready();                                                                                            \
+    cp_sync_begin(&c, s, is_ptds, 0);                                                                          \
+    CALL_REAL(sym, (CUstream), (s));                                                                           \
+    cp_sync_end(&c, (int)rc);                                                                                  \
+    return rc;                                                                                                 \
+  }
+DEF_STREAM_SYNC(cuStreamSynchronize, 0)
+DEF_STREAM_SYNC(cuStreamSynchronize_ptsz, 1)
+
 CP_EXPORT CUresult CUDAAPI cuModuleUnload(CUmodule m) {
   CALL_REAL(cuModuleUnload, (CUmodule), (m));
   if (rc == CUDA_SUCCESS) cp_module_unloaded();

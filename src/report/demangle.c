@@ -16,6 +16,14 @@ char *demangle_name(const char *mangled) {
   if (!mangled || strncmp(mangled, "_Z", 2) != 0) return NULL;
   if (!looked) {
     fn = (cxa_demangle_fn)dlsym(RTLD_DEFAULT, "__cxa_demangle");
+    if (!fn) {
+      /* Python loads extension modules (and so libstdc++) with RTLD_LOCAL: not in the global scope. */
+      void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_NOLOAD);
+      /* A C program has no C++ runtime at all; demangling happens only when a report is written, so loading it
+       * then costs the program nothing. */
+      if (!h) h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+      if (h) fn = (cxa_demangle_fn)dlsym(h, "__cxa_demangle");
+    }
     looked = 1;
   }
   if (!fn) return NULL;
