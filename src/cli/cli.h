@@ -1,0 +1,77 @@
+/* Shared declarations of the `culprit` command: one entry point per verb, the run machinery that `run` and
+ * `demo` share, and small helpers (messages, paths, report listing). Nothing here is used by libculprit. */
+#ifndef CULPRIT_CLI_H
+#define CULPRIT_CLI_H
+
+#include <stddef.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#ifndef CULPRIT_VERSION
+#define CULPRIT_VERSION "0.1.0"
+#endif
+
+/* Exit codes of the command itself (a program run under culprit passes its own status through). */
+enum {
+    CLI_EXIT_OK = 0,
+    CLI_EXIT_FAIL = 1,      /* the verb could not do its job (unreadable report, ...) */
+    CLI_EXIT_USAGE = 2,     /* bad command line or setup (unknown option, library not found, ...) */
+    CLI_EXIT_NOEXEC = 126,  /* the command exists but could not be executed */
+    CLI_EXIT_NOTFOUND = 127 /* the command was not found */
+};
+
+/* How to run a command under culprit; filled by `run` from its options and by `demo`. */
+struct cli_run_opts {
+    const char *mode;          /* CULPRIT_MODE, or NULL to leave the library's default */
+    const char *kernels;       /* CULPRIT_KERNELS glob, or NULL */
+    const char *launches;      /* CULPRIT_LAUNCHES "A:B", or NULL */
+    const char *ring;          /* CULPRIT_RING, already validated, or NULL */
+    const char *stack_depth;   /* CULPRIT_STACK_DEPTH, already validated, or NULL */
+    const char *dir;           /* report directory chosen by the user, or NULL for a fresh run directory */
+    int quiet;                 /* print one line per report instead of the full verdict */
+    int verbose;               /* let the library print its own full verdict too */
+    int stats;                 /* CULPRIT_STATS=1 */
+    const char *ld_path;       /* directory to prepend to LD_LIBRARY_PATH (the simulated driver), or NULL */
+    char **argv;               /* the command and its arguments, NULL-terminated */
+};
+
+/* Verbs: each takes the arguments after the verb name (argv[0] is the verb) and returns the exit status. */
+int cli_run_main(int argc, char **argv);
+int cli_report_main(int argc, char **argv);
+int cli_demo_main(int argc, char **argv);
+
+/* Runs o->argv under culprit and prints the verdicts. Returns 0 and the child's wait status in *wstatus once it
+ * ran, or an exit code (CLI_EXIT_*) when it could not be started; the message is already printed. */
+int cli_run_command(const struct cli_run_opts *o, int *wstatus);
+
+/* Ends the culprit process the way the child ended: same exit code, or death by the same signal
+ * (falling back to 128+signal). Does not return. */
+void cli_exit_like(int wstatus) __attribute__((noreturn));
+
+/* Usage text: all verbs, or one verb's details. Returns 0, or nonzero for an unknown verb. */
+void cli_usage(FILE *out);
+int cli_help_verb(FILE *out, const char *verb);
+
+/* Prints "culprit: " + message + newline on stderr. */
+void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* The directory holding the culprit executable (from /proc/self/exe). Returns 0 on success. */
+int cli_exe_dir(char *out, size_t outsz);
+
+/* Locates libculprit.so: $CULPRIT_LIB, <exe dir>/../lib/libculprit.so, <exe dir>/libculprit.so. Returns 0 and
+ * the absolute path, or prints why it is missing and returns CLI_EXIT_USAGE. */
+int cli_find_lib(char *out, size_t outsz);
+
+/* Creates path and any missing parents (parents with mode 0777 minus umask, the last one with leaf_mode).
+ * *created_leaf tells whether the last component was made here. Returns 0 or an errno value. */
+int cli_mkdirs(const char *path, mode_t leaf_mode, int *created_leaf);
+
+/* Lists the culprit-*.json files directly in dir, sorted by name, as malloc'd "dir/name" paths. Returns 0 and
+ * the list (free with cli_free_list), or an errno value. */
+int cli_list_reports(const char *dir, char ***paths, size_t *n);
+void cli_free_list(char **list, size_t n);
+
+/* Parses a decimal integer in [lo, hi]; returns 0 and *out, or -1. */
+int cli_parse_int(const char *s, long long lo, long long hi, long long *out);
+
+#endif

@@ -1,0 +1,142 @@
+/* Entry point of the `culprit` command: picks the verb and holds the help texts. The verbs themselves live in
+ * run.c, report_cmd.c and demo.c. */
+#include "cli.h"
+
+#include <string.h>
+
+static const char cli_usage_text[] =
+    "usage: culprit <command> [options]\n"
+    "\n"
+    "culprit names the CUDA kernel that really faulted, instead of the later call that reported the error.\n"
+    "\n"
+    "commands:\n"
+    "  run [options] [--] CMD [ARGS...]  run CMD with culprit loaded; print the verdict if a kernel faults\n"
+    "  report [--json|--brief] PATH...   show reports (files, or directories of culprit-*.json)\n"
+    "  demo [--sim]                      watch culprit catch a faulting kernel (simulated without a GPU)\n"
+    "  version                           print the version\n"
+    "  help [COMMAND]                    this text, or the details of one command\n"
+    "\n"
+    "run options:\n"
+    "  --mode record|blocking|off  record (default) names the culprit with no extra synchronization;\n"
+    "                              blocking synchronizes after each matching launch (exact, slower)\n"
+    "  --kernels GLOB              blocking mode: only kernels whose name matches GLOB (default *)\n"
+    "  --launches A:B              blocking mode: only launches A..B (1-based, either side optional)\n"
+    "  --ring N                    launches remembered per thread, 16..1048576 (default 4096)\n"
+    "  --stack-depth N             native frames kept per launch, 0..64 (default 24)\n"
+    "  --dir DIR                   report directory (default culprit-reports/run-DATE-TIME-PID)\n"
+    "  --quiet                     print one line per report instead of the full verdict\n"
+    "  --verbose                   let the library print its own verdict as it happens, too\n"
+    "  --stats                     have the library print its counters at exit\n"
+    "\n"
+    "environment read by libculprit.so (culprit run sets them from the options):\n"
+    "  CULPRIT_MODE, CULPRIT_KERNELS, CULPRIT_LAUNCHES, CULPRIT_RING, CULPRIT_STACK_DEPTH,\n"
+    "  CULPRIT_DIR (report directory), CULPRIT_QUIET=1 (one-line notice), CULPRIT_STATS=1\n"
+    "environment read by culprit:\n"
+    "  CULPRIT_LIB        path of libculprit.so (default: ../lib/libculprit.so beside this program)\n"
+    "  CULPRIT_ADDR2LINE  addr2line program used for file:line (default: addr2line from PATH)\n"
+    "\n"
+    "exit status: that of CMD for run and demo; 1 when a report cannot be read; 2 for bad usage;\n"
+    "126/127 when CMD cannot be run or is not found.\n";
+
+static const char cli_help_run[] =
+    "usage: culprit run [options] [--] CMD [ARGS...]\n"
+    "\n"
+    "Runs CMD with libculprit.so preloaded (LD_PRELOAD) and a fresh report directory. When a sticky CUDA\n"
+    "error (illegal address, device assert, ...) surfaces in CMD or any process it starts, the library writes\n"
+    "culprit-<pid>.json there; after CMD exits, culprit adds file:line to its frames and prints the verdict\n"
+    "on stderr: the kernel launch that faulted, where it was launched, and the launches before it.\n"
+    "CMD's input and output are left alone, signals sent to culprit are passed on to CMD, and culprit exits\n"
+    "with CMD's status (or dies of the same signal).\n"
+    "\n"
+    "options:\n"
+    "  --mode record|blocking|off  record (default): breadcrumbs after each launch name the culprit without\n"
+    "                              synchronizing; blocking: synchronize after each matching launch and stop\n"
+    "                              at the first that fails; off: load but record nothing\n"
+    "  --kernels GLOB              blocking mode: only kernels whose name matches GLOB (default *)\n"
+    "  --launches A:B              blocking mode: only launches A..B, 1-based and inclusive; 100:, :50\n"
+    "                              and a single number work too\n"
+    "  --ring N                    launches remembered per thread, 16..1048576 (default 4096)\n"
+    "  --stack-depth N             native frames kept per launch, 0..64 (default 24)\n"
+    "  --dir DIR                   write reports into DIR (created if missing) instead of\n"
+    "                              culprit-reports/run-YYYYmmdd-HHMMSS-PID\n"
+    "  --quiet, -q                 one line per report instead of the full verdict\n"
+    "  --verbose, -v               the library also prints its verdict the moment the error surfaces\n"
+    "  --stats                     the library prints its counters at exit\n"
+    "\n"
+    "example, after a verdict listed candidates #120..#124:\n"
+    "  culprit run --mode blocking --launches 120:124 -- python train.py\n";
+
+static const char cli_help_report[] =
+    "usage: culprit report [--json | --brief] PATH...\n"
+    "\n"
+    "Shows reports written by culprit. PATH is a report file or a directory: its culprit-*.json files in name\n"
+    "order, or when it has none, those of its subdirectories (so 'culprit report culprit-reports' shows\n"
+    "every run). Frames get function/file:line from debug information first (written back to the file).\n"
+    "\n"
+    "options:\n"
+    "  --json    print the report JSON, indented (an array when there are several)\n"
+    "  --brief   one line per report\n"
+    "\n"
+    "exit status: 0, or 1 when a path cannot be read or is not a culprit report.\n";
+
+static const char cli_help_demo[] =
+    "usage: culprit demo [--sim] [--verbose]\n"
+    "\n"
+    "Runs a small program whose kernel writes out of bounds, under 'culprit run', and shows the verdict.\n"
+    "With a usable GPU it runs culprit-demo-cuda; without one, or with --sim, culprit-demo-sim on culprit's\n"
+    "simulated CUDA driver. The demo's exit status is non-zero on purpose.\n";
+
+void cli_usage(FILE *out)
+{
+    fputs(cli_usage_text, out);
+}
+
+int cli_help_verb(FILE *out, const char *verb)
+{
+    if (strcmp(verb, "run") == 0)
+        fputs(cli_help_run, out);
+    else if (strcmp(verb, "report") == 0)
+        fputs(cli_help_report, out);
+    else if (strcmp(verb, "demo") == 0)
+        fputs(cli_help_demo, out);
+    else if (strcmp(verb, "version") == 0)
+        fputs("usage: culprit version\n\nPrints culprit's version.\n", out);
+    else if (strcmp(verb, "help") == 0)
+        fputs("usage: culprit help [COMMAND]\n\nPrints the usage of culprit, or of one command.\n", out);
+    else
+        return -1;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *verb = argc > 1 ? argv[1] : NULL;
+
+    if (!verb) {
+        cli_usage(stderr);
+        return CLI_EXIT_USAGE;
+    }
+    if (strcmp(verb, "run") == 0)
+        return cli_run_main(argc - 1, argv + 1);
+    if (strcmp(verb, "report") == 0)
+        return cli_report_main(argc - 1, argv + 1);
+    if (strcmp(verb, "demo") == 0)
+        return cli_demo_main(argc - 1, argv + 1);
+    if (strcmp(verb, "version") == 0 || strcmp(verb, "--version") == 0) {
+        printf("culprit %s\n", CULPRIT_VERSION);
+        return CLI_EXIT_OK;
+    }
+    if (strcmp(verb, "help") == 0 || strcmp(verb, "--help") == 0 || strcmp(verb, "-h") == 0) {
+        if (argc > 2 && strcmp(verb, "help") == 0) {
+            if (cli_help_verb(stdout, argv[2]) != 0) {
+                cli_err("there is no command '%s'; run 'culprit help' for the list", argv[2]);
+                return CLI_EXIT_USAGE;
+            }
+            return CLI_EXIT_OK;
+        }
+        cli_usage(stdout);
+        return CLI_EXIT_OK;
+    }
+    cli_err("unknown command '%s'; run 'culprit help' for the list", verb);
+    return CLI_EXIT_USAGE;
+}

@@ -1,0 +1,236 @@
+/* `culprit report`: shows reports written earlier, as text (full or one line each) or as indented JSON. Paths
+ * may be report files or directories (their culprit-*.json files, or those of their run-* subdirectories).
+ * Each report is symbolized first, and written back when that added anything and the file is writable. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "cli.h"
+#include "../report/json.h"
+#include "../report/jsonw.h"
+#include "../report/render.h"
+#include "../report/symbolize.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* A growing list of report paths. */
+struct cli_paths {
+    char **v;      /* malloc'd paths */
+    size_t n;      /* used entries */
+    size_t cap;    /* allocated entries */
+};
+
+static int cli_paths_add(struct cli_paths *p, const char *path)
+{
+    char *s = strdup(path);
+    if (!s)
+        return ENOMEM;
+    if (p->n == p->cap) {
+        size_t cap = p->cap ? p->cap * 2 : 16;
+        char **v = realloc(p->v, cap * sizeof *v);
+        if (!v) {
+            free(s);
+            return ENOMEM;
+        }
+        p->v = v;
+        p->cap = cap;
+    }
+    p->v[p->n++] = s;
+    return 0;
+}
+
+static int cli_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Adds the reports of a directory; when it holds none itself, those of its subdirectories (so that
+ * `culprit report culprit-reports` shows every run). Returns 0 or an errno value. */
+static int cli_collect_dir(struct cli_paths *out, const char *dir)
+{
+    char **list = NULL, **subs = NULL;
+    size_t n = 0, nsubs = 0, capsubs = 0, i, j;
+    struct dirent *de;
+    DIR *d;
+    int rc = cli_list_reports(dir, &list, &n);
+
+    if (rc)
+        return rc;
+    for (i = 0; i < n && !rc; i++)
+        rc = cli_paths_add(out, list[i]);
+    cli_free_list(list, n);
+    if (rc || n)
+        return rc;
+
+    d = opendir(dir);
+    if (!d)
+        return errno;
+    while ((de = readdir(d)) != NULL && !rc) {
+        struct stat sb;
+        char *p;
+        if (de->d_name[0] == '.')
+            continue;
+        if (asprintf(&p, "%s/%s", dir, de->d_name) < 0) {
+            rc = ENOMEM;
+            break;
+        }
+        if (stat(p, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+            free(p);
+            continue;
+        }
+        if (nsubs == capsubs) {
+            char **v;
+            capsubs = capsubs ? capsubs * 2 : 16;
+            v = realloc(subs, capsubs * sizeof *v);
+            if (!v) {
+                free(p);
+                rc = ENOMEM;
+                break;
+            }
+            subs = v;
+        }
+        subs[nsubs++] = p;
+    }
+    closedir(d);
+    if (nsubs)
+        qsort(subs, nsubs, sizeof *subs, cli_cmp);
+    for (i = 0; i < nsubs && !rc; i++) {
+        if (cli_list_reports(subs[i], &list, &n) != 0)
+            continue;
+        for (j = 0; j < n && !rc; j++)
+            rc = cli_paths_add(out, list[j]);
+        cli_free_list(list, n);
+    }
+    cli_free_list(subs, nsubs);
+    return rc;
+}
+
+/* Loads, symbolizes (writing back what was added when possible) and returns a report tree. */
+static struct json *cli_load(const char *path)
+{
+    struct json *doc = NULL;
+    char why[1024];
+    int changed = 0;
+    if (symbolize_load(path, &doc, why, sizeof why) != 0) {
+        cli_err("%s", why);
+        return NULL;
+    }
+    /* a report we may not write (someone else's, a read-only copy) is still shown symbolized */
+    if (symbolize_doc(doc, &changed) == 0 && changed)
+        symbolize_save(path, doc, why, sizeof why);
+    return doc;
+}
+
+int cli_report_main(int argc, char **argv)
+{
+    struct cli_paths paths = {0};
+    int as_json = 0, brief = 0, failed = 0, i, files = 0, rc = CLI_EXIT_OK;
+    struct jw w;
+    size_t k;
+
+    jw_init(&w);
+    w.pretty = 1;
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--") == 0) {
+            i++;
+            break;
+        }
+        if (a[0] != '-' || a[1] == '\0')
+            break;
+        if (strcmp(a, "--json") == 0)
+            as_json = 1;
+        else if (strcmp(a, "--brief") == 0)
+            brief = 1;
+        else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            cli_help_verb(stdout, "report");
+            return CLI_EXIT_OK;
+        } else {
+            cli_err("report has no option '%s'; see 'culprit help report'", a);
+            return CLI_EXIT_USAGE;
+        }
+    }
+    if (i >= argc) {
+        cli_err("report needs a report file or a directory of reports, as in: culprit report culprit-reports");
+        return CLI_EXIT_USAGE;
+    }
+    if (as_json && brief) {
+        cli_err("--json and --brief do not go together; pick one");
+        return CLI_EXIT_USAGE;
+    }
+    for (; i < argc; i++) {
+        struct stat sb;
+        size_t before = paths.n;
+        int err;
+        if (stat(argv[i], &sb) != 0) {
+            cli_err("cannot read %s: %s", argv[i], strerror(errno));
+            failed = 1;
+            continue;
+        }
+        if (!S_ISDIR(sb.st_mode)) {
+            if (cli_paths_add(&paths, argv[i]) != 0) {
+                cli_err("out of memory");
+                rc = CLI_EXIT_FAIL;
+                goto out;
+            }
+            continue;
+        }
+        err = cli_collect_dir(&paths, argv[i]);
+        if (err) {
+            cli_err("cannot list %s: %s", argv[i], strerror(err));
+            failed = 1;
+        } else if (paths.n == before) {
+            cli_err("%s holds no culprit-*.json reports", argv[i]);
+            failed = 1;
+        }
+    }
+
+    if (as_json && paths.n > 1)
+        jw_arr_begin(&w);
+    for (k = 0; k < paths.n; k++) {
+        struct json *doc = cli_load(paths.v[k]);
+        if (!doc) {
+            failed = 1;
+            continue;
+        }
+        if (as_json) {
+            json_dump(doc, &w);
+        } else {
+            struct render_opts ro = {brief, paths.v[k]};
+            char *text = render_doc(doc, &ro);
+            if (!text) {
+                cli_err("out of memory rendering %s", paths.v[k]);
+                failed = 1;
+            } else {
+                if (files++ && !brief)
+                    fputs("\n", stdout);
+                fputs(text, stdout);
+                free(text);
+            }
+        }
+        json_free(doc);
+    }
+    if (as_json && paths.n > 1)
+        jw_arr_end(&w);
+    if (as_json && w.len) {
+        if (w.err) {
+            cli_err("cannot write the JSON: out of memory, or nested deeper than %d levels", JW_MAX_DEPTH);
+            failed = 1;
+        } else {
+            fwrite(w.buf, 1, w.len, stdout);
+            fputc('\n', stdout);
+        }
+    }
+    if (fflush(stdout) != 0) {
+        cli_err("cannot write the output: %s", strerror(errno));
+        failed = 1;
+    }
+    rc = failed ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+out:
+    jw_free(&w);
+    cli_free_list(paths.v, paths.n);
+    return rc;
+}

@@ -1,0 +1,471 @@
+/* `culprit run`: runs a command with libculprit.so preloaded and a report directory prepared, forwards signals
+ * to it while it runs, then symbolizes and prints every report it left and exits the way the command did.
+ * `culprit demo` uses the same machinery through cli_run_command. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "cli.h"
+#include "../report/json.h"
+#include "../report/render.h"
+#include "../report/symbolize.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Signals a user or a job system sends to stop or poke a program; culprit passes them on to the child and
+ * survives them itself so it can still print the verdict. */
+static const int cli_fwd_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+#define CLI_NFWD (sizeof cli_fwd_signals / sizeof cli_fwd_signals[0])
+
+static volatile sig_atomic_t cli_child_pid;  /* the running child, 0 when none */
+
+/* A report file present before the run, so reports left over in a reused --dir are not shown again. */
+struct cli_seen {
+    char *path;         /* full path of the report */
+    ino_t ino;          /* its inode then */
+    off_t size;         /* its size then */
+    struct timespec mtime; /* its modification time then */
+};
+
+static void cli_forward(int sig, siginfo_t *si, void *uc)
+{
+    int saved = errno;
+    pid_t child = (pid_t)cli_child_pid;
+    (void)uc;
+    /* A signal from the terminal (Ctrl-C, hangup) already went to the whole foreground process group, child
+     * included; sending it again would deliver it twice. Everything else (kill, a job scheduler) is passed on. */
+    if (child > 0 && (si == NULL || si->si_code != SI_KERNEL || getpgid(child) != getpgrp()))
+        kill(child, sig);
+    errno = saved;
+}
+
+static int cli_valid_launches(const char *s)
+{
+    const char *colon = strchr(s, ':');
+    long long a = 0, b = 0;
+    char left[32];
+    size_t llen;
+
+    if (!colon)
+        return cli_parse_int(s, 1, LLONG_MAX, &a) == 0;
+    llen = (size_t)(colon - s);
+    if (llen >= sizeof left || strchr(colon + 1, ':'))
+        return 0;
+    memcpy(left, s, llen);
+    left[llen] = '\0';
+    if (llen && cli_parse_int(left, 1, LLONG_MAX, &a) != 0)
+        return 0;
+    if (colon[1] && cli_parse_int(colon + 1, 1, LLONG_MAX, &b) != 0)
+        return 0;
+    return !(llen && colon[1] && a > b);
+}
+
+/* Prepends item to the colon-separated list in variable name, in this (child) process. */
+static int cli_prepend_env(const char *name, const char *item)
+{
+    const char *old = getenv(name);
+    char *val;
+    int rc;
+    if (!old || !*old)
+        return setenv(name, item, 1);
+    if (asprintf(&val, "%s:%s", item, old) < 0)
+        return -1;
+    rc = setenv(name, val, 1);
+    free(val);
+    return rc;
+}
+
+/* Child side of fork: set the environment and exec. On failure the errno goes back through errfd. */
+static void cli_child_exec(const struct cli_run_opts *o, const char *lib, const char *dir, int errfd,
+                           const sigset_t *oldmask)
+{
+    size_t i;
+    int e;
+    for (i = 0; i < CLI_NFWD; i++)
+        signal(cli_fwd_signals[i], SIG_DFL);
+    sigprocmask(SIG_SETMASK, oldmask, NULL);
+    if (cli_prepend_env("LD_PRELOAD", lib) || setenv("CULPRIT_DIR", dir, 1) ||
+        (!o->verbose && setenv("CULPRIT_QUIET", "1", 1)) || (o->mode && setenv("CULPRIT_MODE", o->mode, 1)) ||
+        (o->kernels && setenv("CULPRIT_KERNELS", o->kernels, 1)) ||
+        (o->launches && setenv("CULPRIT_LAUNCHES", o->launches, 1)) ||
+        (o->ring && setenv("CULPRIT_RING", o->ring, 1)) ||
+        (o->stack_depth && setenv("CULPRIT_STACK_DEPTH", o->stack_depth, 1)) ||
+        (o->stats && setenv("CULPRIT_STATS", "1", 1)) || (o->ld_path && cli_prepend_env("LD_LIBRARY_PATH", o->ld_path))) {
+        e = errno ? errno : ENOMEM;
+    } else {
+        execvp(o->argv[0], o->argv);
+        e = errno;
+    }
+    if (write(errfd, &e, sizeof e) < 0) {
+        /* nothing more can be said; the exit code still tells the parent */
+    }
+    _exit(e == ENOENT ? CLI_EXIT_NOTFOUND : CLI_EXIT_NOEXEC);
+}
+
+/* Creates (or checks) the report directory and returns its absolute path in abs. */
+static int cli_prepare_dir(const struct cli_run_opts *o, char *abs, size_t abssz, int *created,
+                           int *created_parent, char *rel, size_t relsz)
+{
+    struct stat sb;
+    int err;
+
+    *created = *created_parent = 0;
+    if (o->dir) {
+        snprintf(rel, relsz, "%s", o->dir);
+        if (stat(o->dir, &sb) == 0) {
+            if (!S_ISDIR(sb.st_mode)) {
+                cli_err("--dir %s exists and is not a directory", o->dir);
+                return CLI_EXIT_USAGE;
+            }
+            if (access(o->dir, W_OK | X_OK) != 0) {
+                cli_err("cannot write reports into %s: %s", o->dir, strerror(errno));
+                return CLI_EXIT_USAGE;
+            }
+        } else if ((err = cli_mkdirs(o->dir, 0700, created)) != 0) {
+            cli_err("cannot create the report directory %s: %s", o->dir, strerror(err));
+            return CLI_EXIT_USAGE;
+        }
+    } else {
+        char stamp[32];
+        time_t now = time(NULL);
+        struct tm tm;
+        localtime_r(&now, &tm);
+        strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+        snprintf(rel, relsz, "culprit-reports/run-%s-%ld", stamp, (long)getpid());
+        if (mkdir("culprit-reports", 0777) == 0)
+            *created_parent = 1;
+        else if (errno != EEXIST) {
+            cli_err("cannot create the report directory culprit-reports in the current directory: %s",
+                    strerror(errno));
+            return CLI_EXIT_USAGE;
+        }
+        if ((err = cli_mkdirs(rel, 0700, created)) != 0) {
+            cli_err("cannot create the report directory %s: %s", rel, strerror(err));
+            if (*created_parent)
+                rmdir("culprit-reports");
+            return CLI_EXIT_USAGE;
+        }
+    }
+    if (!realpath(rel, abs) || strlen(abs) >= abssz) {
+        cli_err("cannot resolve the report directory %s: %s", rel, strerror(errno));
+        return CLI_EXIT_USAGE;
+    }
+    return 0;
+}
+
+static void cli_remove_dir(const char *abs, int created, int created_parent)
+{
+    if (created && rmdir(abs) == 0 && created_parent)
+        rmdir("culprit-reports");
+}
+
+static int cli_snapshot(const char *dir, struct cli_seen **seen, size_t *nseen)
+{
+    char **paths;
+    size_t n, i;
+    *seen = NULL;
+    *nseen = 0;
+    if (cli_list_reports(dir, &paths, &n) != 0 || n == 0)
+        return 0;
+    *seen = calloc(n, sizeof **seen);
+    if (!*seen) {
+        cli_free_list(paths, n);
+        return ENOMEM;
+    }
+    for (i = 0; i < n; i++) {
+        struct stat sb;
+        (*seen)[i].path = paths[i];
+        if (stat(paths[i], &sb) == 0) {
+            (*seen)[i].ino = sb.st_ino;
+            (*seen)[i].size = sb.st_size;
+            (*seen)[i].mtime = sb.st_mtim;
+        }
+    }
+    free(paths);  /* the strings now belong to seen */
+    *nseen = n;
+    return 0;
+}
+
+static int cli_is_old(const struct cli_seen *seen, size_t nseen, const char *path)
+{
+    struct stat sb;
+    size_t i;
+    if (stat(path, &sb) != 0)
+        return 1;
+    for (i = 0; i < nseen; i++)
+        if (strcmp(seen[i].path, path) == 0)
+            return seen[i].ino == sb.st_ino && seen[i].size == sb.st_size &&
+                   seen[i].mtime.tv_sec == sb.st_mtim.tv_sec && seen[i].mtime.tv_nsec == sb.st_mtim.tv_nsec;
+    return 0;
+}
+
+/* Symbolizes and prints one report on stderr. Returns 0 when it was shown. */
+static int cli_show_report(const char *path, int brief)
+{
+    struct render_opts ro = {brief, brief ? path : NULL};
+    struct json *doc = NULL;
+    char why[1024];
+    char *text;
+    int changed = 0;
+
+    if (symbolize_load(path, &doc, why, sizeof why) != 0) {
+        cli_err("%s", why);
+        return -1;
+    }
+    if (symbolize_doc(doc, &changed) == 0 && changed && symbolize_save(path, doc, why, sizeof why) != 0)
+        cli_err("%s (the verdict below is complete, only the file keeps its old frames)", why);
+    text = render_doc(doc, &ro);
+    json_free(doc);
+    if (!text) {
+        cli_err("out of memory rendering %s", path);
+        return -1;
+    }
+    fflush(stdout);
+    fputs(text, stderr);
+    if (!brief)
+        fprintf(stderr, "culprit: report: %s\n", path);
+    free(text);
+    return 0;
+}
+
+int cli_run_command(const struct cli_run_opts *o, int *wstatus)
+{
+    char lib[PATH_MAX], abs[PATH_MAX], rel[PATH_MAX];
+    struct sigaction sa, old[CLI_NFWD];
+    struct cli_seen *seen = NULL;
+    size_t nseen = 0, i, n = 0, shown = 0;
+    char **reports = NULL;
+    sigset_t block, oldmask;
+    int created = 0, created_parent = 0, errpipe[2], rc, e = 0, status = 0;
+    ssize_t got;
+    pid_t pid;
+
+    rc = cli_find_lib(lib, sizeof lib);
+    if (rc)
+        return rc;
+    rc = cli_prepare_dir(o, abs, sizeof abs, &created, &created_parent, rel, sizeof rel);
+    if (rc)
+        return rc;
+    if (cli_snapshot(abs, &seen, &nseen) != 0) {
+        cli_err("out of memory");
+        rc = CLI_EXIT_FAIL;
+        goto out;
+    }
+    if (pipe2(errpipe, O_CLOEXEC) != 0) {
+        cli_err("cannot start %s: %s", o->argv[0], strerror(errno));
+        rc = CLI_EXIT_FAIL;
+        goto out;
+    }
+
+    /* The handlers go in before fork with the signals blocked, so no signal can find the child pid unset in
+     * the parent or the parent's handler in the child. */
+    sigemptyset(&block);
+    for (i = 0; i < CLI_NFWD; i++)
+        sigaddset(&block, cli_fwd_signals[i]);
+    sigprocmask(SIG_BLOCK, &block, &oldmask);
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = cli_forward;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    for (i = 0; i < CLI_NFWD; i++)
+        sigaction(cli_fwd_signals[i], &sa, &old[i]);
+
+    fflush(NULL);
+    pid = fork();
+    if (pid == 0) {
+        close(errpipe[0]);
+        cli_child_exec(o, lib, abs, errpipe[1], &oldmask);
+    }
+    close(errpipe[1]);
+    if (pid < 0) {
+        e = errno;
+        for (i = 0; i < CLI_NFWD; i++)
+            sigaction(cli_fwd_signals[i], &old[i], NULL);
+        sigprocmask(SIG_SETMASK, &oldmask, NULL);
+        close(errpipe[0]);
+        cli_err("cannot start %s: %s", o->argv[0], strerror(e));
+        cli_remove_dir(abs, created, created_parent);
+        rc = CLI_EXIT_FAIL;
+        goto out;
+    }
+    cli_child_pid = pid;
+    sigprocmask(SIG_SETMASK, &oldmask, NULL);
+
+    /* The pipe closes on a successful exec; otherwise the child sends its errno first. */
+    do
+        got = read(errpipe[0], &e, sizeof e);
+    while (got < 0 && errno == EINTR);
+    close(errpipe[0]);
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    cli_child_pid = 0;
+    for (i = 0; i < CLI_NFWD; i++)
+        sigaction(cli_fwd_signals[i], &old[i], NULL);
+
+    if (got == (ssize_t)sizeof e) {
+        cli_err("cannot run '%s': %s", o->argv[0], strerror(e));
+        cli_remove_dir(abs, created, created_parent);
+        rc = e == ENOENT ? CLI_EXIT_NOTFOUND : CLI_EXIT_NOEXEC;
+        goto out;
+    }
+    *wstatus = status;
+
+    if (cli_list_reports(abs, &reports, &n) == 0) {
+        for (i = 0; i < n; i++) {
+            if (cli_is_old(seen, nseen, reports[i]))
+                continue;
+            if (shown)
+                fputs("culprit:\n", stderr);
+            if (cli_show_report(reports[i], o->quiet) == 0)
+                shown++;
+        }
+    }
+    if (!shown) {
+        cli_err("no sticky CUDA error in %s", o->argv[0]);
+        cli_remove_dir(abs, created, created_parent);
+    }
+    rc = 0;
+out:
+    cli_free_list(reports, n);
+    for (i = 0; i < nseen; i++)
+        free(seen[i].path);
+    free(seen);
+    return rc;
+}
+
+void cli_exit_like(int wstatus)
+{
+    fflush(NULL);
+    if (WIFSIGNALED(wstatus)) {
+        int sig = WTERMSIG(wstatus);
+        struct rlimit none = {0, 0};
+        sigset_t set;
+        /* Die of the same signal so the shell reports the same death, but without a core file of our own:
+         * the child's core (if any) is the one that matters. */
+        setrlimit(RLIMIT_CORE, &none);
+        signal(sig, SIG_DFL);
+        sigemptyset(&set);
+        sigaddset(&set, sig);
+        sigprocmask(SIG_UNBLOCK, &set, NULL);
+        raise(sig);
+        exit(128 + sig);
+    }
+    exit(WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : CLI_EXIT_FAIL);
+}
+
+/* Returns the value of option name at argv[*i] ("--name value" or "--name=value"), advancing *i, or NULL
+ * when argv[*i] is another option. Sets *missing when the option is there without a value. */
+static const char *cli_optval(int argc, char **argv, int *i, const char *name, int *missing)
+{
+    size_t n = strlen(name);
+    const char *a = argv[*i];
+    if (strncmp(a, name, n) != 0)
+        return NULL;
+    if (a[n] == '=')
+        return a + n + 1;
+    if (a[n] != '\0')
+        return NULL;
+    if (*i + 1 >= argc) {
+        *missing = 1;
+        return NULL;
+    }
+    return argv[++*i];
+}
+
+int cli_run_main(int argc, char **argv)
+{
+    struct cli_run_opts o;
+    int i, rc, wstatus = 0;
+    long long v;
+
+    memset(&o, 0, sizeof o);
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i], *val;
+        int missing = 0;
+        if (strcmp(a, "--") == 0) {
+            i++;
+            break;
+        }
+        if (a[0] != '-')
+            break;
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            cli_help_verb(stdout, "run");
+            return CLI_EXIT_OK;
+        }
+        if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0) {
+            o.quiet = 1;
+            continue;
+        }
+        if (strcmp(a, "--verbose") == 0 || strcmp(a, "-v") == 0) {
+            o.verbose = 1;
+            continue;
+        }
+        if (strcmp(a, "--stats") == 0) {
+            o.stats = 1;
+            continue;
+        }
+        if ((val = cli_optval(argc, argv, &i, "--mode", &missing)) != NULL) {
+            if (strcmp(val, "record") && strcmp(val, "blocking") && strcmp(val, "off")) {
+                cli_err("--mode must be record, blocking or off, not '%s'", val);
+                return CLI_EXIT_USAGE;
+            }
+            o.mode = val;
+        } else if ((val = cli_optval(argc, argv, &i, "--kernels", &missing)) != NULL) {
+            if (!*val) {
+                cli_err("--kernels needs a kernel name pattern such as '*softmax*'");
+                return CLI_EXIT_USAGE;
+            }
+            o.kernels = val;
+        } else if ((val = cli_optval(argc, argv, &i, "--launches", &missing)) != NULL) {
+            if (!cli_valid_launches(val)) {
+                cli_err("--launches must be A:B with 1 <= A <= B, either side optional (100:120, 100:, :50), "
+                        "not '%s'",
+                        val);
+                return CLI_EXIT_USAGE;
+            }
+            o.launches = val;
+        } else if ((val = cli_optval(argc, argv, &i, "--ring", &missing)) != NULL) {
+            if (cli_parse_int(val, 16, 1048576, &v) != 0) {
+                cli_err("--ring must be a whole number of launches from 16 to 1048576, not '%s'", val);
+                return CLI_EXIT_USAGE;
+            }
+            o.ring = val;
+        } else if ((val = cli_optval(argc, argv, &i, "--stack-depth", &missing)) != NULL) {
+            if (cli_parse_int(val, 0, 64, &v) != 0) {
+                cli_err("--stack-depth must be a whole number of frames from 0 to 64, not '%s'", val);
+                return CLI_EXIT_USAGE;
+            }
+            o.stack_depth = val;
+        } else if ((val = cli_optval(argc, argv, &i, "--dir", &missing)) != NULL) {
+            if (!*val) {
+                cli_err("--dir needs a directory name");
+                return CLI_EXIT_USAGE;
+            }
+            o.dir = val;
+        } else if (missing) {
+            cli_err("%s needs a value; see 'culprit help run'", a);
+            return CLI_EXIT_USAGE;
+        } else {
+            cli_err("run has no option '%s'; see 'culprit help run'", a);
+            return CLI_EXIT_USAGE;
+        }
+    }
+    if (i >= argc) {
+        cli_err("run needs a command to run, as in: culprit run -- ./app args");
+        return CLI_EXIT_USAGE;
+    }
+    o.argv = argv + i;
+    rc = cli_run_command(&o, &wstatus);
+    if (rc)
+        return rc;
+    cli_exit_like(wstatus);
+}

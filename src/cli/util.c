@@ -1,0 +1,196 @@
+/* Helpers shared by the verbs of the `culprit` command: messages, where the executable and the preload
+ * library live, directory creation and report listing. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "cli.h"
+
+#include <errno.h>
+#include <dirent.h>
+#include <fnmatch.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+void cli_err(const char *fmt, ...)
+{
+    va_list ap;
+    fflush(stdout);
+    fputs("culprit: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+int cli_exe_dir(char *out, size_t outsz)
+{
+    char buf[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+    char *slash;
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    slash = strrchr(buf, '/');
+    if (!slash)
+        return -1;
+    *slash = '\0';
+    if ((size_t)snprintf(out, outsz, "%s", buf[0] ? buf : "/") >= outsz)
+        return -1;
+    return 0;
+}
+
+static int cli_is_file(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+int cli_find_lib(char *out, size_t outsz)
+{
+    const char *env = getenv("CULPRIT_LIB");
+    char dir[PATH_MAX], a[PATH_MAX + 32], b[PATH_MAX + 32], real[PATH_MAX];
+
+    if (env && *env) {
+        if (!cli_is_file(env) || !realpath(env, real)) {
+            cli_err("CULPRIT_LIB names %s, which is not a file", env);
+            return CLI_EXIT_USAGE;
+        }
+        goto found;
+    }
+    if (cli_exe_dir(dir, sizeof dir) != 0) {
+        cli_err("cannot tell where the culprit executable lives, so libculprit.so cannot be found; "
+                "set CULPRIT_LIB to its path");
+        return CLI_EXIT_USAGE;
+    }
+    snprintf(a, sizeof a, "%s/../lib/libculprit.so", dir);
+    snprintf(b, sizeof b, "%s/libculprit.so", dir);
+    if (cli_is_file(a) && realpath(a, real))
+        goto found;
+    if (cli_is_file(b) && realpath(b, real))
+        goto found;
+    cli_err("cannot find libculprit.so (looked for %s and %s); set CULPRIT_LIB to its path", a, b);
+    return CLI_EXIT_USAGE;
+found:
+    if ((size_t)snprintf(out, outsz, "%s", real) >= outsz) {
+        cli_err("the path of libculprit.so is too long");
+        return CLI_EXIT_USAGE;
+    }
+    /* the dynamic loader splits LD_PRELOAD at ':' and ' ', so such a path cannot be preloaded */
+    if (strpbrk(out, ": ")) {
+        cli_err("libculprit.so lies at %s, and a path with ':' or ' ' cannot go into LD_PRELOAD; "
+                "set CULPRIT_LIB to a copy elsewhere",
+                out);
+        return CLI_EXIT_USAGE;
+    }
+    return 0;
+}
+
+int cli_mkdirs(const char *path, mode_t leaf_mode, int *created_leaf)
+{
+    char buf[PATH_MAX];
+    size_t len = strlen(path), i;
+    struct stat sb;
+
+    *created_leaf = 0;
+    if (len == 0 || len >= sizeof buf)
+        return ENAMETOOLONG;
+    memcpy(buf, path, len + 1);
+    while (len > 1 && buf[len - 1] == '/')
+        buf[--len] = '\0';
+    for (i = 1; i <= len; i++) {
+        int last = i == len;
+        if (buf[i] != '/' && !last)
+            continue;
+        if (!last)
+            buf[i] = '\0';
+        if (mkdir(buf, last ? leaf_mode : 0777) == 0) {
+            if (last)
+                *created_leaf = 1;
+        } else if (errno != EEXIST) {
+            return errno;
+        } else if (stat(buf, &sb) != 0) {
+            return errno;
+        } else if (!S_ISDIR(sb.st_mode)) {
+            return ENOTDIR;
+        }
+        if (!last)
+            buf[i] = '/';
+    }
+    return 0;
+}
+
+static int cli_cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void cli_free_list(char **list, size_t n)
+{
+    size_t i;
+    for (i = 0; i < n; i++)
+        free(list[i]);
+    free(list);
+}
+
+int cli_list_reports(const char *dir, char ***paths, size_t *n)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    char **list = NULL;
+    size_t cnt = 0, cap = 0;
+    int rc = 0;
+
+    *paths = NULL;
+    *n = 0;
+    if (!d)
+        return errno;
+    while ((de = readdir(d)) != NULL) {
+        char *p;
+        if (fnmatch("culprit-*.json", de->d_name, FNM_PERIOD) != 0)
+            continue;
+        if (cnt == cap) {
+            char **nl;
+            cap = cap ? cap * 2 : 16;
+            nl = realloc(list, cap * sizeof *nl);
+            if (!nl) {
+                rc = ENOMEM;
+                goto out;
+            }
+            list = nl;
+        }
+        if (asprintf(&p, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", de->d_name) < 0) {
+            rc = ENOMEM;
+            goto out;
+        }
+        list[cnt++] = p;
+    }
+    if (cnt)
+        qsort(list, cnt, sizeof *list, cli_cmp_str);
+out:
+    closedir(d);
+    if (rc) {
+        cli_free_list(list, cnt);
+        return rc;
+    }
+    *paths = list;
+    *n = cnt;
+    return 0;
+}
+
+int cli_parse_int(const char *s, long long lo, long long hi, long long *out)
+{
+    char *end;
+    long long v;
+    if (!s || !*s || *s == '+' || *s == '-' || *s == ' ')
+        return -1;
+    errno = 0;
+    v = strtoll(s, &end, 10);
+    if (errno || *end || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}

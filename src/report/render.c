@@ -1,0 +1,619 @@
+/* Text rendering of a culprit report: the full verdict (error, where it surfaced, the culprit launch with its
+ * stack, the launches before it, candidates and how to pin them) or a one-line summary. Output is plain ASCII
+ * layout (names are copied as they are), without colours, and keeps to about 100 columns except for names
+ * that are longer on their own. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "render.h"
+#include "demangle.h"
+#include "json.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RENDER_WIDTH 100     /* lists and wrapped sentences are kept within this many columns */
+#define RENDER_NAME_MIN 32   /* ...but a kernel name in a list keeps at least this many bytes */
+#define RENDER_BRIEF_NAME 60 /* the one-line form shortens kernel names beyond this */
+
+/* A growable text buffer with printf-style appends. */
+struct render_buf {
+    char *p;       /* the text, NUL-terminated */
+    size_t len;    /* bytes used */
+    size_t cap;    /* bytes allocated */
+    int oom;       /* an allocation failed; the text is unusable */
+};
+
+static _Thread_local char render_why[200];
+
+const char *render_error(void)
+{
+    return render_why;
+}
+
+static void render_vadd(struct render_buf *b, const char *fmt, va_list ap)
+{
+    va_list aq;
+    int n;
+    if (b->oom)
+        return;
+    va_copy(aq, ap);
+    n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0, fmt, aq);
+    va_end(aq);
+    if (n < 0) {
+        b->oom = 1;
+        return;
+    }
+    if (!b->p || b->len + (size_t)n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 1024;
+        char *p;
+        while (cap < b->len + (size_t)n + 1)
+            cap *= 2;
+        p = realloc(b->p, cap);
+        if (!p) {
+            b->oom = 1;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+        vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+    }
+    b->len += (size_t)n;
+}
+
+static void render_add(struct render_buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    render_vadd(b, fmt, ap);
+    va_end(ap);
+}
+
+/* Appends one whole line with the "culprit: " prefix. */
+static void render_line(struct render_buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    render_add(b, "culprit: ");
+    va_start(ap, fmt);
+    render_vadd(b, fmt, ap);
+    va_end(ap);
+    render_add(b, "\n");
+}
+
+/* ---- small pieces ---- */
+/* Appends head + text as lines of at most RENDER_WIDTH columns, breaking text at spaces; continuation lines
+ * start with indent. A single word longer than a line is kept whole. */
+static void render_para(struct render_buf *b, const char *head, const char *indent, const char *text)
+{
+    const size_t prefix = strlen("culprit: ");
+    size_t col = prefix + strlen(head);
+    const char *p = text;
+    int line_start = 1;  /* no word on the current line yet */
+
+    while (*p == ' ' || *p == '\n' || *p == '\t')
+        p++;
+    if (!*p) {
+        size_t hl = strlen(head);
+        while (hl && head[hl - 1] == ' ')
+            hl--;
+        render_add(b, "culprit: %.*s\n", (int)hl, head);
+        return;
+    }
+    render_add(b, "culprit: %s", head);
+    while (*p) {
+        size_t word = strcspn(p, " \n\t");
+        if (!line_start && col + 1 + word > RENDER_WIDTH) {
+            render_add(b, "\nculprit: %s", indent);
+            col = prefix + strlen(indent);
+            line_start = 1;
+        } else if (!line_start) {
+            render_add(b, " ");
+            col++;
+        }
+        line_start = 0;
+        render_add(b, "%.*s", (int)word, p);
+        col += word;
+        p += word;
+        while (*p == ' ' || *p == '\n' || *p == '\t')
+            p++;
+    }
+    render_add(b, "\n");
+}
+
+
+static const char *render_base(const char *path)
+{
+    const char *s = path ? strrchr(path, '/') : NULL;
+    return s ? s + 1 : path;
+}
+
+/* Copies name into out, cut in the middle with "..." when it is longer than max bytes. */
+static const char *render_elide(const char *name, char *out, size_t outsz, size_t max)
+{
+    size_t n = strlen(name);
+    if (max + 1 > outsz)
+        max = outsz - 1;
+    if (n <= max) {
+        memcpy(out, name, n + 1);
+        return out;
+    }
+    {
+        size_t head = (max - 3) * 2 / 3, tail = max - 3 - head;
+        memcpy(out, name, head);
+        memcpy(out + head, "...", 3);
+        memcpy(out + head + 3, name + n - tail, tail);
+        out[max] = '\0';
+    }
+    return out;
+}
+
+/* The kernel's display name: the demangled name, else a demangling of the mangled one, else whatever there
+ * is. *owned receives memory the caller frees. */
+static const char *render_kernel(const struct json *launch, char **owned)
+{
+    const char *k = json_get_str(launch, "kernel");
+    const char *m = json_get_str(launch, "mangled");
+    const char *kind = json_get_str(launch, "kind");
+    *owned = NULL;
+    if (k && *k && strncmp(k, "_Z", 2) != 0)
+        return k;
+    if ((*owned = demangle_name(m ? m : k)) != NULL)
+        return *owned;
+    if (k && *k)
+        return k;
+    if (m && *m)
+        return m;
+    if (kind && strcmp(kind, "graph") == 0)
+        return "(CUDA graph)";
+    return "(unnamed kernel)";
+}
+
+static const char *render_stream_kind(const char *kind)
+{
+    if (!kind)
+        return NULL;
+    if (strcmp(kind, "legacy") == 0)
+        return "legacy default stream";
+    if (strcmp(kind, "per-thread") == 0)
+        return "per-thread default stream";
+    if (strcmp(kind, "created") == 0)
+        return "created stream";
+    return kind;
+}
+
+/* Writes "[4,1,1]" for a dims array into out; empty when absent. */
+static const char *render_dims(const struct json *arr, char *out, size_t outsz)
+{
+    size_t i, n = json_len(arr), used = 0;
+    out[0] = '\0';
+    if (!json_is(arr, JSON_ARR) || n == 0)
+        return out;
+    used += (size_t)snprintf(out, outsz, "[");
+    for (i = 0; i < n && used < outsz; i++) {
+        long long v;
+        if (json_int(json_at(arr, i), &v))
+            used += (size_t)snprintf(out + used, outsz - used, "%s?", i ? "," : "");
+        else
+            used += (size_t)snprintf(out + used, outsz - used, "%s%lld", i ? "," : "", v);
+    }
+    if (used < outsz)
+        snprintf(out + used, outsz - used, "]");
+    return out;
+}
+
+/* "grid [4,1,1] block [256,1,1]" or the parts that are known. */
+static const char *render_geometry(const struct json *launch, char *out, size_t outsz)
+{
+    char g[64], bl[64];
+    render_dims(json_get(launch, "grid"), g, sizeof g);
+    render_dims(json_get(launch, "block"), bl, sizeof bl);
+    snprintf(out, outsz, "%s%s%s%s%s", g[0] ? "grid " : "", g, g[0] && bl[0] ? " " : "", bl[0] ? "block " : "",
+             bl);
+    return out;
+}
+
+/* Frames inside the CUDA runtime/driver, culprit itself and the C runtime say nothing about the user's code;
+ * they are folded into one line so the user's own frames come first. */
+static int render_is_lib_frame(const struct json *frame)
+{
+    static const char *const libs[] = {
+        "libcuda.so", "libcudart.so", "libcudart_static", "libculprit.so", "libnvidia-", "libc.so",
+        "libc-", "libpthread.so", "libpthread-", "libdl.so", "ld-linux", "ld64.so", "libgcc_s.so",
+    };
+    const char *mod = render_base(json_get_str(frame, "module"));
+    size_t i;
+    if (!mod)
+        return 0;
+    for (i = 0; i < sizeof libs / sizeof libs[0]; i++)
+        if (strncmp(mod, libs[i], strlen(libs[i])) == 0)
+            return 1;
+    return 0;
+}
+
+/* One frame: "main at demo.cu:51", "helper (app+0x11b2)", "libfoo.so+0x20", or the raw pc. */
+static const char *render_frame(const struct json *frame, char *out, size_t outsz)
+{
+    const char *fn = json_get_str(frame, "function");
+    const char *file = json_get_str(frame, "file");
+    const char *mod = render_base(json_get_str(frame, "module"));
+    const char *off = json_get_str(frame, "offset");
+    const char *pc = json_get_str(frame, "pc");
+    long long line = json_get_int(frame, "line", 0);
+    char *dm = NULL;
+    char where[256];
+
+    if (fn && strncmp(fn, "_Z", 2) == 0 && (dm = demangle_name(fn)) != NULL)
+        fn = dm;
+    if (mod && *mod)
+        snprintf(where, sizeof where, "%s+%s", mod, off ? off : (pc ? pc : "?"));
+    else
+        snprintf(where, sizeof where, "pc %s", pc ? pc : "?");
+    if (file && line > 0)
+        snprintf(out, outsz, "%s at %s:%lld", fn ? fn : "??", file, line);
+    else if (file)
+        snprintf(out, outsz, "%s at %s", fn ? fn : "??", file);
+    else if (fn)
+        snprintf(out, outsz, "%s (%s)", fn, where);
+    else
+        snprintf(out, outsz, "%s", where);
+    free(dm);
+    return out;
+}
+
+/* Prints a stack with the user's frames first and library frames folded into one line. */
+static void render_stack(struct render_buf *b, const struct json *stack, const char *indent)
+{
+    size_t i, n = json_len(stack), user = 0, folded = 0;
+    char text[1024];
+    char libs[256] = "";
+    size_t libslen = 0;
+
+    if (!json_is(stack, JSON_ARR) || n == 0) {
+        render_line(b, "%s(no stack recorded)", indent);
+        return;
+    }
+    for (i = 0; i < n; i++)
+        if (!render_is_lib_frame(json_at(stack, i)))
+            user++;
+    for (i = 0; i < n; i++) {
+        const struct json *f = json_at(stack, i);
+        if (user && render_is_lib_frame(f)) {
+            const char *mod = render_base(json_get_str(f, "module"));
+            folded++;
+            /* name each folded library once, as long as the line stays short */
+            if (mod && !strstr(libs, mod) && libslen + strlen(mod) + 3 < 60) {
+                libslen += (size_t)snprintf(libs + libslen, sizeof libs - libslen, "%s%s", libslen ? ", " : "",
+                                            mod);
+            } else if (mod && !strstr(libs, mod) && !strstr(libs, "...") && libslen + 5 < sizeof libs) {
+                libslen += (size_t)snprintf(libs + libslen, sizeof libs - libslen, ", ...");
+            }
+            continue;
+        }
+        render_line(b, "%s#%zu %s", indent, i, render_frame(f, text, sizeof text));
+    }
+    if (folded)
+        render_line(b, "%s(%zu frame%s in CUDA and system libraries: %s)", indent, folded, folded == 1 ? "" : "s",
+                    libs);
+}
+
+/* The first frame of a stack that belongs to the user's code, or NULL. */
+static const struct json *render_user_frame(const struct json *stack)
+{
+    size_t i;
+    for (i = 0; i < json_len(stack); i++)
+        if (!render_is_lib_frame(json_at(stack, i)))
+            return json_at(stack, i);
+    return NULL;
+}
+
+/* "stream 0x0 (legacy default stream), device 0, thread 4242", with the parts that are present. */
+static const char *render_place(const struct json *launch, char *out, size_t outsz)
+{
+    const char *stream = json_get_str(launch, "stream");
+    const char *kind = render_stream_kind(json_get_str(launch, "stream_kind"));
+    long long dev = json_get_int(launch, "device", -1), tid = json_get_int(launch, "thread", -1);
+    size_t used = 0;
+    out[0] = '\0';
+    if (stream)
+        used += (size_t)snprintf(out, outsz, "stream %s%s%s%s", stream, kind ? " (" : "", kind ? kind : "",
+                                 kind ? ")" : "");
+    else if (kind)
+        used += (size_t)snprintf(out, outsz, "the %s", kind);
+    if (dev >= 0 && used < outsz)
+        used += (size_t)snprintf(out + used, outsz - used, "%sdevice %lld", used ? ", " : "", dev);
+    if (tid >= 0 && used < outsz)
+        snprintf(out + used, outsz - used, "%sthread %lld", used ? ", " : "", tid);
+    return out;
+}
+
+/* Appends argv as a command a POSIX shell would read back the same way. */
+static void render_argv(struct render_buf *b, const struct json *argv)
+{
+    size_t i, n = json_len(argv);
+    if (!json_is(argv, JSON_ARR) || n == 0) {
+        render_add(b, "<your command>");
+        return;
+    }
+    for (i = 0; i < n; i++) {
+        const char *a = json_str(json_at(argv, i));
+        const char *c;
+        if (!a)
+            a = "";
+        if (i)
+            render_add(b, " ");
+        if (*a && strspn(a, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_@%+=:,./-") ==
+                      strlen(a)) {
+            render_add(b, "%s", a);
+            continue;
+        }
+        render_add(b, "'");
+        for (c = a; *c; c++) {
+            if (*c == '\'')
+                render_add(b, "'\\''");
+            else
+                render_add(b, "%c", *c);
+        }
+        render_add(b, "'");
+    }
+}
+
+/* "CUDA_ERROR_ILLEGAL_ADDRESS (700)", or what is known of it. */
+static const char *render_errname(const struct json *err, char *out, size_t outsz)
+{
+    const char *name = json_get_str(err, "name");
+    long long code;
+    int has_code = json_int(json_get(err, "code"), &code) == 0;
+    if (name && has_code)
+        snprintf(out, outsz, "%s (%lld)", name, code);
+    else if (name)
+        snprintf(out, outsz, "%s", name);
+    else if (has_code)
+        snprintf(out, outsz, "CUDA error %lld", code);
+    else
+        snprintf(out, outsz, "a sticky CUDA error");
+    return out;
+}
+
+/* ---- the two forms ---- */
+
+static void render_launch(struct render_buf *b, const struct json *launch, const char *reason)
+{
+    char *owned = NULL;
+    const char *name = render_kernel(launch, &owned);
+    const char *api = json_get_str(launch, "api");
+    const char *kind = json_get_str(launch, "kind");
+    long long seq = json_get_int(launch, "seq", -1), shmem = json_get_int(launch, "shared_mem", -1);
+    char geo[160], place[200], head[128] = "";
+    size_t used = 0;
+
+    render_line(b, "the kernel that faulted: %s", name);
+    if (seq >= 0)
+        used += (size_t)snprintf(head, sizeof head, "launch #%lld", seq);
+    if (api)
+        used += (size_t)snprintf(head + used, sizeof head - used, "%svia %s", used ? " " : "", api);
+    /* plain kernel launches are the norm; only the other kinds are worth a word */
+    if (kind && strcmp(kind, "kernel") != 0 && used < sizeof head)
+        snprintf(head + used, sizeof head - used, "%s(%s launch)", used ? " " : "", kind);
+    if (head[0])
+        render_line(b, "  %s", head);
+    render_geometry(launch, geo, sizeof geo);
+    if (geo[0] || shmem >= 0) {
+        char sh[64] = "";
+        if (shmem >= 0)
+            snprintf(sh, sizeof sh, "%lld bytes of shared memory", shmem);
+        render_line(b, "  %s%s%s", geo, geo[0] && sh[0] ? ", " : "", sh);
+    }
+    render_place(launch, place, sizeof place);
+    if (place[0])
+        render_line(b, "  on %s", place);
+    if (reason)
+        render_para(b, "  how culprit knows: ", "    ", reason);
+    render_line(b, "  launched from:");
+    render_stack(b, json_get(launch, "stack"), "    ");
+    free(owned);
+}
+
+/* One launch in a list: "#11 scale(float*, int)  grid [4,1,1] block [256,1,1]". */
+static void render_launch_item(struct render_buf *b, const struct json *launch, const char *indent, int where)
+{
+    char *owned = NULL;
+    const char *name = render_kernel(launch, &owned);
+    char shortname[RENDER_WIDTH + 1], geo[160], seq[32] = "#?";
+    long long s = json_get_int(launch, "seq", -1);
+    size_t room;
+
+    if (s >= 0)
+        snprintf(seq, sizeof seq, "#%lld", s);
+    render_geometry(launch, geo, sizeof geo);
+    /* the name gets what is left of the line after prefix, number and geometry, but never less than a
+     * readable minimum */
+    room = strlen("culprit: ") + strlen(indent) + strlen(seq) + 1 + (geo[0] ? 2 + strlen(geo) : 0);
+    room = room + RENDER_NAME_MIN < RENDER_WIDTH ? RENDER_WIDTH - room : RENDER_NAME_MIN;
+    render_elide(name, shortname, sizeof shortname, room);
+    render_line(b, "%s%s %s%s%s", indent, seq, shortname, geo[0] ? "  " : "", geo);
+    if (where) {
+        char place[200], text[1024];
+        const struct json *uf = render_user_frame(json_get(launch, "stack"));
+        render_place(launch, place, sizeof place);
+        if (place[0])
+            render_line(b, "%s    on %s", indent, place);
+        if (uf)
+            render_line(b, "%s    launched from %s", indent, render_frame(uf, text, sizeof text));
+    }
+    free(owned);
+}
+
+static void render_full(struct render_buf *b, const struct json *doc, const struct render_opts *o)
+{
+    const struct json *err = json_get(doc, "error");
+    const struct json *verdict = json_get(doc, "verdict");
+    const struct json *culprit = json_get(doc, "culprit");
+    const struct json *cands = json_get(doc, "candidates");
+    const struct json *hist = json_get(doc, "history");
+    const char *certainty = json_get_str(verdict, "certainty");
+    const char *reason = json_get_str(verdict, "reason");
+    const char *msg = json_get_str(err, "message");
+    const char *api = json_get_str(err, "api");
+    long long tid = json_get_int(err, "thread", -1);
+    char ename[160];
+    size_t i;
+
+    render_errname(err, ename, sizeof ename);
+    render_line(b, "%s%s%s", ename, msg ? ": " : "", msg ? msg : "");
+    if (api || tid >= 0 || json_get(err, "stack")) {
+        char tbuf[48] = "";
+        if (tid >= 0)
+            snprintf(tbuf, sizeof tbuf, " on thread %lld", tid);
+        render_line(b, "it surfaced later, in %s%s, at:", api ? api : "a CUDA call", tbuf);
+        render_stack(b, json_get(err, "stack"), "    ");
+    }
+    render_add(b, "culprit:\n");
+
+    if (json_is(culprit, JSON_OBJ)) {
+        render_launch(b, culprit, reason);
+    } else if (certainty && strcmp(certainty, "candidates") == 0) {
+        /* handled below */
+    } else if (certainty && strcmp(certainty, "exact") == 0) {
+        render_line(b, "the verdict says exact, but the report names no launch%s%s", reason ? ": " : ".",
+                    reason ? reason : "");
+    } else {
+        render_para(b, "culprit could not name the kernel that faulted: ", "  ",
+                    reason ? reason : "the report gives no reason");
+    }
+
+    if ((certainty && strcmp(certainty, "candidates") == 0) || json_len(cands) > 0) {
+        size_t n = json_len(cands);
+        long long lo = -1, hi = -1;
+        if (json_is(culprit, JSON_OBJ))
+            render_add(b, "culprit:\n");
+        if (n == 0) {
+            render_line(b, "culprit could not tell which launch faulted, and the report lists no candidates%s%s",
+                        reason ? ": " : ".", reason ? reason : "");
+        } else {
+            render_line(b, "culprit could not tell which of these %zu launch%s faulted:", n, n == 1 ? "" : "es");
+            for (i = 0; i < n; i++) {
+                const struct json *c = json_at(cands, i);
+                long long s = json_get_int(c, "seq", -1);
+                render_launch_item(b, c, "  ", 1);
+                if (s >= 0 && (lo < 0 || s < lo))
+                    lo = s;
+                if (s > hi)
+                    hi = s;
+            }
+            if (reason && !json_is(culprit, JSON_OBJ))
+                render_para(b, "  why: ", "    ", reason);
+            if (lo >= 0) {
+                render_line(b, "to pin it exactly, run it again with blocking launches in that window:");
+                render_add(b, "culprit:   culprit run --mode blocking --launches %lld:%lld -- ", lo, hi);
+                render_argv(b, json_get(json_get(doc, "process"), "argv"));
+                render_add(b, "\n");
+            }
+        }
+    }
+
+    if (json_len(hist) > 0) {
+        const char *stream = json_get_str(culprit, "stream");
+        render_add(b, "culprit:\n");
+        if (stream)
+            render_line(b, "launches before it on stream %s (oldest first):", stream);
+        else
+            render_line(b, "launches before it on its stream (oldest first):");
+        for (i = 0; i < json_len(hist); i++)
+            render_launch_item(b, json_at(hist, i), "  ", 0);
+    }
+    if (o && o->path)
+        render_line(b, "report: %s", o->path);
+}
+
+static void render_brief(struct render_buf *b, const struct json *doc, const struct render_opts *o)
+{
+    const struct json *err = json_get(doc, "error");
+    const struct json *verdict = json_get(doc, "verdict");
+    const struct json *culprit = json_get(doc, "culprit");
+    const struct json *cands = json_get(doc, "candidates");
+    const char *certainty = json_get_str(verdict, "certainty");
+    const char *api = json_get_str(err, "api");
+    char ename[160];
+
+    render_errname(err, ename, sizeof ename);
+    render_add(b, "culprit: %s", ename);
+    if (api)
+        render_add(b, " surfaced in %s", api);
+    if (json_is(culprit, JSON_OBJ)) {
+        char *owned = NULL;
+        char shortname[RENDER_BRIEF_NAME + 1];
+        long long seq = json_get_int(culprit, "seq", -1);
+        render_elide(render_kernel(culprit, &owned), shortname, sizeof shortname, RENDER_BRIEF_NAME);
+        render_add(b, "; faulting kernel: %s", shortname);
+        if (seq >= 0)
+            render_add(b, ", launch #%lld", seq);
+        free(owned);
+    } else if (json_len(cands) > 0 || (certainty && strcmp(certainty, "candidates") == 0)) {
+        size_t i, n = json_len(cands);
+        long long lo = -1, hi = -1;
+        for (i = 0; i < n; i++) {
+            long long s = json_get_int(json_at(cands, i), "seq", -1);
+            if (s >= 0 && (lo < 0 || s < lo))
+                lo = s;
+            if (s > hi)
+                hi = s;
+        }
+        render_add(b, "; one of %zu candidate launches", n);
+        if (lo >= 0)
+            render_add(b, " (#%lld..#%lld)", lo, hi);
+        render_add(b, " faulted");
+    } else {
+        render_add(b, "; faulting kernel unknown");
+    }
+    if (o && o->path)
+        render_add(b, "; report: %s", o->path);
+    render_add(b, "\n");
+}
+
+char *render_doc(const struct json *doc, const struct render_opts *opts)
+{
+    struct render_buf b = {0};
+    if (!json_is(doc, JSON_OBJ))
+        return NULL;
+    if (opts && opts->brief)
+        render_brief(&b, doc, opts);
+    else
+        render_full(&b, doc, opts);
+    if (b.oom) {
+        free(b.p);
+        return NULL;
+    }
+    return b.p;
+}
+
+char *render_text_opts(const char *json, size_t len, const struct render_opts *opts, char *why, size_t whylen)
+{
+    struct json *doc = NULL;
+    struct json_error jerr;
+    char *text = NULL;
+    int rc;
+
+    render_why[0] = '\0';
+    rc = json_parse(json, len, &doc, &jerr);
+    if (rc == JSON_ENOMEM)
+        snprintf(render_why, sizeof render_why, "out of memory while reading the report");
+    else if (rc)
+        snprintf(render_why, sizeof render_why, "the report is not valid JSON: %s at byte %zu", jerr.msg,
+                 jerr.offset);
+    else if (!json_is(doc, JSON_OBJ))
+        snprintf(render_why, sizeof render_why, "the report is not a JSON object");
+    else if ((text = render_doc(doc, opts)) == NULL)
+        snprintf(render_why, sizeof render_why, "out of memory while rendering the report");
+    json_free(doc);
+    if (!text && why && whylen)
+        snprintf(why, whylen, "%s", render_why);
+    return text;
+}
+
+char *render_text(const char *json, size_t len, int brief)
+{
+    struct render_opts o = {brief, NULL};
+    return render_text_opts(json, len, &o, NULL, 0);
+}

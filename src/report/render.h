@@ -1,0 +1,31 @@
+/* Turns a culprit report (docs/report.md) into text for a person at a terminal: the full verdict, or one line.
+ * The library calls it in the failing process right after writing the report; the CLI calls it for `run` and
+ * `report`. It renders whatever fields are present and never fails on missing ones; only text that is not a
+ * JSON object is refused. */
+#ifndef CULPRIT_REPORT_RENDER_H
+#define CULPRIT_REPORT_RENDER_H
+
+#include <stddef.h>
+
+struct json;
+
+/* What to render besides the report itself. */
+struct render_opts {
+    int brief;             /* non-zero: one line instead of the full verdict */
+    const char *path;      /* the report file, named at the end when not NULL */
+};
+
+/* Renders the report in json[0..len). Returns malloc'd NUL-terminated text (every line starts with
+ * "culprit: " and ends with '\n'), or NULL when the text is not a JSON object; render_error() then says why. */
+char *render_text(const char *json, size_t len, int brief);
+
+/* The same with options; on failure a one-sentence reason is also copied into why[0..whylen) when given. */
+char *render_text_opts(const char *json, size_t len, const struct render_opts *opts, char *why, size_t whylen);
+
+/* Renders a parsed report. Returns NULL only when out of memory or when doc is not an object. */
+char *render_doc(const struct json *doc, const struct render_opts *opts);
+
+/* Why the last render_text call of this thread returned NULL. */
+const char *render_error(void);
+
+#endif

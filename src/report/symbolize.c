@@ -1,0 +1,780 @@
+/* Report symbolization: collects the frames of a report that lack a source location, asks addr2line about
+ * them one module at a time, and fills function/file/line; also demangles kernel names. It runs in the CLI
+ * (never in the target), so it may allocate and spawn freely, but it must not trust the report: module paths
+ * are only ever handed to addr2line as arguments, after checking they are ELF files. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "symbolize.h"
+#include "demangle.h"
+#include "json.h"
+#include "jsonw.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#define SYM_MAX_OUTPUT (64u << 20)  /* more addr2line output than this is treated as a failure */
+
+/* One frame waiting for an answer. */
+struct sym_frame {
+    struct json *frame;           /* the frame object in the report */
+    size_t module;                /* index into the module table */
+    unsigned long long addr;      /* address in the file's own address space, as addr2line wants it */
+};
+
+/* What addr2line said about one address. */
+struct sym_answer {
+    unsigned long long addr;      /* the address asked about */
+    char *func;                   /* innermost function (inline-aware), or NULL for "??" */
+    char *outer;                  /* outermost function of the inline chain, or NULL */
+    char *file;                   /* innermost source file, or NULL for "??" */
+    long line;                    /* innermost line, 0 when unknown */
+};
+
+/* One module (ELF file) named by frames of the report. */
+struct sym_module {
+    char *path;                   /* as written in the report */
+    int usable;                   /* 1 when it is a readable ELF file whose load base we know */
+    unsigned long long base;      /* page-aligned lowest PT_LOAD p_vaddr */
+    struct sym_answer *ans;       /* answers, sorted by address */
+    size_t nans;                  /* entries in ans */
+};
+
+/* Everything gathered from one report. */
+struct sym_state {
+    struct sym_frame *frames;     /* frames to resolve */
+    size_t nframes, capframes;    /* used and allocated entries of frames */
+    struct sym_module *mods;      /* distinct modules */
+    size_t nmods, capmods;        /* used and allocated entries of mods */
+    int changed;                  /* something was added to the tree */
+    int oom;                      /* an allocation failed */
+};
+
+static int sym_noted_missing;   /* the "addr2line is not available" note was printed */
+
+static struct json *sym_get(struct json *obj, const char *key)
+{
+    return (struct json *)json_get(obj, key);
+}
+
+static int sym_set_str(struct sym_state *st, struct json *obj, const char *key, const char *val)
+{
+    struct json *s = json_new_str(val);
+    if (!s || json_set(obj, key, s)) {
+        json_free(s);
+        st->oom = 1;
+        return -1;
+    }
+    st->changed = 1;
+    return 0;
+}
+
+/* ---- ELF ---- */
+
+/* The address the module's first byte is mapped at when its load bias is 0: the lowest PT_LOAD p_vaddr rounded
+ * down to a page, which is what dladdr's dli_fbase corresponds to. */
+static int sym_elf_base(const char *path, unsigned long long *base)
+{
+    unsigned char ident[EI_NIDENT];
+    unsigned long long lo = ~0ull, page = (unsigned long long)sysconf(_SC_PAGESIZE);
+    struct stat sb;
+    int fd, rc = -1;
+    size_t i, phnum, phentsize;
+    off_t phoff;
+
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    if (fstat(fd, &sb) || !S_ISREG(sb.st_mode))
+        goto out;
+    if (pread(fd, ident, sizeof ident, 0) != (ssize_t)sizeof ident || memcmp(ident, ELFMAG, SELFMAG) != 0)
+        goto out;
+    if (ident[EI_CLASS] == ELFCLASS64) {
+        Elf64_Ehdr eh;
+        if (pread(fd, &eh, sizeof eh, 0) != (ssize_t)sizeof eh)
+            goto out;
+        phoff = (off_t)eh.e_phoff, phnum = eh.e_phnum, phentsize = eh.e_phentsize;
+        if (phentsize < sizeof(Elf64_Phdr))
+            goto out;
+        for (i = 0; i < phnum; i++) {
+            Elf64_Phdr ph;
+            if (pread(fd, &ph, sizeof ph, phoff + (off_t)(i * phentsize)) != (ssize_t)sizeof ph)
+                goto out;
+            if (ph.p_type == PT_LOAD && ph.p_vaddr < lo)
+                lo = ph.p_vaddr;
+        }
+    } else if (ident[EI_CLASS] == ELFCLASS32) {
+        Elf32_Ehdr eh;
+        if (pread(fd, &eh, sizeof eh, 0) != (ssize_t)sizeof eh)
+            goto out;
+        phoff = (off_t)eh.e_phoff, phnum = eh.e_phnum, phentsize = eh.e_phentsize;
+        if (phentsize < sizeof(Elf32_Phdr))
+            goto out;
+        for (i = 0; i < phnum; i++) {
+            Elf32_Phdr ph;
+            if (pread(fd, &ph, sizeof ph, phoff + (off_t)(i * phentsize)) != (ssize_t)sizeof ph)
+                goto out;
+            if (ph.p_type == PT_LOAD && ph.p_vaddr < lo)
+                lo = ph.p_vaddr;
+        }
+    } else {
+        goto out;
+    }
+    if (lo == ~0ull)
+        goto out;
+    *base = page ? lo - lo % page : lo;
+    rc = 0;
+out:
+    close(fd);
+    return rc;
+}
+
+/* ---- gathering ---- */
+
+static size_t sym_module_index(struct sym_state *st, const char *path)
+{
+    size_t i;
+    for (i = 0; i < st->nmods; i++)
+        if (strcmp(st->mods[i].path, path) == 0)
+            return i;
+    if (st->nmods == st->capmods) {
+        size_t cap = st->capmods ? st->capmods * 2 : 8;
+        struct sym_module *m = realloc(st->mods, cap * sizeof *m);
+        if (!m) {
+            st->oom = 1;
+            return (size_t)-1;
+        }
+        st->mods = m;
+        st->capmods = cap;
+    }
+    memset(&st->mods[st->nmods], 0, sizeof st->mods[0]);
+    st->mods[st->nmods].path = strdup(path);
+    if (!st->mods[st->nmods].path) {
+        st->oom = 1;
+        return (size_t)-1;
+    }
+    st->mods[st->nmods].usable = sym_elf_base(path, &st->mods[st->nmods].base) == 0;
+    return st->nmods++;
+}
+
+static int sym_parse_hex(const char *s, unsigned long long *out)
+{
+    char *end;
+    if (!s || s[0] != '0' || (s[1] != 'x' && s[1] != 'X') || !s[2])
+        return -1;
+    errno = 0;
+    *out = strtoull(s + 2, &end, 16);
+    return errno || *end ? -1 : 0;
+}
+
+static void sym_frame_seen(struct sym_state *st, struct json *frame)
+{
+    const char *mod = json_get_str(frame, "module");
+    const char *fn = json_get_str(frame, "function");
+    unsigned long long off;
+    size_t mi;
+
+    if (fn && strncmp(fn, "_Z", 2) == 0) {
+        char *dm = demangle_name(fn);
+        if (dm)
+            sym_set_str(st, frame, "function", dm);
+        free(dm);
+    }
+    if (json_get_str(frame, "file") && json_get_int(frame, "line", 0) > 0)
+        return;
+    if (!mod || mod[0] != '/' || sym_parse_hex(json_get_str(frame, "offset"), &off))
+        return;
+    mi = sym_module_index(st, mod);
+    if (mi == (size_t)-1 || !st->mods[mi].usable)
+        return;
+    if (st->nframes == st->capframes) {
+        size_t cap = st->capframes ? st->capframes * 2 : 64;
+        struct sym_frame *f = realloc(st->frames, cap * sizeof *f);
+        if (!f) {
+            st->oom = 1;
+            return;
+        }
+        st->frames = f;
+        st->capframes = cap;
+    }
+    st->frames[st->nframes].frame = frame;
+    st->frames[st->nframes].module = mi;
+    /* offsets of return addresses point just past the call; one byte back lands inside the call instruction,
+     * which is the line the user wants to see */
+    st->frames[st->nframes].addr = off + st->mods[mi].base - (off + st->mods[mi].base > 0);
+    st->nframes++;
+}
+
+/* A launch whose kernel name is missing or still mangled gets the demangled name. */
+static void sym_launch_seen(struct sym_state *st, struct json *launch)
+{
+    const char *k = json_get_str(launch, "kernel");
+    const char *m = json_get_str(launch, "mangled");
+    char *dm;
+    if (k && *k && strncmp(k, "_Z", 2) != 0)
+        return;
+    dm = demangle_name(m ? m : k);
+    if (dm)
+        sym_set_str(st, launch, "kernel", dm);
+    free(dm);
+}
+
+/* Walks the whole tree so that every "stack" (error, culprit, candidates, history, and whatever a later
+ * schema adds) is covered. */
+static void sym_walk(struct sym_state *st, struct json *n, int depth)
+{
+    size_t i;
+    if (!n || depth > JSON_MAX_DEPTH || st->oom)
+        return;
+    if (n->type == JSON_OBJ) {
+        struct json *stack = sym_get(n, "stack");
+        if (json_get(n, "mangled") || (json_get_str(n, "kernel") && json_get(n, "seq")))
+            sym_launch_seen(st, n);
+        if (json_is(stack, JSON_ARR))
+            for (i = 0; i < stack->len; i++)
+                if (json_is(stack->kids[i], JSON_OBJ))
+                    sym_frame_seen(st, stack->kids[i]);
+    }
+    if (n->type == JSON_OBJ || n->type == JSON_ARR)
+        for (i = 0; i < n->len; i++)
+            if (!(n->type == JSON_OBJ && strcmp(n->keys[i], "stack") == 0))
+                sym_walk(st, n->kids[i], depth + 1);
+}
+
+/* ---- running addr2line ---- */
+
+static int sym_cmp_ull(const void *a, const void *b)
+{
+    unsigned long long x = *(const unsigned long long *)a, y = *(const unsigned long long *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double sym_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The environment for addr2line: ours without LD_PRELOAD, so a preloaded culprit never lands in it. */
+static char **sym_child_env(void)
+{
+    size_t n = 0, i, j = 0;
+    char **env;
+    while (environ && environ[n])
+        n++;
+    env = calloc(n + 1, sizeof *env);
+    if (!env)
+        return NULL;
+    for (i = 0; i < n; i++)
+        if (strncmp(environ[i], "LD_PRELOAD=", 11) != 0)
+            env[j++] = environ[i];
+    return env;
+}
+
+/* Runs addr2line on one module with the addresses on its stdin (a temporary file, so no pipe can fill up
+ * both ways). On success *out holds its whole stdout. Returns 0, -1 on failure, -2 when it cannot be started. */
+static int sym_run_addr2line(const char *module, const unsigned long long *addrs, size_t n, char **out,
+                             size_t *outlen)
+{
+    const char *prog = getenv(SYMBOLIZE_ADDR2LINE_ENV);
+    char tmpl[] = "/tmp/culprit-addrs-XXXXXX";
+    char *argv[] = {NULL, "-a", "-C", "-f", "-i", "-e", NULL, NULL};
+    posix_spawn_file_actions_t fa;
+    int fa_ok = 0, infd = -1, pipefd[2] = {-1, -1}, rc = -1, status;
+    char **env = NULL;
+    pid_t pid = -1;
+    char *buf = NULL;
+    size_t len = 0, cap = 0, i;
+    double deadline;
+    FILE *f = NULL;
+
+    *out = NULL;
+    *outlen = 0;
+    if (!prog || !*prog)
+        prog = "addr2line";
+    argv[0] = (char *)prog;
+    argv[6] = (char *)module;
+
+    infd = mkstemp(tmpl);
+    if (infd < 0)
+        goto out;
+    unlink(tmpl);
+    f = fdopen(dup(infd), "w");
+    if (!f)
+        goto out;
+    for (i = 0; i < n; i++)
+        fprintf(f, "0x%llx\n", addrs[i]);
+    if (fclose(f) != 0) {
+        f = NULL;
+        goto out;
+    }
+    f = NULL;
+    if (lseek(infd, 0, SEEK_SET) != 0 || pipe2(pipefd, O_CLOEXEC) != 0)
+        goto out;
+    env = sym_child_env();
+    if (!env || posix_spawn_file_actions_init(&fa) != 0)
+        goto out;
+    fa_ok = 1;
+    if (posix_spawn_file_actions_adddup2(&fa, infd, 0) || posix_spawn_file_actions_adddup2(&fa, pipefd[1], 1) ||
+        posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0))
+        goto out;
+    if (posix_spawnp(&pid, prog, &fa, NULL, argv, env) != 0) {
+        pid = -1;
+        rc = -2;
+        goto out;
+    }
+    close(pipefd[1]);
+    pipefd[1] = -1;
+
+    deadline = sym_now() + SYMBOLIZE_TIMEOUT_S;
+    for (;;) {
+        struct pollfd pfd = {pipefd[0], POLLIN, 0};
+        double left = deadline - sym_now();
+        ssize_t got;
+        int pr;
+        if (left <= 0)
+            goto out;  /* the kill below ends it */
+        pr = poll(&pfd, 1, (int)(left * 1000) + 1);
+        if (pr < 0 && errno == EINTR)
+            continue;
+        if (pr <= 0)
+            continue;
+        if (cap - len < 4096) {
+            char *nb;
+            cap = cap ? cap * 2 : 65536;
+            if (cap > SYM_MAX_OUTPUT)
+                goto out;
+            nb = realloc(buf, cap);
+            if (!nb)
+                goto out;
+            buf = nb;
+        }
+        got = read(pipefd[0], buf + len, cap - len - 1);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0)
+            goto out;
+        if (got == 0)
+            break;
+        len += (size_t)got;
+    }
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    pid = -1;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        /* a program that is there but cannot even start (exec failure in the spawned child) exits 127 */
+        rc = WIFEXITED(status) && WEXITSTATUS(status) == 127 ? -2 : -1;
+        goto out;
+    }
+    if (!buf) {
+        buf = malloc(1);
+        if (!buf)
+            goto out;
+    }
+    buf[len] = '\0';
+    *out = buf;
+    *outlen = len;
+    buf = NULL;
+    rc = 0;
+out:
+    if (pid > 0) {
+        kill(pid, SIGKILL);
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+            ;
+    }
+    if (fa_ok)
+        posix_spawn_file_actions_destroy(&fa);
+    if (f)
+        fclose(f);
+    if (infd >= 0)
+        close(infd);
+    if (pipefd[0] >= 0)
+        close(pipefd[0]);
+    if (pipefd[1] >= 0)
+        close(pipefd[1]);
+    free(env);
+    free(buf);
+    return rc;
+}
+
+/* An address line of `addr2line -a`: "0x" and hex digits only. */
+static int sym_addr_line(const char *s, unsigned long long *v)
+{
+    return sym_parse_hex(s, v) == 0 && strspn(s + 2, "0123456789abcdefABCDEF") == strlen(s + 2);
+}
+
+static char *sym_dup_known(const char *s)
+{
+    return s && *s && strcmp(s, "??") != 0 ? strdup(s) : NULL;
+}
+
+/* Splits "file:line" or "file:line (discriminator 2)" into parts; "??" parts are left empty. */
+static void sym_file_line(const char *s, struct sym_answer *a)
+{
+    char tmp[4096];
+    char *colon, *sp;
+    snprintf(tmp, sizeof tmp, "%s", s);
+    sp = strstr(tmp, " (discriminator");
+    if (sp)
+        *sp = '\0';
+    colon = strrchr(tmp, ':');
+    a->line = 0;
+    if (colon) {
+        char *end;
+        long v;
+        *colon = '\0';
+        v = strtol(colon + 1, &end, 10);
+        if (end != colon + 1 && *end == '\0' && v > 0)
+            a->line = v;
+    }
+    a->file = sym_dup_known(tmp);
+}
+
+/* Parses the output for the sorted addrs into answers (one per address). Every group starts with the address
+ * line, then function/location pairs from the innermost inline frame outwards. */
+static int sym_parse_output(char *text, const unsigned long long *addrs, size_t n, struct sym_answer *ans)
+{
+    char *save = NULL, *line;
+    size_t k = (size_t)-1, pair = 0;
+    char *pending_func = NULL;
+
+    for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        unsigned long long v;
+        size_t j;
+        if (sym_addr_line(line, &v)) {
+            for (j = k == (size_t)-1 ? 0 : k + 1; j < n && addrs[j] != v; j++)
+                ;
+            if (j < n) {
+                k = j;
+                pair = 0;
+                pending_func = NULL;
+                continue;
+            }
+        }
+        if (k == (size_t)-1)
+            continue;
+        if (!pending_func) {
+            pending_func = line;
+            continue;
+        }
+        /* pending_func and line form one pair */
+        if (pair == 0) {
+            ans[k].func = sym_dup_known(pending_func);
+            sym_file_line(line, &ans[k]);
+        }
+        free(ans[k].outer);
+        ans[k].outer = sym_dup_known(pending_func);
+        pair++;
+        pending_func = NULL;
+    }
+    return 0;
+}
+
+static void sym_resolve_module(struct sym_state *st, size_t mi)
+{
+    struct sym_module *m = &st->mods[mi];
+    unsigned long long *addrs = NULL;
+    size_t n = 0, i, outlen;
+    char *out = NULL;
+    int rc;
+
+    for (i = 0; i < st->nframes; i++)
+        if (st->frames[i].module == mi)
+            n++;
+    if (!n)
+        return;
+    addrs = malloc(n * sizeof *addrs);
+    if (!addrs) {
+        st->oom = 1;
+        return;
+    }
+    n = 0;
+    for (i = 0; i < st->nframes; i++)
+        if (st->frames[i].module == mi)
+            addrs[n++] = st->frames[i].addr;
+    qsort(addrs, n, sizeof *addrs, sym_cmp_ull);
+    for (i = 1; i < n;) {
+        if (addrs[i] == addrs[i - 1]) {
+            memmove(&addrs[i], &addrs[i + 1], (n - i - 1) * sizeof *addrs);
+            n--;
+        } else {
+            i++;
+        }
+    }
+    rc = sym_run_addr2line(m->path, addrs, n, &out, &outlen);
+    if (rc == -2) {
+        if (!sym_noted_missing)
+            fprintf(stderr, "culprit: addr2line could not be run, so stack frames keep module+offset "
+                            "(install binutils to get file:line)\n");
+        sym_noted_missing = 1;
+    }
+    if (rc) {
+        free(addrs);
+        return;
+    }
+    m->ans = calloc(n, sizeof *m->ans);
+    if (!m->ans) {
+        st->oom = 1;
+        free(addrs);
+        free(out);
+        return;
+    }
+    for (i = 0; i < n; i++)
+        m->ans[i].addr = addrs[i];
+    m->nans = n;
+    sym_parse_output(out, addrs, n, m->ans);
+    free(out);
+    free(addrs);
+}
+
+static const struct sym_answer *sym_find(const struct sym_module *m, unsigned long long addr)
+{
+    size_t lo = 0, hi = m->nans;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (m->ans[mid].addr < addr)
+            lo = mid + 1;
+        else if (m->ans[mid].addr > addr)
+            hi = mid;
+        else
+            return &m->ans[mid];
+    }
+    return NULL;
+}
+
+static void sym_apply(struct sym_state *st, const struct sym_frame *f)
+{
+    const struct sym_answer *a = sym_find(&st->mods[f->module], f->addr);
+    const char *fn;
+    if (!a)
+        return;
+    fn = json_get_str(f->frame, "function");
+    /* With debug information the innermost (inline-aware) name is where the pc really is, and it also corrects
+     * the dynamic-symbol guess the library made for static functions. Without it, addr2line only knows the
+     * symbol table, so it fills a missing or mangled name and nothing else. */
+    if (a->func && (a->file || !fn || strncmp(fn, "_Z", 2) == 0) && (!fn || strcmp(fn, a->func) != 0))
+        sym_set_str(st, f->frame, "function", a->func);
+    if (a->file && !json_get_str(f->frame, "file"))
+        sym_set_str(st, f->frame, "file", a->file);
+    if (a->file && a->line > 0 && json_get_int(f->frame, "line", 0) <= 0) {
+        struct json *ln = json_new_int(a->line);
+        if (!ln || json_set(f->frame, "line", ln)) {
+            json_free(ln);
+            st->oom = 1;
+            return;
+        }
+        st->changed = 1;
+    }
+}
+
+int symbolize_doc(struct json *doc, int *changed)
+{
+    struct sym_state st;
+    size_t i, j;
+    int rc;
+
+    memset(&st, 0, sizeof st);
+    if (changed)
+        *changed = 0;
+    sym_walk(&st, doc, 0);
+    for (i = 0; i < st.nmods && !st.oom; i++)
+        if (st.mods[i].usable)
+            sym_resolve_module(&st, i);
+    for (i = 0; i < st.nframes && !st.oom; i++)
+        sym_apply(&st, &st.frames[i]);
+    rc = st.oom ? SYMBOLIZE_ENOMEM : SYMBOLIZE_OK;
+    if (changed)
+        *changed = st.changed;
+    for (i = 0; i < st.nmods; i++) {
+        for (j = 0; j < st.mods[i].nans; j++) {
+            free(st.mods[i].ans[j].func);
+            free(st.mods[i].ans[j].outer);
+            free(st.mods[i].ans[j].file);
+        }
+        free(st.mods[i].ans);
+        free(st.mods[i].path);
+    }
+    free(st.mods);
+    free(st.frames);
+    return rc;
+}
+
+/* ---- files ---- */
+
+int symbolize_load(const char *path, struct json **doc, char *why, size_t whylen)
+{
+    struct json_error jerr;
+    struct stat sb;
+    char *buf = NULL;
+    size_t len = 0;
+    const char *schema;
+    int fd, rc;
+
+    *doc = NULL;
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || fstat(fd, &sb) != 0) {
+        snprintf(why, whylen, "cannot read %s: %s", path, strerror(errno));
+        rc = SYMBOLIZE_EREAD;
+        goto out;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        snprintf(why, whylen, "cannot read %s: it is not a regular file", path);
+        rc = SYMBOLIZE_EREAD;
+        goto out;
+    }
+    if ((unsigned long long)sb.st_size > SYMBOLIZE_MAX_REPORT) {
+        snprintf(why, whylen, "%s is too large to be a culprit report", path);
+        rc = SYMBOLIZE_ESCHEMA;
+        goto out;
+    }
+    buf = malloc((size_t)sb.st_size + 1);
+    if (!buf) {
+        snprintf(why, whylen, "out of memory reading %s", path);
+        rc = SYMBOLIZE_ENOMEM;
+        goto out;
+    }
+    while (len < (size_t)sb.st_size) {
+        ssize_t got = read(fd, buf + len, (size_t)sb.st_size - len);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            snprintf(why, whylen, "cannot read %s: %s", path, strerror(errno));
+            rc = SYMBOLIZE_EREAD;
+            goto out;
+        }
+        if (got == 0)
+            break;
+        len += (size_t)got;
+    }
+    rc = json_parse(buf, len, doc, &jerr);
+    if (rc == JSON_ENOMEM) {
+        snprintf(why, whylen, "out of memory reading %s", path);
+        rc = SYMBOLIZE_ENOMEM;
+        goto out;
+    }
+    if (rc) {
+        snprintf(why, whylen, "%s is not a valid culprit report: %s at byte %zu", path, jerr.msg, jerr.offset);
+        rc = SYMBOLIZE_EPARSE;
+        goto out;
+    }
+    schema = json_get_str(*doc, "schema");
+    if (!schema || strncmp(schema, "culprit.report/", 15) != 0) {
+        snprintf(why, whylen, "%s is JSON but not a culprit report (no \"schema\": \"culprit.report/1\")", path);
+        json_free(*doc);
+        *doc = NULL;
+        rc = SYMBOLIZE_ESCHEMA;
+        goto out;
+    }
+    rc = SYMBOLIZE_OK;
+out:
+    if (fd >= 0)
+        close(fd);
+    free(buf);
+    return rc;
+}
+
+int symbolize_save(const char *path, const struct json *doc, char *why, size_t whylen)
+{
+    struct jw w;
+    char *tmp = NULL;
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    size_t dirlen = slash ? (size_t)(slash - path) + 1 : 0, off = 0;
+    int fd = -1, rc = SYMBOLIZE_EWRITE;
+
+    jw_init(&w);
+    w.pretty = 1;
+    if (json_dump(doc, &w) != JSON_OK) {
+        snprintf(why, whylen, "out of memory writing %s", path);
+        rc = SYMBOLIZE_ENOMEM;
+        goto out;
+    }
+    tmp = malloc(dirlen + strlen(base) + 16);
+    if (!tmp) {
+        snprintf(why, whylen, "out of memory writing %s", path);
+        rc = SYMBOLIZE_ENOMEM;
+        goto out;
+    }
+    /* the temporary file lives beside the report so rename() replaces it in one step */
+    sprintf(tmp, "%.*s.%s.XXXXXX", (int)dirlen, path, base);
+    fd = mkstemp(tmp);
+    if (fd < 0) {
+        snprintf(why, whylen, "cannot write %s: %s", path, strerror(errno));
+        free(tmp);
+        tmp = NULL;
+        goto out;
+    }
+    if (fchmod(fd, 0600) != 0)
+        goto fail;
+    while (off < w.len) {
+        ssize_t put = write(fd, w.buf + off, w.len - off);
+        if (put < 0 && errno == EINTR)
+            continue;
+        if (put < 0)
+            goto fail;
+        off += (size_t)put;
+    }
+    if (write(fd, "\n", 1) != 1 || fsync(fd) != 0)
+        goto fail;
+    if (close(fd) != 0) {
+        fd = -1;
+        goto fail;
+    }
+    fd = -1;
+    if (rename(tmp, path) != 0)
+        goto fail;
+    rc = SYMBOLIZE_OK;
+    goto out;
+fail:
+    snprintf(why, whylen, "cannot write %s: %s", path, strerror(errno));
+    if (fd >= 0)
+        close(fd);
+    fd = -1;
+    unlink(tmp);
+out:
+    if (fd >= 0)
+        close(fd);
+    free(tmp);
+    jw_free(&w);
+    return rc;
+}
+
+int symbolize_file(const char *path, char *why, size_t whylen)
+{
+    struct json *doc = NULL;
+    int changed = 0, rc;
+
+    rc = symbolize_load(path, &doc, why, whylen);
+    if (rc)
+        goto out;
+    rc = symbolize_doc(doc, &changed);
+    if (rc) {
+        snprintf(why, whylen, "out of memory symbolizing %s", path);
+        goto out;
+    }
+    if (changed)
+        rc = symbolize_save(path, doc, why, whylen);
+out:
+    json_free(doc);
+    return rc;
+}
+
+int symbolize_report(const char *path)
+{
+    char why[512];
+    return symbolize_file(path, why, sizeof why);
+}

@@ -1,0 +1,41 @@
+/* Adds source locations to a culprit report after the fact: frames that carry module+offset get function, file
+ * and line from the module's debug information through binutils' addr2line (one batched process per module,
+ * run without a shell and time-bounded), and mangled kernel names get demangled. The target's code is never
+ * run. When addr2line is missing or fails, frames simply keep module+offset. */
+#ifndef CULPRIT_REPORT_SYMBOLIZE_H
+#define CULPRIT_REPORT_SYMBOLIZE_H
+
+#include <stddef.h>
+
+struct json;
+
+/* Result codes; 0 is success. A missing or failing addr2line is not an error. */
+enum {
+    SYMBOLIZE_OK = 0,
+    SYMBOLIZE_EREAD = 1,    /* the report file could not be read */
+    SYMBOLIZE_EPARSE = 2,   /* the file is not valid JSON */
+    SYMBOLIZE_ESCHEMA = 3,  /* valid JSON, but not a culprit report */
+    SYMBOLIZE_EWRITE = 4,   /* the improved report could not be written back */
+    SYMBOLIZE_ENOMEM = 5,   /* an allocation failed */
+};
+
+#define SYMBOLIZE_TIMEOUT_S 30       /* addr2line is killed after this long */
+#define SYMBOLIZE_MAX_REPORT (256u << 20) /* larger files are refused as reports */
+
+/* Reads the report at path, symbolizes it and writes it back atomically (same directory, mode 0600) when
+ * anything was added. Returns a SYMBOLIZE_* code. */
+int symbolize_report(const char *path);
+
+/* The same, and on failure writes one sentence naming the file and the problem into why[0..whylen). */
+int symbolize_file(const char *path, char *why, size_t whylen);
+
+/* The pieces, for callers that also want the tree (culprit report): load and check a report, fill in a tree
+ * (*changed tells whether anything was added), and write a tree back atomically. */
+int symbolize_load(const char *path, struct json **doc, char *why, size_t whylen);
+int symbolize_doc(struct json *doc, int *changed);
+int symbolize_save(const char *path, const struct json *doc, char *why, size_t whylen);
+
+/* Environment variable naming the addr2line program to run (default: addr2line found through PATH). */
+#define SYMBOLIZE_ADDR2LINE_ENV "CULPRIT_ADDR2LINE"
+
+#endif

@@ -1,0 +1,488 @@
+/* Unit tests of the text renderer (src/report/render.c) and the symbolizer (src/report/symbolize.c): the full
+ * and brief forms of exact, candidates and unknown verdicts, reports with fields missing or of the wrong type,
+ * and a symbolize round trip on a program compiled here with -g (skipped with 77 when there is no C compiler
+ * or addr2line; everything else still runs first). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "../../src/report/demangle.h"
+#include "../../src/report/json.h"
+#include "../../src/report/jsonw.h"
+#include "../../src/report/render.h"
+#include "../../src/report/symbolize.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int failures, checks;
+
+#define CHECK(cond, ...)                                                     \
+    do {                                                                     \
+        checks++;                                                            \
+        if (!(cond)) {                                                       \
+            failures++;                                                      \
+            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);  \
+            fprintf(stderr, __VA_ARGS__);                                    \
+            fputc('\n', stderr);                                             \
+        }                                                                    \
+    } while (0)
+
+static const char exact_report[] =
+    "{\"schema\":\"culprit.report/1\",\"tool\":{\"name\":\"culprit\",\"version\":\"0.1.0\"},"
+    "\"process\":{\"pid\":4242,\"argv\":[\"./app\",\"--x\"]},"
+    "\"error\":{\"code\":700,\"name\":\"CUDA_ERROR_ILLEGAL_ADDRESS\","
+    "\"message\":\"an illegal memory access was encountered\",\"api\":\"cuMemcpyDtoH_v2\",\"thread\":4242,"
+    "\"stack\":[{\"pc\":\"0x7f0000001000\",\"module\":\"/usr/lib/x86_64-linux-gnu/libcuda.so.1\",\"offset\":\"0x1000\"},"
+    "{\"pc\":\"0x55555555a1b2\",\"module\":\"/path/to/app\",\"offset\":\"0x11b2\",\"function\":\"main\","
+    "\"file\":\"demo.cu\",\"line\":51}]},"
+    "\"verdict\":{\"certainty\":\"exact\",\"reason\":\"stream 0x0 completed launch #11; #12 is the next launch on it\"},"
+    "\"culprit\":{\"seq\":12,\"api\":\"cuLaunchKernel\",\"kind\":\"kernel\",\"kernel\":\"write_oob(int*, int)\","
+    "\"mangled\":\"_Z9write_oobPii\",\"grid\":[4,1,1],\"block\":[256,1,1],\"shared_mem\":0,\"stream\":\"0x0\","
+    "\"stream_kind\":\"legacy\",\"device\":0,\"thread\":4242,"
+    "\"stack\":[{\"module\":\"/usr/local/cuda/lib64/libcudart.so.13\",\"offset\":\"0x5000\",\"function\":\"cudaLaunchKernel\"},"
+    "{\"module\":\"/path/to/app\",\"offset\":\"0x1100\",\"function\":\"launch_it\"},"
+    "{\"module\":\"/path/to/app\",\"offset\":\"0x11a0\",\"function\":\"main\",\"file\":\"demo.cu\",\"line\":47},"
+    "{\"module\":\"/lib/x86_64-linux-gnu/libc.so.6\",\"offset\":\"0x271ca\",\"function\":\"__libc_start_main\"}]},"
+    "\"candidates\":[],"
+    "\"history\":[{\"seq\":10,\"kernel\":\"fill(int*, int)\",\"grid\":[4,1,1],\"block\":[256,1,1]},"
+    "{\"seq\":11,\"kernel\":\"void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
+    "std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>)\","
+    "\"grid\":[65535,1,1],\"block\":[1024,1,1]}],"
+    "\"streams\":[{\"stream\":\"0x0\",\"kind\":\"legacy\"}],\"stats\":{\"launches\":120}}";
+
+static const char candidates_report[] =
+    "{\"schema\":\"culprit.report/1\",\"process\":{\"argv\":[\"python\",\"train.py\",\"--tag\",\"it's x\"]},"
+    "\"error\":{\"code\":710,\"name\":\"CUDA_ERROR_ASSERT\",\"api\":\"cuStreamSynchronize\"},"
+    "\"verdict\":{\"certainty\":\"candidates\",\"reason\":\"breadcrumbs were off for stream 0x7f01\"},"
+    "\"culprit\":null,"
+    "\"candidates\":[{\"seq\":40,\"mangled\":\"_Z6reducePfi\",\"stream\":\"0x7f01\",\"stream_kind\":\"created\","
+    "\"stack\":[{\"module\":\"/path/to/app\",\"offset\":\"0x10\",\"function\":\"step\",\"file\":\"t.cu\",\"line\":9}]},"
+    "{\"seq\":37,\"kernel\":\"scale(float*)\",\"stream\":\"0x0\",\"stream_kind\":\"per-thread\"},"
+    "{\"seq\":44,\"kind\":\"graph\",\"stream\":\"0x7f01\"}]}";
+
+static const char unknown_report[] =
+    "{\"schema\":\"culprit.report/1\",\"error\":{\"code\":719,\"name\":\"CUDA_ERROR_LAUNCH_FAILED\"},"
+    "\"verdict\":{\"certainty\":\"unknown\",\"reason\":\"no launch was recorded before the error\"},\"culprit\":null}";
+
+/* Every line starts with "culprit:" and ends with a newline. Returns the number of lines. */
+static int lines_ok(const char *text, size_t maxcol, const char *what)
+{
+    const char *p = text;
+    int n = 0;
+    while (*p) {
+        const char *nl = strchr(p, '\n');
+        CHECK(nl != NULL, "%s: the last line ends with a newline", what);
+        if (!nl)
+            break;
+        CHECK(strncmp(p, "culprit: ", 9) == 0 || (nl - p == 8 && strncmp(p, "culprit:", 8) == 0),
+              "%s: line without the prefix: %.*s", what, (int)(nl - p), p);
+        CHECK(maxcol == 0 || (size_t)(nl - p) <= maxcol, "%s: line longer than %zu: %.*s", what, maxcol,
+              (int)(nl - p), p);
+        CHECK(nl == p || nl[-1] != ' ', "%s: trailing space: %.*s", what, (int)(nl - p), p);
+        n++;
+        p = nl + 1;
+    }
+    return n;
+}
+
+static const char *find(const char *hay, const char *needle)
+{
+    return hay ? strstr(hay, needle) : NULL;
+}
+
+static void test_exact(void)
+{
+    struct render_opts o = {0, "/tmp/r/culprit-4242.json"};
+    char *t = render_text_opts(exact_report, strlen(exact_report), &o, NULL, 0);
+    const char *user, *lib;
+    CHECK(t != NULL, "renders: %s", render_error());
+    if (!t)
+        return;
+    lines_ok(t, 100, "exact");
+    CHECK(find(t, "CUDA_ERROR_ILLEGAL_ADDRESS (700): an illegal memory access was encountered"), "error line:\n%s", t);
+    CHECK(find(t, "cuMemcpyDtoH_v2 on thread 4242"), "where it surfaced");
+    CHECK(find(t, "main at demo.cu:51"), "error stack frame with file:line");
+    CHECK(find(t, "the kernel that faulted: write_oob(int*, int)"), "culprit named");
+    CHECK(find(t, "launch #12 via cuLaunchKernel"), "launch number and api");
+    CHECK(find(t, "grid [4,1,1] block [256,1,1], 0 bytes of shared memory"), "geometry");
+    CHECK(find(t, "stream 0x0 (legacy default stream), device 0, thread 4242"), "stream, device, thread");
+    CHECK(find(t, "completed launch #11"), "reason shown");
+    CHECK(find(t, "launch_it (app+0x1100)"), "frame without file shows module+offset");
+    user = find(t, "main at demo.cu:47");
+    lib = find(t, "frames in CUDA and system libraries: libcudart.so.13, libc.so.6");
+    CHECK(user && lib && user < lib, "user frames first, library frames folded after:\n%s", t);
+    CHECK(!find(t, "cudaLaunchKernel"), "library frames are folded, not listed");
+    CHECK(find(t, "launches before it on stream 0x0"), "history header");
+    CHECK(find(t, "#10 fill(int*, int)"), "history entry");
+    CHECK(find(t, "#11 void at::native::"), "long history name kept at the start");
+    CHECK(find(t, "culprit: report: /tmp/r/culprit-4242.json\n"), "report path at the end");
+    CHECK(!find(t, "could not tell"), "no candidates text for an exact verdict");
+    free(t);
+
+    t = render_text_opts(exact_report, strlen(exact_report), &(struct render_opts){1, "/tmp/r/x.json"}, NULL, 0);
+    CHECK(t && lines_ok(t, 0, "brief") == 1, "brief is one line: %s", t ? t : "(null)");
+    CHECK(find(t, "CUDA_ERROR_ILLEGAL_ADDRESS (700)") && find(t, "cuMemcpyDtoH_v2") &&
+              find(t, "write_oob(int*, int)") && find(t, "#12") && find(t, "/tmp/r/x.json"),
+          "brief has error, api, kernel, launch and path: %s", t ? t : "(null)");
+    free(t);
+    t = render_text(exact_report, strlen(exact_report), 0);
+    CHECK(t && !find(t, "report:"), "no path line without a path");
+    free(t);
+}
+
+static void test_candidates(void)
+{
+    char *t = render_text(candidates_report, strlen(candidates_report), 0);
+    CHECK(t != NULL, "renders: %s", render_error());
+    if (!t)
+        return;
+    lines_ok(t, 100, "candidates");
+    CHECK(find(t, "CUDA_ERROR_ASSERT (710)"), "error without message");
+    CHECK(find(t, "could not tell which of these 3 launches faulted"), "says it could not tell:\n%s", t);
+    CHECK(find(t, "#40 reduce(float*, int)") || find(t, "#40 _Z6reducePfi"), "candidate 40 listed");
+    CHECK(find(t, "#37 scale(float*)"), "candidate 37 listed");
+    CHECK(find(t, "#44 (CUDA graph)"), "graph candidate without a name");
+    CHECK(find(t, "launched from step at t.cu:9"), "candidate's user frame");
+    CHECK(find(t, "per-thread default stream"), "per-thread stream kind");
+    CHECK(find(t, "breadcrumbs were off"), "reason shown");
+    CHECK(find(t, "culprit run --mode blocking --launches 37:44 -- python train.py --tag 'it'\\''s x'"),
+          "pin command spans the candidates and quotes argv:\n%s", t);
+    free(t);
+    t = render_text(candidates_report, strlen(candidates_report), 1);
+    CHECK(t && lines_ok(t, 0, "brief candidates") == 1 && find(t, "3 candidate launches (#37..#44)"),
+          "brief candidates: %s", t ? t : "(null)");
+    free(t);
+}
+
+static void test_unknown_and_missing(void)
+{
+    static const char *const docs[] = {
+        "{}",
+        "{\"culprit\":null}",
+        "{\"error\":{}}",
+        "{\"error\":{\"code\":\"x\",\"name\":5,\"stack\":{}},\"verdict\":[],\"culprit\":7,\"history\":\"no\"}",
+        "{\"verdict\":{\"certainty\":\"candidates\"},\"candidates\":[{},null,3,{\"seq\":\"x\"}]}",
+        "{\"culprit\":{},\"history\":[{},[],null],\"verdict\":{\"certainty\":\"exact\"}}",
+        "{\"culprit\":{\"grid\":[1,\"a\",null],\"block\":{},\"stack\":[null,{},{\"module\":5},{\"offset\":\"0x1\"}]}}",
+        "{\"verdict\":{\"certainty\":\"exact\"}}",
+    };
+    size_t i;
+    char *t = render_text(unknown_report, strlen(unknown_report), 0);
+    CHECK(t && find(t, "could not name the kernel that faulted: no launch was recorded before the error"),
+          "unknown verdict says why:\n%s", t ? t : "(null)");
+    if (t)
+        lines_ok(t, 100, "unknown");
+    free(t);
+    t = render_text(unknown_report, strlen(unknown_report), 1);
+    CHECK(t && find(t, "faulting kernel unknown"), "brief unknown");
+    free(t);
+    for (i = 0; i < sizeof docs / sizeof docs[0]; i++) {
+        t = render_text(docs[i], strlen(docs[i]), 0);
+        CHECK(t != NULL, "'%s' renders", docs[i]);
+        if (t)
+            lines_ok(t, 0, docs[i]);
+        free(t);
+        t = render_text(docs[i], strlen(docs[i]), 1);
+        CHECK(t != NULL, "'%s' renders brief", docs[i]);
+        free(t);
+    }
+    {
+        /* a long reason is wrapped at spaces within 100 columns, and a newline in it cannot break the prefix */
+        char doc[1024];
+        snprintf(doc, sizeof doc,
+                 "{\"verdict\":{\"certainty\":\"unknown\",\"reason\":\"%s\"}}",
+                 "the breadcrumb of stream 0x7f00aa was not readable because the host-mapped page was lost "
+                 "when the context was destroyed by another thread\\nbefore the error surfaced, so no launch "
+                 "can be named; rerun with --mode blocking to find it");
+        t = render_text(doc, strlen(doc), 0);
+        CHECK(t && lines_ok(t, 100, "wrapped reason") >= 3, "reason wrapped:\n%s", t ? t : "(null)");
+        CHECK(find(t, "host-mapped") && find(t, "thread before") && find(t, "to find it"), "words kept whole:\n%s",
+              t ? t : "(null)");
+        free(t);
+    }
+    t = render_text("{\"a\":", 5, 0);
+    CHECK(t == NULL && find(render_error(), "not valid JSON") && find(render_error(), "byte 5"),
+          "parse error reason: %s", render_error());
+    t = render_text("[1]", 3, 0);
+    CHECK(t == NULL && find(render_error(), "not a JSON object"), "array refused: %s", render_error());
+    {
+        char why[128] = "";
+        t = render_text_opts("nope", 4, NULL, why, sizeof why);
+        CHECK(t == NULL && why[0], "reason copied to the caller");
+    }
+}
+
+/* Replaces every node of a real report, one at a time, by values of the wrong type; nothing may crash. */
+static void mutate_walk(struct json *root, struct json *n, int *count)
+{
+    size_t i;
+    static const char *const repl[] = {"null", "[]", "{}", "\"x\"", "-1", "1e300", "[null]"};
+    if (n->type != JSON_OBJ && n->type != JSON_ARR)
+        return;
+    for (i = 0; i < n->len; i++) {
+        struct json *saved = n->kids[i];
+        size_t r;
+        for (r = 0; r < sizeof repl / sizeof repl[0]; r++) {
+            struct json *val = NULL;
+            struct jw w;
+            char *t;
+            if (json_parse(repl[r], strlen(repl[r]), &val, NULL) != JSON_OK)
+                continue;
+            n->kids[i] = val;
+            jw_init(&w);
+            json_dump(root, &w);
+            t = w.buf ? render_text(w.buf, w.len, (int)(r % 2)) : NULL;
+            CHECK(t != NULL, "mutated report renders");
+            free(t);
+            jw_free(&w);
+            json_free(val);
+            (*count)++;
+        }
+        n->kids[i] = saved;
+        mutate_walk(root, saved, count);
+    }
+}
+
+static void test_mutations(void)
+{
+    struct json *doc = NULL;
+    int count = 0;
+    if (json_parse(exact_report, strlen(exact_report), &doc, NULL) != JSON_OK)
+        return;
+    mutate_walk(doc, doc, &count);
+    CHECK(count > 500, "many mutations tried (%d)", count);
+    json_free(doc);
+    if (json_parse(candidates_report, strlen(candidates_report), &doc, NULL) != JSON_OK)
+        return;
+    mutate_walk(doc, doc, &count);
+    json_free(doc);
+}
+
+/* ---- symbolize ---- */
+
+static int write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    fputs(text, f);
+    return fclose(f);
+}
+
+static char *read_all(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf;
+    long n;
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    buf = malloc((size_t)n + 1);
+    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        buf = NULL;
+    }
+    if (buf)
+        buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+/* The helper program: it reports a return address the way libculprit does (offset from dli_fbase). */
+static const char prog_src[] =
+    "#define _GNU_SOURCE\n"
+    "#include <dlfcn.h>\n"
+    "#include <stdio.h>\n"
+    "#include <unistd.h>\n"
+    "__attribute__((noinline)) static void where(int line)\n"
+    "{\n"
+    "    void *ra = __builtin_return_address(0);\n"
+    "    Dl_info di;\n"
+    "    char exe[4096];\n"
+    "    ssize_t n = readlink(\"/proc/self/exe\", exe, sizeof exe - 1);\n"
+    "    if (n <= 0 || !dladdr(ra, &di))\n"
+    "        return;\n"
+    "    exe[n] = 0;\n"
+    "    printf(\"%s\\n0x%lx\\n%d\\n\", exe, (unsigned long)((char *)ra - (char *)di.dli_fbase), line);\n"
+    "}\n"
+    "static __attribute__((noinline)) void inner_static(void)\n"
+    "{\n"
+    "    where(__LINE__);\n"
+    "}\n"
+    "int main(void)\n"
+    "{\n"
+    "    inner_static();\n"
+    "    return 0;\n"
+    "}\n";
+
+/* Compiles the helper with extra flags and runs it; 0 and its module/offset/line, or -1. */
+static int build_and_run(const char *dir, const char *flags, char *module, size_t modsz, char *offset,
+                         size_t offsz, long *line)
+{
+    char cmd[8192], src[1100], exe[1100];
+    const char *cc = getenv("CC");
+    FILE *p;
+    int ok;
+    snprintf(src, sizeof src, "%s/prog.c", dir);
+    snprintf(exe, sizeof exe, "%s/prog%s", dir, strstr(flags, "no-pie") ? "_nopie" : "");
+    if (write_file(src, prog_src))
+        return -1;
+    snprintf(cmd, sizeof cmd, "%s -g -O0 %s -o '%s' '%s' -ldl >/dev/null 2>&1", cc && *cc ? cc : "cc", flags, exe,
+             src);
+    if (system(cmd) != 0)
+        return -1;
+    p = popen(exe, "r");
+    if (!p)
+        return -1;
+    ok = fgets(module, (int)modsz, p) && fgets(offset, (int)offsz, p) && fscanf(p, "%ld", line) == 1;
+    pclose(p);
+    if (!ok)
+        return -1;
+    module[strcspn(module, "\n")] = '\0';
+    offset[strcspn(offset, "\n")] = '\0';
+    return 0;
+}
+
+static int have_program(const char *name)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "command -v %s >/dev/null 2>&1", name);
+    return system(cmd) == 0;
+}
+
+/* Returns 1 when the round trip ran, 0 when it had to be skipped. */
+static int test_symbolize(void)
+{
+    char tmpl[] = "/tmp/culprit-test-XXXXXX";
+    char *dir, path[1100], module[1024], offset[64], text[12288];
+    const char *cc = getenv("CC");
+    static const char *const flags[] = {"", "-no-pie -fno-pie"};
+    size_t f;
+    int ran = 0;
+    long line;
+
+    if (!have_program(cc && *cc ? cc : "cc") || !have_program("addr2line"))
+        return 0;
+    dir = mkdtemp(tmpl);
+    if (!dir)
+        return 0;
+    snprintf(path, sizeof path, "%s/culprit-1.json", dir);
+
+    for (f = 0; f < sizeof flags / sizeof flags[0]; f++) {
+        struct json *doc = NULL;
+        const struct json *fr, *cul;
+        char why[512];
+        struct stat sb;
+        char *before, *after, *dm;
+        int rc;
+
+        if (build_and_run(dir, flags[f], module, sizeof module, offset, sizeof offset, &line) != 0) {
+            if (f == 0)
+                break;  /* no working compiler after all */
+            continue;    /* this toolchain cannot build without PIE; the PIE case still counts */
+        }
+        ran = 1;
+        snprintf(text, sizeof text,
+                 "{\"schema\":\"culprit.report/1\",\"error\":{\"code\":700,\"stack\":["
+                 "{\"module\":\"%s\",\"offset\":\"%s\",\"function\":\"_init\"},"
+                 "{\"module\":\"/nonexistent/lib.so\",\"offset\":\"0x10\"},"
+                 "{\"module\":\"%s\",\"offset\":\"0x0\"}]},"
+                 "\"culprit\":{\"seq\":3,\"kernel\":\"_Z9write_oobPii\",\"mangled\":\"_Z9write_oobPii\","
+                 "\"stack\":[{\"module\":\"%s\",\"offset\":\"%s\"}]},"
+                 "\"history\":[{\"seq\":2,\"mangled\":\"_Z4fillPfi\"}]}",
+                 module, offset, module, module, offset);
+        CHECK(write_file(path, text) == 0, "write the test report");
+
+        /* addr2line missing: success, and frames are left alone */
+        setenv(SYMBOLIZE_ADDR2LINE_ENV, "/nonexistent/addr2line", 1);
+        rc = symbolize_file(path, why, sizeof why);
+        unsetenv(SYMBOLIZE_ADDR2LINE_ENV);
+        CHECK(rc == SYMBOLIZE_OK, "missing addr2line is not an error (rc %d: %s)", rc, why);
+        before = read_all(path);
+        CHECK(before && !strstr(before, "\"line\""), "no lines without addr2line");
+        free(before);
+
+        rc = symbolize_report(path);
+        CHECK(rc == SYMBOLIZE_OK, "symbolize_report rc %d", rc);
+        CHECK(stat(path, &sb) == 0 && (sb.st_mode & 0777) == 0600, "report mode is 0600 (%o)",
+              (unsigned)(sb.st_mode & 0777));
+        CHECK(symbolize_load(path, &doc, why, sizeof why) == SYMBOLIZE_OK, "symbolized report loads: %s", why);
+        fr = json_at(json_get(json_get(doc, "error"), "stack"), 0);
+        CHECK(json_get_int(fr, "line", 0) == line, "[%s] line %lld, expected %ld", flags[f],
+              json_get_int(fr, "line", 0), line);
+        CHECK(json_get_str(fr, "file") && strstr(json_get_str(fr, "file"), "prog.c"), "[%s] file %s", flags[f],
+              json_get_str(fr, "file") ? json_get_str(fr, "file") : "(none)");
+        CHECK(json_get_str(fr, "function") && strcmp(json_get_str(fr, "function"), "inner_static") == 0,
+              "[%s] the static function's name replaces the dynamic-symbol guess: %s", flags[f],
+              json_get_str(fr, "function") ? json_get_str(fr, "function") : "(none)");
+        fr = json_at(json_get(json_get(doc, "error"), "stack"), 1);
+        CHECK(fr && !json_get(fr, "file") && !json_get(fr, "function"), "a missing module is skipped");
+        cul = json_get(doc, "culprit");
+        fr = json_at(json_get(cul, "stack"), 0);
+        CHECK(json_get_int(fr, "line", 0) == line, "culprit stack symbolized too");
+        if ((dm = demangle_name("_Z1fv")) != NULL) {
+            free(dm);
+            CHECK(json_get_str(cul, "kernel") && strcmp(json_get_str(cul, "kernel"), "write_oob(int*, int)") == 0,
+                  "kernel demangled: %s", json_get_str(cul, "kernel") ? json_get_str(cul, "kernel") : "(none)");
+            CHECK(json_get_str(json_at(json_get(doc, "history"), 0), "kernel") &&
+                      strcmp(json_get_str(json_at(json_get(doc, "history"), 0), "kernel"), "fill(float*, int)") == 0,
+                  "missing kernel filled from mangled");
+        } else {
+            CHECK(0, "no demangler in this test: link it with -Wl,--no-as-needed -lstdc++");
+        }
+        json_free(doc);
+
+        /* a second pass has nothing to add and leaves the file as it is */
+        before = read_all(path);
+        CHECK(symbolize_report(path) == SYMBOLIZE_OK, "second pass");
+        after = read_all(path);
+        CHECK(before && after && strcmp(before, after) == 0, "second pass changes nothing");
+        free(before);
+        free(after);
+    }
+
+    /* bad inputs give clear codes and reasons */
+    {
+        char why[512] = "";
+        char bad[1100];
+        snprintf(bad, sizeof bad, "%s/culprit-bad.json", dir);
+        CHECK(symbolize_file("/nonexistent/culprit-1.json", why, sizeof why) == SYMBOLIZE_EREAD &&
+                  strstr(why, "cannot read"),
+              "unreadable: %s", why);
+        write_file(bad, "{\"schema\":\"culprit.report/1\",");
+        CHECK(symbolize_file(bad, why, sizeof why) == SYMBOLIZE_EPARSE && strstr(why, "byte"), "truncated: %s",
+              why);
+        write_file(bad, "{\"schema\":\"other\"}");
+        CHECK(symbolize_file(bad, why, sizeof why) == SYMBOLIZE_ESCHEMA, "not a culprit report: %s", why);
+        unlink(bad);
+    }
+
+    snprintf(text, sizeof text, "rm -rf '%s'", dir);
+    if (system(text) != 0)
+        fprintf(stderr, "note: could not remove %s\n", dir);
+    return ran;
+}
+
+int main(void)
+{
+    int symbolized;
+    test_exact();
+    test_candidates();
+    test_unknown_and_missing();
+    test_mutations();
+    symbolized = test_symbolize();
+    printf("%d passed, %d failed\n", checks - failures, failures);
+    if (failures)
+        return 1;
+    if (!symbolized) {
+        printf("skipped: symbolize round trip (no C compiler or addr2line)\n");
+        return 77;
+    }
+    return 0;
+}
