@@ -213,8 +213,8 @@ static void decide(const struct verdict_input *in, const struct snap *s, struct 
     if (was_lost || n == 0) {
       lost++;
       snprintf(lost_note, sizeof lost_note,
-               "the launch after #%llu on stream %p is no longer in the ring (CULPRIT_RING=%u per thread)",
-               (unsigned long long)done, st->handle, in->cfg->ring);
+               "the launch after #%llu on stream 0x%lx is no longer in the ring (CULPRIT_RING=%u per thread)",
+               (unsigned long long)done, (unsigned long)(uintptr_t)st->handle, in->cfg->ring);
     }
   }
   if (p->ncand == 1 && pending == 1 && !lost) {
