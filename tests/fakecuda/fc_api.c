@@ -1,0 +1,1544 @@
+/* The exported driver entry points of the simulated CUDA driver, each under the exact symbol name and prototype
+ * of the real libcuda.so.1. Each is a thin shell: fc_begin/fc_end (lock, trace, FAKECUDA_FAIL) around a static
+ * helper shared by its legacy and per-thread (_ptsz/_ptds) twins. Lookup and error names are in fc_lookup.c. */
+#include "fc_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- helpers ---------------------------------------------------------------------------------------------- */
+
+static CUresult fc_ready(void) { return fc_g.inited ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED; }
+
+/* The current context, healthy: most calls touch it and so report its sticky error. */
+static CUresult fc_live(struct fc_ctx **c)
+{
+    CUresult rc = fc_cur(c);
+    return rc ? rc : (*c)->sticky;
+}
+
+static CUresult fc_dev_ok(CUdevice dev)
+{
+    CUresult rc = fc_ready();
+    if (rc) return rc;
+    return dev >= 0 && dev < fc_g.ndev ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+
+/* A stream that can take work: resolved and in a healthy context. */
+static CUresult fc_work_stream(CUstream h, int pt, struct fc_stream **s)
+{
+    CUresult rc = fc_stream_get(h, pt, s);
+    return rc ? rc : (*s)->ctx->sticky;
+}
+
+static CUresult fc_new_op(enum fc_opkind kind, struct fc_op **op)
+{
+    *op = fc_op_new(kind);
+    return *op ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+/* ---- init, devices ---------------------------------------------------------------------------------------- */
+
+FC_API CUresult cuInit(unsigned int Flags)
+{
+    FC_BEGIN();
+    if (Flags) FC_RETURN(CUDA_ERROR_INVALID_VALUE);
+    if (fc_g.ndev == 0) FC_RETURN(CUDA_ERROR_NO_DEVICE);
+    fc_g.inited = 1;
+    FC_RETURN(CUDA_SUCCESS);
+}
+
+FC_API CUresult cuDriverGetVersion(int *driverVersion)
+{
+    FC_BEGIN();
+    if (!driverVersion) FC_RETURN(CUDA_ERROR_INVALID_VALUE);
+    *driverVersion = 13000;
+    FC_RETURN(CUDA_SUCCESS);
+}
+
+FC_API CUresult cuDeviceGet(CUdevice *device, int ordinal)
+{
+    FC_BEGIN();
+    CUresult rc = fc_dev_ok(ordinal);
+    if (!rc && !device) rc = CUDA_ERROR_INVALID_VALUE;
+    if (!rc) *device = ordinal;
+    FC_RETURN(rc);
+}
+
+FC_API CUresult cuDeviceGetCount(int *count)
+{
+    FC_BEGIN();
+    CUresult rc = fc_ready();
+    if (!rc && !count) rc = CUDA_ERROR_INVALID_VALUE;
+    if (!rc) *count = fc_g.ndev;
+    FC_RETURN(rc);
+}
+
+FC_API CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
+{
+    FC_BEGIN();
+    CUresult rc = fc_dev_ok(dev);
+    if (!rc && (!name || len <= 0)) rc = CUDA_ERROR_INVALID_VALUE;
+    if (!rc) snprintf(name, (size_t)len, "Fake CUDA Device %d", dev);
+    FC_RETURN(rc);
+}
+
+FC_API CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
+{
+    FC_BEGIN();
+    CUresult rc = fc_dev_ok(dev);
+    if (!rc && !pi) rc = CUDA_ERROR_INVALID_VALUE;
+    if (!rc) *pi = attrib == CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT ? 132 : 1;
+    FC_RETURN(rc);
+}
+
+/* ---- contexts --------------------------------------------------------------------------------------------- */
+
+static CUresult fc_primary_retain(CUcontext *pctx, CUdevice dev)
+{
+    CUresult rc = fc_dev_ok(dev);
+    if (rc) return rc;
+    if (!pctx) return CUDA_ERROR_INVALID_VALUE;
+    if (!fc_g.primary[dev] && (rc = fc_ctx_new(dev, 1, &fc_g.primary[dev]))) return rc;
+    fc_g.primary[dev]->refs++;
+    *pctx = (CUcontext)fc_g.primary[dev];
+    return CUDA_SUCCESS;
+}
+
+/* Brings the primary context back to a clean state, as the driver does when it tears it down. */
+static void fc_primary_clear(struct fc_ctx *c, int drop_streams)
+{
+    if (!c->sticky) fc_drain_ctx(c);
+    fc_ctx_discard(c);
+    c->sticky = CUDA_SUCCESS;
+    if (drop_streams)
+        for (struct fc_stream *s = c->streams; s; s = s->next)
+            if (s->kind == FC_STREAM_CREATED) s->destroyed = 1;
+}
+
+static CUresult fc_primary_release(CUdevice dev)
+{
+    CUresult rc = fc_dev_ok(dev);
+    if (rc) return rc;
+    struct fc_ctx *c = fc_g.primary[dev];
+    if (!c || c->refs == 0) return CUDA_ERROR_INVALID_CONTEXT;
+    if (--c->refs == 0) fc_primary_clear(c, 1);
+    return CUDA_SUCCESS;
+}
+
+static CUresult fc_primary_reset(CUdevice dev)
+{
+    CUresult rc = fc_dev_ok(dev);
+    if (rc) return rc;
+    if (fc_g.primary[dev]) fc_primary_clear(fc_g.primary[dev], 1);
+    return CUDA_SUCCESS;
+}
+
+FC_API CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_primary_retain(pctx, dev));
+}
+
+FC_API CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_primary_release(dev));
+}
+
+FC_API CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_primary_release(dev));
+}
+
+FC_API CUresult cuDevicePrimaryCtxReset(CUdevice dev)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_primary_reset(dev));
+}
+
+FC_API CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_primary_reset(dev));
+}
+
+/* Every cuCtxCreate version makes a new context on the device and pushes it, as the driver does. */
+static CUresult fc_ctx_create(CUcontext *pctx, CUdevice dev)
+{
+    CUresult rc = fc_dev_ok(dev);
+    struct fc_ctx *c;
+    if (rc) return rc;
+    if (!pctx) return CUDA_ERROR_INVALID_VALUE;
+    if ((rc = fc_ctx_new(dev, 0, &c))) return rc;
+    if (fc_ctx_push(c)) return CUDA_ERROR_OUT_OF_MEMORY;
+    *pctx = (CUcontext)c;
+    return CUDA_SUCCESS;
+}
+
+FC_API CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_ctx_create(pctx, dev));
+}
+
+FC_API CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *paramsArray, int numParams, unsigned int flags,
+                               CUdevice dev)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_ctx_create(pctx, dev));
+}
+
+FC_API CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreateParams, unsigned int flags,
+                               CUdevice dev)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_ctx_create(pctx, dev));
+}
+
+FC_API CUresult cuCtxDestroy_v2(CUcontext ctx)
+{
+    FC_BEGIN();
+    struct fc_ctx *c;
+    CUresult rc = fc_ready();
+    if (!rc) rc = fc_ctx_valid(ctx, &c);
+    if (!rc && c->primary) rc = CUDA_ERROR_INVALID_CONTEXT;
+    if (rc) FC_RETURN(rc);
+    /* Destroying is how a program recovers from a sticky error, so it works on a sticky context too. */
+    if (!c->sticky) fc_drain_ctx(c);
+    fc_ctx_discard(c);
+    c->alive = 0;
+    fc_ctx_forget_current(c);
+    FC_RETURN(CUDA_SUCCESS);
+}
+
+FC_API CUresult cuCtxSetCurrent(CUcontext ctx)
+{
+    FC_BEGIN();
+    struct fc_ctx *c = NULL;
+    CUresult rc = fc_ready();
+    if (!rc && ctx) rc = fc_ctx_valid(ctx, &c);
+    if (!rc) fc_ctx_set_current(c);
+    FC_RETURN(rc);
+}
+
+FC_API CUresult cuCtxGetCurrent(CUcontext *pctx)
+{
+    FC_BEGIN();
+    CUresult rc = fc_ready();
+    if (!rc && !pctx) rc = CUDA_ERROR_INVALID_VALUE;
+    if (!rc) {
+        struct fc_ctx *c = fc_ctx_current();
+        *pctx = c && c->alive ? (CUcontext)c : NULL;
+    }
+    FC_RETURN(rc);
+}
+
+FC_API CUresult cuCtxPushCurrent_v2(CUcontext ctx)
+{
+    FC_BEGIN();
+    struct fc_ctx *c;
+    CUresult rc = fc_ready();
+    if (!rc) rc = fc_ctx_valid(ctx, &c);
+    if (!rc && fc_ctx_push(c)) rc = CUDA_ERROR_OUT_OF_MEMORY;
+    FC_RETURN(rc);
+}
+
+FC_API CUresult cuCtxPopCurrent_v2(CUcontext *pctx)
+{
+    FC_BEGIN();
+    CUresult rc = fc_ready();
+    if (rc) FC_RETURN(rc);
+    if (!fc_ctx_current()) FC_RETURN(CUDA_ERROR_INVALID_CONTEXT);
+    struct fc_ctx *c = fc_ctx_pop();
+    if (pctx) *pctx = (CUcontext)c;
+    FC_RETURN(CUDA_SUCCESS);
+}
+
+/* ctx NULL means the current context (the _v2 forms take one explicitly). */
+static CUresult fc_ctx_or_current(CUcontext ctx, struct fc_ctx **c)
+{
+    CUresult rc = fc_ready();
+    if (rc) return rc;
+    return ctx ? fc_ctx_valid(ctx, c) : fc_cur(c);
+}
+
+static CUresult fc_ctx_get_device(CUdevice *device, CUcontext ctx)
+{
+    struct fc_ctx *c;
+    CUresult rc = fc_ctx_or_current(ctx, &c);
+    if (!rc && !device) rc = CUDA_ERROR_INVALID_VALUE;
+    if (!rc) *device = c->device;
+    return rc;
+}
+
+static CUresult fc_ctx_sync(CUcontext ctx)
+{
+    struct fc_ctx *c;
+    CUresult rc = fc_ctx_or_current(ctx, &c);
+    return rc ? rc : fc_drain_ctx(c);
+}
+
+FC_API CUresult cuCtxGetDevice(CUdevice *device)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_ctx_get_device(device, NULL));
+}
+
+FC_API CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_ctx_get_device(device, ctx));
+}
+
+FC_API CUresult cuCtxSynchronize(void)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_ctx_sync(NULL));
+}
+
+FC_API CUresult cuCtxSynchronize_v2(CUcontext ctx)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_ctx_sync(ctx));
+}
+
+/* ---- streams ---------------------------------------------------------------------------------------------- */
+
+static CUresult fc_stream_create(CUstream *ph, unsigned flags, int priority)
+{
+    struct fc_ctx *c;
+    struct fc_stream *s;
+    CUresult rc = fc_live(&c);
+    if (!rc && !ph) rc = CUDA_ERROR_INVALID_VALUE;
+    if (!rc) rc = fc_stream_new(c, FC_STREAM_CREATED, &s);
+    if (rc) return rc;
+    s->flags = flags;
+    s->priority = priority;
+    *ph = (CUstream)s;
+    return CUDA_SUCCESS;
+}
+
+/* The handle dies at once; work already queued still runs when the context is drained, as on the device. */
+static CUresult fc_stream_destroy(CUstream h)
+{
+    struct fc_stream *s;
+    CUresult rc = fc_ready();
+    if (rc) return rc;
+    if (h == NULL || h == CU_STREAM_LEGACY || h == CU_STREAM_PER_THREAD) return CUDA_ERROR_INVALID_HANDLE;
+    if ((rc = fc_work_stream(h, 0, &s))) return rc;
+    s->destroyed = 1;
+    return CUDA_SUCCESS;
+}
+
+/* Synchronize and query both run the stream to its end: the fake's GPU does nothing until asked. */
+static CUresult fc_stream_sync(CUstream h, int pt)
+{
+    struct fc_stream *s;
+    CUresult rc = fc_work_stream(h, pt, &s);
+    if (rc) return rc;
+    if (s->capture) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    return fc_drain_stream(s);
+}
+
+static CUresult fc_stream_ctx(CUstream h, int pt, CUcontext *pctx, CUgreenCtx *pgreen)
+{
+    struct fc_stream *s;
+    CUresult rc = fc_stream_get(h, pt, &s);
+    if (!rc && !pctx) rc = CUDA_ERROR_INVALID_VALUE;
+    if (rc) return rc;
+    *pctx = (CUcontext)s->ctx;
+    if (pgreen) *pgreen = NULL;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fc_stream_wait(CUstream h, int pt, CUevent hev)
+{
+    struct fc_stream *s;
+    struct fc_event *ev;
+    struct fc_op *op;
+    CUresult rc = fc_work_stream(h, pt, &s);
+    if (rc) return rc;
+    if (!(ev = fc_event_valid(hev))) return CUDA_ERROR_INVALID_HANDLE;
+    if (!ev->stream) return CUDA_SUCCESS; /* never recorded: nothing to wait for */
+    if ((rc = fc_new_op(FC_OP_WAIT, &op))) return rc;
+    op->wstream = ev->stream;
+    op->wtarget = ev->target;
+    return fc_enqueue(s, op);
+}
+
+/* cuStreamWriteValue32/64: the address must be a device address (a host pointer is refused, as the tool under
+ * test must use cuMemHostGetDevicePointer), aligned to the width. */
+static CUresult fc_write(CUstream h, int pt, CUdeviceptr addr, unsigned long long value, unsigned width)
+{
+    struct fc_stream *s;
+    struct fc_op *op;
+    void *dst;
+    CUresult rc = fc_work_stream(h, pt, &s);
+    if (rc) return rc;
+    if (addr % width || fc_dev_addr(addr, width, 0, &dst)) return CUDA_ERROR_INVALID_VALUE;
+    if ((rc = fc_new_op(FC_OP_WRITE, &op))) return rc;
+    op->dst = dst;
+    op->value = value;
+    op->width = width;
+    return fc_enqueue(s, op);
+}
+
+FC_API CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_stream_create(phStream, Flags, 0));
+}
+
+FC_API CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int priority)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_stream_create(phStream, flags, priority));
+}
+
+FC_API CUresult cuStreamDestroy(CUstream hStream)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_stream_destroy(hStream));
+}
+
+FC_API CUresult cuStreamDestroy_v2(CUstream hStream)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_stream_destroy(hStream));
+}
+
+FC_API CUresult cuStreamSynchronize(CUstream hStream)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_stream_sync(hStream, 0));
+}
+
+FC_API CUresult cuStreamSynchronize_ptsz(CUstream hStream)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_stream_sync(hStream, 1));
+}
+
+FC_API CUresult cuStreamQuery(CUstream hStream)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_stream_sync(hStream, 0));
+}
+
+FC_API CUresult cuStreamQuery_ptsz(CUstream hStream)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_stream_sync(hStream, 1));
+}
+
+FC_API CUresult cuStreamGetCtx(CUstream hStream, CUcontext *pctx)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_stream_ctx(hStream, 0, pctx, NULL));
+}
+
+FC_API CUresult cuStreamGetCtx_ptsz(CUstream hStream, CUcontext *pctx)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_stream_ctx(hStream, 1, pctx, NULL));
+}
+
+FC_API CUresult cuStreamGetCtx_v2(CUstream hStream, CUcontext *pCtx, CUgreenCtx *pGreenCtx)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_stream_ctx(hStream, 0, pCtx, pGreenCtx));
+}
+
+FC_API CUresult cuStreamGetCtx_v2_ptsz(CUstream hStream, CUcontext *pCtx, CUgreenCtx *pGreenCtx)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_stream_ctx(hStream, 1, pCtx, pGreenCtx));
+}
+
+FC_API CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_stream_wait(hStream, 0, hEvent));
+}
+
+FC_API CUresult cuStreamWaitEvent_ptsz(CUstream hStream, CUevent hEvent, unsigned int Flags)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_stream_wait(hStream, 1, hEvent));
+}
+
+FC_API CUresult cuStreamWriteValue32(CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_write(stream, 0, addr, value, 4));
+}
+
+FC_API CUresult cuStreamWriteValue32_ptsz(CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_write(stream, 1, addr, value, 4));
+}
+
+FC_API CUresult cuStreamWriteValue32_v2(CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_write(stream, 0, addr, value, 4));
+}
+
+FC_API CUresult cuStreamWriteValue32_v2_ptsz(CUstream stream, CUdeviceptr addr, cuuint32_t value,
+                                             unsigned int flags)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_write(stream, 1, addr, value, 4));
+}
+
+FC_API CUresult cuStreamWriteValue64(CUstream stream, CUdeviceptr addr, cuuint64_t value, unsigned int flags)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_write(stream, 0, addr, value, 8));
+}
+
+FC_API CUresult cuStreamWriteValue64_ptsz(CUstream stream, CUdeviceptr addr, cuuint64_t value, unsigned int flags)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_write(stream, 1, addr, value, 8));
+}
+
+FC_API CUresult cuStreamWriteValue64_v2(CUstream stream, CUdeviceptr addr, cuuint64_t value, unsigned int flags)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_write(stream, 0, addr, value, 8));
+}
+
+FC_API CUresult cuStreamWriteValue64_v2_ptsz(CUstream stream, CUdeviceptr addr, cuuint64_t value,
+                                             unsigned int flags)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_write(stream, 1, addr, value, 8));
+}
+
+/* ---- capture and graphs ----------------------------------------------------------------------------------- */
+
+static CUresult fc_capture_begin(CUstream h, int pt)
+{
+    struct fc_stream *s;
+    CUresult rc = fc_work_stream(h, pt, &s);
+    if (rc) return rc;
+    if (s->kind == FC_STREAM_LEGACY) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    if (s->capture) return CUDA_ERROR_ILLEGAL_STATE;
+    struct fc_graph *g = calloc(1, sizeof *g);
+    if (!g) return CUDA_ERROR_OUT_OF_MEMORY;
+    g->next = fc_g.graphs;
+    fc_g.graphs = g;
+    s->capture = g;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fc_capture_end(CUstream h, int pt, CUgraph *pg)
+{
+    struct fc_stream *s;
+    CUresult rc = fc_stream_get(h, pt, &s);
+    if (rc) return rc;
+    if (!s->capture) return CUDA_ERROR_ILLEGAL_STATE;
+    if (!pg) return CUDA_ERROR_INVALID_VALUE;
+    *pg = (CUgraph)s->capture;
+    s->capture = NULL;
+    return s->ctx->sticky;
+}
+
+static CUresult fc_capture_status(CUstream h, int pt, CUstreamCaptureStatus *st)
+{
+    struct fc_stream *s;
+    CUresult rc = fc_work_stream(h, pt, &s);
+    if (!rc && !st) rc = CUDA_ERROR_INVALID_VALUE;
+    if (!rc) *st = s->capture ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+    return rc;
+}
+
+static CUresult fc_graph_instantiate(CUgraphExec *pe, CUgraph hg)
+{
+    struct fc_ctx *c;
+    struct fc_graph *g, *e;
+    CUresult rc = fc_live(&c);
+    if (rc) return rc;
+    if (!pe || !(g = fc_graph_valid(hg, 0))) return CUDA_ERROR_INVALID_VALUE;
+    if (!(e = calloc(1, sizeof *e))) return CUDA_ERROR_OUT_OF_MEMORY;
+    e->exec = 1;
+    if (g->n) {
+        if (!(e->ops = malloc(g->n * sizeof *e->ops))) {
+            free(e);
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        }
+        memcpy(e->ops, g->ops, g->n * sizeof *e->ops);
+    }
+    e->n = e->cap = g->n;
+    e->next = fc_g.graphs;
+    fc_g.graphs = e;
+    *pe = (CUgraphExec)e;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fc_graph_launch(CUgraphExec he, CUstream h, int pt)
+{
+    struct fc_stream *s;
+    struct fc_graph *e;
+    CUresult rc = fc_work_stream(h, pt, &s);
+    if (rc) return rc;
+    if (!(e = fc_graph_valid(he, 1))) return CUDA_ERROR_INVALID_HANDLE;
+    return fc_graph_enqueue(s, e);
+}
+
+static CUresult fc_graph_destroy(const void *h, int exec)
+{
+    CUresult rc = fc_ready();
+    struct fc_graph *g;
+    if (rc) return rc;
+    if (!(g = fc_graph_valid(h, exec))) return CUDA_ERROR_INVALID_VALUE;
+    for (struct fc_graph **pp = &fc_g.graphs; *pp; pp = &(*pp)->next) {
+        if (*pp == g) {
+            *pp = g->next;
+            break;
+        }
+    }
+    for (unsigned i = 0; i < fc_g.nctx; i++)  /* a graph still being captured into is left without one */
+        for (struct fc_stream *s = fc_g.ctx[i]->streams; s; s = s->next)
+            if (s->capture == g) s->capture = NULL;
+    free(g->ops);
+    free(g);
+    return CUDA_SUCCESS;
+}
+
+FC_API CUresult cuStreamBeginCapture(CUstream hStream)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_capture_begin(hStream, 0));
+}
+
+FC_API CUresult cuStreamBeginCapture_ptsz(CUstream hStream)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_capture_begin(hStream, 1));
+}
+
+FC_API CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_capture_begin(hStream, 0));
+}
+
+FC_API CUresult cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_capture_begin(hStream, 1));
+}
+
+FC_API CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_capture_end(hStream, 0, phGraph));
+}
+
+FC_API CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phGraph)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_capture_end(hStream, 1, phGraph));
+}
+
+FC_API CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_capture_status(hStream, 0, captureStatus));
+}
+
+FC_API CUresult cuStreamIsCapturing_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_capture_status(hStream, 1, captureStatus));
+}
+
+FC_API CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph, unsigned long long flags)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_graph_instantiate(phGraphExec, hGraph));
+}
+
+FC_API CUresult cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode,
+                                      char *logBuffer, size_t bufferSize)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_graph_instantiate(phGraphExec, hGraph));
+}
+
+FC_API CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_graph_launch(hGraphExec, hStream, 0));
+}
+
+FC_API CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_graph_launch(hGraphExec, hStream, 1));
+}
+
+FC_API CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_graph_destroy(hGraphExec, 1));
+}
+
+FC_API CUresult cuGraphDestroy(CUgraph hGraph)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_graph_destroy(hGraph, 0));
+}
+
+/* ---- launches --------------------------------------------------------------------------------------------- */
+
+/* Every launch form comes here. A sticky context fails the launch at once, before the arguments are looked at. */
+static CUresult fc_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                          unsigned bz, CUstream h, int pt)
+{
+    struct fc_stream *s;
+    struct fc_func *fn;
+    struct fc_op *op;
+    CUresult rc = fc_work_stream(h, pt, &s);
+    if (rc) return rc;
+    if (!(fn = fc_func_valid(f))) return CUDA_ERROR_INVALID_HANDLE;
+    if (!gx || !gy || !gz || !bx || !by || !bz) return CUDA_ERROR_INVALID_VALUE;
+    if ((rc = fc_new_op(FC_OP_KERNEL, &op))) return rc;
+    op->func = fn;
+    op->grid[0] = gx, op->grid[1] = gy, op->grid[2] = gz;
+    op->block[0] = bx, op->block[1] = by, op->block[2] = bz;
+    return fc_enqueue(s, op);
+}
+
+static CUresult fc_launch_ex(const CUlaunchConfig *c, CUfunction f, int pt)
+{
+    if (!c) return CUDA_ERROR_INVALID_VALUE;
+    return fc_launch(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY, c->blockDimZ,
+                     c->hStream, pt);
+}
+
+static CUresult fc_host_func(CUstream h, int pt, CUhostFn fn, void *user)
+{
+    struct fc_stream *s;
+    struct fc_op *op;
+    CUresult rc = fc_work_stream(h, pt, &s);
+    if (rc) return rc;
+    if (!fn) return CUDA_ERROR_INVALID_VALUE;
+    if ((rc = fc_new_op(FC_OP_HOSTFN, &op))) return rc;
+    op->fn = fn;
+    op->user = user;
+    return fc_enqueue(s, op);
+}
+
+FC_API CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
+                               unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
+                               unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream, 0));
+}
+
+FC_API CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                                    unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+                                    unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+                                    void **kernelParams, void **extra)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream, 1));
+}
+
+FC_API CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                                          unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+                                          unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+                                          void **kernelParams)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream, 0));
+}
+
+FC_API CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                                               unsigned int gridDimZ, unsigned int blockDimX,
+                                               unsigned int blockDimY, unsigned int blockDimZ,
+                                               unsigned int sharedMemBytes, CUstream hStream, void **kernelParams)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream, 1));
+}
+
+FC_API CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_launch_ex(config, f, 0));
+}
+
+FC_API CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_launch_ex(config, f, 1));
+}
+
+FC_API CUresult cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void *userData)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_host_func(hStream, 0, fn, userData));
+}
+
+FC_API CUresult cuLaunchHostFunc_ptsz(CUstream hStream, CUhostFn fn, void *userData)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_host_func(hStream, 1, fn, userData));
+}
+
+/* ---- events ----------------------------------------------------------------------------------------------- */
+
+static CUresult fc_event_create(CUevent *ph, unsigned flags)
+{
+    struct fc_ctx *c;
+    CUresult rc = fc_live(&c);
+    if (rc) return rc;
+    if (!ph) return CUDA_ERROR_INVALID_VALUE;
+    struct fc_event *e = calloc(1, sizeof *e);
+    if (!e) return CUDA_ERROR_OUT_OF_MEMORY;
+    e->ctx = c;
+    e->flags = flags;
+    e->next = fc_g.events;
+    fc_g.events = e;
+    *ph = (CUevent)e;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fc_event_record(CUevent hev, CUstream h, int pt)
+{
+    struct fc_stream *s;
+    struct fc_event *ev;
+    struct fc_op *op;
+    CUresult rc = fc_work_stream(h, pt, &s);
+    if (rc) return rc;
+    if (!(ev = fc_event_valid(hev))) return CUDA_ERROR_INVALID_HANDLE;
+    if ((rc = fc_new_op(FC_OP_EVENT, &op))) return rc;
+    op->event = ev;
+    return fc_enqueue(s, op);
+}
+
+/* An event handle and its context, healthy. */
+static CUresult fc_event_live(CUevent h, struct fc_event **ev)
+{
+    CUresult rc = fc_ready();
+    if (rc) return rc;
+    if (!(*ev = fc_event_valid(h))) return CUDA_ERROR_INVALID_HANDLE;
+    return (*ev)->ctx->sticky;
+}
+
+/* Query and synchronize both run the recording stream up to the event. */
+static CUresult fc_event_sync(CUevent h)
+{
+    struct fc_event *ev;
+    CUresult rc = fc_event_live(h, &ev);
+    return rc ? rc : fc_drain_event(ev);
+}
+
+static CUresult fc_event_destroy(CUevent h)
+{
+    struct fc_event *ev;
+    CUresult rc = fc_event_live(h, &ev);
+    if (rc) return rc;
+    for (struct fc_event **pp = &fc_g.events; *pp; pp = &(*pp)->next) {
+        if (*pp == ev) {
+            *pp = ev->next;
+            break;
+        }
+    }
+    free(ev);
+    return CUDA_SUCCESS;
+}
+
+static CUresult fc_event_elapsed(float *ms, CUevent a, CUevent b)
+{
+    struct fc_event *ea, *eb;
+    CUresult rc = fc_event_live(a, &ea);
+    if (!rc) rc = fc_event_live(b, &eb);
+    if (rc) return rc;
+    if (!ms) return CUDA_ERROR_INVALID_VALUE;
+    if (!ea->stream || !eb->stream) return CUDA_ERROR_INVALID_HANDLE;
+    if (!fc_event_done(ea) || !fc_event_done(eb)) return CUDA_ERROR_NOT_READY;
+    *ms = 1.0f;
+    return CUDA_SUCCESS;
+}
+
+FC_API CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_event_create(phEvent, Flags));
+}
+
+FC_API CUresult cuEventRecord(CUevent hEvent, CUstream hStream)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_event_record(hEvent, hStream, 0));
+}
+
+FC_API CUresult cuEventRecord_ptsz(CUevent hEvent, CUstream hStream)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_event_record(hEvent, hStream, 1));
+}
+
+FC_API CUresult cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_event_record(hEvent, hStream, 0));
+}
+
+FC_API CUresult cuEventRecordWithFlags_ptsz(CUevent hEvent, CUstream hStream, unsigned int flags)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_event_record(hEvent, hStream, 1));
+}
+
+FC_API CUresult cuEventSynchronize(CUevent hEvent)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_event_sync(hEvent));
+}
+
+FC_API CUresult cuEventQuery(CUevent hEvent)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_event_sync(hEvent));
+}
+
+FC_API CUresult cuEventDestroy(CUevent hEvent)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_event_destroy(hEvent));
+}
+
+FC_API CUresult cuEventDestroy_v2(CUevent hEvent)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_event_destroy(hEvent));
+}
+
+FC_API CUresult cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_event_elapsed(pMilliseconds, hStart, hEnd));
+}
+
+FC_API CUresult cuEventElapsedTime_v2(float *pMilliseconds, CUevent hStart, CUevent hEnd)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_event_elapsed(pMilliseconds, hStart, hEnd));
+}
+
+/* ---- memory ----------------------------------------------------------------------------------------------- */
+
+static CUresult fc_alloc(enum fc_memkind kind, size_t size, void **host, CUdeviceptr *dptr)
+{
+    struct fc_ctx *c;
+    struct fc_mem *m;
+    CUresult rc = fc_live(&c);
+    if (rc) return rc;
+    if (!host && !dptr) return CUDA_ERROR_INVALID_VALUE;
+    if ((rc = fc_mem_alloc(kind, size, &m))) return rc;
+    if (host) *host = m->host;
+    if (dptr) *dptr = m->dptr;
+    return CUDA_SUCCESS;
+}
+
+/* Frees run all queued work first, so that no queued write or copy lands in freed memory. */
+static CUresult fc_free(enum fc_memkind kind, CUdeviceptr d, const void *host)
+{
+    struct fc_ctx *c;
+    CUresult rc = fc_live(&c);
+    if (rc) return rc;
+    if (kind == FC_MEM_DEVICE && d == 0) return CUDA_SUCCESS;
+    fc_drain_all();
+    if (c->sticky) return c->sticky;
+    struct fc_mem *m = kind == FC_MEM_DEVICE ? fc_mem_by_dptr(d, 1) : fc_mem_by_host(host);
+    if (!m || m->kind != kind || (kind == FC_MEM_DEVICE ? m->dptr != d : m->host != host))
+        return CUDA_ERROR_INVALID_VALUE;
+    fc_mem_free(m);
+    return CUDA_SUCCESS;
+}
+
+static CUresult fc_host_dptr(CUdeviceptr *pd, void *p, unsigned flags)
+{
+    struct fc_ctx *c;
+    struct fc_mem *m;
+    CUresult rc = fc_live(&c);
+    if (rc) return rc;
+    if (!pd || flags || !(m = fc_mem_by_host(p))) return CUDA_ERROR_INVALID_VALUE;
+    *pd = m->dptr + (CUdeviceptr)((char *)p - m->host);
+    return CUDA_SUCCESS;
+}
+
+static CUresult fc_alloc_async(CUdeviceptr *d, size_t size, CUstream h, int pt)
+{
+    struct fc_stream *s;
+    struct fc_mem *m;
+    CUresult rc = fc_work_stream(h, pt, &s);
+    if (rc) return rc;
+    if (s->capture) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; /* not modelled */
+    if (!d) return CUDA_ERROR_INVALID_VALUE;
+    if ((rc = fc_mem_alloc(FC_MEM_DEVICE, size, &m))) return rc;
+    *d = m->dptr;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fc_free_async(CUdeviceptr d, CUstream h, int pt)
+{
+    struct fc_stream *s;
+    struct fc_mem *m;
+    struct fc_op *op;
+    CUresult rc = fc_work_stream(h, pt, &s);
+    if (rc) return rc;
+    if (s->capture) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    if (!(m = fc_mem_by_dptr(d, 1)) || m->dptr != d || m->kind != FC_MEM_DEVICE) return CUDA_ERROR_INVALID_VALUE;
+    if ((rc = fc_new_op(FC_OP_FREE, &op))) return rc;
+    op->user = m;
+    return fc_enqueue(s, op);
+}
+
+FC_API CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
+{
+    FC_BEGIN();
+    FC_RETURN(dptr ? fc_alloc(FC_MEM_DEVICE, bytesize, NULL, dptr) : CUDA_ERROR_INVALID_VALUE);
+}
+
+FC_API CUresult cuMemFree_v2(CUdeviceptr dptr)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_free(FC_MEM_DEVICE, dptr, NULL));
+}
+
+FC_API CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
+{
+    FC_BEGIN();
+    FC_RETURN(pp ? fc_alloc(FC_MEM_HOST, bytesize, pp, NULL) : CUDA_ERROR_INVALID_VALUE);
+}
+
+FC_API CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
+{
+    FC_BEGIN();
+    FC_RETURN(pp ? fc_alloc(FC_MEM_HOST, bytesize, pp, NULL) : CUDA_ERROR_INVALID_VALUE);
+}
+
+FC_API CUresult cuMemFreeHost(void *p)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_free(FC_MEM_HOST, 0, p));
+}
+
+FC_API CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p, unsigned int Flags)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_host_dptr(pdptr, p, Flags));
+}
+
+FC_API CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_alloc_async(dptr, bytesize, hStream, 0));
+}
+
+FC_API CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_alloc_async(dptr, bytesize, hStream, 1));
+}
+
+FC_API CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_free_async(dptr, hStream, 0));
+}
+
+FC_API CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_free_async(dptr, hStream, 1));
+}
+
+/* ---- memcpy and memset ------------------------------------------------------------------------------------ */
+
+/* How a memcpy argument is addressed: a plain host pointer, a device address, or either (unified addressing). */
+enum fc_addr { FC_A_HOST, FC_A_DEV, FC_A_ANY };
+
+static CUresult fc_xlate(CUdeviceptr a, enum fc_addr kind, size_t n, void **out)
+{
+    if (kind == FC_A_HOST) {
+        *out = (void *)(uintptr_t)a;
+        return a ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    }
+    return fc_dev_addr(a, n, kind == FC_A_ANY, out);
+}
+
+/* Synchronous forms run the whole context first and copy at once; Async forms queue a copy that happens when
+ * the op runs (so a host source is read then, as the device would). */
+static CUresult fc_memcpy(CUdeviceptr dst, enum fc_addr dk, CUdeviceptr src, enum fc_addr sk, size_t n,
+                          int async, CUstream h, int pt)
+{
+    struct fc_stream *s = NULL;
+    struct fc_ctx *c;
+    struct fc_op *op;
+    void *d, *sp;
+    CUresult rc;
+    if (async) rc = fc_work_stream(h, pt, &s);
+    else if (!(rc = fc_live(&c))) rc = fc_drain_ctx(c);
+    if (rc || n == 0) return rc;
+    if ((rc = fc_xlate(dst, dk, n, &d)) || (rc = fc_xlate(src, sk, n, &sp))) return rc;
+    if (!async) {
+        memmove(d, sp, n);
+        return CUDA_SUCCESS;
+    }
+    if ((rc = fc_new_op(FC_OP_COPY, &op))) return rc;
+    op->dst = d;
+    op->src = sp;
+    op->n = n;
+    return fc_enqueue(s, op);
+}
+
+static CUresult fc_memcpy_peer(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n,
+                               int async, CUstream h, int pt)
+{
+    struct fc_ctx *dc, *sc;
+    CUresult rc = fc_ready();
+    if (!rc) rc = fc_ctx_valid(dctx, &dc);
+    if (!rc) rc = fc_ctx_valid(sctx, &sc);
+    if (!rc && !async) rc = fc_drain_ctx(dc);
+    if (!rc && !async) rc = fc_drain_ctx(sc);
+    if (!rc) rc = dc->sticky ? dc->sticky : sc->sticky;
+    if (rc) return rc;
+    if (!async) {
+        void *d, *sp;
+        if (n == 0) return CUDA_SUCCESS;
+        if ((rc = fc_xlate(dst, FC_A_DEV, n, &d)) || (rc = fc_xlate(src, FC_A_DEV, n, &sp))) return rc;
+        memmove(d, sp, n);
+        return CUDA_SUCCESS;
+    }
+    return fc_memcpy(dst, FC_A_DEV, src, FC_A_DEV, n, 1, h, pt);
+}
+
+static CUresult fc_memset(CUdeviceptr dst, unsigned value, unsigned width, size_t n, int async, CUstream h,
+                          int pt)
+{
+    struct fc_stream *s = NULL;
+    struct fc_ctx *c;
+    struct fc_op *op;
+    void *d;
+    CUresult rc;
+    if (async) rc = fc_work_stream(h, pt, &s);
+    else if (!(rc = fc_live(&c))) rc = fc_drain_ctx(c);
+    if (rc || n == 0) return rc;
+    if (dst % width || n > SIZE_MAX / width || fc_dev_addr(dst, n * width, 0, &d)) return CUDA_ERROR_INVALID_VALUE;
+    if (!async) {
+        unsigned long long v = value;
+        for (size_t i = 0; i < n; i++) memcpy((char *)d + i * width, &v, width);
+        return CUDA_SUCCESS;
+    }
+    if ((rc = fc_new_op(FC_OP_SET, &op))) return rc;
+    op->dst = d;
+    op->n = n;
+    op->value = value;
+    op->width = width;
+    return fc_enqueue(s, op);
+}
+
+#define H(p) ((CUdeviceptr)(uintptr_t)(p))
+
+FC_API CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_memcpy(dst, FC_A_ANY, src, FC_A_ANY, ByteCount, 0, NULL, 0));
+}
+
+FC_API CUresult cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_memcpy(dst, FC_A_ANY, src, FC_A_ANY, ByteCount, 0, NULL, 1));
+}
+
+FC_API CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_memcpy(dst, FC_A_ANY, src, FC_A_ANY, ByteCount, 1, hStream, 0));
+}
+
+FC_API CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_memcpy(dst, FC_A_ANY, src, FC_A_ANY, ByteCount, 1, hStream, 1));
+}
+
+FC_API CUresult cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_memcpy(dstDevice, FC_A_DEV, H(srcHost), FC_A_HOST, ByteCount, 0, NULL, 0));
+}
+
+FC_API CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_memcpy(dstDevice, FC_A_DEV, H(srcHost), FC_A_HOST, ByteCount, 0, NULL, 1));
+}
+
+FC_API CUresult cuMemcpyDtoH_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_memcpy(H(dstHost), FC_A_HOST, srcDevice, FC_A_DEV, ByteCount, 0, NULL, 0));
+}
+
+FC_API CUresult cuMemcpyDtoH_v2_ptds(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_memcpy(H(dstHost), FC_A_HOST, srcDevice, FC_A_DEV, ByteCount, 0, NULL, 1));
+}
+
+FC_API CUresult cuMemcpyDtoD_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_memcpy(dstDevice, FC_A_DEV, srcDevice, FC_A_DEV, ByteCount, 0, NULL, 0));
+}
+
+FC_API CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_memcpy(dstDevice, FC_A_DEV, srcDevice, FC_A_DEV, ByteCount, 0, NULL, 1));
+}
+
+FC_API CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount, CUstream hStream)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_memcpy(dstDevice, FC_A_DEV, H(srcHost), FC_A_HOST, ByteCount, 1, hStream, 0));
+}
+
+FC_API CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount,
+                                          CUstream hStream)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_memcpy(dstDevice, FC_A_DEV, H(srcHost), FC_A_HOST, ByteCount, 1, hStream, 1));
+}
+
+FC_API CUresult cuMemcpyDtoHAsync_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_memcpy(H(dstHost), FC_A_HOST, srcDevice, FC_A_DEV, ByteCount, 1, hStream, 0));
+}
+
+FC_API CUresult cuMemcpyDtoHAsync_v2_ptsz(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_memcpy(H(dstHost), FC_A_HOST, srcDevice, FC_A_DEV, ByteCount, 1, hStream, 1));
+}
+
+FC_API CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount,
+                                     CUstream hStream)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_memcpy(dstDevice, FC_A_DEV, srcDevice, FC_A_DEV, ByteCount, 1, hStream, 0));
+}
+
+FC_API CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount,
+                                          CUstream hStream)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_memcpy(dstDevice, FC_A_DEV, srcDevice, FC_A_DEV, ByteCount, 1, hStream, 1));
+}
+
+FC_API CUresult cuMemcpyPeer(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+                             CUcontext srcContext, size_t ByteCount)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_memcpy_peer(dstDevice, dstContext, srcDevice, srcContext, ByteCount, 0, NULL, 0));
+}
+
+FC_API CUresult cuMemcpyPeer_ptds(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+                                  CUcontext srcContext, size_t ByteCount)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_memcpy_peer(dstDevice, dstContext, srcDevice, srcContext, ByteCount, 0, NULL, 1));
+}
+
+FC_API CUresult cuMemcpyPeerAsync(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+                                  CUcontext srcContext, size_t ByteCount, CUstream hStream)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_memcpy_peer(dstDevice, dstContext, srcDevice, srcContext, ByteCount, 1, hStream, 0));
+}
+
+FC_API CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+                                       CUcontext srcContext, size_t ByteCount, CUstream hStream)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_memcpy_peer(dstDevice, dstContext, srcDevice, srcContext, ByteCount, 1, hStream, 1));
+}
+
+FC_API CUresult cuMemsetD8_v2(CUdeviceptr dstDevice, unsigned char uc, size_t N)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_memset(dstDevice, uc, 1, N, 0, NULL, 0));
+}
+
+FC_API CUresult cuMemsetD8_v2_ptds(CUdeviceptr dstDevice, unsigned char uc, size_t N)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_memset(dstDevice, uc, 1, N, 0, NULL, 1));
+}
+
+FC_API CUresult cuMemsetD16_v2(CUdeviceptr dstDevice, unsigned short us, size_t N)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_memset(dstDevice, us, 2, N, 0, NULL, 0));
+}
+
+FC_API CUresult cuMemsetD16_v2_ptds(CUdeviceptr dstDevice, unsigned short us, size_t N)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_memset(dstDevice, us, 2, N, 0, NULL, 1));
+}
+
+FC_API CUresult cuMemsetD32_v2(CUdeviceptr dstDevice, unsigned int ui, size_t N)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_memset(dstDevice, ui, 4, N, 0, NULL, 0));
+}
+
+FC_API CUresult cuMemsetD32_v2_ptds(CUdeviceptr dstDevice, unsigned int ui, size_t N)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_memset(dstDevice, ui, 4, N, 0, NULL, 1));
+}
+
+FC_API CUresult cuMemsetD8Async(CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_memset(dstDevice, uc, 1, N, 1, hStream, 0));
+}
+
+FC_API CUresult cuMemsetD8Async_ptsz(CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_memset(dstDevice, uc, 1, N, 1, hStream, 1));
+}
+
+FC_API CUresult cuMemsetD16Async(CUdeviceptr dstDevice, unsigned short us, size_t N, CUstream hStream)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_memset(dstDevice, us, 2, N, 1, hStream, 0));
+}
+
+FC_API CUresult cuMemsetD16Async_ptsz(CUdeviceptr dstDevice, unsigned short us, size_t N, CUstream hStream)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_memset(dstDevice, us, 2, N, 1, hStream, 1));
+}
+
+FC_API CUresult cuMemsetD32Async(CUdeviceptr dstDevice, unsigned int ui, size_t N, CUstream hStream)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_memset(dstDevice, ui, 4, N, 1, hStream, 0));
+}
+
+FC_API CUresult cuMemsetD32Async_ptsz(CUdeviceptr dstDevice, unsigned int ui, size_t N, CUstream hStream)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_memset(dstDevice, ui, 4, N, 1, hStream, 1));
+}
+
+/* ---- modules, libraries, kernels -------------------------------------------------------------------------- */
+
+static CUresult fc_module_load_data(CUmodule *pm, const void *image)
+{
+    struct fc_ctx *c;
+    struct fc_module *m;
+    CUresult rc = fc_live(&c);
+    if (rc) return rc;
+    if (!pm) return CUDA_ERROR_INVALID_VALUE;
+    if ((rc = fc_module_load(image, 0, c, &m))) return rc;
+    *pm = (CUmodule)m;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fc_module_load_file(CUmodule *pm, const char *path)
+{
+    struct fc_ctx *c;
+    CUresult rc = fc_live(&c);
+    if (rc) return rc;
+    if (!path) return CUDA_ERROR_INVALID_VALUE;
+    FILE *f = fopen(path, "rb");
+    if (!f) return CUDA_ERROR_FILE_NOT_FOUND;
+    char buf[65536];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    return fc_module_load_data(pm, buf);
+}
+
+static struct fc_func *fc_func_named(struct fc_module *m, const char *name)
+{
+    for (size_t i = 0; name && i < m->nfunc; i++)
+        if (!strcmp(m->funcs[i].name, name)) return &m->funcs[i];
+    return NULL;
+}
+
+/* Unloading runs the context first: queued launches of the module must not outlive it. */
+static CUresult fc_module_unload(CUmodule hm)
+{
+    struct fc_ctx *c;
+    CUresult rc = fc_live(&c);
+    struct fc_module *m = (struct fc_module *)hm;
+    if (rc) return rc;
+    if (!fc_module_valid(m, 0)) return CUDA_ERROR_INVALID_HANDLE;
+    if ((rc = fc_drain_ctx(m->ctx && m->ctx->alive ? m->ctx : c))) return rc;
+    m->alive = 0;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fc_module_get_function(CUfunction *pf, CUmodule hm, const char *name)
+{
+    struct fc_ctx *c;
+    struct fc_func *f;
+    CUresult rc = fc_live(&c);
+    if (rc) return rc;
+    if (!pf || !name) return CUDA_ERROR_INVALID_VALUE;
+    if (!fc_module_valid((struct fc_module *)hm, 0)) return CUDA_ERROR_INVALID_HANDLE;
+    if (!(f = fc_func_named((struct fc_module *)hm, name))) return CUDA_ERROR_NOT_FOUND;
+    *pf = (CUfunction)f;
+    return CUDA_SUCCESS;
+}
+
+/* Names survive a sticky error: a tool names the culprit after the fault. */
+static CUresult fc_func_name(const char **name, const void *h, int library)
+{
+    struct fc_func *f;
+    CUresult rc = fc_ready();
+    if (rc) return rc;
+    if (!name) return CUDA_ERROR_INVALID_VALUE;
+    if (!(f = fc_func_valid(h)) || (library && !f->mod->library)) return CUDA_ERROR_INVALID_HANDLE;
+    *name = f->name;
+    return CUDA_SUCCESS;
+}
+
+/* Libraries are context-independent, so loading and unloading them neither needs nor checks a context. */
+static CUresult fc_library_load(CUlibrary *pl, const void *code)
+{
+    struct fc_module *m;
+    CUresult rc = fc_ready();
+    if (rc) return rc;
+    if (!pl) return CUDA_ERROR_INVALID_VALUE;
+    if ((rc = fc_module_load(code, 1, NULL, &m))) return rc;
+    *pl = (CUlibrary)m;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fc_library_unload(CUlibrary hl)
+{
+    CUresult rc = fc_ready();
+    if (rc) return rc;
+    if (!fc_module_valid((struct fc_module *)hl, 1)) return CUDA_ERROR_INVALID_HANDLE;
+    ((struct fc_module *)hl)->alive = 0;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fc_library_get_kernel(CUkernel *pk, CUlibrary hl, const char *name)
+{
+    struct fc_func *f;
+    CUresult rc = fc_ready();
+    if (rc) return rc;
+    if (!pk || !name) return CUDA_ERROR_INVALID_VALUE;
+    if (!fc_module_valid((struct fc_module *)hl, 1)) return CUDA_ERROR_INVALID_HANDLE;
+    if (!(f = fc_func_named((struct fc_module *)hl, name))) return CUDA_ERROR_NOT_FOUND;
+    *pk = (CUkernel)f;
+    return CUDA_SUCCESS;
+}
+
+/* A kernel's function in the current context is the same object: launching either handle works, as a CUkernel
+ * cast to CUfunction does on the real driver. */
+static CUresult fc_kernel_get_function(CUfunction *pf, CUkernel k)
+{
+    struct fc_ctx *c;
+    struct fc_func *f;
+    CUresult rc = fc_live(&c);
+    if (rc) return rc;
+    if (!pf) return CUDA_ERROR_INVALID_VALUE;
+    if (!(f = fc_func_valid(k)) || !f->mod->library) return CUDA_ERROR_INVALID_HANDLE;
+    *pf = (CUfunction)f;
+    return CUDA_SUCCESS;
+}
+
+FC_API CUresult cuModuleLoad(CUmodule *module, const char *fname)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_module_load_file(module, fname));
+}
+
+FC_API CUresult cuModuleLoadData(CUmodule *module, const void *image)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_module_load_data(module, image));
+}
+
+FC_API CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int numOptions,
+                                   CUjit_option *options, void **optionValues)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_module_load_data(module, image));
+}
+
+FC_API CUresult cuModuleUnload(CUmodule hmod)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_module_unload(hmod));
+}
+
+FC_API CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_module_get_function(hfunc, hmod, name));
+}
+
+FC_API CUresult cuFuncGetName(const char **name, CUfunction hfunc)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_func_name(name, hfunc, 0));
+}
+
+FC_API CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *jitOptions,
+                                  void **jitOptionsValues, unsigned int numJitOptions,
+                                  CUlibraryOption *libraryOptions, void **libraryOptionValues,
+                                  unsigned int numLibraryOptions)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_library_load(library, code));
+}
+
+FC_API CUresult cuLibraryUnload(CUlibrary library)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_library_unload(library));
+}
+
+FC_API CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const char *name)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_library_get_kernel(pKernel, library, name));
+}
+
+FC_API CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_kernel_get_function(pFunc, kernel));
+}
+
+FC_API CUresult cuKernelGetName(const char **name, CUkernel hfunc)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_func_name(name, hfunc, 1));
+}

@@ -1,0 +1,726 @@
+/* State of the simulated CUDA driver: the global lock, environment (FAKECUDA_*), contexts, streams and their
+ * lazily run work queues, scripted faults, memory and modules. The exported entry points live in fc_api.c; this
+ * file exports nothing. All functions here expect the global lock held (fc_begin takes it). */
+#define _GNU_SOURCE
+#include "fc_internal.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct fc_global fc_g;
+
+/* Recursive, because a host function queued with cuLaunchHostFunc runs under the lock and may call back in. */
+static pthread_mutex_t fc_mu;
+static pthread_once_t fc_once = PTHREAD_ONCE_INIT;
+
+/* Current-context stack of this thread, and its per-thread default stream in each context (by context id). */
+static __thread struct fc_ctx *tl_stack[32];
+static __thread int tl_depth;
+static __thread struct fc_stream *tl_pts[FC_MAX_CTX];
+
+/* ---- environment ------------------------------------------------------------------------------------------ */
+
+static void fc_warn(const char *var, const char *what, const char *value)
+{
+    char buf[512];
+    int n = snprintf(buf, sizeof buf, "fakecuda: bad %s %s '%s' (ignored)\n", var, what, value);
+    if (n > (int)sizeof buf - 1) n = (int)sizeof buf - 1;
+    if (n > 0 && write(2, buf, (size_t)n) < 0) { /* nothing sensible to do */ }
+}
+
+/* Parses a whole string as an unsigned decimal number; returns 0 on success. */
+static int fc_parse_u64(const char *s, unsigned long long *out)
+{
+    char *end;
+    if (!s || !isdigit((unsigned char)*s)) return -1;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end) return -1;
+    *out = v;
+    return 0;
+}
+
+static int fc_parse_code(const char *s, CUresult *out)
+{
+    unsigned long long v;
+    if (fc_parse_u64(s, &v) || v == 0 || v > 100000) return -1;
+    *out = (CUresult)v;
+    return 0;
+}
+
+/* One FAKECUDA_FAULT spec: comma-separated key=value. Returns 0 when it is complete and valid. */
+static int fc_parse_fault(char *spec, struct fc_fault *f)
+{
+    memset(f, 0, sizeof *f);
+    f->code = CUDA_ERROR_ILLEGAL_ADDRESS;
+    f->nth = 1;
+    int have_nth = 0;
+    for (char *save = NULL, *kv = strtok_r(spec, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(kv, '=');
+        if (!eq) return -1;
+        *eq = 0;
+        const char *k = kv, *v = eq + 1;
+        if (!strcmp(k, "launch")) {
+            if (fc_parse_u64(v, &f->launch) || f->launch == 0) return -1;
+        } else if (!strcmp(k, "kernel")) {
+            if (!*v || strlen(v) >= sizeof f->kernel) return -1;
+            strcpy(f->kernel, v);
+        } else if (!strcmp(k, "nth")) {
+            if (fc_parse_u64(v, &f->nth) || f->nth == 0) return -1;
+            have_nth = 1;
+        } else if (!strcmp(k, "code")) {
+            if (fc_parse_code(v, &f->code)) return -1;
+        } else {
+            return -1;
+        }
+    }
+    /* Exactly one way of choosing the launch; nth only means something with kernel=. */
+    if ((f->launch != 0) == (f->kernel[0] != 0)) return -1;
+    if (have_nth && f->launch) return -1;
+    return 0;
+}
+
+/* One FAKECUDA_FAIL spec: API:N[:CODE], N a count from 1 or '*'. */
+static int fc_parse_fail(char *spec, struct fc_fail *f)
+{
+    memset(f, 0, sizeof *f);
+    f->code = CUDA_ERROR_OUT_OF_MEMORY;
+    char *c1 = strchr(spec, ':');
+    if (!c1) return -1;
+    *c1 = 0;
+    char *n = c1 + 1, *c2 = strchr(n, ':');
+    if (c2) {
+        *c2 = 0;
+        if (fc_parse_code(c2 + 1, &f->code)) return -1;
+    }
+    if (strncmp(spec, "cu", 2) || strlen(spec) >= sizeof f->api) return -1;
+    strcpy(f->api, spec);
+    if (!strcmp(n, "*")) f->nth = 0;
+    else if (fc_parse_u64(n, &f->nth) || f->nth == 0) return -1;
+    return 0;
+}
+
+/* Splits a ';'-separated variable and hands each non-empty piece to parse; bad pieces are reported and dropped. */
+static int fc_parse_list(const char *var, void *arr, size_t elem, int max, int (*parse)(char *, void *))
+{
+    const char *v = getenv(var);
+    if (!v || !*v) return 0;
+    char *copy = strdup(v);
+    int n = 0;
+    if (!copy) return 0;
+    for (char *save = NULL, *p = strtok_r(copy, ";", &save); p; p = strtok_r(NULL, ";", &save)) {
+        char orig[512];
+        snprintf(orig, sizeof orig, "%s", p);
+        if (n == max) { fc_warn(var, "spec (too many)", orig); continue; }
+        if (parse(p, (char *)arr + (size_t)n * elem)) fc_warn(var, "spec", orig);
+        else n++;
+    }
+    free(copy);
+    return n;
+}
+
+static int fc_parse_fault_v(char *s, void *f) { return fc_parse_fault(s, f); }
+static int fc_parse_fail_v(char *s, void *f) { return fc_parse_fail(s, f); }
+
+static void fc_read_env(void)
+{
+    unsigned long long v;
+    const char *s;
+
+    fc_g.ndev = 2;
+    if ((s = getenv("FAKECUDA_DEVICES")) && *s) {
+        if (fc_parse_u64(s, &v) || v > FC_MAX_DEVICES) fc_warn("FAKECUDA_DEVICES", "value", s);
+        else fc_g.ndev = (int)v;
+    }
+    if ((s = getenv("FAKECUDA_RUN_AHEAD")) && *s) {
+        if (fc_parse_u64(s, &v)) fc_warn("FAKECUDA_RUN_AHEAD", "value", s);
+        else fc_g.run_ahead = v;
+    }
+    if ((s = getenv("FAKECUDA_TRACE")) && *s) {
+        if (strcmp(s, "0") && strcmp(s, "1")) fc_warn("FAKECUDA_TRACE", "value", s);
+        else fc_g.trace = s[0] == '1';
+    }
+    fc_g.nfaults = fc_parse_list("FAKECUDA_FAULT", fc_g.faults, sizeof fc_g.faults[0], FC_MAX_FAULTS,
+                                 fc_parse_fault_v);
+    fc_g.nfails = fc_parse_list("FAKECUDA_FAIL", fc_g.fails, sizeof fc_g.fails[0], FC_MAX_FAILS,
+                                fc_parse_fail_v);
+}
+
+/* ---- lock, fork, entry/exit ------------------------------------------------------------------------------- */
+
+static void fc_mutex_init(void)
+{
+    pthread_mutexattr_t a;
+    pthread_mutexattr_init(&a);
+    pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&fc_mu, &a);
+    pthread_mutexattr_destroy(&a);
+}
+
+/* fork() while another thread holds the lock would leave the child's copy locked forever: hold it across the
+ * fork. The child keeps every object; its lock is made afresh because the owner recorded in it is a thread id
+ * that no longer exists there. */
+static void fc_atfork_prepare(void) { pthread_mutex_lock(&fc_mu); }
+static void fc_atfork_parent(void) { pthread_mutex_unlock(&fc_mu); }
+static void fc_atfork_child(void) { fc_mutex_init(); }
+
+static void fc_init_once(void)
+{
+    fc_mutex_init();
+    fc_read_env();
+    pthread_atfork(fc_atfork_prepare, fc_atfork_parent, fc_atfork_child);
+}
+
+static void fc_trace(const char *api, CUresult rc)
+{
+    char buf[200];
+    int n = snprintf(buf, sizeof buf, "fakecuda: %s -> %d %s\n", api, (int)rc, fc_error_name(rc));
+    if (n > (int)sizeof buf - 1) n = (int)sizeof buf - 1;
+    if (write(2, buf, (size_t)n) < 0) { /* tracing is best effort */ }
+}
+
+CUresult fc_begin(const char *api)
+{
+    pthread_once(&fc_once, fc_init_once);
+    pthread_mutex_lock(&fc_mu);
+    CUresult rc = CUDA_SUCCESS;
+    for (int i = 0; i < fc_g.nfails; i++) {
+        struct fc_fail *f = &fc_g.fails[i];
+        if (strcmp(f->api, api)) continue;
+        f->calls++;
+        if (rc == CUDA_SUCCESS && (f->nth == 0 || f->calls == f->nth)) rc = f->code;
+    }
+    return rc;
+}
+
+CUresult fc_end(const char *api, CUresult rc)
+{
+    if (fc_g.trace) fc_trace(api, rc);
+    pthread_mutex_unlock(&fc_mu);
+    return rc;
+}
+
+/* ---- contexts and streams --------------------------------------------------------------------------------- */
+
+struct fc_ctx *fc_ctx_current(void) { return tl_depth ? tl_stack[tl_depth - 1] : NULL; }
+
+void fc_ctx_set_current(struct fc_ctx *ctx)
+{
+    if (tl_depth) tl_stack[tl_depth - 1] = ctx;
+    else if (ctx) tl_stack[tl_depth++] = ctx;
+}
+
+int fc_ctx_push(struct fc_ctx *ctx)
+{
+    if (tl_depth == (int)(sizeof tl_stack / sizeof tl_stack[0])) return -1;
+    tl_stack[tl_depth++] = ctx;
+    return 0;
+}
+
+struct fc_ctx *fc_ctx_pop(void) { return tl_depth ? tl_stack[--tl_depth] : NULL; }
+
+/* A destroyed context leaves this thread's stack; other threads' stacks keep the pointer, which fc_cur rejects
+ * because the context is no longer alive (contexts are never freed, so that read is safe). */
+void fc_ctx_forget_current(struct fc_ctx *ctx)
+{
+    int j = 0;
+    for (int i = 0; i < tl_depth; i++)
+        if (tl_stack[i] != ctx) tl_stack[j++] = tl_stack[i];
+    tl_depth = j;
+}
+
+CUresult fc_ctx_valid(CUcontext h, struct fc_ctx **out)
+{
+    for (unsigned i = 0; i < fc_g.nctx; i++) {
+        if ((void *)fc_g.ctx[i] == (void *)h && fc_g.ctx[i]->alive) {
+            *out = fc_g.ctx[i];
+            return CUDA_SUCCESS;
+        }
+    }
+    return CUDA_ERROR_INVALID_CONTEXT;
+}
+
+CUresult fc_ctx_new(int device, int primary, struct fc_ctx **out)
+{
+    if (fc_g.nctx == FC_MAX_CTX) return CUDA_ERROR_OUT_OF_MEMORY;
+    struct fc_ctx *c = calloc(1, sizeof *c);
+    if (!c) return CUDA_ERROR_OUT_OF_MEMORY;
+    c->id = fc_g.nctx;
+    c->alive = 1;
+    c->device = device;
+    c->primary = primary;
+    CUresult rc = fc_stream_new(c, FC_STREAM_LEGACY, &c->legacy);
+    if (rc) {
+        free(c);
+        return rc;
+    }
+    fc_g.ctx[fc_g.nctx++] = c;
+    *out = c;
+    return CUDA_SUCCESS;
+}
+
+CUresult fc_cur(struct fc_ctx **out)
+{
+    if (!fc_g.inited) return CUDA_ERROR_NOT_INITIALIZED;
+    struct fc_ctx *c = fc_ctx_current();
+    if (!c || !c->alive) return CUDA_ERROR_INVALID_CONTEXT;
+    *out = c;
+    return CUDA_SUCCESS;
+}
+
+CUresult fc_stream_new(struct fc_ctx *ctx, enum fc_stream_kind kind, struct fc_stream **out)
+{
+    struct fc_stream *s = calloc(1, sizeof *s);
+    if (!s) return CUDA_ERROR_OUT_OF_MEMORY;
+    s->ctx = ctx;
+    s->kind = kind;
+    /* Appended, so that the round-robin of a context drain visits streams in creation order. */
+    struct fc_stream **pp = &ctx->streams;
+    while (*pp) pp = &(*pp)->next;
+    *pp = s;
+    *out = s;
+    return CUDA_SUCCESS;
+}
+
+/* Resolves a stream handle as the entry point that received it sees it: NULL is the legacy default stream for
+ * legacy entry points and the per-thread default stream for _ptsz/_ptds ones; CU_STREAM_LEGACY and
+ * CU_STREAM_PER_THREAD mean the same everywhere. Streams are never freed, so scanning them is safe. */
+CUresult fc_stream_get(CUstream h, int per_thread, struct fc_stream **out)
+{
+    if (!fc_g.inited) return CUDA_ERROR_NOT_INITIALIZED;
+    if (h == NULL || h == CU_STREAM_LEGACY || h == CU_STREAM_PER_THREAD) {
+        struct fc_ctx *c;
+        CUresult rc = fc_cur(&c);
+        if (rc) return rc;
+        if (h == CU_STREAM_LEGACY || (h == NULL && !per_thread)) {
+            *out = c->legacy;
+            return CUDA_SUCCESS;
+        }
+        if (!tl_pts[c->id]) {
+            rc = fc_stream_new(c, FC_STREAM_PTDS, &tl_pts[c->id]);
+            if (rc) return rc;
+        }
+        *out = tl_pts[c->id];
+        return CUDA_SUCCESS;
+    }
+    for (unsigned i = 0; i < fc_g.nctx; i++) {
+        if (!fc_g.ctx[i]->alive) continue;
+        for (struct fc_stream *s = fc_g.ctx[i]->streams; s; s = s->next) {
+            if ((void *)s == (void *)h && s->kind == FC_STREAM_CREATED && !s->destroyed) {
+                *out = s;
+                return CUDA_SUCCESS;
+            }
+        }
+    }
+    return CUDA_ERROR_INVALID_HANDLE;
+}
+
+/* Drops every queued op of the context without running it: what a sticky fault does to the rest of the work. */
+void fc_ctx_discard(struct fc_ctx *ctx)
+{
+    for (struct fc_stream *s = ctx->streams; s; s = s->next) {
+        struct fc_op *op = s->head;
+        while (op) {
+            struct fc_op *next = op->next;
+            free(op);
+            op = next;
+        }
+        s->head = s->tail = NULL;
+        s->queued = 0;
+    }
+}
+
+/* ---- faults ----------------------------------------------------------------------------------------------- */
+
+/* The device prints the failed assertion on the process's stdout; one write so lines never interleave. */
+static void fc_print_assert(const struct fc_op *op)
+{
+    char buf[512];
+    int n = snprintf(buf, sizeof buf,
+                     "fake.cu:8: void %s(...): block: [1,0,0], thread: [3,0,0] Assertion `idx < n` failed.\n",
+                     op->func ? op->func->plain : "kernel");
+    if (n > (int)sizeof buf - 1) n = (int)sizeof buf - 1;
+    if (write(1, buf, (size_t)n) < 0) { /* stdout closed: nothing to report to */ }
+}
+
+static CUresult fc_raise(struct fc_ctx *ctx, const struct fc_op *op)
+{
+    ctx->sticky = op->fault;
+    if (op->fault == CUDA_ERROR_ASSERT) fc_print_assert(op);
+    fc_ctx_discard(ctx);
+    return ctx->sticky;
+}
+
+/* Decides, when a kernel op is queued live, whether it will fault when it runs. Every spec sees every launch so
+ * that the per-kernel counts stay right when several specs are given. */
+static CUresult fc_fault_for(const struct fc_op *op)
+{
+    CUresult code = CUDA_SUCCESS;
+    for (int i = 0; i < fc_g.nfaults; i++) {
+        struct fc_fault *f = &fc_g.faults[i];
+        int hit = 0;
+        if (f->fired) continue;
+        if (f->launch) {
+            hit = fc_g.launches == f->launch;
+        } else if (!strcmp(f->kernel, op->func->name) || !strcmp(f->kernel, op->func->plain)) {
+            hit = ++f->seen == f->nth;
+        }
+        if (hit) {
+            f->fired = 1;
+            if (!code) code = f->code;
+        }
+    }
+    return code;
+}
+
+/* ---- queues ----------------------------------------------------------------------------------------------- */
+
+struct fc_op *fc_op_new(enum fc_opkind kind)
+{
+    struct fc_op *op = calloc(1, sizeof *op);
+    if (op) op->kind = kind;
+    return op;
+}
+
+static CUresult fc_run_one(struct fc_stream *s);
+
+/* Runs one op of the stream: the oldest. Returns the context's sticky code if the op faulted. */
+static CUresult fc_run_one(struct fc_stream *s)
+{
+    struct fc_op *op = s->head;
+    if (!op) return s->ctx->sticky;
+    s->head = op->next;
+    if (!s->head) s->tail = NULL;
+    s->queued--;
+    CUresult rc = CUDA_SUCCESS;
+    switch (op->kind) {
+    case FC_OP_KERNEL:
+        if (op->fault) rc = fc_raise(s->ctx, op);
+        break;
+    case FC_OP_WRITE:
+        memcpy(op->dst, &op->value, op->width); /* little-endian: the low bytes for a 32-bit write */
+        break;
+    case FC_OP_EVENT:
+        break;
+    case FC_OP_WAIT: {
+        /* Targets always name ops queued before this wait, so following them cannot loop. A waited-on stream
+         * of another context that faulted never gets there; the wait gives up rather than hang. */
+        struct fc_stream *w = op->wstream;
+        while (w->done < op->wtarget && w->head && !w->ctx->sticky) fc_run_one(w);
+        break;
+    }
+    case FC_OP_COPY:
+        memmove(op->dst, op->src, op->n);
+        break;
+    case FC_OP_SET:
+        for (size_t i = 0; i < op->n; i++) memcpy((char *)op->dst + i * op->width, &op->value, op->width);
+        break;
+    case FC_OP_HOSTFN:
+        op->fn(op->user);
+        break;
+    case FC_OP_FREE:
+        for (struct fc_mem *m = fc_g.mems; m; m = m->next) {
+            if (m == op->user) {
+                fc_mem_free(m);
+                break;
+            }
+        }
+        break;
+    }
+    if (!rc) s->done++;
+    free(op);
+    return rc;
+}
+
+static CUresult fc_graph_add(struct fc_graph *g, const struct fc_op *op)
+{
+    if (g->n == g->cap) {
+        size_t cap = g->cap ? g->cap * 2 : 16;
+        struct fc_op *ops = realloc(g->ops, cap * sizeof *ops);
+        if (!ops) return CUDA_ERROR_OUT_OF_MEMORY;
+        g->ops = ops;
+        g->cap = cap;
+    }
+    g->ops[g->n] = *op;
+    g->ops[g->n].next = NULL;
+    g->ops[g->n].fault = CUDA_SUCCESS;
+    g->n++;
+    return CUDA_SUCCESS;
+}
+
+/* Queues op on s (taking ownership of op in every case). A capturing stream records it into its graph instead;
+ * event records and waits are dropped there because in a capture they only order streams, which a flat graph
+ * already does. */
+CUresult fc_enqueue(struct fc_stream *s, struct fc_op *op)
+{
+    CUresult rc = s->ctx->sticky;
+    if (rc) {
+        free(op);
+        return rc;
+    }
+    if (s->capture) {
+        if (op->kind != FC_OP_EVENT && op->kind != FC_OP_WAIT) rc = fc_graph_add(s->capture, op);
+        free(op);
+        return rc;
+    }
+    if (op->kind == FC_OP_KERNEL) {
+        fc_g.launches++;
+        op->func->launches++;
+        op->fault = fc_fault_for(op);
+    }
+    op->next = NULL;
+    if (s->tail) s->tail->next = op;
+    else s->head = op;
+    s->tail = op;
+    s->queued++;
+    s->enq++;
+    if (op->kind == FC_OP_EVENT) {
+        op->event->stream = s;
+        op->event->target = s->enq;
+    }
+    /* A GPU that runs ahead of the host: a fault found here surfaces at the next call, as on the device. A
+     * device queue is finite too (a launch waits when it is full), which bounds the fake's memory. */
+    unsigned long long limit = fc_g.run_ahead && fc_g.run_ahead < FC_QUEUE_MAX ? fc_g.run_ahead : FC_QUEUE_MAX;
+    while (s->queued > limit && !s->ctx->sticky) fc_run_one(s);
+    return CUDA_SUCCESS;
+}
+
+/* Queues a copy of every op of an executable graph, each a live op (kernels are counted and may fault). */
+CUresult fc_graph_enqueue(struct fc_stream *s, const struct fc_graph *g)
+{
+    for (size_t i = 0; i < g->n; i++) {
+        struct fc_op *op = fc_op_new(g->ops[i].kind);
+        if (!op) return CUDA_ERROR_OUT_OF_MEMORY;
+        *op = g->ops[i];
+        CUresult rc = fc_enqueue(s, op);
+        if (rc) return rc;
+    }
+    return CUDA_SUCCESS;
+}
+
+CUresult fc_drain_stream(struct fc_stream *s)
+{
+    while (s->head && !s->ctx->sticky) fc_run_one(s);
+    return s->ctx->sticky;
+}
+
+/* Runs all streams of the context, one op from each in turn, so that no stream's order is favoured. */
+CUresult fc_drain_ctx(struct fc_ctx *ctx)
+{
+    int progressed = 1;
+    while (progressed && !ctx->sticky) {
+        progressed = 0;
+        for (struct fc_stream *s = ctx->streams; s && !ctx->sticky; s = s->next) {
+            if (s->head) {
+                fc_run_one(s);
+                progressed = 1;
+            }
+        }
+    }
+    return ctx->sticky;
+}
+
+/* Runs the work of every healthy context: done before host memory is freed, since a queued write of any
+ * context may target it. */
+CUresult fc_drain_all(void)
+{
+    for (unsigned i = 0; i < fc_g.nctx; i++)
+        if (fc_g.ctx[i]->alive) fc_drain_ctx(fc_g.ctx[i]);
+    return CUDA_SUCCESS;
+}
+
+int fc_event_done(const struct fc_event *ev) { return !ev->stream || ev->stream->done >= ev->target; }
+
+CUresult fc_drain_event(struct fc_event *ev)
+{
+    struct fc_stream *s = ev->stream;
+    if (!s) return ev->ctx->sticky;
+    while (s->done < ev->target && s->head && !s->ctx->sticky) fc_run_one(s);
+    return s->ctx->sticky ? s->ctx->sticky : ev->ctx->sticky;
+}
+
+/* ---- memory ----------------------------------------------------------------------------------------------- */
+
+CUresult fc_mem_alloc(enum fc_memkind kind, size_t size, struct fc_mem **out)
+{
+    if (size == 0) return CUDA_ERROR_INVALID_VALUE;
+    struct fc_mem *m = calloc(1, sizeof *m);
+    void *p = NULL;
+    if (!m || posix_memalign(&p, 256, size)) {
+        free(m);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    memset(p, 0, size);
+    m->kind = kind;
+    m->host = p;
+    m->size = size;
+    m->dptr = (CUdeviceptr)(uintptr_t)p + (kind == FC_MEM_HOST ? FC_MAP_OFFSET : FC_DEV_OFFSET);
+    m->next = fc_g.mems;
+    fc_g.mems = m;
+    *out = m;
+    return CUDA_SUCCESS;
+}
+
+struct fc_mem *fc_mem_by_host(const void *p)
+{
+    uintptr_t a = (uintptr_t)p;
+    for (struct fc_mem *m = fc_g.mems; m; m = m->next)
+        if (m->kind == FC_MEM_HOST && a >= (uintptr_t)m->host && a - (uintptr_t)m->host < m->size) return m;
+    return NULL;
+}
+
+/* The allocation holding [d, d+len) as a device range, or NULL. */
+struct fc_mem *fc_mem_by_dptr(CUdeviceptr d, size_t len)
+{
+    for (struct fc_mem *m = fc_g.mems; m; m = m->next) {
+        if (d < m->dptr) continue;
+        CUdeviceptr off = d - m->dptr;
+        if (off < m->size && len <= m->size - off) return m;
+    }
+    return NULL;
+}
+
+/* Translates a device address range to the host memory behind it. allow_host also accepts host pointers of
+ * host-mapped memory, as unified addressing lets cuMemcpy do. */
+CUresult fc_dev_addr(CUdeviceptr d, size_t len, int allow_host, void **out)
+{
+    struct fc_mem *m = fc_mem_by_dptr(d, len);
+    if (m) {
+        *out = m->host + (d - m->dptr);
+        return CUDA_SUCCESS;
+    }
+    if (allow_host) {
+        m = fc_mem_by_host((const void *)(uintptr_t)d);
+        if (m && len <= m->size - ((uintptr_t)d - (uintptr_t)m->host)) {
+            *out = (void *)(uintptr_t)d;
+            return CUDA_SUCCESS;
+        }
+    }
+    return CUDA_ERROR_INVALID_VALUE;
+}
+
+void fc_mem_free(struct fc_mem *m)
+{
+    for (struct fc_mem **pp = &fc_g.mems; *pp; pp = &(*pp)->next) {
+        if (*pp == m) {
+            *pp = m->next;
+            free(m->host);
+            free(m);
+            return;
+        }
+    }
+}
+
+/* ---- modules ---------------------------------------------------------------------------------------------- */
+
+/* The identifier an Itanium-mangled name carries: "_Z9write_oobPii" -> "write_oob", "_ZN2ns1kEv" -> "ns::k".
+ * Anything else is its own plain name. */
+static void fc_plain_name(const char *name, char *out, size_t cap)
+{
+    size_t len = 0;
+    out[0] = 0;
+    if (!strncmp(name, "_Z", 2)) {
+        const char *p = name + 2;
+        int nested = *p == 'N';
+        if (nested) {
+            p++;
+            while (*p == 'r' || *p == 'V' || *p == 'K') p++;
+        }
+        while (isdigit((unsigned char)*p)) {
+            char *end;
+            unsigned long n = strtoul(p, &end, 10);
+            if (n == 0 || strnlen(end, n) < n) break;
+            if (len && len + 2 < cap) {
+                memcpy(out + len, "::", 2);
+                len += 2;
+            }
+            size_t take = n < cap - 1 - len ? n : cap - 1 - len;
+            memcpy(out + len, end, take);
+            len += take;
+            out[len] = 0;
+            p = end + n;
+            if (!nested) break;
+        }
+    }
+    if (!len) snprintf(out, cap, "%s", name);
+}
+
+/* Parses "fakecubin:" name[,name...] into a new module (or library). */
+CUresult fc_module_load(const char *image, int library, struct fc_ctx *ctx, struct fc_module **out)
+{
+    static const char magic[] = "fakecubin:";
+    if (!image || strncmp(image, magic, sizeof magic - 1)) return CUDA_ERROR_INVALID_IMAGE;
+    char *text = strdup(image + sizeof magic - 1);
+    struct fc_module *m = calloc(1, sizeof *m);
+    size_t cap = 1;
+    for (const char *p = text ? text : ""; *p; p++) cap += *p == ',';
+    struct fc_func *funcs = calloc(cap, sizeof *funcs);
+    CUresult rc = CUDA_ERROR_OUT_OF_MEMORY;
+    if (!text || !m || !funcs) goto fail;
+    for (char *save = NULL, *tok = strtok_r(text, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        while (isspace((unsigned char)*tok)) tok++;
+        char *end = tok + strlen(tok);
+        while (end > tok && isspace((unsigned char)end[-1])) *--end = 0;
+        if (!*tok) continue;
+        struct fc_func *f = &funcs[m->nfunc];
+        if (!(f->name = strdup(tok))) goto fail;
+        fc_plain_name(f->name, f->plain, sizeof f->plain);
+        f->mod = m;
+        m->nfunc++;
+    }
+    rc = CUDA_ERROR_INVALID_IMAGE;
+    if (m->nfunc == 0) goto fail;
+    free(text);
+    m->library = library;
+    m->alive = 1;
+    m->ctx = ctx;
+    m->funcs = funcs;
+    m->next = fc_g.modules;
+    fc_g.modules = m;
+    *out = m;
+    return CUDA_SUCCESS;
+fail:
+    if (m && funcs)
+        for (size_t i = 0; i < m->nfunc; i++) free(funcs[i].name);
+    free(funcs);
+    free(m);
+    free(text);
+    return rc;
+}
+
+/* A function or kernel handle of a loaded module or library, or NULL. */
+struct fc_func *fc_func_valid(const void *h)
+{
+    uintptr_t a = (uintptr_t)h;
+    for (struct fc_module *m = fc_g.modules; m; m = m->next) {
+        uintptr_t lo = (uintptr_t)m->funcs, hi = (uintptr_t)(m->funcs + m->nfunc);
+        if (m->alive && a >= lo && a < hi && (a - lo) % sizeof(struct fc_func) == 0) return (struct fc_func *)h;
+    }
+    return NULL;
+}
+
+int fc_module_valid(const struct fc_module *m, int library)
+{
+    for (struct fc_module *x = fc_g.modules; x; x = x->next)
+        if (x == m) return x->alive && x->library == library;
+    return 0;
+}
+
+struct fc_event *fc_event_valid(CUevent h)
+{
+    for (struct fc_event *e = fc_g.events; e; e = e->next)
+        if ((void *)e == (void *)h) return e;
+    return NULL;
+}
+
+struct fc_graph *fc_graph_valid(const void *h, int exec)
+{
+    for (struct fc_graph *g = fc_g.graphs; g; g = g->next)
+        if ((const void *)g == h && g->exec == exec) return g;
+    return NULL;
+}
