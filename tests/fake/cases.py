@@ -1,0 +1,1206 @@
+#!/usr/bin/env python3
+"""Scenario tests of culprit over the simulated CUDA driver (tests/fakecuda).
+
+Each case runs the driver-API programs of progs/ (built into BUILD/tests/fake/progs) without culprit, then with
+libculprit.so preloaded or under `culprit run`, and checks what the program shows (stdout, stderr, exit status)
+and the JSON report culprit wrote (docs/report.md). Faults are scripted through the simulated driver's
+environment (FAKECUDA_FAULT, FAKECUDA_FAIL, FAKECUDA_RUN_AHEAD), never by the programs themselves.
+
+    python3 cases.py --build BUILD CASE     run one case: exit 0 pass, 1 fail (with the reason), 77 skip
+    python3 cases.py --list                 the case names, one a line
+    python3 cases.py --check-list NAME...   check NAME... (CMake's list) is exactly the list of cases
+
+Standard library only.
+"""
+
+import argparse
+import glob
+import json
+import os
+import re
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROG_SRC = os.path.join(HERE, "progs")
+REPO = os.path.dirname(os.path.dirname(HERE))
+DEMO_SRC = os.path.join(REPO, "demo", "demo_sim.c")
+
+PASS, FAIL, SKIP = 0, 1, 77
+RUN_TIMEOUT = 40  # seconds for one program run; CTest gives the whole case 60
+
+# Kernels of progs/common.h (and of the demo), mangled as nvcc would, with the demangled names culprit must show.
+STEP, BAD, FILL, LATE = "_Z4stepPfi", "_Z9write_oobPii", "vec_fill", "_Z10late_writePf"
+LOSS = "_Z12softmax_lossPKfPKiPfi"
+DEMANGLED = {
+    STEP: "step(float*, int)",
+    BAD: "write_oob(int*, int)",
+    FILL: "vec_fill",
+    LATE: "late_write(float*)",
+    LOSS: "softmax_loss(float const*, int const*, float*, int)",
+}
+SHORT = {STEP: "step", BAD: "write_oob", FILL: "vec_fill", LATE: "late_write", LOSS: "softmax_loss"}
+ERROR_NAMES = {700: "CUDA_ERROR_ILLEGAL_ADDRESS", 710: "CUDA_ERROR_ASSERT"}
+
+
+class CaseFailed(Exception):
+    pass
+
+
+class CaseSkipped(Exception):
+    pass
+
+
+def check(cond, message):
+    if not cond:
+        raise CaseFailed(message)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Running programs
+
+
+class Result:
+    def __init__(self, argv, proc, stdout, stderr):
+        self.argv = argv
+        self.rc = proc.returncode  # negative: killed by that signal
+        self.out = stdout
+        self.err = stderr
+        self.pid = proc.pid
+
+    @property
+    def err_text(self):
+        return self.err.decode("utf-8", "replace")
+
+    @property
+    def out_text(self):
+        return self.out.decode("utf-8", "replace")
+
+    def describe(self):
+        return "%s: exit %s\n--- stdout\n%s--- stderr\n%s---" % (
+            " ".join(self.argv), self.rc, self.out_text, self.err_text)
+
+
+class Build:
+    def __init__(self, build_dir):
+        self.dir = os.path.abspath(build_dir)
+        self.lib = os.path.join(self.dir, "lib", "libculprit.so")
+        self.sim = os.path.join(self.dir, "lib", "culprit-sim")
+        self.cli = os.path.join(self.dir, "bin", "culprit")
+        self.progs = os.path.join(self.dir, "tests", "fake", "progs")
+        self.demo = os.path.join(self.dir, "bin", "culprit-demo-sim")
+        for path, what in ((self.lib, "the preload library"), (os.path.join(self.sim, "libcuda.so.1"),
+                                                                "the simulated driver"), (self.cli, "the culprit CLI")):
+            check(os.path.exists(path), "%s is missing: %s (build the project first)" % (what, path))
+        self.work = tempfile.mkdtemp(prefix="culprit-fake-")
+
+    def prog(self, name):
+        path = os.path.join(self.progs, name)
+        check(os.access(path, os.X_OK), "test program %s is not built" % path)
+        return path
+
+    def newdir(self, label):
+        path = tempfile.mkdtemp(prefix=label + "-", dir=self.work)
+        return path
+
+    def cleanup(self):
+        shutil.rmtree(self.work, ignore_errors=True)
+
+
+def _no_core():
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def _base_env(b, extra):
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("CULPRIT_", "FAKECUDA_")) and k not in ("LD_PRELOAD", "LD_LIBRARY_PATH")}
+    env["LD_LIBRARY_PATH"] = b.sim
+    env["LC_ALL"] = "C"
+    for k, v in (extra or {}).items():
+        env[k] = v
+    return env
+
+
+def _execute(b, argv, env, cwd):
+    proc = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, preexec_fn=_no_core)
+    try:
+        out, err = proc.communicate(timeout=RUN_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        raise CaseFailed("%s did not finish within %d s (hang?)\n--- stderr\n%s" % (
+            " ".join(argv), RUN_TIMEOUT, err.decode("utf-8", "replace")))
+    return Result(argv, proc, out, err)
+
+
+def plain(b, argv, env=None):
+    """The program without culprit."""
+    return _execute(b, argv, _base_env(b, env), b.newdir("plain"))
+
+
+def preloaded(b, argv, env=None, rdir=None):
+    """The program with libculprit.so preloaded, reports into rdir (CULPRIT_DIR)."""
+    e = _base_env(b, env)
+    e["LD_PRELOAD"] = b.lib
+    if rdir is not None and "CULPRIT_DIR" not in (env or {}):
+        e["CULPRIT_DIR"] = rdir
+    return _execute(b, argv, e, b.newdir("preload"))
+
+
+def cli_run(b, argv, env=None, rdir=None, opts=()):
+    """The program under `culprit run --dir rdir [opts] -- argv`."""
+    cmd = [b.cli, "run", "--dir", rdir] + list(opts) + ["--"] + list(argv)
+    return _execute(b, cmd, _base_env(b, env), b.newdir("cli"))
+
+
+def culprit_lines(res):
+    return [l for l in res.err_text.splitlines() if l.startswith("culprit:")]
+
+
+def program_stderr(res):
+    return [l for l in res.err_text.splitlines() if not l.startswith("culprit:")]
+
+
+def masked(data):
+    """Process and thread ids differ between runs; everything else must not."""
+    return re.sub(rb"\b(tid|pid) \d+", rb"\1 N", data)
+
+
+def same_as_plain(base, got, what, exact_stderr=True):
+    """The program behaved the same with culprit: exit status, stdout byte for byte, and its own stderr lines
+    (all of stderr minus culprit's lines when preloaded; under `culprit run`, in the same order among the CLI's)."""
+    check(got.rc == base.rc, "%s: exit status %s with culprit, %s without\n%s" % (what, got.rc, base.rc,
+                                                                                  got.describe()))
+    check(masked(got.out) == masked(base.out), "%s: stdout differs with culprit\n--- without\n%s--- with\n%s" % (
+        what, base.out_text, got.out_text))
+    mine = [l for l in base.err_text.splitlines()]
+    if exact_stderr:
+        theirs = program_stderr(got)
+        check(theirs == mine, "%s: the program's stderr differs with culprit\n--- without\n%s\n--- with\n%s" % (
+            what, "\n".join(mine), got.err_text))
+    else:
+        lines = got.err_text.splitlines()
+        pos = 0
+        for line in mine:
+            while pos < len(lines) and lines[pos] != line:
+                pos += 1
+            check(pos < len(lines), "%s: the program's stderr line %r is missing under culprit run\n%s" % (
+                what, line, got.describe()))
+            pos += 1
+
+
+def failed_api(res):
+    """The API the program printed as failing ("error: API returned NAME (CODE)"), or None."""
+    m = re.search(r"^error: (\w+) returned (\w+) \((\d+)\)$", res.err_text, re.M)
+    return (m.group(1), m.group(2), int(m.group(3))) if m else None
+
+
+def expect_plain_failure(res, api, code):
+    """Sanity of the simulated scenario itself: without culprit the program fails where and how we scripted."""
+    got = failed_api(res)
+    check(got is not None and got[2] == code and (api is None or got[0] == api),
+          "the scenario did not fail as scripted without culprit (wanted %s -> %d)\n%s" % (api, code,
+                                                                                           res.describe()))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Reports
+
+
+def report_files(rdir):
+    return sorted(glob.glob(os.path.join(rdir, "**", "culprit-*.json"), recursive=True))
+
+
+def load_report(rdir, pid=None):
+    files = report_files(rdir)
+    if pid is not None:
+        want = [f for f in files if os.path.basename(f) == "culprit-%d.json" % pid]
+        check(want, "no report culprit-%d.json in %s (found %s)" % (pid, rdir, [os.path.basename(f) for f in files]))
+        path = want[0]
+    else:
+        check(len(files) == 1, "expected one report in %s, found %s" % (rdir, [os.path.basename(f) for f in files]))
+        path = files[0]
+    try:
+        with open(path) as f:
+            rep = json.load(f)
+    except ValueError as e:
+        raise CaseFailed("report %s is not valid JSON: %s" % (path, e))
+    check(rep.get("schema") == "culprit.report/1", "report %s has schema %r" % (path, rep.get("schema")))
+    m = re.match(r"culprit-(\d+)\.json$", os.path.basename(path))
+    check(rep.get("process", {}).get("pid") == int(m.group(1)),
+          "report %s says pid %r" % (path, rep.get("process", {}).get("pid")))
+    rep["_path"] = path
+    return rep
+
+
+def no_report(rdir, what):
+    files = report_files(rdir)
+    check(not files, "%s: culprit wrote a report where it must not: %s" % (what, files))
+
+
+def base_api(name):
+    """cuMemcpyDtoH_v2 -> cuMemcpyDtoH, cuLaunchKernel_ptsz -> cuLaunchKernel."""
+    return re.sub(r"(_v\d+)?(_ptsz|_ptds)?$", "", name or "")
+
+
+def brief(launch):
+    if not isinstance(launch, dict):
+        return repr(launch)
+    return "#%s %s %s on %s stream %s (device %s, thread %s)" % (
+        launch.get("seq"), launch.get("api"), launch.get("kernel"), launch.get("stream_kind"), launch.get("stream"),
+        launch.get("device"), launch.get("thread"))
+
+
+def check_launch(launch, what, kernel=None, seq=None, stream_kind=None, device=None, thread=None, kind=None,
+                 api=None, grid=None, block=None, shared_mem=None, symbolized=True):
+    """symbolized: the report went through the CLI, which demangles. The library itself demangles only where the
+    process has a C++ runtime loaded, which these C programs do not, so there "kernel" may stay mangled."""
+    check(isinstance(launch, dict), "%s: no launch record (%r)" % (what, launch))
+    if kernel is not None:
+        check(launch.get("mangled") == kernel or (kernel == FILL and launch.get("kernel") == FILL),
+              "%s: mangled name %r, expected %r (%s)" % (what, launch.get("mangled"), kernel, brief(launch)))
+        names = (DEMANGLED[kernel],) if symbolized else (DEMANGLED[kernel], kernel)
+        check(launch.get("kernel") in names,
+              "%s: kernel %r, expected %r" % (what, launch.get("kernel"), DEMANGLED[kernel]))
+    for field, want in (("seq", seq), ("stream_kind", stream_kind), ("device", device), ("thread", thread),
+                        ("kind", kind), ("grid", grid), ("block", block), ("shared_mem", shared_mem)):
+        if want is not None:
+            check(launch.get(field) == want, "%s: %s is %r, expected %r (%s)" % (what, field, launch.get(field),
+                                                                                  want, brief(launch)))
+    if api is not None:
+        check(base_api(launch.get("api")) == api, "%s: api %r, expected %s" % (what, launch.get("api"), api))
+
+
+def check_error(rep, code, api=None):
+    err = rep.get("error") or {}
+    check(err.get("code") == code, "error.code is %r, expected %d" % (err.get("code"), code))
+    if code in ERROR_NAMES:
+        check(err.get("name") == ERROR_NAMES[code], "error.name is %r" % err.get("name"))
+    check(isinstance(err.get("message"), str) and err.get("message"), "error.message missing")
+    if api is not None:
+        check(base_api(err.get("api")) == api, "error.api is %r, expected %s" % (err.get("api"), api))
+
+
+def expect_exact(rep, **want):
+    v = rep.get("verdict") or {}
+    check(v.get("certainty") == "exact", "verdict is %r (%r), expected exact; culprit %s, candidates %s" % (
+        v.get("certainty"), v.get("reason"), brief(rep.get("culprit")),
+        [brief(c) for c in rep.get("candidates") or []]))
+    check(isinstance(v.get("reason"), str) and v["reason"], "verdict.reason missing")
+    check_launch(rep.get("culprit"), "culprit", symbolized=rep.get("_via_cli", False), **want)
+    return rep["culprit"]
+
+
+def find_candidate(rep, seq):
+    for c in rep.get("candidates") or []:
+        if isinstance(c, dict) and c.get("seq") == seq:
+            return c
+    raise CaseFailed("launch #%s is not among the candidates %s (verdict %r)" % (
+        seq, [brief(c) for c in rep.get("candidates") or []], rep.get("verdict")))
+
+
+def marker_line(src, tag=None):
+    """The line of `src` marked as the expected culprit launch (optionally with the tag comment /* tag */)."""
+    with open(src) as f:
+        lines = f.read().splitlines()
+    hits = [i + 1 for i, l in enumerate(lines)
+            if "/* CULPRIT-LAUNCH */" in l and (tag is None or "/* %s */" % tag in l)]
+    check(len(hits) == 1, "expected one CULPRIT-LAUNCH marker%s in %s, found lines %s" % (
+        "" if tag is None else " tagged " + tag, src, hits))
+    return hits[0]
+
+
+def frames_text(frames):
+    return "\n".join("    %s %s %s:%s" % (f.get("pc"), f.get("function"), f.get("file"), f.get("line"))
+                     for f in frames or [])
+
+
+def expect_frame(frames, src, line, what):
+    """A symbolized frame at src:line (basename) is among the frames."""
+    base = os.path.basename(src)
+    frames = frames or []
+    check(frames, "%s: the stack is empty" % what)
+    if not any(f.get("file") for f in frames) and shutil.which("addr2line") is None:
+        raise CaseSkipped("no addr2line on this machine, so frames carry no file/line")
+    hit = [f for f in frames if os.path.basename(f.get("file") or "") == base and f.get("line") == line]
+    check(hit, "%s: no frame at %s:%d among\n%s" % (what, base, line, frames_text(frames)))
+
+
+def expect_verdict_text(res, kernel):
+    check(SHORT[kernel] in res.err_text, "the printed verdict does not name %s\n%s" % (SHORT[kernel], res.err_text))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The cases
+
+CASES = {}
+
+
+def case(name):
+    def register(fn):
+        CASES[name] = fn
+        return fn
+    return register
+
+
+def fault_run(b, prog, args, env, fail_api, code=700, src=None, tag=None, cli=True, opts=()):
+    """Run a faulting scenario without culprit (must fail at fail_api with code) and with it; returns
+    (result, report). Under `culprit run` the culprit's stack must point at the marked launch line."""
+    argv = [b.prog(prog)] + list(args)
+    base = plain(b, argv, env)
+    expect_plain_failure(base, fail_api, code)
+    rdir = b.newdir("reports")
+    if cli:
+        res = cli_run(b, argv, env, rdir, opts)
+        same_as_plain(base, res, "culprit run", exact_stderr=False)
+    else:
+        res = preloaded(b, argv, env, rdir)
+        same_as_plain(base, res, "preloaded")
+        check(culprit_lines(res), "no culprit: verdict lines on stderr\n%s" % res.describe())
+    rep = load_report(rdir)
+    rep["_via_cli"] = cli
+    check_error(rep, code, fail_api)
+    err = rep["error"]
+    check(err.get("thread") is not None, "error.thread missing")
+    return res, rep
+
+
+def check_stack(rep, prog, tag):
+    src = os.path.join(PROG_SRC, prog + ".c")
+    expect_frame((rep.get("culprit") or {}).get("stack"), src, marker_line(src, tag), "culprit stack")
+    check(any(os.path.basename(f.get("file") or "") == prog + ".c" for f in rep["error"].get("stack") or []),
+          "error stack has no frame in %s.c\n%s" % (prog, frames_text(rep["error"].get("stack"))))
+
+
+def legacy_surface(b, how, api, n=4, env=None):
+    env = dict(env or {})
+    env["FAKECUDA_FAULT"] = "launch=%d" % n
+    res, rep = fault_run(b, "linked", ["legacy", how], env, api)
+    pid = rep["process"]["pid"]
+    expect_exact(rep, kernel=STEP, seq=n, stream_kind="legacy", device=0, thread=pid, kind="kernel",
+                 api="cuLaunchKernel", grid=[4, 1, 1], block=[64, 1, 1])
+    check(rep["error"]["thread"] == pid, "error.thread %r, expected %d" % (rep["error"]["thread"], pid))
+    check_stack(rep, "linked", "legacy")
+    expect_verdict_text(res, STEP)
+    return rep
+
+
+@case("legacy_ctxsync")
+def _(b):
+    legacy_surface(b, "ctxsync", "cuCtxSynchronize")
+
+
+@case("legacy_dtoh")
+def _(b):
+    legacy_surface(b, "dtoh", "cuMemcpyDtoH", n=7)
+
+
+@case("legacy_streamsync")
+def _(b):
+    legacy_surface(b, "streamsync", "cuStreamSynchronize", n=1)
+
+
+@case("legacy_memfree")
+def _(b):
+    legacy_surface(b, "memfree", "cuMemFree", n=10)
+
+
+@case("legacy_eventsync")
+def _(b):
+    legacy_surface(b, "eventsync", "cuEventSynchronize", n=5)
+
+
+@case("legacy_nextlaunch")
+def _(b):
+    # The GPU runs ahead of the host, so the fault is known before the program synchronizes: the error surfaces
+    # at a launch (which launch depends on queue depth, so only the API is checked).
+    rep = legacy_surface(b, "nextlaunch", "cuLaunchKernel", n=3, env={"FAKECUDA_RUN_AHEAD": "1"})
+    check(rep["culprit"]["seq"] == 3, "culprit #%s" % rep["culprit"]["seq"])
+
+
+@case("assert_710")
+def _(b):
+    env = {"FAKECUDA_FAULT": "launch=3,code=710"}
+    res, rep = fault_run(b, "linked", ["legacy", "ctxsync"], env, "cuCtxSynchronize", code=710)
+    check(b"Assertion" in res.out, "the device assert line is not on stdout\n%s" % res.describe())
+    expect_exact(rep, kernel=STEP, seq=3, stream_kind="legacy")
+    check_stack(rep, "linked", "legacy")
+
+
+@case("streams4_exact")
+def _(b):
+    # FAKECUDA_RUN_AHEAD=1: every stream's work up to its last event record has run when the fault is found, so
+    # only the faulting stream has an unfinished launch.
+    env = {"FAKECUDA_FAULT": "kernel=%s" % BAD, "FAKECUDA_RUN_AHEAD": "1"}
+    argv = [b.prog("linked"), "streams4"]
+    base = plain(b, argv, env)
+    check(base.rc == 1 and "CUDA_ERROR_ILLEGAL_ADDRESS" in base.err_text, "scenario broken\n" + base.describe())
+    rdir = b.newdir("reports")
+    res = cli_run(b, argv, env, rdir)
+    # Where the error shows depends on how far the queues ran, which culprit's own writes change; the program
+    # must still see the same error and exit the same way.
+    check(res.rc == base.rc and res.out == base.out, "behaviour changed\n%s\n%s" % (base.describe(),
+                                                                                    res.describe()))
+    check(failed_api(res) and failed_api(res)[1] == "CUDA_ERROR_ILLEGAL_ADDRESS", res.describe())
+    rep = load_report(rdir)
+    rep["_via_cli"] = True
+    check_error(rep, 700)
+    expect_exact(rep, kernel=BAD, seq=15, stream_kind="created", device=0, grid=[2, 1, 1], block=[32, 1, 1])
+    created = [s for s in rep.get("streams") or [] if s.get("kind") == "created"]
+    check(len(created) == 4, "report lists %d created streams, expected 4: %s" % (len(created), rep.get("streams")))
+    check_stack(rep, "linked", "streams4")
+
+
+@case("streams4_candidates")
+def _(b):
+    # Without run-ahead nothing ran before cuCtxSynchronize, which runs the streams round-robin: when write_oob
+    # faults every stream still has launches queued, so culprit cannot tell and must list one per stream.
+    env = {"FAKECUDA_FAULT": "kernel=%s" % BAD}
+    res, rep = fault_run(b, "linked", ["streams4"], env, "cuCtxSynchronize")
+    v = rep.get("verdict") or {}
+    check(v.get("certainty") == "candidates", "verdict %r (%r), expected candidates" % (v.get("certainty"),
+                                                                                       v.get("reason")))
+    cands = rep.get("candidates") or []
+    check_launch(find_candidate(rep, 15), "candidate #15", kernel=BAD, stream_kind="created", symbolized=True)
+    streams = set(c.get("stream") for c in cands)
+    check(len(streams) == 4, "candidates cover %d streams, expected the 4 with unfinished work: %s" % (
+        len(streams), [brief(c) for c in cands]))
+    for c in cands:
+        check(c.get("stream_kind") == "created", "candidate on a stream that had no work: %s" % brief(c))
+
+
+@case("devices2")
+def _(b):
+    env = {"FAKECUDA_FAULT": "launch=8", "FAKECUDA_DEVICES": "2"}
+    res, rep = fault_run(b, "linked", ["devices2"], env, "cuCtxSynchronize")
+    check(b"device 0 synchronized" in res.out, res.describe())
+    expect_exact(rep, kernel=BAD, seq=8, stream_kind="legacy", device=1)
+    check_stack(rep, "linked", "devices2")
+
+
+def threads_case(b, n):
+    env = {"FAKECUDA_FAULT": "kernel=%s" % BAD}
+    res, rep = fault_run(b, "linked", ["threads", str(n)], env, "cuStreamSynchronize")
+    m = re.search(rb"worker (\d+) tid (\d+) synchronizes last", res.out)
+    check(m and int(m.group(1)) == n // 2 + 1, "the faulting worker did not report itself\n" + res.describe())
+    tid = int(m.group(2))
+    expect_exact(rep, kernel=BAD, stream_kind="created", device=0, thread=tid)
+    check(rep["error"]["thread"] == tid, "error.thread %r, expected the faulting worker %d" % (
+        rep["error"]["thread"], tid))
+    stats = rep.get("stats") or {}
+    check(stats.get("launches") == 20 * n, "stats.launches %r, expected %d" % (stats.get("launches"), 20 * n))
+    check((stats.get("threads") or 0) >= n, "stats.threads %r, expected at least %d" % (stats.get("threads"), n))
+    check(1 <= rep["culprit"]["seq"] <= 20 * n, "culprit seq %r out of range" % rep["culprit"]["seq"])
+    check_stack(rep, "linked", "threads")
+
+
+@case("threads8")
+def _(b):
+    threads_case(b, 8)
+
+
+@case("threads32")
+def _(b):
+    threads_case(b, 32)
+
+
+# Lookup paths -------------------------------------------------------------------------------------------------
+
+@case("lookup_dlsym")
+def _(b):
+    res, rep = fault_run(b, "dlsym", ["legacy"], {"FAKECUDA_FAULT": "launch=6"}, "cuMemcpyDtoH")
+    expect_exact(rep, kernel=STEP, seq=6, stream_kind="legacy", api="cuLaunchKernel")
+    check_stack(rep, "dlsym", "legacy")
+
+
+@case("lookup_dlsym_ptsz")
+def _(b):
+    res, rep = fault_run(b, "dlsym", ["ptsz"], {"FAKECUDA_FAULT": "kernel=%s" % BAD}, "cuStreamSynchronize")
+    check(b"legacy stream synchronized" in res.out, res.describe())
+    expect_exact(rep, kernel=BAD, seq=8, stream_kind="per-thread", api="cuLaunchKernel")
+    check_stack(rep, "dlsym", "ptsz")
+
+
+def procaddr_legacy(b, how):
+    res, rep = fault_run(b, "procaddr", [how, "legacy"], {"FAKECUDA_FAULT": "launch=7"}, "cuMemcpyDtoH")
+    expect_exact(rep, kernel=STEP, seq=7, stream_kind="legacy", api="cuLaunchKernel")
+    check_stack(rep, "procaddr", "legacy")
+
+
+@case("lookup_procaddr_v2")
+def _(b):
+    procaddr_legacy(b, "v2")
+
+
+@case("lookup_procaddr_v2self")
+def _(b):
+    procaddr_legacy(b, "v2self")
+
+
+@case("lookup_procaddr_v1")
+def _(b):
+    procaddr_legacy(b, "v1")
+
+
+@case("lookup_procaddr_v1self")
+def _(b):
+    procaddr_legacy(b, "v1self")
+
+
+@case("lookup_ptds_flag")
+def _(b):
+    for how in ("v2", "v1"):
+        res, rep = fault_run(b, "procaddr", [how, "ptds-flag"], {"FAKECUDA_FAULT": "kernel=%s" % BAD},
+                             "cuStreamSynchronize")
+        check(b"legacy stream synchronized" in res.out, res.describe())
+        expect_exact(rep, kernel=BAD, seq=8, stream_kind="per-thread", api="cuLaunchKernel")
+        check_stack(rep, "procaddr", "ptds-flag")
+
+
+@case("lookup_ptds_handle")
+def _(b):
+    res, rep = fault_run(b, "procaddr", ["v2", "ptds-handle"], {"FAKECUDA_FAULT": "kernel=%s" % BAD},
+                         "cuStreamSynchronize")
+    check(b"legacy stream synchronized" in res.out, res.describe())
+    expect_exact(rep, kernel=BAD, seq=8, stream_kind="per-thread")
+    check_stack(rep, "procaddr", "ptds-handle")
+
+
+@case("lookup_rtld_default")
+def _(b):
+    res, rep = fault_run(b, "rtld", ["default"], {"FAKECUDA_FAULT": "launch=5"}, "cuStreamSynchronize")
+    expect_exact(rep, kernel=STEP, seq=5, stream_kind="legacy")
+    check_stack(rep, "rtld", "rtld")
+
+
+@case("lookup_rtld_next")
+def _(b):
+    res, rep = fault_run(b, "rtld", ["next"], {"FAKECUDA_FAULT": "launch=5"}, "cuStreamSynchronize")
+    expect_exact(rep, kernel=STEP, seq=5, stream_kind="legacy")
+    check_stack(rep, "rtld", "rtld")
+
+
+# Launch kinds --------------------------------------------------------------------------------------------------
+
+@case("launch_ex")
+def _(b):
+    res, rep = fault_run(b, "procaddr", ["v2self", "launchex"], {"FAKECUDA_FAULT": "kernel=%s" % BAD},
+                         "cuStreamSynchronize")
+    expect_exact(rep, kernel=BAD, seq=3, stream_kind="created", kind="kernel", api="cuLaunchKernelEx",
+                 grid=[8, 2, 1], block=[32, 4, 1], shared_mem=256)
+    check_stack(rep, "procaddr", "launchex")
+
+
+@case("cooperative")
+def _(b):
+    res, rep = fault_run(b, "procaddr", ["v2", "coop"], {"FAKECUDA_FAULT": "kernel=%s" % BAD},
+                         "cuStreamSynchronize")
+    expect_exact(rep, kernel=BAD, seq=3, stream_kind="created", kind="cooperative",
+                 api="cuLaunchCooperativeKernel", grid=[2, 1, 1], block=[128, 1, 1])
+    check_stack(rep, "procaddr", "coop")
+
+
+@case("graph")
+def _(b):
+    # The captured graph holds write_oob once; its second execution (the second graph launch) faults.
+    res, rep = fault_run(b, "procaddr", ["v2", "graph"], {"FAKECUDA_FAULT": "kernel=%s,nth=2" % BAD},
+                         "cuStreamSynchronize")
+    c = expect_exact(rep, stream_kind="created", kind="graph", api="cuGraphLaunch")
+    earlier = [h for h in rep.get("history") or [] if h.get("kind") == "graph" and h.get("stream") == c["stream"]]
+    check(len(earlier) == 1 and earlier[0].get("seq", 0) < c["seq"],
+          "the culprit should be the second graph launch; graph launches before it: %s" % [brief(h) for h in earlier])
+    check_stack(rep, "procaddr", "graph")
+
+
+# Healthy programs are left alone --------------------------------------------------------------------------------
+
+def healthy_case(b, argv):
+    base = plain(b, argv)
+    check(base.rc == 0, "the healthy program fails without culprit\n" + base.describe())
+    rdir = b.newdir("reports")
+    res = preloaded(b, argv, None, rdir)
+    check(res.rc == 0 and res.out == base.out and res.err == base.err,
+          "preloaded run is not byte-identical\n--- without\n%s\n--- with\n%s" % (base.describe(), res.describe()))
+    no_report(rdir, "healthy run")
+    rdir = b.newdir("reports")
+    res = cli_run(b, argv, None, rdir)
+    check(res.rc == 0 and res.out == base.out, "culprit run changed exit status or stdout\n" + res.describe())
+    check(all(l.startswith("culprit:") or l in base.err_text.splitlines() for l in res.err_text.splitlines()) or
+          not res.err_text.strip(), "culprit run printed unexpected text\n" + res.describe())
+    no_report(rdir, "healthy run under culprit run")
+    return base
+
+
+@case("healthy_linked")
+def _(b):
+    healthy_case(b, [b.prog("linked"), "healthy"])
+
+
+@case("healthy_procaddr")
+def _(b):
+    for how in ("v2", "v2self", "v1", "v1self"):
+        healthy_case(b, [b.prog("procaddr"), how, "healthy"])
+
+
+@case("healthy_dlsym")
+def _(b):
+    healthy_case(b, [b.prog("dlsym"), "healthy"])
+    healthy_case(b, [b.prog("rtld"), "next"])
+    healthy_case(b, [b.prog("rtld"), "default"])
+
+
+@case("export_table")
+def _(b):
+    for argv in ([b.prog("linked"), "healthy"], [b.prog("procaddr"), "v2", "healthy"],
+                 [b.prog("procaddr"), "v1self", "healthy"]):
+        res = preloaded(b, argv, None, b.newdir("reports"))
+        check(b"export table: canary intact, held by libcuda.so.1\n" in res.out,
+              "cuGetExportTable did not pass through untouched\n" + res.describe())
+
+
+# Process life: fork, early exit, abort ----------------------------------------------------------------------------
+
+@case("fork")
+def _(b):
+    env = {"FAKECUDA_FAULT": "kernel=%s;kernel=%s" % (BAD, LATE)}
+    argv = [b.prog("forker")]
+    base = plain(b, argv, env)
+    expect_plain_failure(base, "cuCtxSynchronize", 700)
+    check(re.search(rb"child pid \d+ exited with status 1", base.out), "scenario broken\n" + base.describe())
+    rdir = b.newdir("reports")
+    res = preloaded(b, argv, env, rdir)
+    same_as_plain(base, res, "preloaded")
+    child = int(re.search(rb"child pid (\d+)", res.out).group(1))
+    check(b"parent: healthy after the child" in res.out, "the parent was disturbed by its child's fault")
+    files = sorted(os.path.basename(f) for f in report_files(rdir))
+    check(files == sorted(["culprit-%d.json" % child, "culprit-%d.json" % res.pid]),
+          "expected reports of the child %d and the parent %d, found %s" % (child, res.pid, files))
+    crep = load_report(rdir, child)
+    check_error(crep, 700, "cuCtxSynchronize")
+    check(crep["process"].get("ppid") == res.pid, "child report ppid %r" % crep["process"].get("ppid"))
+    expect_exact(crep, kernel=BAD, stream_kind="legacy", thread=child)
+    prep = load_report(rdir, res.pid)
+    check_error(prep, 700, "cuCtxSynchronize")
+    expect_exact(prep, kernel=LATE, stream_kind="legacy", thread=res.pid)
+    check(all(h.get("mangled") != BAD for h in prep.get("history") or []),
+          "the parent's history contains the child's launch")
+
+
+@case("early_exit")
+def _(b):
+    # The faulty launch is the last thing the program does before exit(3); nothing is synchronized.
+    argv = [b.prog("linked"), "legacy", "exit"]
+    for extra in ({}, {"FAKECUDA_RUN_AHEAD": "1"}):
+        env = dict(extra, FAKECUDA_FAULT="launch=10")
+        base = plain(b, argv, env)
+        check(base.rc == 3, "scenario broken\n" + base.describe())
+        res = preloaded(b, argv, env, b.newdir("reports"))
+        same_as_plain(base, res, "preloaded")
+        res = cli_run(b, argv, env, b.newdir("reports"))
+        same_as_plain(base, res, "culprit run", exact_stderr=False)
+
+
+@case("abort")
+def _(b):
+    env = {"FAKECUDA_FAULT": "launch=2"}
+    argv = [b.prog("linked"), "legacy", "abort"]
+    base = plain(b, argv, env)
+    check(base.rc == -signal.SIGABRT, "scenario broken\n" + base.describe())
+    rdir = b.newdir("reports")
+    res = cli_run(b, argv, env, rdir)
+    check(res.rc == -signal.SIGABRT, "culprit run did not pass the SIGABRT death through\n" + res.describe())
+    check(res.out == base.out, "stdout differs\n" + res.describe())
+    rep = load_report(rdir)
+    check_error(rep, 700, "cuCtxSynchronize")
+    expect_exact(rep, kernel=STEP, seq=2)
+    check_stack(rep, "linked", "legacy")
+    rdir = b.newdir("reports")
+    res = preloaded(b, argv, env, rdir)
+    check(res.rc == -signal.SIGABRT, "preloaded run did not die of SIGABRT\n" + res.describe())
+    check_error(load_report(rdir), 700, "cuCtxSynchronize")
+
+
+# The launch ring ------------------------------------------------------------------------------------------------
+
+@case("ring_end")
+def _(b):
+    env = {"FAKECUDA_FAULT": "launch=1000", "CULPRIT_RING": "16"}
+    res, rep = fault_run(b, "linked", ["legacy", "ctxsync", "1000"], env, "cuCtxSynchronize", cli=False)
+    check((rep.get("config") or {}).get("ring") == 16, "config.ring %r" % (rep.get("config") or {}).get("ring"))
+    expect_exact(rep, kernel=STEP, seq=1000, stream_kind="legacy")
+    check((rep.get("stats") or {}).get("launches") == 1000, "stats.launches %r" % rep.get("stats"))
+
+
+@case("ring_overwritten")
+def _(b):
+    # Launch #10 faults but 990 launches follow before the error surfaces: its record left the 16-entry ring.
+    env = {"FAKECUDA_FAULT": "launch=10", "CULPRIT_RING": "16"}
+    res, rep = fault_run(b, "linked", ["legacy", "ctxsync", "1000"], env, "cuCtxSynchronize", cli=False)
+    v = rep.get("verdict") or {}
+    check(re.search(r"overwr|no longer in the ring|evicted", v.get("reason") or "", re.I),
+          "the verdict does not say the record was overwritten: %r" % v)
+    c = rep.get("culprit")
+    if c is not None:
+        check(c.get("seq") == 10, "culprit names launch #%r, expected #10 or none" % c.get("seq"))
+        check(c.get("mangled") in (None, STEP), "culprit names kernel %r" % c.get("mangled"))
+    for cand in rep.get("candidates") or []:
+        check(cand.get("seq") == 10 or cand.get("seq") is None, "candidate %s is not launch #10" % brief(cand))
+    # The printed verdict may wrap the reason over several lines; its words must all be there, in order.
+    printed = " ".join(l[len("culprit:"):].strip() for l in culprit_lines(res))
+    check(" ".join(v["reason"].split()) in " ".join(printed.split()),
+          "the printed verdict does not give the reason %r\n%s" % (v["reason"], res.err_text))
+    # `culprit report` renders the same verdict from the file.
+    out = _execute(b, [b.cli, "report", rep["_path"]], _base_env(b, None), b.work)
+    printed = " ".join(l[len("culprit:"):].strip() if l.startswith("culprit:") else l
+                       for l in (out.out_text + out.err_text).splitlines())
+    check(out.rc == 0 and " ".join(v["reason"].split()) in " ".join(printed.split()),
+          "culprit report does not give the reason %r\n%s" % (v["reason"], out.describe()))
+
+
+# Modes --------------------------------------------------------------------------------------------------------
+
+def phases_fault(b, env, fault):
+    """linked phases: launches 1-10 are step, 11-20 vec_fill, then cuCtxSynchronize."""
+    env = dict(env, FAKECUDA_FAULT=fault)
+    argv = [b.prog("linked"), "phases", "10"]
+    base = plain(b, argv, env)
+    expect_plain_failure(base, "cuCtxSynchronize", 700)
+    rdir = b.newdir("reports")
+    res = preloaded(b, argv, env, rdir)
+    check(res.out == base.out and res.rc == 1, "behaviour changed\n" + res.describe())
+    return res, load_report(rdir)
+
+
+def expect_surfaced_at_launch(res, rep, seq, kernel):
+    check(failed_api(res) and failed_api(res)[0] == "cuLaunchKernel",
+          "in blocking mode the launch call itself must return the error\n" + res.describe())
+    check_error(rep, 700, "cuLaunchKernel")
+    expect_exact(rep, kernel=kernel, seq=seq)
+
+
+def expect_not_blocked(res, rep, seq):
+    """The faulting launch was not synchronized: the error surfaced at the program's own synchronize, and culprit
+    still does not blame another launch."""
+    check(failed_api(res) and failed_api(res)[0] == "cuCtxSynchronize",
+          "a launch outside the filter was synchronized\n" + res.describe())
+    check_error(rep, 700, "cuCtxSynchronize")
+    if (rep.get("verdict") or {}).get("certainty") == "exact":
+        check(rep["culprit"].get("seq") == seq, "culprit #%s, expected #%d" % (rep["culprit"].get("seq"), seq))
+    else:
+        find_candidate(rep, seq)
+
+
+@case("blocking")
+def _(b):
+    res, rep = phases_fault(b, {"CULPRIT_MODE": "blocking"}, "kernel=vec_fill,nth=3")
+    expect_surfaced_at_launch(res, rep, 13, FILL)
+    check(rep["config"].get("mode") == "blocking", "config.mode %r" % rep["config"].get("mode"))
+    # The same through `culprit run --mode blocking`, which also points at the line of the launch.
+    env = {"FAKECUDA_FAULT": "kernel=vec_fill,nth=3"}
+    argv = [b.prog("linked"), "phases", "10"]
+    rdir = b.newdir("reports")
+    res = cli_run(b, argv, env, rdir, ["--mode", "blocking"])
+    check(res.rc == 1, "exit status %s\n%s" % (res.rc, res.describe()))
+    rep = load_report(rdir)
+    expect_surfaced_at_launch(res, rep, 13, FILL)
+    check_stack(rep, "linked", "phase-fill")
+
+
+SYNC_APIS = ("cuStreamSynchronize", "cuStreamQuery", "cuCtxSynchronize", "cuEventSynchronize", "cuEventQuery")
+
+
+def synchronized_launches(b, env, count=10):
+    """Run the healthy phases program with FAKECUDA_TRACE=1 and return the set of launch numbers that were
+    followed by a synchronizing driver call before the next launch (the last launch is left out: the program's
+    own cuCtxSynchronize follows it)."""
+    argv = [b.prog("linked"), "phases", str(count)]
+    res = preloaded(b, argv, dict(env, FAKECUDA_TRACE="1"), b.newdir("reports"))
+    check(res.rc == 0, "the healthy phases run failed\n" + res.describe())
+    launches, synced = 0, set()
+    for line in res.err_text.splitlines():
+        m = re.match(r"fakecuda: (\w+) -> ", line)
+        if not m:
+            continue
+        api = base_api(m.group(1))
+        if api == "cuLaunchKernel":
+            launches += 1
+        elif api in SYNC_APIS and launches:
+            synced.add(launches)
+    check(launches == 2 * count, "the trace shows %d launches, expected %d" % (launches, 2 * count))
+    synced.discard(2 * count)
+    return synced
+
+
+@case("blocking_kernels")
+def _(b):
+    env = {"CULPRIT_MODE": "blocking", "CULPRIT_KERNELS": "*step*"}
+    res, rep = phases_fault(b, env, "kernel=vec_fill,nth=3")
+    expect_not_blocked(res, rep, 13)
+    res, rep = phases_fault(b, env, "kernel=%s,nth=4" % STEP)
+    expect_surfaced_at_launch(res, rep, 4, STEP)
+    res, rep = phases_fault(b, dict(env, CULPRIT_KERNELS="vec_*"), "kernel=vec_fill,nth=2")
+    expect_surfaced_at_launch(res, rep, 12, FILL)
+    # The driver's own trace shows which launches culprit synchronized: the step kernels (1-10) only.
+    synced = synchronized_launches(b, env)
+    check(synced == set(range(1, 11)), "with CULPRIT_KERNELS=*step* culprit synchronized after launches %s, "
+          "expected 1-10" % sorted(synced))
+    synced = synchronized_launches(b, {"CULPRIT_MODE": "blocking"})
+    check(synced == set(range(1, 20)), "in blocking mode culprit synchronized after launches %s, expected all"
+          % sorted(synced))
+
+
+@case("blocking_launches")
+def _(b):
+    env = {"CULPRIT_MODE": "blocking"}
+    res, rep = phases_fault(b, dict(env, CULPRIT_LAUNCHES="1:12"), "launch=13")
+    expect_not_blocked(res, rep, 13)
+    for window in ("13:", ":13", "13:13", "12:14"):
+        res, rep = phases_fault(b, dict(env, CULPRIT_LAUNCHES=window), "launch=13")
+        expect_surfaced_at_launch(res, rep, 13, FILL)
+    synced = synchronized_launches(b, dict(env, CULPRIT_LAUNCHES="5:8"))
+    check(synced == {5, 6, 7, 8}, "with CULPRIT_LAUNCHES=5:8 culprit synchronized after launches %s" % sorted(synced))
+    synced = synchronized_launches(b, dict(env, CULPRIT_LAUNCHES="17:"))
+    check(synced == {17, 18, 19}, "with CULPRIT_LAUNCHES=17: culprit synchronized after launches %s" % sorted(synced))
+    synced = synchronized_launches(b, {"CULPRIT_MODE": "record"})
+    check(not synced, "record mode synchronized after launches %s" % sorted(synced))
+
+
+@case("cli_options")
+def _(b):
+    # The options of `culprit run` reach the library: they show in the report's config and in its behaviour.
+    env = {"FAKECUDA_FAULT": "kernel=vec_fill,nth=3"}
+    argv = [b.prog("linked"), "phases", "10"]
+    rdir = b.newdir("reports")
+    res = cli_run(b, argv, env, rdir, ["--mode", "blocking", "--kernels", "*step*", "--launches", "2:19",
+                                       "--ring", "64", "--quiet"])
+    check(res.rc == 1, "exit status %s\n%s" % (res.rc, res.describe()))
+    rep = load_report(rdir)
+    cfg = rep.get("config") or {}
+    for key, want in (("mode", "blocking"), ("kernels", "*step*"), ("launches", "2:19"), ("ring", 64)):
+        check(cfg.get(key) == want, "config.%s is %r, expected %r" % (key, cfg.get(key), want))
+    expect_not_blocked(res, rep, 13)
+
+
+@case("off_mode")
+def _(b):
+    env = {"FAKECUDA_FAULT": "launch=4", "CULPRIT_MODE": "off"}
+    argv = [b.prog("linked"), "legacy", "ctxsync"]
+    base = plain(b, argv, env)
+    expect_plain_failure(base, "cuCtxSynchronize", 700)
+    rdir = b.newdir("reports")
+    res = preloaded(b, argv, env, rdir)
+    same_as_plain(base, res, "off mode")
+    no_report(rdir, "off mode")
+
+
+@case("quiet")
+def _(b):
+    env = {"FAKECUDA_FAULT": "launch=4", "CULPRIT_QUIET": "1"}
+    res, rep = fault_run(b, "linked", ["legacy", "ctxsync"], env, "cuCtxSynchronize", cli=False)
+    check(len(culprit_lines(res)) == 1, "CULPRIT_QUIET=1 must print one line, printed:\n" + res.err_text)
+    expect_exact(rep, kernel=STEP, seq=4)
+
+
+@case("stats")
+def _(b):
+    argv = [b.prog("linked"), "healthy"]
+    base = plain(b, argv)
+    res = preloaded(b, argv, {"CULPRIT_STATS": "1"}, b.newdir("reports"))
+    same_as_plain(base, res, "CULPRIT_STATS=1")
+    lines = culprit_lines(res)
+    check(len(lines) == 1, "CULPRIT_STATS=1 must print one summary line at exit, printed:\n" + res.err_text)
+    check(re.search(r"\b12\b", lines[0]), "the summary does not count the 12 launches: %r" % lines[0])
+
+
+@case("stack_depth")
+def _(b):
+    for depth in (0, 2):
+        env = {"FAKECUDA_FAULT": "launch=4", "CULPRIT_STACK_DEPTH": str(depth)}
+        res, rep = fault_run(b, "linked", ["legacy", "ctxsync"], env, "cuCtxSynchronize", cli=False)
+        c = expect_exact(rep, kernel=STEP, seq=4)
+        check(len(c.get("stack") or []) <= depth, "CULPRIT_STACK_DEPTH=%d but the culprit has %d frames" % (
+            depth, len(c.get("stack") or [])))
+
+
+def bad_config(b, var, values):
+    argv = [b.prog("linked"), "legacy", "ctxsync"]
+    env = {"FAKECUDA_FAULT": "launch=4"}
+    base = plain(b, argv, env)
+    expect_plain_failure(base, "cuCtxSynchronize", 700)
+    for value in values:
+        rdir = b.newdir("reports")
+        res = preloaded(b, argv, dict(env, **{var: value}), rdir)
+        what = "%s=%r" % (var, value)
+        same_as_plain(base, res, what)
+        check(len(culprit_lines(res)) == 1, "%s: expected exactly one culprit: line, got\n%s" % (what, res.err_text))
+        check(var in culprit_lines(res)[0], "%s: the message does not name the variable: %r" % (
+            what, culprit_lines(res)[0]))
+        no_report(rdir, what + " (the program must run untraced)")
+
+
+@case("bad_config_mode")
+def _(b):
+    bad_config(b, "CULPRIT_MODE", ["fast", "blockin", "RECORDING"])
+
+
+@case("bad_config_ring")
+def _(b):
+    bad_config(b, "CULPRIT_RING", ["8", "2000000", "lots", "-16"])
+
+
+@case("bad_config_stack_depth")
+def _(b):
+    bad_config(b, "CULPRIT_STACK_DEPTH", ["65", "-1", "deep"])
+
+
+@case("bad_config_launches")
+def _(b):
+    bad_config(b, "CULPRIT_LAUNCHES", ["a:b", "3:x", "1:2:3", "9:3"])
+
+
+@case("bad_config_flags")
+def _(b):
+    bad_config(b, "CULPRIT_QUIET", ["sometimes"])
+    bad_config(b, "CULPRIT_STATS", ["sometimes"])
+
+
+@case("report_dir_unwritable")
+def _(b):
+    # The report directory cannot be created (its parent is a regular file): the program must not notice beyond
+    # culprit's own message, and the verdict is still printed.
+    blocker = os.path.join(b.newdir("blocker"), "file")
+    with open(blocker, "w") as f:
+        f.write("not a directory\n")
+    env = {"FAKECUDA_FAULT": "launch=4", "CULPRIT_DIR": os.path.join(blocker, "reports")}
+    argv = [b.prog("linked"), "legacy", "ctxsync"]
+    base = plain(b, argv, env)
+    expect_plain_failure(base, "cuCtxSynchronize", 700)
+    res = preloaded(b, argv, env)
+    same_as_plain(base, res, "unwritable CULPRIT_DIR")
+    lines = culprit_lines(res)
+    check(any(blocker in l for l in lines), "culprit did not say it could not write the report\n" + res.err_text)
+    check(any("#4" in l for l in lines), "the verdict was not printed\n" + res.err_text)
+
+
+# Fault injection: a failing driver call looks the same to the program with culprit in between -----------------
+
+WORK_MODES = ("linked", "procaddr", "dlsym")
+ERROR_OF_CODE = {2: "CUDA_ERROR_OUT_OF_MEMORY", 700: "CUDA_ERROR_ILLEGAL_ADDRESS", 999: "CUDA_ERROR_UNKNOWN"}
+
+
+def inject(b, specs):
+    for spec in specs:
+        parts = spec.split(":")
+        code = int(parts[2]) if len(parts) > 2 else 2
+        for mode in WORK_MODES:
+            argv = [b.prog("work"), mode]
+            env = {"FAKECUDA_FAIL": spec}
+            base = plain(b, argv, env)
+            got = failed_api(base)
+            check(base.rc == 1 and got and got[1] == ERROR_OF_CODE[code],
+                  "FAKECUDA_FAIL=%s did not make the %s workload fail\n%s" % (spec, mode, base.describe()))
+            res = preloaded(b, argv, env, b.newdir("reports"))
+            same_as_plain(base, res, "FAKECUDA_FAIL=%s, %s" % (spec, mode))
+
+
+@case("inject_launch")
+def _(b):
+    inject(b, ["cuLaunchKernel:3", "cuLaunchKernel:6:999", "cuLaunchKernelEx:1", "cuLaunchCooperativeKernel:1"])
+
+
+@case("inject_stream")
+def _(b):
+    inject(b, ["cuStreamCreate:1", "cuStreamDestroy_v2:1"])
+
+
+@case("inject_sync")
+def _(b):
+    inject(b, ["cuStreamSynchronize:1", "cuCtxSynchronize:1", "cuCtxSynchronize:1:700"])
+
+
+@case("inject_memcpy")
+def _(b):
+    inject(b, ["cuMemcpyHtoD_v2:1", "cuMemcpyDtoH_v2:1", "cuMemcpyDtoHAsync_v2:1"])
+
+
+@case("inject_memset")
+def _(b):
+    inject(b, ["cuMemsetD32_v2:1", "cuMemsetD32Async:1"])
+
+
+@case("inject_event")
+def _(b):
+    inject(b, ["cuEventCreate:1", "cuEventRecord:1", "cuEventSynchronize:1", "cuEventDestroy_v2:1"])
+
+
+@case("inject_free")
+def _(b):
+    inject(b, ["cuMemAlloc_v2:1", "cuMemFree_v2:1"])
+
+
+@case("inject_module")
+def _(b):
+    inject(b, ["cuModuleLoadData:1", "cuModuleGetFunction:2", "cuModuleUnload:1"])
+
+
+@case("inject_context")
+def _(b):
+    inject(b, ["cuInit:1", "cuDevicePrimaryCtxRetain:1", "cuCtxSetCurrent:1"])
+
+
+def breadcrumbs_unavailable(b, fail):
+    """culprit's own driver calls for breadcrumbs fail: the program must not notice, and a later fault gets an
+    honest verdict: "candidates", listing every launch since the last successful synchronize (the faulting one
+    among them), with a reason that says breadcrumbs were missing."""
+    for mode in WORK_MODES:
+        argv = [b.prog("work"), mode]
+        base = plain(b, argv, {"FAKECUDA_FAIL": fail})
+        check(base.rc == 0, "scenario broken\n" + base.describe())
+        rdir = b.newdir("reports")
+        res = preloaded(b, argv, {"FAKECUDA_FAIL": fail}, rdir)
+        check(res.rc == 0 and res.out == base.out and res.err == base.err,
+              "FAKECUDA_FAIL=%s changed a healthy run (%s)\n%s" % (fail, mode, res.describe()))
+        no_report(rdir, "healthy run")
+    env = {"FAKECUDA_FAULT": "launch=4", "FAKECUDA_FAIL": fail}
+    res, rep = fault_run(b, "linked", ["legacy", "ctxsync"], env, "cuCtxSynchronize", cli=False)
+    v = rep.get("verdict") or {}
+    check(v.get("certainty") == "candidates", "breadcrumbs were unavailable, yet the verdict is %r (%r)" % (
+        v.get("certainty"), v.get("reason")))
+    check(isinstance(v.get("reason"), str) and "breadcrumb" in v["reason"],
+          "the reason must say breadcrumbs were missing: %r" % v.get("reason"))
+    seqs = sorted(c.get("seq") for c in rep.get("candidates") or [])
+    check(seqs and seqs[0] <= 4 <= seqs[-1] and seqs == list(range(seqs[0], seqs[-1] + 1)),
+          "candidates must be every launch since the last synchronize: %r" % seqs)
+    check_launch(find_candidate(rep, 4), "candidate #4", kernel=STEP, stream_kind="legacy", symbolized=False)
+
+
+@case("inject_hostalloc")
+def _(b):
+    breadcrumbs_unavailable(b, "cuMemHostAlloc:*;cuMemAllocHost_v2:*")
+
+
+@case("inject_hostptr")
+def _(b):
+    breadcrumbs_unavailable(b, "cuMemHostGetDevicePointer_v2:*")
+
+
+@case("inject_writevalue")
+def _(b):
+    breadcrumbs_unavailable(b, "cuStreamWriteValue64_v2:*")
+    # One write fails (after launch #2); the program does not notice, and culprit does not blame a wrong launch.
+    env = {"FAKECUDA_FAULT": "launch=4", "FAKECUDA_FAIL": "cuStreamWriteValue64_v2:2"}
+    res, rep = fault_run(b, "linked", ["legacy", "ctxsync"], env, "cuCtxSynchronize", cli=False)
+    if (rep.get("verdict") or {}).get("certainty") == "exact":
+        check(rep["culprit"].get("seq") == 4, "culprit #%s, expected #4" % rep["culprit"].get("seq"))
+    else:
+        find_candidate(rep, 4)
+
+
+# The CLI and the demo -----------------------------------------------------------------------------------------
+
+@case("report_cli")
+def _(b):
+    res, rep = fault_run(b, "linked", ["legacy", "dtoh"], {"FAKECUDA_FAULT": "launch=5"}, "cuMemcpyDtoH")
+    out = _execute(b, [b.cli, "report", "--json", rep["_path"]], _base_env(b, None), b.work)
+    check(out.rc == 0, "culprit report --json failed\n" + out.describe())
+    try:
+        again = json.loads(out.out_text)
+    except ValueError as e:
+        raise CaseFailed("culprit report --json printed invalid JSON: %s\n%s" % (e, out.out_text))
+    check((again.get("culprit") or {}).get("seq") == 5, "culprit report --json lost the culprit")
+    src = os.path.join(PROG_SRC, "linked.c")
+    expect_frame(again["culprit"].get("stack"), src, marker_line(src, "legacy"), "culprit report --json")
+    out = _execute(b, [b.cli, "report", rep["_path"]], _base_env(b, None), b.work)
+    check(out.rc == 0 and "step" in out.out_text and "linked.c:%d" % marker_line(src, "legacy") in out.out_text,
+          "culprit report does not show the culprit and its line\n" + out.describe())
+
+
+@case("demo_sim")
+def _(b):
+    check(os.access(b.demo, os.X_OK), "%s is not built" % b.demo)
+    line = marker_line(DEMO_SRC)
+    cwd = b.newdir("demo")
+    env = _base_env(b, None)
+    del env["LD_LIBRARY_PATH"]  # culprit demo finds the simulated driver itself
+    res = _execute(b, [b.cli, "demo", "--sim"], env, cwd)
+    check(res.rc > 0, "culprit demo --sim should end with the demo's failure status\n" + res.describe())
+    check(b"Assertion" in res.out, "the device assert line is missing from stdout\n" + res.describe())
+    text = res.out_text + res.err_text
+    check("softmax_loss" in text, "the verdict does not name softmax_loss\n" + res.describe())
+    check("demo_sim.c:%d" % line in text, "the verdict does not point at demo_sim.c:%d\n%s" % (line,
+                                                                                           res.describe()))
+    reps = report_files(cwd)
+    check(len(reps) == 1, "culprit demo left %d reports under its directory: %s" % (len(reps), reps))
+    rep = load_report(os.path.dirname(reps[0]))
+    rep["_via_cli"] = True
+    check_error(rep, 710, "cuMemcpyDtoH")
+    expect_exact(rep, kernel=LOSS, seq=8, stream_kind="created")
+    expect_frame(rep["culprit"].get("stack"), DEMO_SRC, line, "culprit stack")
+
+
+@case("demo_sim_preload")
+def _(b):
+    check(os.access(b.demo, os.X_OK), "%s is not built" % b.demo)
+    base = plain(b, [b.demo])
+    check(base.rc == 1 and b"Assertion" in base.out and "CUDA_ERROR_ASSERT" in base.err_text,
+          "the demo does not fail as designed\n" + base.describe())
+    rdir = b.newdir("reports")
+    res = preloaded(b, [b.demo], None, rdir)
+    same_as_plain(base, res, "demo preloaded")
+    rep = load_report(rdir)
+    check_error(rep, 710, "cuMemcpyDtoH")
+    expect_exact(rep, kernel=LOSS, seq=8, stream_kind="created")
+    hist = [h.get("mangled") for h in rep.get("history") or []]
+    check(hist[-1:] == ["_Z9embed_fwdPKiPfi"], "history should end with the embedding lookup of step 3: %s" % hist)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+
+def main():
+    ap = argparse.ArgumentParser(description="Scenario tests of culprit over the simulated CUDA driver.")
+    ap.add_argument("--build", help="the CMake build directory")
+    ap.add_argument("--list", action="store_true", help="print the case names")
+    ap.add_argument("--check-list", nargs="*", metavar="NAME", help="check NAME... equals the case list")
+    ap.add_argument("case", nargs="?")
+    a = ap.parse_args()
+    if a.list:
+        print("\n".join(CASES))
+        return PASS
+    if a.check_list is not None:
+        given, mine = list(a.check_list), list(CASES)
+        if sorted(given) == sorted(mine) and len(set(given)) == len(given):
+            print("%d cases, CMake list and cases.py agree" % len(mine))
+            return PASS
+        print("FAIL: the CMake list and cases.py disagree: only in CMake %s, only in cases.py %s, duplicates %s" % (
+            sorted(set(given) - set(mine)), sorted(set(mine) - set(given)),
+            sorted(n for n in set(given) if given.count(n) > 1)))
+        return FAIL
+    if not a.build or not a.case:
+        ap.error("--build BUILD CASE is required")
+    if a.case not in CASES:
+        print("FAIL: no case named %r (see --list)" % a.case)
+        return FAIL
+    b = None
+    try:
+        b = Build(a.build)
+        CASES[a.case](b)
+    except CaseSkipped as e:
+        print("SKIP %s: %s" % (a.case, e))
+        return SKIP
+    except CaseFailed as e:
+        print("FAIL %s: %s" % (a.case, e))
+        return FAIL
+    finally:
+        if b is not None:
+            b.cleanup()
+    print("PASS %s" % a.case)
+    return PASS
+
+
+if __name__ == "__main__":
+    sys.exit(main())
