@@ -71,6 +71,7 @@ int cfg_parse(struct cp_config *c, cfg_getenv_fn get, char *err, size_t errlen) 
   c->launch_hi = UINT64_MAX;
   c->ring = 4096;
   c->stack_depth = 24;
+  c->crumb_every = 1;
   strcpy(c->dir, "culprit-reports");
 
   if ((v = get("CULPRIT_MODE")) && *v) {
@@ -95,6 +96,11 @@ int cfg_parse(struct cp_config *c, cfg_getenv_fn get, char *err, size_t errlen) 
   if ((v = get("CULPRIT_STACK_DEPTH")) && *v) {
     if (parse_u64(v, &n) || n > 64) return bad(err, errlen, "CULPRIT_STACK_DEPTH", v, "a number from 0 to 64");
     c->stack_depth = (int)n;
+  }
+  if ((v = get("CULPRIT_CRUMB_EVERY")) && *v) {
+    if (parse_u64(v, &n) || n < 1 || n > 4096)
+      return bad(err, errlen, "CULPRIT_CRUMB_EVERY", v, "a number of launches from 1 to 4096");
+    c->crumb_every = (uint32_t)n;
   }
   if ((v = get("CULPRIT_DIR")) && *v) {
     if (strlen(v) >= sizeof c->dir) return bad(err, errlen, "CULPRIT_DIR", v, "path too long");

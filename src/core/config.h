@@ -21,6 +21,7 @@ struct cp_config {
   char dir[CFG_DIR_MAX];          /* report directory */
   int quiet;                      /* one-line notice instead of the full verdict */
   int stats;                      /* summary line at exit */
+  uint32_t crumb_every;           /* a breadcrumb after every Nth launch of a stream (1 = every launch) */
 };
 
 /* Looks up one variable; the process uses getenv, tests a table. */

@@ -233,8 +233,12 @@ int cp_launch_end(struct cp_launch_ctx *lc, int rc) {
   rec->prev = 0;
   if (s) {
     rec->prev = atomic_exchange_explicit(&s->last_launched, seq, memory_order_relaxed);
-    atomic_fetch_add_explicit(&s->launches, 1, memory_order_relaxed);
-    if (s->slot && crumb_write(s, lc->d->stream, lc->d->ptds, seq)) rec->flags |= CP_REC_CRUMB_FAILED;
+    uint64_t nth = atomic_fetch_add_explicit(&s->launches, 1, memory_order_relaxed) + 1;
+    if (s->slot && (g_cfg.crumb_every == 1 || nth % g_cfg.crumb_every == 0)) {
+      if (crumb_write(s, lc->d->stream, lc->d->ptds, seq)) rec->flags |= CP_REC_CRUMB_FAILED;
+    } else if (s->slot) {
+      rec->flags |= CP_REC_UNCRUMBED;
+    }
   }
   ring_publish(lc->ring, rec, seq);
 

@@ -14,7 +14,8 @@ enum { CP_STREAM_CREATED = 0, CP_STREAM_LEGACY = 1, CP_STREAM_PER_THREAD = 2 };
 enum {
   CP_REC_CRUMB_FAILED = 1,        /* its breadcrumb could not be queued: completion is unknown */
   CP_REC_RETURNED_ERROR = 2,      /* the launch call itself returned a sticky error */
-  CP_REC_CAPTURED = 4             /* launched into a stream being captured into a graph */
+  CP_REC_CAPTURED = 4,            /* launched into a stream being captured into a graph */
+  CP_REC_UNCRUMBED = 8            /* no breadcrumb by design (CULPRIT_CRUMB_EVERY > 1): completion unknown */
 };
 
 struct cp_rec {

@@ -136,6 +136,7 @@ static void emit_launch(struct jw *w, const struct cp_rec *r) {
     if (r->flags & CP_REC_CRUMB_FAILED) jw_str(w, "breadcrumb-refused");
     if (r->flags & CP_REC_RETURNED_ERROR) jw_str(w, "launch-returned-error");
     if (r->flags & CP_REC_CAPTURED) jw_str(w, "captured");
+    if (r->flags & CP_REC_UNCRUMBED) jw_str(w, "no-breadcrumb");
     jw_arr_end(w);
   }
   jw_key(w, "stack");
@@ -181,7 +182,7 @@ static int stream_suspects(const struct snap *s, uint32_t idx, const struct cp_s
     }
     add_cand(p, r);
     added++;
-    if (st->slot && !(r->flags & CP_REC_CRUMB_FAILED)) break;
+    if (st->slot && !(r->flags & (CP_REC_CRUMB_FAILED | CP_REC_UNCRUMBED))) break;
   }
   return added;
 }

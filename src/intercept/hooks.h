@@ -2,8 +2,9 @@
  * wrappers, the dlsym filter and the cuGetProcAddress mapping. Not the wrappers themselves (intercept.c).
  *
  * Columns: exported symbol, base name that cuGetProcAddress is asked for, 1 if it is the per-thread default
- * stream variant (_ptsz/_ptds), the lowest requested cudaVersion for which the driver hands out this ABI,
- * the parameter list, the argument list.
+ * stream variant (_ptsz/_ptds), the lowest requested cudaVersion for which the driver hands out this ABI (where
+ * a base name has several rows, the one with the highest such version not above the request applies), the
+ * parameter list, the argument list.
  *
  * SURFACE rows get a generic wrapper: call the real function and report a sticky error it returns.
  * CUSTOM rows have a hand-written wrapper in intercept.c (launches, stream life, capture, module unload). */
@@ -36,6 +37,7 @@
   CUSTOM(cuLibraryUnload, cuLibraryUnload, 0, 12000, (CUlibrary l), (l))                                       \
   /* synchronization */                                                                                        \
   CUSTOM(cuCtxSynchronize, cuCtxSynchronize, 0, 2000, (void), ())                                              \
+  CUSTOM(cuCtxSynchronize_v2, cuCtxSynchronize, 0, 13000, (CUcontext c), (c))                                  \
   CUSTOM(cuStreamSynchronize, cuStreamSynchronize, 0, 2000, (CUstream s), (s))                                 \
   CUSTOM(cuStreamSynchronize_ptsz, cuStreamSynchronize, 1, 7000, (CUstream s), (s))                            \
   SURFACE(cuStreamQuery, cuStreamQuery, 0, 2000, (CUstream s), (s))                                            \

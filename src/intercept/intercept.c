@@ -261,6 +261,16 @@ CP_EXPORT CUresult CUDAAPI cuCtxSynchronize(void) {
   return rc;
 }
 
+CP_EXPORT CUresult CUDAAPI cuCtxSynchronize_v2(CUcontext ctx) {
+  struct cp_sync c;
+  driver_ready();
+  cp_sync_begin(&c, NULL, 0, 1);
+  if (ctx) c.ctx = ctx;
+  CALL_REAL(cuCtxSynchronize_v2, (CUcontext), (ctx));
+  cp_sync_end(&c, (int)rc);
+  return rc;
+}
+
 #define DEF_STREAM_SYNC(sym, is_ptds)                                                                          \
   CP_EXPORT CUresult CUDAAPI sym(CUstream s) {                                                                 \
     struct cp_sync c;                                                                                          \
@@ -295,21 +305,36 @@ static void fill_wrappers(void) {
 
 static pthread_once_t g_wrap_once = PTHREAD_ONCE_INIT;
 
-/* The row for a cuGetProcAddress request, or -1. A function with no per-thread variant is the same function
- * under either flag. */
+/* The row for a cuGetProcAddress request, or -1: among the rows of that base name and stream semantics, the
+ * newest ABI the requested version gets. A function with no per-thread variant is the same function under
+ * either flag. */
 static int row_for(const char *base, int ptds, int version) {
-  int legacy = -1;
+  int best = -1, legacy = -1, has_ptds = 0;
   for (int i = 0; i < H_COUNT; i++) {
-    if (strcmp(g_rows[i].base, base) || version < g_rows[i].minver) continue;
-    if (g_rows[i].ptds == ptds) return i;
-    if (!g_rows[i].ptds) legacy = i;
+    if (strcmp(g_rows[i].base, base)) continue;
+    if (g_rows[i].ptds) has_ptds = 1;
+    if (version < g_rows[i].minver) continue;
+    if (g_rows[i].ptds == ptds && (best < 0 || g_rows[i].minver > g_rows[best].minver)) best = i;
+    if (!g_rows[i].ptds && (legacy < 0 || g_rows[i].minver > g_rows[legacy].minver)) legacy = i;
   }
-  if (ptds) {
-    for (int i = 0; i < H_COUNT; i++)
-      if (g_rows[i].ptds && !strcmp(g_rows[i].base, base)) return -1; /* has a ptds row, version too low */
-    return legacy;
-  }
+  if (best >= 0) return best;
+  return ptds && !has_ptds ? legacy : -1;
+}
+
+/* The row whose exported symbol is exactly this name, or -1. */
+static int row_by_symbol(const char *sym) {
+  for (int i = 0; i < H_COUNT; i++)
+    if (!strcmp(g_rows[i].sym, sym)) return i;
   return -1;
+}
+
+/* Which ABI the driver handed out. The driver answers with its own exported functions, so the symbol name at
+ * that exact address identifies the ABI (cuCtxSynchronize asked at 13000 is cuCtxSynchronize_v2, which takes a
+ * context); only when the address has no name does the version table decide. */
+static int row_for_answer(void *fn, const char *base, int ptds, int version) {
+  Dl_info di;
+  if (dladdr(fn, &di) && di.dli_sname && di.dli_saddr == fn) return row_by_symbol(di.dli_sname);
+  return row_for(base, ptds, version);
 }
 
 CP_EXPORT CUresult CUDAAPI cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_t flags);
@@ -331,7 +356,7 @@ static void wrap_answer(const char *symbol, void **pfn, int version, cuuint64_t 
     }
     return;
   }
-  int id = row_for(symbol, (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0, version);
+  int id = row_for_answer(*pfn, symbol, (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0, version);
   if (id < 0) return;
   void *e = NULL;
   atomic_compare_exchange_strong(&g_real[id], &e, *pfn);
@@ -377,8 +402,7 @@ __attribute__((visibility("hidden"))) void *cp__dlsym_hook(void *handle, const c
   if (!strcmp(name, "cuGetProcAddress")) gpa = 1;
   else if (!strcmp(name, "cuGetProcAddress_v2")) gpa = 2;
   else
-    for (int i = 0; i < H_COUNT && id < 0; i++)
-      if (!strcmp(g_rows[i].sym, name)) id = i;
+    id = row_by_symbol(name);
   if (id < 0 && !gpa) return NULL;
   /* Resolve the real one in the driver library: RTLD_DEFAULT/RTLD_NEXT from here would find culprit's own
    * export or depend on our position in the search order. */

@@ -31,13 +31,23 @@ extern char **environ;
 /* One frame waiting for an answer. */
 struct sym_frame {
     struct json *frame;           /* the frame object in the report */
+    struct json *stack;           /* the array holding it */
+    const struct sym_answer *ans; /* what addr2line said, once applied */
     size_t module;                /* index into the module table */
     unsigned long long addr;      /* address in the file's own address space, as addr2line wants it */
 };
 
 /* What addr2line said about one address. */
+struct sym_inline {
+    char *func;                   /* function of this level, or NULL for "??" */
+    char *file;                   /* source file, or NULL */
+    long line;                    /* line, 0 when unknown */
+};
+
 struct sym_answer {
     unsigned long long addr;      /* the address asked about */
+    struct sym_inline *chain;     /* every level from the innermost inlined function out to the real frame */
+    size_t nchain;                /* entries in chain */
     char *func;                   /* innermost function (inline-aware), or NULL for "??" */
     char *outer;                  /* outermost function of the inline chain, or NULL */
     char *file;                   /* innermost source file, or NULL for "??" */
@@ -180,7 +190,7 @@ static int sym_parse_hex(const char *s, unsigned long long *out)
     return errno || *end ? -1 : 0;
 }
 
-static void sym_frame_seen(struct sym_state *st, struct json *frame)
+static void sym_frame_seen(struct sym_state *st, struct json *stack, struct json *frame)
 {
     const char *mod = json_get_str(frame, "module");
     const char *fn = json_get_str(frame, "function");
@@ -211,6 +221,8 @@ static void sym_frame_seen(struct sym_state *st, struct json *frame)
         st->capframes = cap;
     }
     st->frames[st->nframes].frame = frame;
+    st->frames[st->nframes].stack = stack;
+    st->frames[st->nframes].ans = NULL;
     st->frames[st->nframes].module = mi;
     /* offsets of return addresses point just past the call; one byte back lands inside the call instruction,
      * which is the line the user wants to see */
@@ -246,7 +258,7 @@ static void sym_walk(struct sym_state *st, struct json *n, int depth)
         if (json_is(stack, JSON_ARR))
             for (i = 0; i < stack->len; i++)
                 if (json_is(stack->kids[i], JSON_OBJ))
-                    sym_frame_seen(st, stack->kids[i]);
+                    sym_frame_seen(st, stack, stack->kids[i]);
     }
     if (n->type == JSON_OBJ || n->type == JSON_ARR)
         for (i = 0; i < n->len; i++)
@@ -476,6 +488,18 @@ static int sym_parse_output(char *text, const unsigned long long *addrs, size_t 
             ans[k].func = sym_dup_known(pending_func);
             sym_file_line(line, &ans[k]);
         }
+        {
+            struct sym_inline *c = realloc(ans[k].chain, (ans[k].nchain + 1) * sizeof *c);
+            if (c) {
+                struct sym_answer tmp = {0};
+                sym_file_line(line, &tmp);
+                c[ans[k].nchain].func = sym_dup_known(pending_func);
+                c[ans[k].nchain].file = tmp.file;
+                c[ans[k].nchain].line = tmp.line;
+                ans[k].chain = c;
+                ans[k].nchain++;
+            }
+        }
         free(ans[k].outer);
         ans[k].outer = sym_dup_known(pending_func);
         pair++;
@@ -556,12 +580,13 @@ static const struct sym_answer *sym_find(const struct sym_module *m, unsigned lo
     return NULL;
 }
 
-static void sym_apply(struct sym_state *st, const struct sym_frame *f)
+static void sym_apply(struct sym_state *st, struct sym_frame *f)
 {
     const struct sym_answer *a = sym_find(&st->mods[f->module], f->addr);
     const char *fn;
     if (!a)
         return;
+    f->ans = a;
     fn = json_get_str(f->frame, "function");
     /* With debug information the innermost (inline-aware) name is where the pc really is, and it also corrects
      * the dynamic-symbol guess the library made for static functions. Without it, addr2line only knows the
@@ -581,6 +606,87 @@ static void sym_apply(struct sym_state *st, const struct sym_frame *f)
     }
 }
 
+/* A frame whose pc lies in code the compiler inlined (the kernel's launch stub inlined into the caller, say)
+ * stands for several source-level frames; each outer level becomes a frame of its own, marked "inlined", right
+ * after it, so the caller's line (where the user launched) is in the stack. */
+static struct json *sym_inline_frame(const struct json *phys, const struct sym_inline *lv)
+{
+    struct json *f = json_new(JSON_OBJ);
+    const char *keys[] = {"pc", "module", "offset"};
+    if (!f)
+        return NULL;
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        const char *v = json_get_str(phys, keys[i]);
+        struct json *s = v ? json_new_str(v) : NULL;
+        if (v && (!s || json_set(f, keys[i], s))) {
+            json_free(s);
+            json_free(f);
+            return NULL;
+        }
+    }
+    struct json *fn = lv->func ? json_new_str(lv->func) : NULL;
+    struct json *file = lv->file ? json_new_str(lv->file) : NULL;
+    struct json *line = lv->line > 0 ? json_new_int(lv->line) : NULL;
+    struct json *inl = json_new(JSON_BOOL);
+    if (inl)
+        inl->boolean = 1;
+    if ((lv->func && (!fn || json_set(f, "function", fn))) || (lv->file && (!file || json_set(f, "file", file))) ||
+        (lv->line > 0 && (!line || json_set(f, "line", line))) || !inl || json_set(f, "inlined", inl)) {
+        json_free(f);
+        return NULL;
+    }
+    return f;
+}
+
+static void sym_expand_inlines(struct sym_state *st)
+{
+    for (size_t i = 0; i < st->nframes && !st->oom; i++) {
+        struct json *stack = st->frames[i].stack;
+        int needed = 0;
+        if (!stack)
+            continue;
+        for (size_t j = i; j < st->nframes; j++)
+            if (st->frames[j].stack == stack && st->frames[j].ans && st->frames[j].ans->nchain > 1)
+                needed = 1;
+        if (needed) {
+            size_t cap = stack->len, n = 0;
+            struct json **kids;
+            for (size_t j = i; j < st->nframes; j++)
+                if (st->frames[j].stack == stack && st->frames[j].ans)
+                    cap += st->frames[j].ans->nchain;
+            kids = calloc(cap ? cap : 1, sizeof *kids);
+            if (!kids) {
+                st->oom = 1;
+                return;
+            }
+            for (size_t k = 0; k < stack->len; k++) {
+                const struct sym_answer *a = NULL;
+                kids[n++] = stack->kids[k];
+                for (size_t j = i; j < st->nframes; j++)
+                    if (st->frames[j].stack == stack && st->frames[j].frame == stack->kids[k])
+                        a = st->frames[j].ans;
+                for (size_t lv = 1; a && lv < a->nchain && n < cap; lv++) {
+                    struct json *f = sym_inline_frame(stack->kids[k], &a->chain[lv]);
+                    if (!f) {
+                        st->oom = 1;
+                        break;
+                    }
+                    kids[n++] = f;
+                }
+            }
+            free(stack->kids);
+            stack->kids = kids;
+            stack->len = n;
+            stack->cap = cap;
+            st->changed = 1;
+        }
+        /* this stack is done: forget it for the frames that follow */
+        for (size_t j = i; j < st->nframes; j++)
+            if (st->frames[j].stack == stack)
+                st->frames[j].stack = NULL;
+    }
+}
+
 int symbolize_doc(struct json *doc, int *changed)
 {
     struct sym_state st;
@@ -596,11 +702,17 @@ int symbolize_doc(struct json *doc, int *changed)
             sym_resolve_module(&st, i);
     for (i = 0; i < st.nframes && !st.oom; i++)
         sym_apply(&st, &st.frames[i]);
+    sym_expand_inlines(&st);
     rc = st.oom ? SYMBOLIZE_ENOMEM : SYMBOLIZE_OK;
     if (changed)
         *changed = st.changed;
     for (i = 0; i < st.nmods; i++) {
         for (j = 0; j < st.mods[i].nans; j++) {
+            for (size_t c = 0; c < st.mods[i].ans[j].nchain; c++) {
+                free(st.mods[i].ans[j].chain[c].func);
+                free(st.mods[i].ans[j].chain[c].file);
+            }
+            free(st.mods[i].ans[j].chain);
             free(st.mods[i].ans[j].func);
             free(st.mods[i].ans[j].outer);
             free(st.mods[i].ans[j].file);

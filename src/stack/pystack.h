@@ -1,0 +1,30 @@
+/* Python stacks: at launch time, record the calling thread's Python frames as (code id, instruction offset)
+ * pairs by reading the interpreter's frame chain directly, without the GIL and without calling Python; at report
+ * time, turn them into file, function and line from pystack's own copies. It does not see native frames (stack.h
+ * does) and it never writes to the interpreter. */
+#ifndef CULPRIT_PYSTACK_H
+#define CULPRIT_PYSTACK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PYSTACK_MAX 24
+
+struct pystack_ref {
+  uint32_t code;   /* 1-based id of the code object in pystack's table; 0 = unused (or the table was full) */
+  int32_t lasti;   /* byte offset of the current instruction in the code, -1 if unknown */
+};
+
+/* Fills out[0..max) with the calling thread's Python frames, innermost first. Returns the count (0 when the
+ * thread runs no Python, the process has no Python, or the version is unsupported). Never blocks, never takes the
+ * GIL, never allocates on the fast path (a new code object is remembered once: that may take a mutex and copy a
+ * few hundred bytes). */
+int pystack_capture(struct pystack_ref *out, int max);
+/* At report time: file, function (qualified name where the version has it) and line of one captured frame.
+ * Returns 0, or -1 if unknown. Reads only pystack's own copies. *line is -1 when the instruction has no line. */
+int pystack_describe(const struct pystack_ref *r, char *file, size_t filelen, char *func, size_t funclen, int *line);
+/* One short phrase for the report: "CPython 3.12", "no Python in this process", or
+ * "CPython 3.14 is not supported: no Python stacks". */
+const char *pystack_status(void);
+
+#endif
