@@ -55,6 +55,14 @@ static struct mode_frame *g_stack[MODE_DEPTH + 1]; /* g_stack[0] is the configur
 static int g_depth;                           /* under g_mode_lock */
 static _Atomic(struct mode_frame *) g_mode;   /* in force; read on every launch */
 
+/* Blocking mode runs matching launches one at a time across threads, so that a synchronize that reports the
+ * error names the launch it followed and not a kernel another thread had in flight. The lock is only ever
+ * waited for a bounded time: kernels that wait for each other (collectives, spin-waits on another stream)
+ * must not deadlock; past the bound a launch goes ahead unserialized. */
+static pthread_mutex_t g_blocking_lock = PTHREAD_MUTEX_INITIALIZER;
+#define BLOCKING_WAIT_NS (200 * 1000 * 1000)
+static _Atomic uint64_t g_unserialized;       /* blocking launches that gave up waiting for the lock */
+
 static __thread int tls_tid;
 static __thread struct cp_ring *tls_ring;
 
@@ -90,6 +98,7 @@ static void after_fork_child(void) {
   atomic_store(&g_report, 0);
   g_report_path[0] = '\0';
   pthread_mutex_init(&g_mode_lock, NULL);
+  pthread_mutex_init(&g_blocking_lock, NULL);
 }
 
 static const char *env_get(const char *name) { return getenv(name); }
@@ -156,6 +165,20 @@ static int stream_capturing(const struct cp_launch_desc *d) {
   return status != 0;
 }
 
+static int blocking_applies(const struct mode_frame *m, const struct cp_rec *rec, uint64_t seq);
+
+static void blocking_lock(struct cp_launch_ctx *lc) {
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_nsec += BLOCKING_WAIT_NS;
+  if (until.tv_nsec >= 1000000000L) {
+    until.tv_sec++;
+    until.tv_nsec -= 1000000000L;
+  }
+  if (pthread_mutex_timedlock(&g_blocking_lock, &until) == 0) lc->serialized = 1;
+  else atomic_fetch_add_explicit(&g_unserialized, 1, memory_order_relaxed);
+}
+
 int cp_launch_begin(struct cp_launch_ctx *lc, const struct cp_launch_desc *d) {
   struct mode_frame *m = atomic_load_explicit(&g_mode, memory_order_acquire);
   if (!m || m->mode == CP_MODE_OFF) return 0;
@@ -195,6 +218,11 @@ int cp_launch_begin(struct cp_launch_ctx *lc, const struct cp_launch_desc *d) {
     rec->flags |= CP_REC_CAPTURED;
     lc->stream = NULL;
   }
+  lc->serialized = 0;
+  /* The launch number is not known before the launch; the next one is the best guess for the window. */
+  if (m->mode == CP_MODE_BLOCKING &&
+      blocking_applies(m, rec, atomic_load_explicit(&g_seq, memory_order_relaxed) + 1))
+    blocking_lock(lc);
   return 1;
 }
 
@@ -203,6 +231,7 @@ static int blocking_applies(const struct mode_frame *m, const struct cp_rec *rec
   if (rec->flags & CP_REC_CAPTURED) return 0;
   if (atomic_load_explicit(&g_captures, memory_order_relaxed)) return 0; /* a sync would break a capture */
   if (!strcmp(m->kernels, "*")) return 1;
+  if (rec->kind == CP_KIND_GRAPH) return 0;
   const char *name = rec->name ? rec->name->mangled : "";
   if (fnmatch(m->kernels, name, 0) == 0) return 1;
   /* Also try the demangled name, so "*nll_loss*" or "softmax*" work as a user would write them. */
@@ -218,6 +247,7 @@ int cp_launch_end(struct cp_launch_ctx *lc, int rc) {
   struct cp_rec *rec = lc->rec;
   uint64_t seq;
   if (rc != 0) {
+    if (lc->serialized) pthread_mutex_unlock(&g_blocking_lock);
     if (!cp_is_sticky(rc)) return rc;       /* nothing was queued; the record slot is reused */
     /* The launch call itself returned a sticky error: under CUDA_LAUNCH_BLOCKING this launch faulted; else
      * an earlier one did and the verdict finds it through the breadcrumbs. */
@@ -247,10 +277,13 @@ int cp_launch_end(struct cp_launch_ctx *lc, int rc) {
     int src = lc->d->ptds && cp_drv.stream_sync_ptsz ? cp_drv.stream_sync_ptsz(lc->d->stream)
                                                       : cp_drv.stream_sync(lc->d->stream);
     atomic_fetch_add_explicit(&g_blocking_syncs, 1, memory_order_relaxed);
+    if (lc->serialized) pthread_mutex_unlock(&g_blocking_lock);
     if (src && cp_is_sticky(src)) {
       report(src, lc->d->api, seq);
       rc = src;
     }
+  } else if (lc->serialized) {
+    pthread_mutex_unlock(&g_blocking_lock);
   }
   if (lc->t0) atomic_fetch_add_explicit(&g_ns_in_culprit, now_ns() - lc->t0, memory_order_relaxed);
   return rc;
@@ -332,10 +365,11 @@ __attribute__((destructor)) static void cp_dtor(void) {
   uint64_t n = atomic_load(&g_seq) - atomic_load(&g_fork_seq);
   double per = n ? (double)atomic_load(&g_ns_in_culprit) / 1000.0 / (double)n : 0.0;
   snprintf(msg, sizeof msg,
-           "stats: pid %d: %llu launches, %llu breadcrumbs (%llu refused), %llu blocking syncs, "
-           "%llu records overwritten, %d threads, %.2f us per launch in culprit",
+           "stats: pid %d: %llu launches, %llu breadcrumbs (%llu refused), %llu blocking syncs (%llu not "
+           "serialized), %llu records overwritten, %d threads, %.2f us per launch in culprit",
            (int)getpid(), (unsigned long long)n, (unsigned long long)crumb_written(),
            (unsigned long long)crumb_failures(), (unsigned long long)atomic_load(&g_blocking_syncs),
+           (unsigned long long)atomic_load(&g_unserialized),
            (unsigned long long)ring_total_overwritten(), ring_count(), per);
   say(msg);
 }

@@ -189,14 +189,6 @@ static int stream_suspects(const struct snap *s, uint32_t idx, const struct cp_s
 
 static void decide(const struct verdict_input *in, const struct snap *s, struct pick *p) {
   memset(p, 0, sizeof *p);
-  if (in->exact_seq) {
-    p->culprit = find_seq(s, in->exact_seq);
-    p->certainty = "exact";
-    snprintf(p->reason, sizeof p->reason,
-             "blocking mode synchronized right after launch #%llu and the device reported the error there",
-             (unsigned long long)in->exact_seq);
-    if (p->culprit) return;
-  }
   int pending = 0, lost = 0, blind = 0, refused = 0;
   char lost_note[200] = "";
   for (uint32_t i = 0; i < crumb_capacity(); i++) {
@@ -216,6 +208,28 @@ static void decide(const struct verdict_input *in, const struct snap *s, struct 
       snprintf(lost_note, sizeof lost_note,
                "the launch after #%llu on stream 0x%lx is no longer in the ring (CULPRIT_RING=%u per thread)",
                (unsigned long long)done, (unsigned long)(uintptr_t)st->handle, in->cfg->ring);
+    }
+  }
+  if (in->exact_seq) {
+    /* Blocking mode synchronized right after this launch and got the error. Another stream's kernel may have
+     * faulted meanwhile (the error is the context's), so the breadcrumbs still have the last word. */
+    const struct cp_rec *b = find_seq(s, in->exact_seq);
+    int at = -1;
+    for (int i = 0; b && i < p->ncand; i++)
+      if (p->cand[i] == b) at = i;
+    if (b && at >= 0 && p->ncand == 1 && !lost) {
+      p->culprit = b;
+      p->ncand = 0;
+      p->certainty = "exact";
+      snprintf(p->reason, sizeof p->reason,
+               "blocking mode synchronized right after launch #%llu, the device reported the error there, and "
+               "no other work was unfinished",
+               (unsigned long long)in->exact_seq);
+      return;
+    }
+    if (b && at > 0) {                        /* list the synchronized launch first */
+      p->cand[at] = p->cand[0];
+      p->cand[0] = b;
     }
   }
   if (p->ncand == 1 && pending == 1 && !lost) {

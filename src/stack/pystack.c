@@ -1,0 +1,431 @@
+/* Python frames of the launching thread, read straight from CPython's memory with hard-coded per-version offsets
+ * (64-bit release builds of 3.10 to 3.13; anything else reports itself unsupported rather than guessing). This
+ * file is not a debugger: it only reads the calling thread's own frames, which are alive and stable while that
+ * thread sits in a C call, and it keeps private copies of what a report needs because code objects may be gone by
+ * the time a report is written.
+ *
+ * Code table protocol (one writer at a time under g_lock, any number of lock-free readers):
+ *
+ *   writer (slow path, g_lock held)          reader (capture, no lock)
+ *   copy names + line table into arena       h = hash(code)
+ *   g_entries[id-1] = e     (release)  ...   c = slot[h].code          (acquire, pairs with the writer's release)
+ *   slot.sig = sig; slot.id = id             c == 0    -> miss: take the slow path
+ *   slot.code = code        (release) ---->  c == code && slot.sig == sig -> slot.id
+ *
+ * A slot, once published, never changes; a reused code object address gets a new slot because its signature
+ * (filename, name, first line, line table object) differs. */
+#define _GNU_SOURCE
+#include "pystack.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#define PYS_SLOTS (1u << 15)          /* hash slots; power of two */
+#define PYS_MAX_CODES (PYS_SLOTS / 4 * 3) /* ids handed out before the table counts as full (75% load) */
+#define PYS_MAX_LINKS 256             /* frame links followed per capture, in case the chain is corrupt or cyclic */
+#define PYS_ARENA_CHUNK (256u << 10)  /* bytes per mmap'd arena chunk */
+#define PYS_FILE_MAX 1023             /* longest file name kept, bytes */
+#define PYS_NAME_MAX 255              /* longest function name kept, bytes */
+#define PYS_TABLE_MAX 65536           /* longest line table kept, bytes (longer ones are cut: late lines unknown) */
+#define PYS_OWNED_BY_GENERATOR 1      /* _frameowner values, 3.11-3.13 */
+#define PYS_OWNED_BY_CSTACK 3         /* 3.12+: the eval loop's entry shim, never a user frame */
+
+/* Offsets, in bytes, into CPython's structures for one minor version (64-bit release build). Checked against
+ * offsetof() on each version's own headers. -1 = the field does not exist in that version. */
+struct pys_layout {
+  int minor;              /* 3.<minor> */
+  int ts_frame;           /* PyThreadState: 3.10 frame, 3.11/3.12 cframe, 3.13 current_frame */
+  int cf_current;         /* _PyCFrame.current_frame (3.11/3.12), -1 when the thread state points at frames */
+  int fr_code;            /* frame: f_code (3.10 PyFrameObject, 3.11/3.12), f_executable (3.13) */
+  int fr_previous;        /* frame: f_back (3.10) or previous */
+  int fr_instr;           /* 3.10 int f_lasti in code units; 3.11/3.12 prev_instr; 3.13 instr_ptr */
+  int fr_owner;           /* _PyInterpreterFrame.owner (char), -1 in 3.10 */
+  int co_filename;        /* PyCodeObject.co_filename */
+  int co_name;            /* co_qualname where it exists (3.11+), else co_name */
+  int co_firstlineno;     /* PyCodeObject.co_firstlineno (int) */
+  int co_linetable;       /* PyCodeObject.co_linetable (bytes) */
+  int co_code;            /* 3.11+: co_code_adaptive (inline code units); 3.10: -1 (co_code is a bytes object) */
+  int co_firsttraceable;  /* PyCodeObject._co_firsttraceable (int, code units), -1 in 3.10 */
+  int uni_ascii_size;     /* sizeof(PyASCIIObject): inline ASCII data starts here */
+  int uni_utf8_length;    /* PyCompactUnicodeObject.utf8_length */
+  int uni_utf8;           /* PyCompactUnicodeObject.utf8 */
+};
+
+/* Shared by every supported version: PyObject_HEAD, PyVarObject, PyBytesObject and the PyASCIIObject head. */
+#define PYS_OB_TYPE 8         /* PyObject.ob_type */
+#define PYS_OB_SIZE 16        /* PyVarObject.ob_size (code units for 3.11+ code objects, bytes for bytes) */
+#define PYS_BYTES_DATA 32     /* PyBytesObject.ob_sval */
+#define PYS_UNI_LENGTH 16     /* PyASCIIObject.length (code points) */
+#define PYS_UNI_STATE 32      /* PyASCIIObject.state bit field, as a uint32 */
+#define PYS_UNI_COMPACT 0x20u /* state.compact */
+#define PYS_UNI_ASCII 0x40u   /* state.ascii */
+
+static const struct pys_layout g_layouts[] = {
+  {10, 24, -1, 32, 24, 96, -1, 104, 112, 40, 120, -1, -1, 48, 48, 56},
+  {11, 56, 8, 32, 48, 56, 69, 112, 128, 72, 136, 184, 168, 48, 48, 56},
+  {12, 56, 0, 0, 8, 56, 70, 112, 128, 68, 136, 192, 176, 40, 40, 48},
+  {13, 72, -1, 0, 8, 56, 70, 112, 128, 68, 136, 200, 184, 40, 40, 48},
+};
+
+enum pys_state {
+  PYS_NONE = 0,        /* no Python in this process */
+  PYS_READY = 1,       /* supported version, offsets chosen */
+  PYS_UNSUPPORTED = 2, /* Python present, but not a version/build whose layout we know */
+};
+
+/* What pystack keeps of one code object; lives in the arena forever. */
+struct pys_code {
+  int32_t firstlineno;  /* co_firstlineno */
+  uint32_t table_len;   /* bytes of the copied line table */
+  const char *file;     /* NUL-terminated UTF-8 copy of co_filename ("?" if unreadable) */
+  const char *func;     /* NUL-terminated copy of co_qualname / co_name */
+  const uint8_t *table; /* copy of co_linetable's bytes */
+};
+
+struct pys_slot {
+  _Atomic uintptr_t code; /* code object address; 0 = empty. Release-stored last by the writer */
+  uintptr_t sig;          /* signature of that code object, guards against address reuse */
+  uint32_t id;            /* 1-based index into g_entries */
+};
+
+typedef const char *(*pys_str_fn)(void);
+typedef int (*pys_int_fn)(void);
+typedef void *(*pys_tstate_fn)(void);
+
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static int g_state;                       /* enum pys_state; written once inside g_once */
+static const struct pys_layout *g_lay;    /* layout in use when PYS_READY */
+static char g_status[96] = "no Python in this process"; /* pystack_status's phrase, written once in g_once */
+static pys_int_fn g_is_initialized;       /* Py_IsInitialized */
+static pys_tstate_fn g_this_tstate;       /* PyGILState_GetThisThreadState */
+static uintptr_t g_code_type;             /* &PyCode_Type: every frame's code object must carry it */
+static uintptr_t g_frame_type;            /* &PyFrame_Type (3.10 frame objects) */
+static uintptr_t g_unicode_type;          /* &PyUnicode_Type */
+static uintptr_t g_bytes_type;            /* &PyBytes_Type */
+
+static struct pys_slot *g_slots;          /* PYS_SLOTS slots, mmap'd once */
+static _Atomic(struct pys_code *) *g_entries; /* PYS_MAX_CODES entries by id-1; release-stored before the slot */
+static uint32_t g_ncodes;                 /* ids handed out; only under g_lock */
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER; /* serializes inserts and the arena */
+static char *g_arena, *g_arena_end;       /* current arena chunk's free part; only under g_lock */
+
+static inline uintptr_t rd_ptr(uintptr_t base, int off) { return *(const uintptr_t *)(base + (uintptr_t)off); }
+static inline int rd_int(uintptr_t base, int off) { return *(const int *)(base + (uintptr_t)off); }
+
+/* A forked child inherits the lock in whatever state another thread left it; a half-made insert is harmless
+ * because its slot was never published. */
+static void pys_atfork_child(void) { pthread_mutex_init(&g_lock, NULL); }
+
+static void *pys_map(size_t len) {
+  void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? NULL : p;
+}
+
+static void pys_probe(void) {
+  pys_str_fn get_version = (pys_str_fn)dlsym(RTLD_DEFAULT, "Py_GetVersion");
+  g_is_initialized = (pys_int_fn)dlsym(RTLD_DEFAULT, "Py_IsInitialized");
+  g_this_tstate = (pys_tstate_fn)dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
+  if (!get_version || !g_is_initialized || !g_this_tstate) return; /* PYS_NONE */
+  g_code_type = (uintptr_t)dlsym(RTLD_DEFAULT, "PyCode_Type");
+  g_frame_type = (uintptr_t)dlsym(RTLD_DEFAULT, "PyFrame_Type");
+  g_unicode_type = (uintptr_t)dlsym(RTLD_DEFAULT, "PyUnicode_Type");
+  g_bytes_type = (uintptr_t)dlsym(RTLD_DEFAULT, "PyBytes_Type");
+
+  /* Py_GetVersion formats a static buffer from constants; the GIL is not needed for that. */
+  const char *v = get_version();
+  int major = 0, minor = -1;
+  if (!v || sscanf(v, "%d.%d", &major, &minor) != 2) {
+    g_state = PYS_UNSUPPORTED;
+    snprintf(g_status, sizeof g_status, "CPython of unknown version is not supported: no Python stacks");
+    return;
+  }
+  /* Free-threaded builds (3.13t) change PyObject's header and every offset after it. */
+  bool free_threaded = strstr(v, "free-threading") != NULL;
+  for (size_t i = 0; i < sizeof g_layouts / sizeof g_layouts[0]; i++)
+    if (major == 3 && g_layouts[i].minor == minor) g_lay = &g_layouts[i];
+  if (!g_lay || free_threaded || sizeof(void *) != 8 || !g_code_type || !g_unicode_type || !g_bytes_type ||
+      (minor == 10 && !g_frame_type)) {
+    g_lay = NULL;
+    g_state = PYS_UNSUPPORTED;
+    snprintf(g_status, sizeof g_status, "CPython %d.%d%s is not supported: no Python stacks", major, minor,
+             free_threaded ? " (free-threading build)" : "");
+    return;
+  }
+  g_slots = pys_map(sizeof(struct pys_slot) * PYS_SLOTS);
+  g_entries = pys_map(sizeof(*g_entries) * PYS_MAX_CODES);
+  if (!g_slots || !g_entries) {
+    g_state = PYS_UNSUPPORTED;
+    snprintf(g_status, sizeof g_status, "CPython %d.%d: no memory for Python stacks", major, minor);
+    return;
+  }
+  pthread_atfork(NULL, NULL, pys_atfork_child);
+  snprintf(g_status, sizeof g_status, "CPython %d.%d", major, minor);
+  g_state = PYS_READY;
+}
+
+/* Reads a str object's UTF-8 into dst (NUL-terminated, at most max bytes kept). Only compact strings are read:
+ * ASCII ones hold their bytes inline; others only if CPython already cached a UTF-8 copy (making one would
+ * allocate). Long names keep their tail, the informative end of a path. */
+static void pys_copy_str(uintptr_t s, char *dst, size_t max) {
+  const char *src = NULL;
+  size_t len = 0;
+  if (s && rd_ptr(s, PYS_OB_TYPE) == g_unicode_type) {
+    uint32_t state = *(const uint32_t *)(s + PYS_UNI_STATE);
+    if ((state & PYS_UNI_COMPACT) && (state & PYS_UNI_ASCII)) {
+      src = (const char *)(s + (uintptr_t)g_lay->uni_ascii_size);
+      len = (size_t)rd_ptr(s, PYS_UNI_LENGTH);
+    } else if (state & PYS_UNI_COMPACT) {
+      src = (const char *)rd_ptr(s, g_lay->uni_utf8); /* read once: another thread may be setting it */
+      len = (size_t)rd_ptr(s, g_lay->uni_utf8_length);
+    }
+  }
+  if (!src) {
+    memcpy(dst, "?", 2);
+    return;
+  }
+  if (len > max) {
+    size_t cut = len - (max - 3);
+    while (cut < len && ((unsigned char)src[cut] & 0xC0) == 0x80) cut++; /* start on a character boundary */
+    memcpy(dst, "...", 3);
+    memcpy(dst + 3, src + cut, len - cut);
+    dst[3 + len - cut] = 0;
+    return;
+  }
+  memcpy(dst, src, len);
+  dst[len] = 0;
+}
+
+static void *pys_arena_alloc(size_t n) {
+  n = (n + 7) & ~(size_t)7;
+  if ((size_t)(g_arena_end - g_arena) < n) {
+    size_t chunk = n > PYS_ARENA_CHUNK ? n : PYS_ARENA_CHUNK;
+    char *c = pys_map(chunk);
+    if (!c) return NULL;
+    g_arena = c;
+    g_arena_end = c + chunk;
+  }
+  void *p = g_arena;
+  g_arena += n;
+  return p;
+}
+
+static inline uintptr_t pys_sig(uintptr_t code) {
+  const struct pys_layout *l = g_lay;
+  uintptr_t s = rd_ptr(code, l->co_filename) * 31u + rd_ptr(code, l->co_name);
+  s = s * 31u + rd_ptr(code, l->co_linetable);
+  return s * 31u + (uint32_t)rd_int(code, l->co_firstlineno);
+}
+
+static inline uint32_t pys_hash(uintptr_t code) {
+  return (uint32_t)(((code >> 4) * 0x9E3779B97F4A7C15ull) >> 49) & (PYS_SLOTS - 1);
+}
+
+/* Finds the slot for (code, sig) starting at h: the matching one, or the first empty one. Lock-free. */
+static inline struct pys_slot *pys_find(uintptr_t code, uintptr_t sig, uint32_t h) {
+  for (uint32_t i = 0; i < PYS_SLOTS; i++) {
+    struct pys_slot *sl = &g_slots[(h + i) & (PYS_SLOTS - 1)];
+    uintptr_t c = atomic_load_explicit(&sl->code, memory_order_acquire); /* pairs with pys_insert's release */
+    if (c == 0 || (c == code && sl->sig == sig)) return sl;
+  }
+  return NULL;
+}
+
+/* Slow path: copy what a report needs from a code object seen for the first time. Returns its id, 0 if full. */
+static uint32_t pys_insert(uintptr_t code, uintptr_t sig, uint32_t h) {
+  const struct pys_layout *l = g_lay;
+  uint32_t id = 0;
+  pthread_mutex_lock(&g_lock);
+  struct pys_slot *sl = pys_find(code, sig, h); /* another thread may have added it meanwhile */
+  if (!sl) goto out;
+  if (atomic_load_explicit(&sl->code, memory_order_relaxed) != 0) { /* relaxed: we hold the writers' lock */
+    id = sl->id;
+    goto out;
+  }
+  if (g_ncodes >= PYS_MAX_CODES) goto out;
+
+  char file[PYS_FILE_MAX + 1], func[PYS_NAME_MAX + 1];
+  pys_copy_str(rd_ptr(code, l->co_filename), file, PYS_FILE_MAX);
+  pys_copy_str(rd_ptr(code, l->co_name), func, PYS_NAME_MAX);
+  uintptr_t lt = rd_ptr(code, l->co_linetable);
+  size_t lt_len = 0;
+  if (lt && rd_ptr(lt, PYS_OB_TYPE) == g_bytes_type) {
+    intptr_t n = (intptr_t)rd_ptr(lt, PYS_OB_SIZE);
+    lt_len = n < 0 ? 0 : n > PYS_TABLE_MAX ? PYS_TABLE_MAX : (size_t)n;
+  }
+  size_t flen = strlen(file) + 1, nlen = strlen(func) + 1;
+  char *mem = pys_arena_alloc(sizeof(struct pys_code) + flen + nlen + lt_len);
+  if (!mem) goto out;
+  struct pys_code *e = (struct pys_code *)mem;
+  char *p = mem + sizeof *e;
+  memcpy(p, file, flen);
+  e->file = p;
+  memcpy(p + flen, func, nlen);
+  e->func = p + flen;
+  if (lt_len) memcpy(p + flen + nlen, (const void *)(lt + PYS_BYTES_DATA), lt_len);
+  e->table = (const uint8_t *)(p + flen + nlen);
+  e->table_len = (uint32_t)lt_len;
+  e->firstlineno = rd_int(code, l->co_firstlineno);
+
+  id = ++g_ncodes;
+  atomic_store_explicit(&g_entries[id - 1], e, memory_order_release); /* pairs with pystack_describe's acquire */
+  sl->sig = sig;
+  sl->id = id;
+  atomic_store_explicit(&sl->code, code, memory_order_release); /* pairs with pys_find's acquire */
+out:
+  pthread_mutex_unlock(&g_lock);
+  return id;
+}
+
+static inline uint32_t pys_code_id(uintptr_t code) {
+  uintptr_t sig = pys_sig(code);
+  uint32_t h = pys_hash(code);
+  struct pys_slot *sl = pys_find(code, sig, h);
+  /* relaxed: pys_find already loaded this slot with acquire, and a published slot never changes */
+  if (sl && atomic_load_explicit(&sl->code, memory_order_relaxed) == code) return sl->id;
+  return pys_insert(code, sig, h);
+}
+
+/* 3.10: tstate->frame is a chain of PyFrameObjects; f_lasti counts code units, -1 before the first one. */
+static int pys_walk_310(uintptr_t tstate, struct pystack_ref *out, int max) {
+  const struct pys_layout *l = g_lay;
+  uintptr_t f = rd_ptr(tstate, l->ts_frame);
+  int n = 0;
+  for (int links = 0; f && n < max && links < PYS_MAX_LINKS; links++) {
+    if (rd_ptr(f, PYS_OB_TYPE) != g_frame_type) break;
+    uintptr_t code = rd_ptr(f, l->fr_code);
+    if (!code || rd_ptr(code, PYS_OB_TYPE) != g_code_type) break;
+    int lasti = rd_int(f, l->fr_instr);
+    out[n].code = pys_code_id(code);
+    out[n].lasti = lasti >= 0 && lasti < (1 << 29) ? lasti * 2 : -1;
+    n++;
+    f = rd_ptr(f, l->fr_previous);
+  }
+  return n;
+}
+
+/* 3.11-3.13: _PyInterpreterFrame chain. Frames owned by the C stack (3.12+ entry shims) and incomplete frames
+ * (still running their prologue) are skipped, as CPython's own traceback code skips them. */
+static int pys_walk_311(uintptr_t tstate, struct pystack_ref *out, int max) {
+  const struct pys_layout *l = g_lay;
+  uintptr_t f = rd_ptr(tstate, l->ts_frame);
+  if (l->cf_current >= 0 && f) f = rd_ptr(f, l->cf_current);
+  int n = 0;
+  for (int links = 0; f && n < max && links < PYS_MAX_LINKS; links++) {
+    char owner = *(const char *)(f + (uintptr_t)l->fr_owner);
+    if (owner != PYS_OWNED_BY_CSTACK) {
+      uintptr_t code = rd_ptr(f, l->fr_code);
+      if (!code || rd_ptr(code, PYS_OB_TYPE) != g_code_type) break;
+      uintptr_t start = code + (uintptr_t)l->co_code;
+      uintptr_t instr = rd_ptr(f, l->fr_instr);
+      intptr_t units = (intptr_t)rd_ptr(code, PYS_OB_SIZE);
+      bool incomplete = owner != PYS_OWNED_BY_GENERATOR &&
+                        instr < start + 2u * (uintptr_t)rd_int(code, l->co_firsttraceable);
+      if (!incomplete) {
+        out[n].code = pys_code_id(code);
+        out[n].lasti = instr >= start && instr < start + 2u * (uintptr_t)units ? (int32_t)(instr - start) : -1;
+        n++;
+      }
+    }
+    f = rd_ptr(f, l->fr_previous);
+  }
+  return n;
+}
+
+int pystack_capture(struct pystack_ref *out, int max) {
+  pthread_once(&g_once, pys_probe);
+  if (g_state != PYS_READY || max <= 0) return 0;
+  /* Py_IsInitialized only reads a flag; before it is set (or after finalization) the thread-state key may not
+   * exist, so PyGILState_GetThisThreadState must not be asked. */
+  if (!g_is_initialized()) return 0;
+  uintptr_t tstate = (uintptr_t)g_this_tstate();
+  if (!tstate) return 0;
+  return g_lay->minor == 10 ? pys_walk_310(tstate, out, max) : pys_walk_311(tstate, out, max);
+}
+
+static uint32_t pys_varint(const uint8_t *p, size_t n, size_t *i) {
+  uint32_t v = 0;
+  for (int shift = 0; *i < n && shift < 32; shift += 6) {
+    uint8_t b = p[(*i)++];
+    v |= (uint32_t)(b & 63) << shift;
+    if (!(b & 64)) break;
+  }
+  return v;
+}
+
+static int pys_svarint(const uint8_t *p, size_t n, size_t *i) {
+  uint32_t v = pys_varint(p, n, i);
+  return (v & 1) ? -(int)(v >> 1) : (int)(v >> 1);
+}
+
+/* 3.11+ location table (Objects/locations.md): entries of one header byte (bit 7 set, code in bits 3-6, length
+ * in code units minus one in bits 0-2) and the code's extra bytes; lines are deltas from the previous start line,
+ * which begins at co_firstlineno. */
+static int pys_line_311(const struct pys_code *e, int lasti) {
+  const uint8_t *p = e->table;
+  size_t n = e->table_len, i = 0;
+  int line = e->firstlineno, target = lasti / 2, addr = 0;
+  while (i < n) {
+    uint8_t b = p[i++];
+    if (!(b & 0x80)) return -1; /* not an entry start: table corrupt or cut */
+    int code = (b >> 3) & 15, len = (b & 7) + 1;
+    bool has_line = true;
+    if (code == 15) {
+      has_line = false;
+    } else if (code == 14) {
+      line += pys_svarint(p, n, &i);
+      for (int k = 0; k < 3; k++) pys_varint(p, n, &i); /* end line, start and end column */
+    } else if (code == 13) {
+      line += pys_svarint(p, n, &i);
+    } else if (code >= 10) {
+      line += code - 10;
+      i += 2;
+    } else {
+      i += 1;
+    }
+    if (target < addr + len) return has_line ? line : -1;
+    addr += len;
+  }
+  return -1;
+}
+
+/* 3.10 line table (Objects/lnotab_notes.txt): pairs of (byte delta, signed line delta); -128 = no line. */
+static int pys_line_310(const struct pys_code *e, int lasti) {
+  const uint8_t *p = e->table;
+  int line = e->firstlineno, end = 0;
+  for (size_t i = 0; i + 1 < e->table_len; i += 2) {
+    int start = end, ldelta = (int8_t)p[i + 1], cur = -1;
+    end += p[i];
+    if (ldelta != -128) {
+      line += ldelta;
+      cur = line;
+    }
+    if (start <= lasti && lasti < end) return cur;
+  }
+  return -1;
+}
+
+int pystack_describe(const struct pystack_ref *r, char *file, size_t filelen, char *func, size_t funclen,
+                     int *line) {
+  if (!r || r->code == 0 || r->code > PYS_MAX_CODES || !g_entries) return -1;
+  /* acquire: pairs with the release store in pys_insert, so the entry's contents are visible */
+  const struct pys_code *e = atomic_load_explicit(&g_entries[r->code - 1], memory_order_acquire);
+  if (!e) return -1;
+  if (file && filelen) snprintf(file, filelen, "%s", e->file);
+  if (func && funclen) snprintf(func, funclen, "%s", e->func);
+  if (line) {
+    if (r->lasti < 0) *line = e->firstlineno; /* not started yet: CPython reports the first line too */
+    else *line = g_lay->minor == 10 ? pys_line_310(e, r->lasti) : pys_line_311(e, r->lasti);
+  }
+  return 0;
+}
+
+const char *pystack_status(void) {
+  pthread_once(&g_once, pys_probe);
+  return g_status;
+}

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# culprit's GPU test suite: builds (if needed), shows the GPU, runs every case in tests/gpu against the static
+# and the shared CUDA runtime, without and under `culprit run`, and prints one table ending in
+# "N passed, N failed". Needs an NVIDIA GPU; where there is none every case is skipped.
+#
+# usage: bash tests/gpu/run.sh [--build DIR] [--logs DIR] [--timeout SECONDS] [--budget SECONDS] [--only CASE...]
+#   --build DIR      build directory (default build); built here unless it holds bin/culprit and lib/libculprit.so
+#   --logs DIR       where each run's stdout/stderr and report JSON go (default a new temporary directory)
+#   --timeout S      limit for one program run (default 60)
+#   --budget S       limit for the whole suite; cases not started by then fail (default 480)
+#   --only CASE...   run only these cases (names as in the table)
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+build=build
+logs=
+timeout=60
+budget=480
+only=()
+
+usage() {
+  echo "usage: bash tests/gpu/run.sh [--build DIR] [--logs DIR] [--timeout S] [--budget S] [--only CASE...]" >&2
+  exit 2
+}
+
+while [ $# -gt 0 ]; do
+  case "$1" in
+  --build) [ $# -ge 2 ] || usage; build=$2; shift 2 ;;
+  --logs) [ $# -ge 2 ] || usage; logs=$2; shift 2 ;;
+  --timeout) [ $# -ge 2 ] || usage; timeout=$2; shift 2 ;;
+  --budget) [ $# -ge 2 ] || usage; budget=$2; shift 2 ;;
+  --only)
+    shift
+    while [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; do only+=("$1"); shift; done
+    ;;
+  -h | --help) usage ;;
+  *) echo "run.sh: unknown argument: $1" >&2; usage ;;
+  esac
+done
+
+cd "$root" || exit 1
+case "$build" in /*) ;; *) build="$root/$build" ;; esac
+if [ -z "$logs" ]; then
+  logs=$(mktemp -d "${TMPDIR:-/tmp}/culprit-gpu-tests.XXXXXX") || exit 1
+fi
+mkdir -p "$logs" || exit 1
+
+# A configured build with the tool in it is used as it is; otherwise configure and build here.
+if [ -x "$build/bin/culprit" ] && [ -f "$build/lib/libculprit.so" ]; then
+  echo "using the build in $build"
+  # Only missing test programs are built here; the tool is taken as it is. A build made on another machine
+  # (carried here with everything built) is used without touching its CMake cache, whose tool paths may not
+  # exist on this one.
+  if [ ! -x "$build/bin/gpu_oob_static" ] && [ -f "$build/CMakeCache.txt" ]; then
+    cmake --build "$build" -j --target culprit_gpu_tests || exit 1
+  fi
+else
+  echo "configuring and building in $build"
+  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo || exit 1
+  cmake --build "$build" -j || exit 1
+fi
+
+echo
+if command -v nvidia-smi >/dev/null 2>&1; then
+  nvidia-smi -L
+  echo "driver $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -n 1)"
+else
+  echo "nvidia-smi not found: no NVIDIA driver here, the cases will skip"
+fi
+command -v nvcc >/dev/null 2>&1 && nvcc --version | tail -n 1
+echo
+
+args=(suite --build "$build" --logs "$logs" --timeout "$timeout" --budget "$budget")
+[ ${#only[@]} -gt 0 ] && args+=(--only "${only[@]}")
+exec python3 "$here/check.py" "${args[@]}"
