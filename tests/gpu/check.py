@@ -1,0 +1,683 @@
+#!/usr/bin/env python3
+"""Runs culprit's GPU test programs and checks what culprit reports about them.
+
+`check.py suite --build DIR --logs DIR` runs every case (built against the static and the shared CUDA runtime)
+once without culprit and once under `culprit run`, judges each report against what the program is known to do,
+and prints one table and a closing `N passed, N failed` line. tests/gpu/run.sh calls it after building.
+`check.py --selftest` judges the hand-made reports in tests/gpu/fixtures/ (no GPU needed).
+
+Standard library only; Python 3.8 or later.
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIXTURES = os.path.join(HERE, "fixtures")
+MARKER = "// CULPRIT-LAUNCH"
+SKIP_STATUS = 77  # what a test program returns where there is no CUDA device
+STICKY = tuple(range(700, 720))  # CUDA's sticky (context-corrupting) error codes
+SCHEMA = "culprit.report/1"
+# The line a test program prints when a runtime or driver call fails: "...: CUDA error at <call> (...): <message>"
+PROGRAM_ERROR = re.compile(r"CUDA error at .*\): (?P<message>.+?)\s*$")
+
+
+class Case:
+    """One scenario: a program (with arguments and environment), how culprit runs it, and what must come out."""
+
+    def __init__(self, name, prog, kernel=None, codes=(700,), api=r"Launch", args=(), env=None, mode=None,
+                 stream_kind=None, rerun=None, same_as=None, healthy=False, src=None, note=""):
+        self.name = name            # case name in the table
+        self.prog = prog            # program gpu_<prog>_<cudart>, source tests/gpu/<prog>.cu
+        self.src = src or prog + ".cu"  # source file holding the CULPRIT-LAUNCH marker
+        self.kernel = kernel        # the faulty kernel's name (substring of the demangled name)
+        self.codes = tuple(codes)   # accepted error.code values
+        self.api = api              # regular expression error.api must match
+        self.args = list(args)      # program arguments
+        self.env = dict(env or {})  # extra environment, with and without culprit
+        self.mode = mode            # culprit --mode, None for the default (record)
+        self.stream_kind = stream_kind  # the culprit's expected stream_kind, None for any
+        self.rerun = rerun          # None: exact verdict required; "window": a candidates verdict may be settled
+                                    # by a blocking rerun over the candidates' seq window; "full": by a blocking
+                                    # rerun of the whole program (launch numbers differ between runs)
+        self.same_as = same_as      # another case whose culprit seq this case must repeat
+        self.healthy = healthy      # no fault: identical stdout, exit 0, no report
+        self.note = note            # what the case is about
+
+
+CASES = [
+    Case("oob", "oob", "scatter_grad", api=r"Memcpy|Launch|Synchronize", stream_kind="legacy",
+         note="out-of-bounds write, surfaces at a later cudaMemcpy"),
+    Case("oob_blocking", "oob", "scatter_grad", api=r".", mode="blocking", stream_kind="legacy", same_as="oob",
+         note="--mode blocking must name the same launch, exactly"),
+    Case("oob_clb", "oob", "scatter_grad", api=r".", env={"CUDA_LAUNCH_BLOCKING": "1"}, stream_kind="legacy",
+         same_as="oob", note="CUDA_LAUNCH_BLOCKING=1 set as well"),
+    Case("assert", "assert", "histogram_checked", codes=(710,), api=r"Synchronize|Launch", stream_kind="legacy",
+         note="device-side assert()"),
+    Case("misaligned", "misaligned", "read_field", codes=(716,), api=r"Synchronize|Launch",
+         stream_kind="legacy", note="misaligned 4-byte load"),
+    Case("trap", "trap", "check_weights", codes=STICKY, api=r"Synchronize|Launch", stream_kind="legacy",
+         note="__trap(); any sticky code is accepted and shown"),
+    Case("streams4", "streams4", "gather_rows", api=r"Synchronize|Launch|WriteValue", stream_kind="created",
+         rerun="window", note="fault on one of four concurrent streams"),
+    Case("threads8", "threads8", "tile_lookup", api=r"Synchronize|Launch|WriteValue", stream_kind="created",
+         rerun="full", note="eight host threads with a stream each"),
+    Case("surface_sync", "surface", "relax_step", api=r"Synchronize", args=["sync"], stream_kind="created",
+         note="surfaces at cudaDeviceSynchronize"),
+    Case("surface_memcpy", "surface", "relax_step", api=r"Memcpy", args=["memcpy"], stream_kind="created",
+         note="surfaces at cudaMemcpy"),
+    Case("surface_streamsync", "surface", "relax_step", api=r"StreamSynchronize", args=["streamsync"],
+         stream_kind="created", note="surfaces at cudaStreamSynchronize"),
+    Case("surface_free", "surface", "relax_step", api=r"Free", args=["free"], stream_kind="created",
+         note="surfaces at cudaFree"),
+    Case("ptds", "ptds", "segment_add", api=r"Synchronize|Launch", stream_kind="per-thread",
+         note="built with --default-stream per-thread"),
+    Case("driver_api", "driver_api", "drv_scatter", api=r"Memcpy|Launch", stream_kind="created",
+         src="driver_api.cpp",
+         note="driver API (cuModuleLoadData + cuLaunchKernel), linked with -lcuda"),
+    Case("launch_ex", "launch_ex", "tile_copy", api=r"Synchronize|Launch", stream_kind="created",
+         note="cudaLaunchKernelEx with a cluster attribute"),
+    Case("healthy", "healthy", healthy=True, note="no fault: same stdout, exit 0, no report"),
+]
+CASE_BY_NAME = {c.name: c for c in CASES}
+CUDARTS = ("static", "shared")
+
+
+class Run:
+    """What one execution of a program left behind."""
+
+    def __init__(self, rc=0, stdout=b"", stderr="", timed_out=False, reports=None, argv=None):
+        self.rc = rc                  # exit status (negative: killed by that signal)
+        self.stdout = stdout          # stdout bytes
+        self.stderr = stderr          # stderr text
+        self.timed_out = timed_out    # killed by the per-run timeout
+        self.reports = reports or []  # [(path, parsed JSON or an error string)]
+        self.argv = argv or []        # the command line, for the logs
+
+
+class Outcome:
+    """The judgement of one case: a table row, a status and the reasons for it."""
+
+    def __init__(self, case, cudart):
+        self.case = case
+        self.cudart = cudart
+        self.status = "pass"   # pass | fail | skip | rerun (a blocking rerun must settle a candidates verdict)
+        self.reasons = []      # why it failed or was skipped
+        self.named = "-"       # kernel culprit named
+        self.certainty = "-"   # verdict certainty as shown
+        self.line = "-"        # launching frame as file:line
+        self.surfaced = "-"    # error.api and error.code
+        self.seq = None        # the named launch's seq
+        self.window = None     # (first, last) seq of the candidates, for the rerun
+        self.path = ""         # how an accepted verdict was reached (exact, or candidates then blocking)
+        self.notes = []        # facts worth a line under the table (the sticky code a trap gave)
+
+    def fail(self, reason):
+        self.status = "fail"
+        self.reasons.append(reason)
+
+    def skip(self, reason):
+        self.status = "skip"
+        self.reasons.append(reason)
+
+
+def marker_line(text, src="source"):
+    """Returns the 1-based line holding the CULPRIT-LAUNCH marker; exactly one must exist."""
+    lines = [i + 1 for i, line in enumerate(text.splitlines()) if line.rstrip().endswith(MARKER)]
+    if len(lines) != 1:
+        raise ValueError("%s: expected one %r line, found %d" % (src, MARKER, len(lines)))
+    return lines[0]
+
+
+def program_messages(stderr):
+    """The error messages a test program printed about failed CUDA calls."""
+    return [m.group("message") for m in map(PROGRAM_ERROR.search, stderr.splitlines()) if m]
+
+
+def frame_file(frame):
+    return os.path.basename(str(frame.get("file") or ""))
+
+
+def launch_problems(launch, case, want_line):
+    """What is wrong with a LAUNCH object as the culprit of case; an empty list when it is the faulty launch."""
+    problems = []
+    if not isinstance(launch, dict):
+        return ["no launch object"]
+    kernel = str(launch.get("kernel") or launch.get("mangled") or "")
+    if case.kernel not in kernel:
+        problems.append("kernel %r is not %s" % (kernel, case.kernel))
+    frames = launch.get("stack") or []
+    in_src = [f for f in frames if isinstance(f, dict) and frame_file(f) == case.src]
+    if not in_src:
+        problems.append("no stack frame in %s" % case.src)
+    elif not any(f.get("line") == want_line for f in in_src):
+        problems.append("launch line %s:%s, expected %s:%d" % (case.src, in_src[0].get("line"), case.src,
+                                                                want_line))
+    if case.stream_kind and launch.get("stream_kind") != case.stream_kind:
+        problems.append("stream_kind %r, expected %r" % (launch.get("stream_kind"), case.stream_kind))
+    return problems
+
+
+def launch_where(launch, case, want_line):
+    """The launching frame as file:line: the one at the marker line if present, else the first in the source."""
+    frames = [f for f in (launch or {}).get("stack") or [] if isinstance(f, dict) and frame_file(f) == case.src]
+    for f in frames:
+        if f.get("line") == want_line:
+            return "%s:%s" % (case.src, want_line)
+    if frames:
+        return "%s:%s" % (case.src, frames[0].get("line"))
+    return "-"
+
+
+def one_report(run, what):
+    """The single parsed report of a run, or (None, reason)."""
+    if not run.reports:
+        return None, "%s: no report written" % what
+    path, report = run.reports[0]
+    if not isinstance(report, dict):
+        return None, "%s: report %s unreadable: %s" % (what, os.path.basename(path), report)
+    if report.get("schema") != SCHEMA:
+        return None, "%s: schema %r, expected %r" % (what, report.get("schema"), SCHEMA)
+    if len(run.reports) > 1:
+        return report, "%s: %d reports for one process" % (what, len(run.reports))
+    return report, None
+
+
+def check_process(out, base, run, what):
+    """Exit status, timeout and the program's own error message under culprit, compared with the plain run."""
+    if run.timed_out:
+        out.fail("%s: timed out" % what)
+        return
+    if run.rc != base.rc:
+        out.fail("%s: exit status %d, %d without culprit" % (what, run.rc, base.rc))
+    wanted = program_messages(base.stderr)
+    got = program_messages(run.stderr)
+    if wanted and wanted[-1] not in got:
+        out.fail("%s: the program's own error message %r is missing from stderr" % (what, wanted[-1]))
+
+
+def check_error(out, case, report):
+    """error.code and error.api of a report."""
+    error = report.get("error") or {}
+    code = error.get("code")
+    api = str(error.get("api") or "")
+    out.surfaced = "%s (%s)" % (api or "?", code)
+    if code not in case.codes:
+        if case.codes == STICKY:
+            out.fail("error.code %r is not a sticky code 700-719" % (code,))
+        else:
+            out.fail("error.code %r, expected %s" % (code, "/".join(map(str, case.codes))))
+    if not re.search(case.api, api):
+        out.fail("error.api %r does not match %r" % (api, case.api))
+    if len(case.codes) > 1:
+        out.notes.append("error.code %s (%s)" % (code, error.get("name", "?")))
+
+
+def judge(case, cudart, want_line, base, run, ref_seq=None):
+    """Judges one case from its run without culprit (base) and under culprit (run)."""
+    out = Outcome(case, cudart)
+    if base.rc == SKIP_STATUS or run.rc == SKIP_STATUS:
+        out.skip("no CUDA device")
+        return out
+    if base.rc == 127 and "libcuda.so" in base.stderr:
+        out.skip("no CUDA driver (libcuda.so.1 not found)")
+        return out
+    if base.timed_out:
+        out.fail("timed out without culprit")
+        return out
+
+    if case.healthy:
+        out.certainty = "none"
+        if base.rc != 0:
+            out.fail("exit status %d without culprit" % base.rc)
+        check_process(out, base, run, "under culprit")
+        if run.stdout != base.stdout:
+            out.fail("stdout differs under culprit (%d bytes vs %d)" % (len(run.stdout), len(base.stdout)))
+        if run.reports:
+            out.fail("a report was written for a healthy program: %s" % os.path.basename(run.reports[0][0]))
+        return out
+
+    if base.rc == 0:
+        out.fail("the program did not fail without culprit")
+    if not program_messages(base.stderr):
+        out.fail("the program printed no CUDA error without culprit")
+    check_process(out, base, run, "under culprit")
+    report, problem = one_report(run, "under culprit")
+    if problem:
+        out.fail(problem)
+    if report is None:
+        return out
+    check_error(out, case, report)
+
+    verdict = report.get("verdict") or {}
+    certainty = verdict.get("certainty")
+    out.certainty = str(certainty)
+    if certainty == "exact":
+        culprit = report.get("culprit")
+        out.named = str((culprit or {}).get("kernel", "-"))
+        out.line = launch_where(culprit, case, want_line)
+        out.seq = (culprit or {}).get("seq")
+        problems = launch_problems(culprit, case, want_line)
+        for p in problems:
+            out.fail("culprit: " + p)
+        if ref_seq is not None and out.seq != ref_seq:
+            out.fail("culprit is launch #%s, %s named #%s" % (out.seq, case.same_as, ref_seq))
+        out.path = "exact"
+        return out
+    if certainty == "candidates" and case.rerun and case.mode is None:
+        candidates = [c for c in report.get("candidates") or [] if isinstance(c, dict)]
+        out.named = "%d candidates" % len(candidates)
+        hits = [c for c in candidates if not launch_problems(c, case, want_line)]
+        if not hits:
+            near = [c for c in candidates if case.kernel in str(c.get("kernel") or c.get("mangled") or "")]
+            if near:
+                out.line = launch_where(near[0], case, want_line)
+                out.fail("candidate #%s is the faulty kernel, but: %s" % (
+                    near[0].get("seq"), "; ".join(launch_problems(near[0], case, want_line))))
+            else:
+                out.fail("the faulty launch is not among the %d candidates" % len(candidates))
+            return out
+        out.line = launch_where(hits[0], case, want_line)
+        seqs = [c.get("seq") for c in candidates if isinstance(c.get("seq"), int)]
+        if case.rerun == "window":
+            if len(seqs) != len(candidates):
+                out.fail("a candidate has no seq")
+                return out
+            out.window = (min(seqs), max(seqs))
+        if out.status == "pass":
+            out.status = "rerun"
+        return out
+    out.fail("verdict certainty %r, expected exact" % (certainty,))
+    return out
+
+
+def judge_rerun(out, want_line, base, rerun):
+    """Settles a candidates verdict with the blocking rerun: it must name the faulty launch exactly."""
+    case = out.case
+    out.status = "pass"
+    window = "launches %d:%d" % out.window if out.window else "all launches"
+    out.path = "candidates, then a blocking rerun over %s" % window
+    check_process(out, base, rerun, "blocking rerun")
+    report, problem = one_report(rerun, "blocking rerun")
+    if problem:
+        out.fail(problem)
+    if report is None:
+        out.certainty = "candidates -> ?"
+        return out
+    error = report.get("error") or {}
+    if error.get("code") not in case.codes:
+        out.fail("blocking rerun: error.code %r, expected %s" % (error.get("code"), "/".join(map(str, case.codes))))
+    certainty = (report.get("verdict") or {}).get("certainty")
+    out.certainty = "candidates -> %s" % certainty
+    culprit = report.get("culprit")
+    if certainty != "exact":
+        out.fail("blocking rerun: certainty %r, expected exact" % (certainty,))
+    out.named = str((culprit or {}).get("kernel", "-"))
+    out.line = launch_where(culprit, case, want_line)
+    out.seq = (culprit or {}).get("seq")
+    for p in launch_problems(culprit, case, want_line):
+        out.fail("blocking rerun culprit: " + p)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Output
+
+
+def shorten(text, width):
+    text = str(text)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def table(outcomes):
+    """The result table and the closing line, as a list of lines."""
+    head = ["case", "cudart", "expected kernel", "named kernel", "certainty", "launch line", "surfaced at",
+            "result"]
+    rows = []
+    for o in outcomes:
+        result = {"pass": "pass", "fail": "FAIL", "skip": "skip", "rerun": "FAIL"}[o.status]
+        rows.append([o.case.name, o.cudart, o.case.kernel or "-", shorten(o.named, 48), o.certainty, o.line,
+                     shorten(o.surfaced, 36), result])
+    widths = [max(len(r[i]) for r in rows + [head]) for i in range(len(head))]
+    fmt = "| " + " | ".join("%%-%ds" % w for w in widths) + " |"
+    lines = [fmt % tuple(head), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+    lines += [fmt % tuple(r) for r in rows]
+    notes = []
+    for o in outcomes:
+        if o.path and o.path != "exact" and o.status == "pass":
+            notes.append("%s/%s: %s" % (o.case.name, o.cudart, o.path))
+        for note in o.notes:
+            notes.append("%s/%s: %s" % (o.case.name, o.cudart, note))
+        for reason in o.reasons:
+            notes.append("%s/%s: %s" % (o.case.name, o.cudart, reason))
+    if notes:
+        lines.append("")
+        lines += notes
+    passed = sum(o.status == "pass" for o in outcomes)
+    failed = sum(o.status in ("fail", "rerun") for o in outcomes)
+    skipped = sum(o.status == "skip" for o in outcomes)
+    closing = "%d passed, %d failed" % (passed, failed)
+    if skipped:
+        closing += ", %d skipped" % skipped
+    lines.append(closing)
+    return lines
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Running the programs
+
+
+def clean_env(extra):
+    """The caller's environment without culprit's or CUDA_LAUNCH_BLOCKING settings, plus the case's own."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("CULPRIT_") and k != "CUDA_LAUNCH_BLOCKING"}
+    env.update(extra)
+    return env
+
+
+def execute(argv, env, timeout, report_dir=None):
+    """Runs argv in its own process group with a timeout; collects its output and any reports."""
+    run = Run(argv=list(argv))
+    try:
+        proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                start_new_session=True)
+    except OSError as e:
+        run.rc, run.stderr = 127, "cannot start %s: %s\n" % (argv[0], e)
+        return run
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        out, err = proc.communicate()
+        run.timed_out = True
+    run.rc = proc.returncode
+    run.stdout = out
+    run.stderr = err.decode("utf-8", "replace")
+    if report_dir and os.path.isdir(report_dir):
+        for name in sorted(os.listdir(report_dir)):
+            if name.startswith("culprit-") and name.endswith(".json"):
+                path = os.path.join(report_dir, name)
+                try:
+                    with open(path, encoding="utf-8") as f:
+                        run.reports.append((path, json.load(f)))
+                except (OSError, ValueError) as e:
+                    run.reports.append((path, str(e)))
+    return run
+
+
+def save_logs(logs, stem, run):
+    with open(os.path.join(logs, stem + ".out"), "wb") as f:
+        f.write(run.stdout)
+    with open(os.path.join(logs, stem + ".err"), "w", encoding="utf-8") as f:
+        f.write("$ %s\n" % " ".join(run.argv))
+        f.write(run.stderr)
+        f.write("\n[exit status %d%s]\n" % (run.rc, ", timed out" if run.timed_out else ""))
+    for i, (path, _) in enumerate(run.reports):
+        suffix = "" if i == 0 else ".%d" % i
+        shutil.copyfile(path, os.path.join(logs, stem + suffix + ".json"))
+
+
+def fresh_dir(path):
+    """An empty directory at path (culprit writes the run's reports there)."""
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
+    return path
+
+
+def suite(args):
+    build = os.path.abspath(args.build)
+    logs = os.path.abspath(args.logs)
+    culprit = os.path.join(build, "bin", "culprit")
+    os.makedirs(logs, exist_ok=True)
+    cases = [CASE_BY_NAME[n] for n in args.only] if args.only else CASES
+    lines = {}
+    outcomes = []
+    seqs = {}  # (case, cudart) -> culprit seq, for same_as
+    total = len(cases) * len(CUDARTS)
+    deadline = time.monotonic() + args.budget
+
+    for case in cases:
+        try:
+            with open(os.path.join(HERE, case.src), encoding="utf-8") as f:
+                lines[case.name] = marker_line(f.read(), case.src) if not case.healthy else 0
+        except (OSError, ValueError) as e:
+            for cudart in CUDARTS:
+                o = Outcome(case, cudart)
+                o.fail(str(e))
+                outcomes.append(o)
+            continue
+        for cudart in CUDARTS:
+            stem = "%s_%s" % (case.name, cudart)
+            exe = os.path.join(build, "bin", "gpu_%s_%s" % (case.prog, cudart))
+            want = lines[case.name]
+            print("[%2d/%d] %-20s %-6s ..." % (len(outcomes) + 1, total, case.name, cudart), end=" ", flush=True)
+            if time.monotonic() > deadline:
+                o = Outcome(case, cudart)
+                o.fail("not run: the suite's time budget (%d s) was spent" % args.budget)
+                outcomes.append(o)
+                print("FAIL")
+                continue
+            if not os.access(exe, os.X_OK):
+                o = Outcome(case, cudart)
+                o.fail("%s is not built" % exe)
+                outcomes.append(o)
+                print("FAIL")
+                continue
+            env = clean_env(case.env)
+            base = execute([exe] + case.args, env, args.timeout)
+            save_logs(logs, stem + ".plain", base)
+
+            report_dir = fresh_dir(os.path.join(logs, "reports", stem))
+            cmd = [culprit, "run", "--dir", report_dir]
+            if case.mode:
+                cmd += ["--mode", case.mode]
+            run = execute(cmd + ["--", exe] + case.args, env, args.timeout, report_dir)
+            save_logs(logs, stem + ".culprit", run)
+
+            ref = seqs.get((case.same_as, cudart)) if case.same_as else None
+            o = judge(case, cudart, want, base, run, ref)
+            if o.status == "rerun":
+                rerun_dir = fresh_dir(os.path.join(logs, "reports", stem + ".rerun"))
+                cmd = [culprit, "run", "--dir", rerun_dir, "--mode", "blocking"]
+                if o.window:
+                    cmd += ["--launches", "%d:%d" % o.window]
+                rerun = execute(cmd + ["--", exe] + case.args, env, args.timeout, rerun_dir)
+                save_logs(logs, stem + ".rerun", rerun)
+                judge_rerun(o, want, base, rerun)
+            if o.status == "pass" and o.seq is not None and o.path == "exact":
+                seqs[(case.name, cudart)] = o.seq
+            outcomes.append(o)
+            if o.status == "pass":
+                print("pass" + (" (%s)" % o.path if o.path else ""))
+            else:
+                print({"skip": "skip"}.get(o.status, "FAIL"))
+
+    print("\nlogs and reports: %s\n" % logs)
+    for line in table(outcomes):
+        print(line)
+    return 1 if any(o.status in ("fail", "rerun") for o in outcomes) else 0
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Self-test against hand-made reports
+
+
+def fixture(name):
+    path = os.path.join(FIXTURES, name)
+    try:
+        with open(path, encoding="utf-8") as f:
+            return (path, json.load(f))
+    except ValueError as e:
+        return (path, str(e))
+
+
+MSG_700 = "gpu-test: CUDA error at cudaMemcpy(...) (oob.cu:82): an illegal memory access was encountered\n"
+MSG_TRAP = "gpu-test: CUDA error at cudaDeviceSynchronize() (trap.cu:40): unspecified launch failure\n"
+MSG_FREE = "gpu-test: CUDA error at cudaFree(b) (surface.cu:66): an illegal memory access was encountered\n"
+MSG_THREADS = ("gpu-test: CUDA error at cudaDeviceSynchronize() (threads8.cu:69): an illegal memory access was "
+               "encountered\n")
+MSG_STREAMS = ("gpu-test: CUDA error at cudaDeviceSynchronize() (streams4.cu:78): an illegal memory access was "
+               "encountered\n")
+
+
+def selftests():
+    """(title, case, want_line, base, run, rerun or None, ref_seq, expected status, expected reason text)."""
+    oob, streams, trap = CASE_BY_NAME["oob"], CASE_BY_NAME["streams4"], CASE_BY_NAME["trap"]
+    threads, healthy = CASE_BY_NAME["threads8"], CASE_BY_NAME["healthy"]
+    free, blocking = CASE_BY_NAME["surface_free"], CASE_BY_NAME["oob_blocking"]
+    fail_base = Run(rc=1, stderr=MSG_700)
+
+    def under(name, rc=1, stderr=MSG_700):
+        return Run(rc=rc, stderr="culprit: verdict ...\n" + stderr, reports=[fixture(name)])
+
+    return [
+        ("exact verdict at the marker line", oob, 80, fail_base, under("oob_exact.json"), None, None,
+         "pass", ""),
+        ("inlined wrapper frame before the launching frame", oob, 80, fail_base, under("oob_inlined.json"), None,
+         None, "pass", ""),
+        ("launching frame at another line", oob, 80, fail_base, under("oob_wrong_line.json"), None, None,
+         "fail", "launch line oob.cu:34, expected oob.cu:80"),
+        ("wrong kernel named", oob, 80, fail_base, under("oob_wrong_kernel.json"), None, None,
+         "fail", "is not scatter_grad"),
+        ("wrong error code", oob, 80, fail_base, under("oob_code_710.json"), None, None,
+         "fail", "error.code 710, expected 700"),
+        ("unknown verdict", oob, 80, fail_base, under("oob_unknown.json"), None, None,
+         "fail", "certainty 'unknown'"),
+        ("no report", oob, 80, fail_base, Run(rc=1, stderr=MSG_700), None, None, "fail", "no report written"),
+        ("unreadable report", oob, 80, fail_base, under("broken.json"), None, None, "fail", "unreadable"),
+        ("exit status changed", oob, 80, fail_base, under("oob_exact.json", rc=0), None, None,
+         "fail", "exit status 0, 1 without culprit"),
+        ("program's message lost", oob, 80, fail_base, under("oob_exact.json", stderr=""), None, None,
+         "fail", "own error message"),
+        ("did not fault without culprit", oob, 80, Run(rc=0), under("oob_exact.json"), None, None,
+         "fail", "did not fail without culprit"),
+        ("no device", oob, 80, Run(rc=SKIP_STATUS), Run(rc=SKIP_STATUS), None, None, "skip", "no CUDA device"),
+        ("no driver library for a -lcuda program", oob, 80,
+         Run(rc=127, stderr="gpu_driver_api_static: error while loading shared libraries: libcuda.so.1: cannot "
+                            "open shared object file: No such file or directory\n"),
+         Run(rc=127), None, None, "skip", "no CUDA driver"),
+        ("timeout", oob, 80, fail_base, Run(rc=-9, stderr=MSG_700, timed_out=True), None, None,
+         "fail", "timed out"),
+        ("blocking mode names the same launch", blocking, 80, fail_base, under("oob_exact.json"), None, 12,
+         "pass", ""),
+        ("blocking mode names another launch", blocking, 80, fail_base, under("oob_exact.json"), None, 7,
+         "fail", "culprit is launch #12, oob named #7"),
+        ("blocking mode must be exact", blocking, 80, fail_base, under("streams4_candidates.json"), None, None,
+         "fail", "expected exact"),
+        ("trap with its own sticky code", trap, 31, Run(rc=1, stderr=MSG_TRAP),
+         under("trap_719.json", stderr=MSG_TRAP), None, None, "pass", ""),
+        ("surfacing call not plausible", free, 57, Run(rc=1, stderr=MSG_FREE),
+         under("surface_free_ctxsync.json", stderr=MSG_FREE), None, None, "fail", "does not match 'Free'"),
+        ("candidates settled by the blocking rerun", streams, 67, Run(rc=1, stderr=MSG_STREAMS),
+         under("streams4_candidates.json", stderr=MSG_STREAMS),
+         under("streams4_rerun_exact.json", stderr=MSG_STREAMS), None, "pass", "launches 21:24"),
+        ("blocking rerun names another launch", streams, 67, Run(rc=1, stderr=MSG_STREAMS),
+         under("streams4_candidates.json", stderr=MSG_STREAMS),
+         under("streams4_rerun_wrong.json", stderr=MSG_STREAMS), None, "fail", "is not gather_rows"),
+        ("candidate with the faulty kernel but the wrong line", streams, 66, Run(rc=1, stderr=MSG_STREAMS),
+         under("streams4_candidates.json", stderr=MSG_STREAMS), None, None, "fail",
+         "candidate #23 is the faulty kernel, but: launch line streams4.cu:67, expected streams4.cu:66"),
+        ("faulty launch missing from the candidates", streams, 67, Run(rc=1, stderr=MSG_STREAMS),
+         under("streams4_candidates_missing.json", stderr=MSG_STREAMS), None, None, "fail",
+         "not among the 3 candidates"),
+        ("threads: candidates lead to a full blocking rerun", threads, 50, Run(rc=1, stderr=MSG_THREADS),
+         under("threads8_candidates.json", stderr=MSG_THREADS), None, None, "rerun", ""),
+        ("threads: the full blocking rerun names the launch", threads, 50, Run(rc=1, stderr=MSG_THREADS),
+         under("threads8_candidates.json", stderr=MSG_THREADS),
+         under("threads8_rerun_exact.json", stderr=MSG_THREADS), None, "pass", "over all launches"),
+        ("candidates where exact is required", oob, 67, fail_base, under("streams4_candidates.json"), None, None,
+         "fail", "expected exact"),
+        ("healthy program", healthy, 0, Run(stdout=b"ok\n"), Run(stdout=b"ok\n"), None, None, "pass", ""),
+        ("healthy program's stdout changed", healthy, 0, Run(stdout=b"ok\n"), Run(stdout=b"ok\nx\n"), None, None,
+         "fail", "stdout differs"),
+        ("healthy program got a report", healthy, 0, Run(stdout=b"ok\n"),
+         Run(stdout=b"ok\n", reports=[fixture("oob_exact.json")]), None, None, "fail", "report was written"),
+    ]
+
+
+def selftest():
+    failures = 0
+    results = []
+    try:
+        marker_line("a\nb<<<1, 1>>>(); " + MARKER + "\nc\n")
+        ok = marker_line("a\nb<<<1, 1>>>(); " + MARKER + "\nc\n") == 2
+    except ValueError:
+        ok = False
+    try:
+        marker_line("x\ny\n")
+        ok = False
+    except ValueError:
+        pass
+    results.append(("marker line found, missing marker refused", ok, ""))
+    ok = all(os.path.exists(os.path.join(HERE, c.src)) and (c.healthy or _has_marker(c.src)) for c in CASES)
+    results.append(("every case's source exists and has one marker", ok, ""))
+
+    for title, case, line, base, run, rerun, ref, want_status, want_text in selftests():
+        o = judge(case, "static", line, base, run, ref)
+        if o.status == "rerun" and rerun is not None:
+            judge_rerun(o, line, base, rerun)
+        text = " ".join(o.reasons + [o.path])
+        ok = o.status == want_status and want_text in text
+        results.append((title, ok, "got %s: %s" % (o.status, text)))
+
+    sample = [judge(CASE_BY_NAME["oob"], "static", 80, Run(rc=1, stderr=MSG_700),
+                    Run(rc=1, stderr=MSG_700, reports=[fixture("oob_exact.json")])),
+              judge(CASE_BY_NAME["oob"], "shared", 80, Run(rc=1, stderr=MSG_700), Run(rc=1, stderr=MSG_700)),
+              judge(CASE_BY_NAME["oob"], "shared", 80, Run(rc=SKIP_STATUS), Run(rc=SKIP_STATUS))]
+    lines = table(sample)
+    ok = lines[-1] == "1 passed, 1 failed, 1 skipped" and "| scatter_grad(float*, long const*, int, int) |" in lines[2]
+    results.append(("table and closing line", ok, lines[-1]))
+
+    for title, ok, detail in results:
+        print("%s  %s%s" % ("ok  " if ok else "FAIL", title, "" if ok else "  [" + detail + "]"))
+        failures += not ok
+    print("%d passed, %d failed" % (len(results) - failures, failures))
+    return 1 if failures else 0
+
+
+def _has_marker(src):
+    with open(os.path.join(HERE, src), encoding="utf-8") as f:
+        try:
+            marker_line(f.read(), src)
+            return True
+        except ValueError:
+            return False
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description="Run and check culprit's GPU tests.")
+    parser.add_argument("--selftest", action="store_true", help="check the checker against tests/gpu/fixtures")
+    sub = parser.add_subparsers(dest="command")
+    s = sub.add_parser("suite", help="run every case and print the table")
+    s.add_argument("--build", required=True, help="build directory with bin/culprit and bin/gpu_*")
+    s.add_argument("--logs", required=True, help="directory for logs and copied reports")
+    s.add_argument("--timeout", type=int, default=60, help="seconds allowed per program run (default 60)")
+    s.add_argument("--budget", type=int, default=480,
+                   help="seconds for the whole suite; cases not started by then fail as not run (default 480)")
+    s.add_argument("--only", nargs="+", choices=sorted(CASE_BY_NAME), help="run only these cases")
+    sub.add_parser("list", help="list the cases")
+    args = parser.parse_args(argv)
+    if args.selftest:
+        return selftest()
+    if args.command == "suite":
+        return suite(args)
+    if args.command == "list":
+        for c in CASES:
+            print("%-20s %s" % (c.name, c.note))
+        return 0
+    parser.print_help()
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
