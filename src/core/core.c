@@ -11,6 +11,7 @@
 #include "ring.h"
 #include "verdict.h"
 #include "../report/demangle.h"
+#include "../stack/pystack.h"
 #include "../stack/stack.h"
 
 #include <errno.h>
@@ -200,6 +201,7 @@ int cp_launch_begin(struct cp_launch_ctx *lc, const struct cp_launch_desc *d) {
   rec->smem = d->smem;
   rec->name = d->kind == CP_KIND_GRAPH ? NULL : names_get(d->func, names_lookup);
   rec->nframes = (uint8_t)stack_capture(rec->frames, g_cfg.stack_depth);
+  rec->npy = (uint8_t)pystack_capture(rec->py, PYSTACK_MAX);
   struct cp_stream *s = lc->stream = crumb_stream(d->stream, d->ptds, rec->tid);
   if (s) {
     rec->stream_idx = crumb_index(s);
@@ -341,6 +343,8 @@ static void report(int code, const char *api, uint64_t exact_seq) {
     return;
   }
   void *frames[64];
+  struct pystack_ref py[PYSTACK_MAX];
+  int npy = pystack_capture(py, PYSTACK_MAX);
   struct mode_frame *m = atomic_load(&g_mode);
   struct verdict_input in = {
       .code = code,
@@ -351,6 +355,8 @@ static void report(int code, const char *api, uint64_t exact_seq) {
       .time_ns = now_ns(),
       .frames = frames,
       .nframes = stack_capture(frames, g_cfg.stack_depth > 0 ? g_cfg.stack_depth : 24),
+      .py = py,
+      .npy = npy,
       .cfg = &g_cfg,
       .mode = m ? m->mode : g_cfg.mode,
       .launches = atomic_load(&g_seq) - atomic_load(&g_fork_seq),

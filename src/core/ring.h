@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../stack/pystack.h"
+
 struct cp_kname;
 
 enum { CP_KIND_KERNEL = 0, CP_KIND_COOP = 1, CP_KIND_GRAPH = 2 };
@@ -37,6 +39,8 @@ struct cp_rec {
   uint8_t stream_kind;            /* CP_STREAM_* */
   uint8_t flags;                  /* CP_REC_* */
   uint8_t nframes;                /* valid entries in frames */
+  uint8_t npy;                    /* valid entries in py */
+  struct pystack_ref py[PYSTACK_MAX]; /* Python frames of the launching thread, innermost first */
   void *frames[];                 /* native return addresses, innermost first */
 };
 

@@ -13,6 +13,7 @@
 #include "../report/demangle.h"
 #include "../report/jsonw.h"
 #include "../report/render.h"
+#include "../stack/pystack.h"
 #include "../stack/stack.h"
 
 #include <errno.h>
@@ -87,6 +88,26 @@ static void emit_frames(struct jw *w, void *const *pcs, int n) {
   jw_arr_end(w);
 }
 
+static void emit_python(struct jw *w, const struct pystack_ref *py, int n) {
+  jw_arr_begin(w);
+  for (int i = 0; i < n; i++) {
+    char file[1100], func[300];
+    int line = -1;
+    if (pystack_describe(&py[i], file, sizeof file, func, sizeof func, &line)) continue;
+    jw_obj_begin(w);
+    jw_key(w, "file");
+    jw_str(w, file);
+    jw_key(w, "function");
+    jw_str(w, func);
+    if (line > 0) {
+      jw_key(w, "line");
+      jw_int(w, line);
+    }
+    jw_obj_end(w);
+  }
+  jw_arr_end(w);
+}
+
 static void emit_launch(struct jw *w, const struct cp_rec *r) {
   jw_obj_begin(w);
   jw_key(w, "seq");
@@ -138,6 +159,10 @@ static void emit_launch(struct jw *w, const struct cp_rec *r) {
     if (r->flags & CP_REC_CAPTURED) jw_str(w, "captured");
     if (r->flags & CP_REC_UNCRUMBED) jw_str(w, "no-breadcrumb");
     jw_arr_end(w);
+  }
+  if (r->npy) {
+    jw_key(w, "python");
+    emit_python(w, r->py, r->npy);
   }
   jw_key(w, "stack");
   emit_frames(w, r->frames, r->nframes);
@@ -390,6 +415,8 @@ int verdict_emit(const struct verdict_input *in, char *path, unsigned pathlen) {
   jw_str(&w, stack_unwinder());
   jw_obj_end(&w);
   emit_process(&w);
+  jw_key(&w, "python_status");
+  jw_str(&w, pystack_status());
   jw_key(&w, "config");
   jw_obj_begin(&w);
   jw_key(&w, "mode");
@@ -422,6 +449,10 @@ int verdict_emit(const struct verdict_input *in, char *path, unsigned pathlen) {
   jw_int(&w, in->tid);
   jw_key(&w, "time_ns");
   jw_uint(&w, in->time_ns);
+  if (in->npy) {
+    jw_key(&w, "python");
+    emit_python(&w, in->py, in->npy);
+  }
   jw_key(&w, "stack");
   emit_frames(&w, in->frames, in->nframes);
   jw_obj_end(&w);

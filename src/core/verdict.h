@@ -5,6 +5,8 @@
 
 #include <stdint.h>
 
+struct pystack_ref;
+
 struct cp_config;
 
 struct verdict_input {
@@ -16,6 +18,8 @@ struct verdict_input {
   uint64_t time_ns;               /* when it surfaced */
   void **frames;                  /* surfacing stack */
   int nframes;                    /* entries in frames */
+  const struct pystack_ref *py;   /* surfacing thread's Python frames */
+  int npy;                        /* entries in py */
   const struct cp_config *cfg;    /* configuration in force */
   int mode;                       /* mode in force when it surfaced */
   uint64_t launches;              /* launches recorded */

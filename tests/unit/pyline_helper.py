@@ -1,0 +1,101 @@
+"""End-to-end check of Python launch lines: this script drives the simulated CUDA driver through ctypes (which
+releases the GIL around each call, as torch does around a launch) with libculprit preloaded, makes the third
+launch fault, and checks that the report names that launch with this file's line, inside the right function,
+and the line where the error surfaced.
+
+usage: python3 pyline_helper.py REPORT_DIR   (run with LD_PRELOAD=libculprit.so and the simulated driver on
+LD_LIBRARY_PATH; FAKECUDA_FAULT=launch=3 in the environment)"""
+import ctypes
+import glob
+import json
+import os
+import sys
+
+
+def marker_line(tag):
+    with open(__file__) as f:
+        for n, text in enumerate(f, 1):
+            if text.rstrip().endswith("# " + tag):
+                return n
+    raise SystemExit("marker %s missing" % tag)
+
+
+def check(cond, msg):
+    if not cond:
+        print("FAIL: " + msg)
+        sys.exit(1)
+
+
+cu = ctypes.CDLL("libcuda.so.1")
+
+
+def call(name, *args):
+    rc = getattr(cu, name)(*args)
+    return rc
+
+
+def setup():
+    check(call("cuInit", 0) == 0, "cuInit")
+    dev = ctypes.c_int()
+    check(call("cuDeviceGet", ctypes.byref(dev), 0) == 0, "cuDeviceGet")
+    ctx = ctypes.c_void_p()
+    check(call("cuDevicePrimaryCtxRetain", ctypes.byref(ctx), dev) == 0, "retain")
+    check(call("cuCtxSetCurrent", ctx) == 0, "set current")
+    mod = ctypes.c_void_p()
+    check(call("cuModuleLoadData", ctypes.byref(mod), b"fakecubin:_Z4stepPfi,_Z6reducePfi") == 0, "module")
+    fns = []
+    for name in (b"_Z4stepPfi", b"_Z6reducePfi"):
+        f = ctypes.c_void_p()
+        check(call("cuModuleGetFunction", ctypes.byref(f), mod, name) == 0, "function")
+        fns.append(f)
+    return fns
+
+
+def launch(f):
+    u = ctypes.c_uint
+    return call("cuLaunchKernel", f, u(1), u(1), u(1), u(32), u(1), u(1), u(0), ctypes.c_void_p(0),
+                ctypes.c_void_p(0), ctypes.c_void_p(0))
+
+
+class Model:
+    def forward(self, fns, step):
+        if step == 3:
+            return launch(fns[1])  # PY-LAUNCH
+        return launch(fns[0])
+
+
+def train(fns):
+    m = Model()
+    for step in (1, 2, 3, 4):
+        check(m.forward(fns, step) == 0, "launch %d" % step)
+    return call("cuCtxSynchronize")  # PY-SURFACE
+
+
+def main():
+    rdir = sys.argv[1]
+    fns = setup()
+    rc = train(fns)
+    check(rc != 0, "the scripted fault did not surface (rc %d)" % rc)
+    reports = glob.glob(os.path.join(rdir, "culprit-%d.json" % os.getpid()))
+    check(len(reports) == 1, "no report in %s" % rdir)
+    rep = json.load(open(reports[0]))
+    check(rep.get("python_status", "").startswith("CPython"), "python_status %r" % rep.get("python_status"))
+    c = rep.get("culprit") or {}
+    check(c.get("seq") == 3, "culprit %r" % c.get("seq"))
+    py = c.get("python") or []
+    check(py, "culprit has no Python frames")
+    me = os.path.basename(__file__)
+    check(all(os.path.basename(f["file"]) == me for f in py), "frames from elsewhere: %r" % py)
+    # innermost first: call -> launch -> Model.forward (the marked line) -> train -> main -> <module>
+    names = [f["function"] for f in py]
+    check(names == ["call", "launch", "Model.forward", "train", "main", "<module>"], "frames %r" % names)
+    check(py[2]["line"] == marker_line("PY-LAUNCH"), "forward frame %r, expected line %d" % (
+        py[2], marker_line("PY-LAUNCH")))
+    surf = (rep.get("error") or {}).get("python") or []
+    check([f["function"] for f in surf[:2]] == ["call", "train"] and surf[1].get("line") == marker_line(
+        "PY-SURFACE"), "surfacing frames %r" % surf[:2])
+    print("pyline: culprit launch and surfacing line found")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,80 @@
+/* Test probe for stack/pystack.c, built as libpystack_probe.so and driven from Python by pystack_helper.py:
+ * it captures the calling thread's Python stack exactly as a launch would and describes it. It is not a
+ * standalone test program; the checks live in the helper. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "stack/pystack.h"
+
+#define PROBE_EXPORT __attribute__((visibility("default")))
+
+static struct pystack_ref g_kept[PYSTACK_MAX]; /* frames held by pystack_probe_keep for a later describe */
+static int g_nkept;                            /* how many of g_kept are valid */
+
+static int describe_into(const struct pystack_ref *refs, int n, char *buf, int len) {
+  int used = 0;
+  if (len <= 0) return -1;
+  buf[0] = 0;
+  for (int i = 0; i < n; i++) {
+    char file[1024], func[256];
+    int line = 0;
+    if (pystack_describe(&refs[i], file, sizeof file, func, sizeof func, &line)) return -1;
+    int w = snprintf(buf + used, (size_t)(len - used), "%s:%d %s\n", file, line, func);
+    if (w < 0 || w >= len - used) return -1;
+    used += w;
+  }
+  return n;
+}
+
+/* Captures and describes the calling thread's Python frames into buf, one "file:line function" line each,
+ * innermost first. Returns the number of frames, or -1 if buf is too small or a frame cannot be described. */
+PROBE_EXPORT int pystack_probe(char *buf, int len) {
+  struct pystack_ref refs[PYSTACK_MAX];
+  int n = pystack_capture(refs, PYSTACK_MAX);
+  return describe_into(refs, n, buf, len);
+}
+
+/* Captures now and describes later (pystack_probe_describe_kept), as a report does after the code objects of
+ * the captured frames may have been freed. Returns the number of frames. */
+PROBE_EXPORT int pystack_probe_keep(void) {
+  g_nkept = pystack_capture(g_kept, PYSTACK_MAX);
+  return g_nkept;
+}
+
+PROBE_EXPORT int pystack_probe_describe_kept(char *buf, int len) { return describe_into(g_kept, g_nkept, buf, len); }
+
+static void *c_thread_body(void *arg) {
+  struct pystack_ref refs[PYSTACK_MAX];
+  *(int *)arg = pystack_capture(refs, PYSTACK_MAX);
+  return NULL;
+}
+
+/* Captures from a fresh native thread that has never run Python: must find no frames (and not crash).
+ * Returns the count it found, or -1 if the thread could not be started. */
+PROBE_EXPORT int pystack_probe_c_thread(void) {
+  pthread_t t;
+  int n = -1;
+  if (pthread_create(&t, NULL, c_thread_body, &n)) return -1;
+  pthread_join(t, NULL);
+  return n;
+}
+
+/* pystack_status's phrase, so the helper can tell "unsupported" (skip) from a failure. */
+PROBE_EXPORT const char *pystack_probe_status(void) { return pystack_status(); }
+
+/* Average nanoseconds per capture over iters captures of the current stack (all code objects already known
+ * after the first), for a rough cost check. */
+PROBE_EXPORT double pystack_probe_bench(int iters) {
+  struct pystack_ref refs[PYSTACK_MAX];
+  struct timespec a, b;
+  volatile int sink = 0;
+  pystack_capture(refs, PYSTACK_MAX);
+  clock_gettime(CLOCK_MONOTONIC, &a);
+  for (int i = 0; i < iters; i++) sink += pystack_capture(refs, PYSTACK_MAX);
+  clock_gettime(CLOCK_MONOTONIC, &b);
+  (void)sink;
+  return iters > 0 ? ((double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec)) / iters : 0.0;
+}
