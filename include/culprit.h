@@ -20,7 +20,8 @@ extern "C" {
 enum culprit_mode {
   CULPRIT_RECORD = 0,   /* record every launch, breadcrumbs, name the culprit when an error surfaces */
   CULPRIT_BLOCKING = 1, /* also synchronize after each matching launch: the first failing launch is exact */
-  CULPRIT_OFF = 2       /* pause recording (errors are still reported) */
+  CULPRIT_OFF = 2,      /* pause recording (errors are still reported) */
+  CULPRIT_PRECISE = 3   /* record with a breadcrumb after every launch, whatever CULPRIT_CRUMB_EVERY says */
 };
 
 #define CULPRIT_OK 0

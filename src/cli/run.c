@@ -414,8 +414,8 @@ int cli_run_main(int argc, char **argv)
             continue;
         }
         if ((val = cli_optval(argc, argv, &i, "--mode", &missing)) != NULL) {
-            if (strcmp(val, "record") && strcmp(val, "blocking") && strcmp(val, "off")) {
-                cli_err("--mode must be record, blocking or off, not '%s'", val);
+            if (strcmp(val, "record") && strcmp(val, "precise") && strcmp(val, "blocking") && strcmp(val, "off")) {
+                cli_err("--mode must be record, precise, blocking or off, not '%s'", val);
                 return CLI_EXIT_USAGE;
             }
             o.mode = val;

@@ -12,6 +12,7 @@ const char *cfg_mode_name(int mode) {
   case CP_MODE_RECORD: return "record";
   case CP_MODE_BLOCKING: return "blocking";
   case CP_MODE_OFF: return "off";
+  case CP_MODE_PRECISE: return "precise";
   }
   return "?";
 }
@@ -78,7 +79,8 @@ int cfg_parse(struct cp_config *c, cfg_getenv_fn get, char *err, size_t errlen) 
     if (!strcmp(v, "record")) c->mode = CP_MODE_RECORD;
     else if (!strcmp(v, "blocking")) c->mode = CP_MODE_BLOCKING;
     else if (!strcmp(v, "off")) c->mode = CP_MODE_OFF;
-    else return bad(err, errlen, "CULPRIT_MODE", v, "use record, blocking or off");
+    else if (!strcmp(v, "precise")) c->mode = CP_MODE_PRECISE;
+    else return bad(err, errlen, "CULPRIT_MODE", v, "use record, precise, blocking or off");
   }
   if ((v = get("CULPRIT_KERNELS")) && *v) {
     if (strlen(v) >= sizeof c->kernels) return bad(err, errlen, "CULPRIT_KERNELS", v, "at most 255 characters");

@@ -6,7 +6,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum cp_mode { CP_MODE_RECORD = 0, CP_MODE_BLOCKING = 1, CP_MODE_OFF = 2 };
+/* record: launches and breadcrumbs (every CULPRIT_CRUMB_EVERY-th launch of a stream); precise: a breadcrumb
+ * after every launch whatever CULPRIT_CRUMB_EVERY says; blocking: also synchronize after matching launches;
+ * off: record nothing. The numbers are part of the public C API (include/culprit.h). */
+enum cp_mode { CP_MODE_RECORD = 0, CP_MODE_BLOCKING = 1, CP_MODE_OFF = 2, CP_MODE_PRECISE = 3 };
 
 #define CFG_PATTERN_MAX 256
 #define CFG_DIR_MAX 1024

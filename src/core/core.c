@@ -266,7 +266,9 @@ int cp_launch_end(struct cp_launch_ctx *lc, int rc) {
   if (s) {
     rec->prev = atomic_exchange_explicit(&s->last_launched, seq, memory_order_relaxed);
     uint64_t nth = atomic_fetch_add_explicit(&s->launches, 1, memory_order_relaxed) + 1;
-    if (s->slot && (g_cfg.crumb_every == 1 || nth % g_cfg.crumb_every == 0)) {
+    struct mode_frame *cm = atomic_load_explicit(&g_mode, memory_order_relaxed);
+    int every = cm && cm->mode != CP_MODE_RECORD ? 1 : (int)g_cfg.crumb_every;
+    if (s->slot && (every == 1 || nth % (uint64_t)every == 0)) {
       if (crumb_write(s, lc->d->stream, lc->d->ptds, seq)) rec->flags |= CP_REC_CRUMB_FAILED;
     } else if (s->slot) {
       rec->flags |= CP_REC_UNCRUMBED;
@@ -384,7 +386,7 @@ __attribute__((destructor)) static void cp_dtor(void) {
 
 CP_EXPORT int culprit_api_push(int mode, const char *kernels, unsigned long long first, unsigned long long last) {
   if (!cp_active()) return -4;
-  if (mode < CP_MODE_RECORD || mode > CP_MODE_OFF || first == 0 || first > last) return -2;
+  if (mode < CP_MODE_RECORD || mode > CP_MODE_PRECISE || first == 0 || first > last) return -2;
   if (kernels && strlen(kernels) >= CFG_PATTERN_MAX) return -2;
   pthread_mutex_lock(&g_mode_lock);
   if (g_depth == MODE_DEPTH) {

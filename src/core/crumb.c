@@ -212,12 +212,18 @@ struct cp_stream *crumb_stream(void *handle, int ptds, int tid) {
   return s;
 }
 
+#ifdef CULPRIT_CRUMB_NOFENCE
+#define CRUMB_FLAGS 1u                       /* experiment: CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER */
+#else
+#define CRUMB_FLAGS 0u                       /* the default write, fenced after the kernel's own writes */
+#endif
+
 int crumb_write(struct cp_stream *s, void *handle, int ptds, uint64_t seq) {
   int rc;
   if (!s->slot) return -1;
-  if (ptds && cp_drv.write_value64_ptsz) rc = cp_drv.write_value64_ptsz(handle, s->dslot, seq, 0);
-  else if (ptds && !handle) rc = cp_drv.write_value64(CP_CU_STREAM_PER_THREAD, s->dslot, seq, 0);
-  else rc = cp_drv.write_value64(handle, s->dslot, seq, 0);
+  if (ptds && cp_drv.write_value64_ptsz) rc = cp_drv.write_value64_ptsz(handle, s->dslot, seq, CRUMB_FLAGS);
+  else if (ptds && !handle) rc = cp_drv.write_value64(CP_CU_STREAM_PER_THREAD, s->dslot, seq, CRUMB_FLAGS);
+  else rc = cp_drv.write_value64(handle, s->dslot, seq, CRUMB_FLAGS);
   if (rc) atomic_fetch_add_explicit(&g_failures, 1, memory_order_relaxed);
   else atomic_fetch_add_explicit(&g_written, 1, memory_order_relaxed);
   return rc;

@@ -1,0 +1,128 @@
+"""Benchmark workloads for culprit, each printing one machine-readable line `metric=<name> value=<number>
+unit=<unit> better=<higher|lower>`. Run one per process: `python3 bench/workloads.py NAME [--seconds S]`.
+
+  resnet50     torchvision ResNet50 training, batch 32, fp32, synthetic data (images/s)
+  smallop      a 64x64 tensor through 20 elementwise ops per step (steps/s)
+  triton       a small Triton elementwise kernel launched back to back (launches/s)
+  multistream  4 CUDA streams each running small ops, joined every step (steps/s)
+
+Set BENCH_ANOMALY=1 to run under torch.autograd.set_detect_anomaly(True) (the seed's "sync + debug" row)."""
+import argparse
+import os
+import sys
+import time
+
+
+def timed(step, warmup, seconds, sync):
+    for _ in range(warmup):
+        step()
+    sync()
+    n = 0
+    t0 = time.perf_counter()
+    while True:
+        step()
+        n += 1
+        if n % 10 == 0:
+            sync()
+            dt = time.perf_counter() - t0
+            if dt >= seconds:
+                return n, dt
+
+
+def resnet50(seconds):
+    import torch
+    import torchvision
+    model = torchvision.models.resnet50().cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    x = torch.randn(32, 3, 224, 224, device="cuda")
+    y = torch.randint(0, 1000, (32,), device="cuda")
+    lossf = torch.nn.CrossEntropyLoss()
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = lossf(model(x), y)
+        loss.backward()
+        opt.step()
+
+    n, dt = timed(step, 5, seconds, torch.cuda.synchronize)
+    return "images_per_s", n * 32 / dt, "images/s", "higher"
+
+
+def smallop(seconds):
+    import torch
+    x = torch.randn(64, 64, device="cuda")
+
+    def step():
+        y = x
+        for _ in range(10):
+            y = torch.tanh(y) * 0.5
+        x.copy_(y)
+
+    n, dt = timed(step, 50, seconds, torch.cuda.synchronize)
+    return "steps_per_s", n / dt, "steps/s", "higher"
+
+
+def triton_loop(seconds):
+    import torch
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def axpy(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+        pid = tl.program_id(0)
+        offs = pid * BLOCK + tl.arange(0, BLOCK)
+        m = offs < n
+        tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=m) * 2.0 + tl.load(y_ptr + offs, mask=m), mask=m)
+
+    n = 4096
+    x = torch.randn(n, device="cuda")
+    y = torch.zeros(n, device="cuda")
+    grid = (triton.cdiv(n, 1024),)
+
+    def step():
+        for _ in range(10):
+            axpy[grid](x, y, n, BLOCK=1024)
+
+    k, dt = timed(step, 20, seconds, torch.cuda.synchronize)
+    return "launches_per_s", k * 10 / dt, "launches/s", "higher"
+
+
+def multistream(seconds):
+    import torch
+    streams = [torch.cuda.Stream() for _ in range(4)]
+    xs = [torch.randn(128, 128, device="cuda") for _ in range(4)]
+    main = torch.cuda.current_stream()
+
+    def step():
+        for s, x in zip(streams, xs):
+            s.wait_stream(main)
+            with torch.cuda.stream(s):
+                y = x
+                for _ in range(5):
+                    y = torch.relu(y @ x) * 0.01
+                x.copy_(y)
+        for s in streams:
+            main.wait_stream(s)
+
+    n, dt = timed(step, 20, seconds, torch.cuda.synchronize)
+    return "steps_per_s", n / dt, "steps/s", "higher"
+
+
+WORKLOADS = {"resnet50": resnet50, "smallop": smallop, "triton": triton_loop, "multistream": multistream}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("name", choices=sorted(WORKLOADS))
+    ap.add_argument("--seconds", type=float, default=6.0)
+    a = ap.parse_args()
+    if os.environ.get("BENCH_ANOMALY") == "1":
+        import torch
+        torch.autograd.set_detect_anomaly(True)
+    metric, value, unit, better = WORKLOADS[a.name](a.seconds)
+    print("metric=%s value=%.4f unit=%s better=%s" % (metric, value, unit.replace(" ", "_"), better))
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
