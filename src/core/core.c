@@ -393,7 +393,15 @@ CP_EXPORT int culprit_api_push(int mode, const char *kernels, unsigned long long
     pthread_mutex_unlock(&g_mode_lock);
     return -3;
   }
-  struct mode_frame *f = &g_frames[g_frame_next++ % MODE_FRAMES];
+  /* Take the next frame that is not on the stack (at most MODE_DEPTH + 1 of the MODE_FRAMES are): a frame is
+   * only reused once no launch can still be reading it through g_mode, and never while it is pushed. */
+  struct mode_frame *f;
+  for (;;) {
+    int used = 0;
+    f = &g_frames[g_frame_next++ % MODE_FRAMES];
+    for (int i = 0; i <= g_depth && !used; i++) used = g_stack[i] == f;
+    if (!used) break;
+  }
   f->mode = mode;
   snprintf(f->kernels, sizeof f->kernels, "%s", kernels && *kernels ? kernels : "*");
   f->lo = first;

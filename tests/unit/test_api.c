@@ -26,6 +26,17 @@ int main(int argc, char **argv) {
     while (pushed--) CHECK(culprit_pop() == CULPRIT_OK);
     CHECK(culprit_mode() == CULPRIT_RECORD);
     CHECK(culprit_last_report() == NULL);
+    /* Many scopes over a long run: the frames behind the stack are recycled, never while pushed. */
+    CHECK(culprit_push(CULPRIT_BLOCKING, "*outer*") == CULPRIT_OK);
+    for (int i = 0; i < 1000; i++) {
+      CHECK(culprit_push(CULPRIT_OFF, NULL) == CULPRIT_OK);
+      CHECK(culprit_pop() == CULPRIT_OK);
+    }
+    CHECK(culprit_mode() == CULPRIT_BLOCKING);
+    CHECK(culprit_pop() == CULPRIT_OK);
+    CHECK(culprit_mode() == CULPRIT_RECORD);
+    CHECK(culprit_push(CULPRIT_PRECISE, NULL) == CULPRIT_OK && culprit_mode() == CULPRIT_PRECISE);
+    CHECK(culprit_pop() == CULPRIT_OK);
   } else if (argc > 1 && !strcmp(argv[1], "disabled")) {
     CHECK(!culprit_loaded());
     CHECK(culprit_mode() == CULPRIT_EDISABLED);
