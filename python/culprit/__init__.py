@@ -1,0 +1,521 @@
+"""culprit for Python programs: scoped control of the preloaded culprit library and access to its report.
+
+culprit names the CUDA kernel that really failed. It lives in a C library that `culprit run` preloads into the
+program; this package only talks to that library (through ctypes) and never loads it. Importing it never fails,
+and without the library every scope below does nothing (it warns once), so the same program runs with or
+without culprit:
+
+    $ culprit run -- python train.py
+
+    import culprit
+
+    with culprit.blocking("*nll_loss*"):     # synchronize after each matching launch: exact, slow
+        loss = criterion(out, target)
+
+    @culprit.blocking(launches=range(1200, 1300))
+    def step(batch):
+        ...
+
+    with culprit.paused():                    # don't record this region (errors are still reported)
+        warmup()
+
+    culprit.mode()          # "record", "blocking", "off", or None without the library
+    culprit.last_report()   # the report (a dict) after a CUDA error, or None
+
+The mode stack is process-wide, as in the C API (include/culprit.h): a scope opened in one thread also governs
+the kernels that other threads (and asyncio tasks) launch while it is open. Scopes are pushed and popped under
+a lock; when threads close their scopes out of order, the scopes still open are put back, so the mode in force
+is always that of the most recently opened scope that is still open.
+"""
+
+import atexit
+import functools
+import inspect
+import json
+import os
+import sys
+import threading
+import warnings
+
+from . import _lib
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "blocking", "paused", "recording", "Scope", "mode", "loaded", "status", "depth", "launches",
+    "last_report", "last_report_path", "CulpritWarning", "CulpritError",
+]
+
+
+class CulpritWarning(RuntimeWarning):
+    """Warned (once per process) when a scope does nothing because the library is not loaded or disabled."""
+
+
+class CulpritError(RuntimeError):
+    """The library refused a scope: the mode stack is full (scopes nested deeper than 64 levels)."""
+
+
+# ---- state of the library --------------------------------------------------------------------------------------
+
+
+def status():
+    """"active" (preloaded and working), "disabled" (preloaded, but off: CULPRIT_MODE=off or a bad CULPRIT_*
+    setting) or "absent" (not preloaded).
+
+    >>> culprit.status()
+    'active'
+    """
+    a = _lib.api()
+    if a is None:
+        return "absent"
+    return "active" if a.mode() >= 0 else "disabled"
+
+
+def loaded():
+    """True when the library is preloaded into this process and active.
+
+    >>> if not culprit.loaded():
+    ...     print("run me as: culprit run -- python train.py")
+    """
+    return status() == "active"
+
+
+def mode():
+    """The mode in force: "record", "blocking" or "off"; None when the library is not loaded or disabled.
+
+    >>> with culprit.blocking():
+    ...     culprit.mode()
+    'blocking'
+    """
+    a = _lib.api()
+    if a is None:
+        return None
+    return _lib.MODE_NAMES.get(a.mode())
+
+
+def depth():
+    """How many modes are pushed on the process-wide stack (0: the configured mode), or None without the library."""
+    a = _lib.api()
+    if a is None:
+        return None
+    d = a.depth()
+    return d if d >= 0 else None
+
+
+def launches():
+    """Kernel launches the library has seen in this process so far, or None without the library."""
+    a = _lib.api()
+    if a is None or a.mode() < 0:
+        return None
+    return int(a.launches())
+
+
+def last_report_path():
+    """Path of the JSON report the library wrote in this process (after a sticky CUDA error), or None.
+
+    >>> culprit.last_report_path()
+    '/home/me/run/culprit-reports/culprit-4242.json'
+    """
+    return _lib.last_report_path()
+
+
+def last_report():
+    """The report the library wrote in this process, parsed (schema culprit.report/1, see docs/report.md), or
+    None when there is none (no error yet, no library) or it cannot be read.
+
+    >>> try:
+    ...     loss.item()
+    ... except RuntimeError:
+    ...     r = culprit.last_report()
+    ...     if r and r["culprit"]:
+    ...         print("faulted:", r["culprit"]["kernel"], "launch", r["culprit"]["seq"])
+    ...     raise
+    """
+    path = last_report_path()
+    if path is None:
+        return None
+    try:
+        with open(path, "rb") as f:
+            return json.loads(f.read().decode("utf-8", "replace"))
+    except (OSError, ValueError):
+        return None
+
+
+# ---- the mode stack -------------------------------------------------------------------------------------------
+
+
+class _Frame:
+    """One mode this package pushed."""
+
+    __slots__ = ("mode", "kernels", "first", "last", "depth")
+
+    def __init__(self, mode, kernels, first, last):
+        self.mode = mode        # _lib.RECORD / BLOCKING / OFF
+        self.kernels = kernels  # glob, bytes
+        self.first = first      # launch window, inclusive
+        self.last = last
+        self.depth = 0          # its level on the library's stack once pushed (1 = first push)
+
+    def push(self, a):
+        rc = a.push(self.mode, self.kernels, self.first, self.last)
+        if rc == 0:
+            self.depth = a.depth()
+        return rc
+
+
+_lock = threading.RLock()  # guards the library's stack against interleaving by this package, and what follows
+_frames = []               # frames pushed by this package and still open, oldest first
+_covered = 0               # launches that ran under a blocking scope of this package that matched every kernel
+_mark = 0                  # launch count when the frame in force last changed
+_counting = None           # the frame in force if it counts towards _covered, else None
+_warned = False            # the "scope does nothing" warning was given
+
+
+def _settle(a):
+    """Adds the launches since the last change of the frame in force to _covered, if that frame counts.
+    Called with _lock held, before every change and at exit."""
+    global _covered, _mark
+    now = int(a.launches())
+    f = _counting
+    if f is not None:
+        lo, hi = max(_mark + 1, f.first), min(now, f.last)
+        if hi >= lo:
+            _covered += hi - lo + 1
+    _mark = now
+
+
+def _retop(a):
+    """Notes which frame is in force after a change (with _lock held). Only blocking frames that match every
+    kernel count: a filtered one synchronizes after the launches it matches, which this package cannot see."""
+    global _counting
+    _counting = None
+    if _frames:
+        top = _frames[-1]
+        if top.mode == _lib.BLOCKING and top.kernels == b"*" and top.depth == a.depth():
+            _counting = top
+
+
+def _caller_level():
+    """warnings.warn's stacklevel for the first frame outside this package: the user's `with` or call."""
+    level, f = 2, sys._getframe(1)
+    while f is not None and f.f_globals.get("__name__", "").split(".")[0] == "culprit":
+        level += 1
+        f = f.f_back
+    return level - 1
+
+
+def _warn_noop(scope_name, disabled):
+    global _warned
+    with _lock:
+        if _warned:
+            return
+        _warned = True
+    if disabled:
+        msg = ("culprit: %s does nothing: libculprit.so is loaded but disabled in this process (CULPRIT_MODE=off, "
+               "or a bad CULPRIT_* setting: see the line 'culprit: ... culprit is off for this process' on stderr); "
+               "the program runs normally without culprit" % scope_name)
+    else:
+        argv = getattr(sys, "argv", None) or [""]
+        script = " ".join(argv) if argv[0].endswith(".py") else "your_script.py"
+        msg = ("culprit: %s does nothing: libculprit.so is not loaded in this process; to find the kernel that "
+               "failed, run the program under culprit: culprit run -- python %s" % (scope_name, script))
+    warnings.warn(msg, CulpritWarning, stacklevel=_caller_level())
+
+
+def _push(scope_name, frame):
+    """Pushes frame and returns it, or returns None (after the one warning) when the library is not there."""
+    a = _lib.api()
+    if a is None:
+        _warn_noop(scope_name, disabled=False)
+        return None
+    with _lock:
+        if a.mode() < 0:
+            rc = _lib.EDISABLED
+        else:
+            _settle(a)
+            rc = frame.push(a)
+            if rc == 0:
+                _frames.append(frame)
+            _retop(a)
+    if rc == 0:
+        return frame
+    if rc == _lib.EDISABLED:
+        _warn_noop(scope_name, disabled=True)
+        return None
+    if rc == _lib.ESTACK:
+        raise CulpritError("culprit: %s: the mode stack is full (%d levels): scopes are nested too deeply, or "
+                           "modes were pushed and never popped" % (scope_name, _lib.STACK_MAX))
+    raise ValueError("culprit: %s: the library refused kernels=%r, launches %d..%d (error %d)"
+                     % (scope_name, frame.kernels.decode("utf-8", "replace"), frame.first, frame.last, rc))
+
+
+def _pop(frame):
+    """Takes frame off the library's stack. It is normally on top; when a scope closes out of order (threads,
+    asyncio tasks), the frames this package pushed above it are pushed again, so they stay in force. Frames pushed
+    above it by others (the C API) and never popped are dropped with it, with a warning: the mode before the
+    scope is what the scope promised to restore."""
+    a = _lib.api()
+    if a is None:
+        return
+    note = None
+    with _lock:
+        if frame not in _frames:
+            return
+        _settle(a)
+        d = a.depth()
+        i = _frames.index(frame)
+        if d < 0 or frame.depth > d:
+            # Someone popped it already (the C API, or a disabled library): forget it and whatever was above it.
+            del _frames[i:]
+            note = "the mode pushed by this scope was popped by someone else"
+        else:
+            above = _frames[i + 1:]
+            npop = d - frame.depth + 1
+            foreign = npop - 1 - len(above)
+            for _ in range(npop):
+                if a.pop() != 0:
+                    break
+            del _frames[i:]
+            for f in above:
+                if f.push(a) == 0:
+                    _frames.append(f)
+            if foreign > 0:
+                note = ("%d mode(s) pushed after this scope opened (through the C API) were never popped; they were "
+                        "popped with it" % foreign)
+        _retop(a)
+    if note:
+        warnings.warn("culprit: " + note, CulpritWarning, stacklevel=_caller_level())
+
+
+# ---- scopes ---------------------------------------------------------------------------------------------------
+
+
+def _check_kernels(kernels):
+    if kernels is None:
+        return b"*"
+    if not isinstance(kernels, str):
+        raise TypeError("culprit: kernels must be a glob string such as '*nll_loss*', not %r" % (kernels,))
+    b = kernels.encode("utf-8")
+    if len(b) > _lib.PATTERN_MAX or "\0" in kernels:
+        raise ValueError("culprit: kernels must be a glob of at most %d bytes without NUL" % _lib.PATTERN_MAX)
+    return b or b"*"
+
+
+def _check_window(launches):
+    """Launch window (first, last), inclusive, 1-based, from None, a range or a (first, last) pair."""
+    if launches is None:
+        return 1, _lib.LAUNCH_MAX
+    if isinstance(launches, range):
+        if launches.step != 1 or len(launches) == 0 or launches.start < 1:
+            raise ValueError("culprit: launches=%r: use a non-empty range with step 1 starting at 1 or later "
+                             "(launch numbers count from 1)" % (launches,))
+        return launches.start, launches.stop - 1
+    if isinstance(launches, (tuple, list)) and len(launches) == 2:
+        first, last = launches
+        if first is None:
+            first = 1
+        if last is None:
+            last = _lib.LAUNCH_MAX
+        if not isinstance(first, int) or not isinstance(last, int) or isinstance(first, bool) \
+                or isinstance(last, bool):
+            raise TypeError("culprit: launches=%r: the bounds must be integers (or None)" % (launches,))
+        if not 1 <= first <= last <= _lib.LAUNCH_MAX:
+            raise ValueError("culprit: launches=%r: need 1 <= first <= last (launch numbers count from 1; both "
+                             "ends are included)" % (launches,))
+        return first, last
+    raise TypeError("culprit: launches must be None, a range (range(100, 200): launches 100..199) or a pair "
+                    "(first, last) with both ends included, not %r" % (launches,))
+
+
+class Scope:
+    """A mode held for a block of code: a context manager and a decorator (for plain functions, generator
+    functions and async functions). Made by blocking(), paused() and recording().
+
+    Each `with` (or call of a decorated function) pushes the mode on the library's process-wide stack and pops
+    it on the way out, also when the block raises, so the mode in force before is restored exactly. Scopes nest,
+    and one Scope object may be entered again while it is open (recursion, several threads).
+    """
+
+    def __init__(self, name, mode, kernels=b"*", window=(1, _lib.LAUNCH_MAX)):
+        self._name = name
+        self._mode = mode
+        self._kernels = kernels
+        self._first, self._last = window
+        self._local = threading.local()  # frames of the `with` statements open in each thread
+
+    @property
+    def kernels(self):
+        return self._kernels.decode("utf-8")
+
+    @property
+    def launches(self):
+        """The launch window as (first, last), both included; last is None when open-ended."""
+        return self._first, (None if self._last == _lib.LAUNCH_MAX else self._last)
+
+    def _enter(self):
+        return _push(self._name, _Frame(self._mode, self._kernels, self._first, self._last))
+
+    @staticmethod
+    def _leave(frame):
+        if frame is not None:
+            _pop(frame)
+
+    def __enter__(self):
+        frame = self._enter()
+        stack = self._local.__dict__.setdefault("frames", [])
+        stack.append(frame)
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self._leave(self._local.frames.pop())
+        return False
+
+    def __call__(self, func):
+        if not callable(func):
+            raise TypeError("culprit: %s decorates functions, not %r" % (self._name, func))
+        if inspect.iscoroutinefunction(func):
+            @functools.wraps(func)
+            async def run_async(*args, **kwargs):
+                frame = self._enter()
+                try:
+                    return await func(*args, **kwargs)
+                finally:
+                    self._leave(frame)
+            return run_async
+        if inspect.isasyncgenfunction(func):
+            raise TypeError("culprit: %s cannot decorate an async generator; use `with` inside it" % self._name)
+        if inspect.isgeneratorfunction(func):
+            # The scope stays open while the generator is suspended, until it finishes or is closed.
+            @functools.wraps(func)
+            def run_gen(*args, **kwargs):
+                frame = self._enter()
+                try:
+                    return (yield from func(*args, **kwargs))
+                finally:
+                    self._leave(frame)
+            return run_gen
+
+        @functools.wraps(func)
+        def run(*args, **kwargs):
+            frame = self._enter()
+            try:
+                return func(*args, **kwargs)
+            finally:
+                self._leave(frame)
+        return run
+
+    def __repr__(self):
+        if self._mode == _lib.BLOCKING:
+            first, last = self.launches
+            return "culprit.blocking(kernels=%r, launches=(%d, %s))" % (self.kernels, first, last)
+        return "culprit.%s" % self._name
+
+
+def blocking(kernels=None, launches=None):
+    """Blocking mode for a block of code: after each launch of a matching kernel the library synchronizes, so
+    the first launch that fails is named exactly (and the launch call itself returns the error). It is slow:
+    keep it narrow, with a kernel glob or a launch window taken from an earlier report.
+
+    kernels: a glob (fnmatch) matched against the mangled and the demangled kernel name; None or "*" for all.
+    launches: None (all), range(a, b) for launches a..b-1, or a pair (first, last) with both ends included
+    (last may be None). Launch numbers count from 1 over the whole process, as in the report.
+
+    Context manager and decorator (functions, generator functions, async functions):
+
+        with culprit.blocking("*nll_loss*"):
+            loss = F.nll_loss(out, target)
+
+        @culprit.blocking(launches=(1200, 1300))
+        def train_step(batch): ...
+
+        @culprit.blocking
+        async def evaluate(model): ...
+
+    Without the library it does nothing (warns once). At exit, when blocking scopes that matched every kernel
+    covered most of a long run (or one was never closed), culprit says so once on stderr: blocking mode left on
+    is the usual reason a run got much slower.
+    """
+    if callable(kernels) and launches is None:  # @culprit.blocking without parentheses
+        return Scope("blocking()", _lib.BLOCKING)(kernels)
+    return Scope("blocking()", _lib.BLOCKING, _check_kernels(kernels), _check_window(launches))
+
+
+def paused():
+    """Mode off for a block of code: launches in it are not recorded (sticky errors are still detected and
+    reported). Context manager and decorator.
+
+        with culprit.paused():
+            warmup()          # thousands of launches not worth a record
+    """
+    return Scope("paused()", _lib.OFF)
+
+
+def recording():
+    """Record mode (the default) for a block of code, e.g. to leave blocking mode for a part of a blocking scope.
+    Context manager and decorator.
+
+        with culprit.blocking():
+            forward()
+            with culprit.recording():
+                logging_hooks()   # not worth a synchronize after each launch
+    """
+    return Scope("recording()", _lib.RECORD)
+
+
+# ---- exit check -----------------------------------------------------------------------------------------------
+
+_MANY_LAUNCHES = 1000  # below this, a run is too short for the cost of blocking mode to matter
+
+
+def _exit_message():
+    """The one line printed at exit, or None."""
+    a = _lib.api()
+    if a is None or a.mode() < 0:
+        return None
+    with _lock:
+        _settle(a)
+        covered = _covered
+        total = int(a.launches())
+        still_on = a.depth() > 0 and a.mode() == _lib.BLOCKING
+    if total > _MANY_LAUNCHES and covered * 2 > total:
+        msg = ("culprit: blocking mode covered %d%% of the %d kernel launches of this run; it synchronizes after "
+               "each of them, so this run was much slower than it needed to be"
+               % (min(100, covered * 100 // total), total))
+        if still_on:
+            msg += " (and it was still on at exit: a scope was never closed)"
+        return msg + "; narrow it with culprit.blocking(kernels=..., launches=...)"
+    if still_on:
+        return ("culprit: blocking mode was still on at exit (pushed and never popped: a scope that was never "
+                "closed, such as an unfinished generator, or a push through the C API without its pop); it "
+                "synchronizes after each matching launch, so the run after it was much slower than it needed to be")
+    return None
+
+
+def _at_exit():
+    try:
+        msg = _exit_message()
+    except Exception:
+        return
+    if not msg:
+        return
+    try:
+        sys.stderr.write(msg + "\n")
+        sys.stderr.flush()
+    except Exception:
+        try:
+            os.write(2, (msg + "\n").encode("utf-8", "replace"))
+        except OSError:
+            pass
+
+
+def _after_fork_in_child():
+    # The library counts the child's launches from zero; so does the accounting.
+    global _covered, _mark, _lock
+    _lock = threading.RLock()  # another thread may have held it at the fork
+    _covered = 0
+    _mark = 0
+
+
+atexit.register(_at_exit)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)

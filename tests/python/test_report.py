@@ -1,0 +1,103 @@
+"""last_report() after a fault scripted in the simulated driver, driven from Python through ctypes (fakegpu.py):
+launch 3 faults; in record mode the error surfaces at cuCtxSynchronize, in blocking mode at the launch itself,
+and either way the report names launch 3."""
+
+import json
+import os
+
+FAULT = {"FAKECUDA_FAULT": "launch=3"}
+
+
+def check_report(rep, path, reports_dir):
+    assert path and os.path.dirname(path) == str(reports_dir)
+    assert os.path.basename(path).startswith("culprit-") and path.endswith(".json")
+    assert rep["schema"] == "culprit.report/1"
+    assert rep["error"]["code"] == 700
+    assert rep["verdict"]["certainty"] == "exact"
+    assert rep["culprit"]["seq"] == 3
+    assert rep["culprit"]["kernel"] == "k1"
+
+
+def test_record_mode(run_py, tmp_path):
+    r = run_py("""
+        import json, culprit, fakegpu
+        gpu = fakegpu.Gpu()
+        k = gpu.kernels("k1", "k2")
+        rcs = [gpu.launch(k["k1"]), gpu.launch(k["k2"])]
+        before = culprit.last_report()
+        rcs += [gpu.launch(k["k1"]), gpu.launch(k["k2"])]
+        rcs.append(gpu.sync())
+        print(json.dumps({"rcs": rcs, "before": before, "path": culprit.last_report_path(),
+                          "report": culprit.last_report()}))
+    """, env=FAULT).ok()
+    res = json.loads(r.out)
+    assert res["rcs"] == [0, 0, 0, 0, 700]
+    assert res["before"] is None
+    check_report(res["report"], res["path"], tmp_path / "reports")
+    assert res["report"]["error"]["api"].startswith("cuCtxSynchronize")
+    assert "culprit: blocking mode" not in r.err
+
+
+def test_blocking_mode_fails_at_the_launch(run_py, tmp_path):
+    r = run_py("""
+        import json, culprit, fakegpu
+        gpu = fakegpu.Gpu()
+        k = gpu.kernels("k1", "k2")
+        rcs = []
+        with culprit.blocking():
+            for name in ("k1", "k2", "k1"):
+                rcs.append(gpu.launch(k[name]))
+        print(json.dumps({"rcs": rcs, "path": culprit.last_report_path(), "report": culprit.last_report()}))
+    """, env=FAULT).ok()
+    res = json.loads(r.out)
+    assert res["rcs"] == [0, 0, 700]  # the failing launch call itself returns the error
+    check_report(res["report"], res["path"], tmp_path / "reports")
+    assert res["report"]["error"]["api"] == "cuLaunchKernel"
+
+
+def test_blocking_filters(run_py):
+    # Launch 3 (k1) faults. Blocking only for k2, or only for launches 4.., leaves the error to the sync;
+    # blocking for k1 in window 2..3 catches it at the launch.
+    code = """
+        import json, culprit, fakegpu
+        gpu = fakegpu.Gpu()
+        k = gpu.kernels("k1", "k2")
+        rcs = []
+        with culprit.blocking(%s):
+            for name in ("k1", "k2", "k1"):
+                rcs.append(gpu.launch(k[name]))
+        rcs.append(gpu.sync())
+        print(json.dumps({"rcs": rcs, "seq": culprit.last_report()["culprit"]["seq"]}))
+    """
+    for args, rcs in [('"k2"', [0, 0, 0, 700]), ("launches=range(4, 100)", [0, 0, 0, 700]),
+                      ('"k1", launches=(2, 3)', [0, 0, 700, 700])]:
+        res = json.loads(run_py(code % args, env=FAULT).ok().out)
+        assert res == {"rcs": rcs, "seq": 3}, args
+
+
+def test_unreadable_report(run_py):
+    # The report was removed (or moved) after it was written: last_report() is None, the path is still known.
+    r = run_py("""
+        import json, os, culprit, fakegpu
+        gpu = fakegpu.Gpu()
+        f = gpu.kernels("k1")["k1"]
+        [gpu.launch(f) for _ in range(3)]
+        gpu.sync()
+        os.remove(culprit.last_report_path())
+        print(json.dumps([culprit.last_report(), bool(culprit.last_report_path())]))
+    """, env=FAULT).ok()
+    assert json.loads(r.out) == [None, True]
+
+
+def test_main_diagnostic_after_fault(run_py, tmp_path):
+    script = tmp_path / "fault.py"
+    script.write_text("import fakegpu, runpy\n"
+                      "gpu = fakegpu.Gpu()\n"
+                      "f = gpu.kernels('k1')['k1']\n"
+                      "[gpu.launch(f) for _ in range(3)]\n"
+                      "gpu.sync()\n"
+                      "runpy.run_module('culprit', run_name='__main__')\n")
+    r = run_py(args=[str(script)], env=FAULT)
+    assert "mode: record (0 pushed)" in r.out
+    assert "launches: 3" in r.out
+    assert "last report: %s" % (tmp_path / "reports" / "culprit-") in r.out
