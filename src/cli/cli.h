@@ -31,6 +31,7 @@ struct cli_run_opts {
     int quiet;                 /* print one line per report instead of the full verdict */
     int verbose;               /* let the library print its own full verdict too */
     int stats;                 /* CULPRIT_STATS=1 */
+    int no_watch;              /* let the command inherit stdout/stderr instead of watching them for asserts */
     const char *ld_path;       /* directory to prepend to LD_LIBRARY_PATH (the simulated driver), or NULL */
     char **argv;               /* the command and its arguments, NULL-terminated */
 };

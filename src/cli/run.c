@@ -1,10 +1,12 @@
 /* `culprit run`: runs a command with libculprit.so preloaded and a report directory prepared, forwards signals
- * to it while it runs, then symbolizes and prints every report it left and exits the way the command did.
- * `culprit demo` uses the same machinery through cli_run_command. */
+ * to it while it runs and watches its output for device asserts (watch.c), then symbolizes and prints every
+ * report it left and exits the way the command did. `culprit demo` uses the same machinery through
+ * cli_run_command. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include "cli.h"
+#include "watch.h"
 #include "../report/json.h"
 #include "../report/render.h"
 #include "../report/symbolize.h"
@@ -86,22 +88,24 @@ static int cli_prepend_env(const char *name, const char *item)
 
 /* Child side of fork: set the environment and exec. On failure the errno goes back through errfd. */
 static void cli_child_exec(const struct cli_run_opts *o, const char *lib, const char *dir, int errfd,
-                           const sigset_t *oldmask)
+                           const sigset_t *oldmask, const struct cli_watch *w)
 {
     size_t i;
     int e;
     for (i = 0; i < CLI_NFWD; i++)
         signal(cli_fwd_signals[i], SIG_DFL);
     sigprocmask(SIG_SETMASK, oldmask, NULL);
-    if (cli_prepend_env("LD_PRELOAD", lib) || setenv("CULPRIT_DIR", dir, 1) ||
+    e = watch_child(w);
+    if (e == 0 && (cli_prepend_env("LD_PRELOAD", lib) || setenv("CULPRIT_DIR", dir, 1) ||
         (!o->verbose && setenv("CULPRIT_QUIET", "1", 1)) || (o->mode && setenv("CULPRIT_MODE", o->mode, 1)) ||
         (o->kernels && setenv("CULPRIT_KERNELS", o->kernels, 1)) ||
         (o->launches && setenv("CULPRIT_LAUNCHES", o->launches, 1)) ||
         (o->ring && setenv("CULPRIT_RING", o->ring, 1)) ||
         (o->stack_depth && setenv("CULPRIT_STACK_DEPTH", o->stack_depth, 1)) ||
-        (o->stats && setenv("CULPRIT_STATS", "1", 1)) || (o->ld_path && cli_prepend_env("LD_LIBRARY_PATH", o->ld_path))) {
+        (o->stats && setenv("CULPRIT_STATS", "1", 1)) ||
+        (o->ld_path && cli_prepend_env("LD_LIBRARY_PATH", o->ld_path)))) {
         e = errno ? errno : ENOMEM;
-    } else {
+    } else if (e == 0) {
         execvp(o->argv[0], o->argv);
         e = errno;
     }
@@ -208,21 +212,26 @@ static int cli_is_old(const struct cli_seen *seen, size_t nseen, const char *pat
     return 0;
 }
 
-/* Symbolizes and prints one report on stderr. Returns 0 when it was shown. */
-static int cli_show_report(const char *path, int brief)
+/* Symbolizes a report, adds the device asserts the watch saw (w may be NULL) and prints it on stderr.
+ * Returns 0 when it was shown. */
+static int cli_show_report(const char *path, int brief, const struct cli_watch *w)
 {
     struct render_opts ro = {brief, brief ? path : NULL};
     struct json *doc = NULL;
     char why[1024];
     char *text;
-    int changed = 0;
+    int changed = 0, asserts = 0;
 
     if (symbolize_load(path, &doc, why, sizeof why) != 0) {
         cli_err("%s", why);
         return -1;
     }
-    if (symbolize_doc(doc, &changed) == 0 && changed && symbolize_save(path, doc, why, sizeof why) != 0)
-        cli_err("%s (the verdict below is complete, only the file keeps its old frames)", why);
+    if (symbolize_doc(doc, &changed) != 0)
+        changed = 0;
+    if (watch_annotate(w, doc, &asserts) != 0)
+        cli_err("out of memory adding the device asserts to %s", path);
+    if ((changed || asserts) && symbolize_save(path, doc, why, sizeof why) != 0)
+        cli_err("%s (the verdict below is complete, only the file keeps its old content)", why);
     text = render_doc(doc, &ro);
     json_free(doc);
     if (!text) {
@@ -241,6 +250,7 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus)
 {
     char lib[PATH_MAX], abs[PATH_MAX], rel[PATH_MAX];
     struct sigaction sa, old[CLI_NFWD];
+    struct cli_watch *w = NULL;
     struct cli_seen *seen = NULL;
     size_t nseen = 0, i, n = 0, shown = 0;
     char **reports = NULL;
@@ -265,6 +275,16 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus)
         rc = CLI_EXIT_FAIL;
         goto out;
     }
+    /* Device asserts reach only the process's own stdout/stderr, so culprit stands between them and the
+     * original descriptors. Without a watch (--no-watch) the command simply inherits them. */
+    w = calloc(1, sizeof *w);
+    if (!w || (!o->no_watch && watch_setup(w) != 0)) {
+        cli_err("out of memory");
+        close(errpipe[0]);
+        close(errpipe[1]);
+        rc = CLI_EXIT_FAIL;
+        goto out;
+    }
 
     /* The handlers go in before fork with the signals blocked, so no signal can find the child pid unset in
      * the parent or the parent's handler in the child. */
@@ -283,7 +303,7 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus)
     pid = fork();
     if (pid == 0) {
         close(errpipe[0]);
-        cli_child_exec(o, lib, abs, errpipe[1], &oldmask);
+        cli_child_exec(o, lib, abs, errpipe[1], &oldmask, w);
     }
     close(errpipe[1]);
     if (pid < 0) {
@@ -292,6 +312,7 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus)
             sigaction(cli_fwd_signals[i], &old[i], NULL);
         sigprocmask(SIG_SETMASK, &oldmask, NULL);
         close(errpipe[0]);
+        watch_finish(w);
         cli_err("cannot start %s: %s", o->argv[0], strerror(e));
         cli_remove_dir(abs, created, created_parent);
         rc = CLI_EXIT_FAIL;
@@ -305,11 +326,15 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus)
         got = read(errpipe[0], &e, sizeof e);
     while (got < 0 && errno == EINTR);
     close(errpipe[0]);
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
+    if (w->nch)
+        watch_relay(w, pid, &status);
+    else
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+            ;
     cli_child_pid = 0;
     for (i = 0; i < CLI_NFWD; i++)
         sigaction(cli_fwd_signals[i], &old[i], NULL);
+    watch_finish(w);
 
     if (got == (ssize_t)sizeof e) {
         cli_err("cannot run '%s': %s", o->argv[0], strerror(e));
@@ -325,7 +350,7 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus)
                 continue;
             if (shown)
                 fputs("culprit:\n", stderr);
-            if (cli_show_report(reports[i], o->quiet) == 0)
+            if (cli_show_report(reports[i], o->quiet, w) == 0)
                 shown++;
         }
     }
@@ -335,6 +360,10 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus)
     }
     rc = 0;
 out:
+    if (w) {
+        watch_free(w);
+        free(w);
+    }
     cli_free_list(reports, n);
     for (i = 0; i < nseen; i++)
         free(seen[i].path);
@@ -411,6 +440,10 @@ int cli_run_main(int argc, char **argv)
         }
         if (strcmp(a, "--stats") == 0) {
             o.stats = 1;
+            continue;
+        }
+        if (strcmp(a, "--no-watch") == 0) {
+            o.no_watch = 1;
             continue;
         }
         if ((val = cli_optval(argc, argv, &i, "--mode", &missing)) != NULL) {

@@ -376,9 +376,79 @@ static const char *render_errname(const struct json *err, char *out, size_t outs
     return out;
 }
 
+/* Index of the bracket opening the group that closes at s[end - 1], or -1. */
+static long render_opener(const char *s, size_t end, char open, char close)
+{
+    size_t i = end;
+    int depth = 0;
+    while (i > 0) {
+        i--;
+        if (s[i] == close)
+            depth++;
+        else if (s[i] == open && --depth == 0)
+            return (long)i;
+    }
+    return -1;
+}
+
+/* The bare name in a kernel signature: "k" for the device's "void ns::k<int>(const int *) [with T = int]" as
+ * for the report's "ns::k<int>(int const*)"; the two spell parameters differently. Returns its length. */
+static size_t render_base_name(const char *s, const char **start)
+{
+    size_t end = strlen(s), i;
+    long o;
+    while (end && s[end - 1] == ' ')
+        end--;
+    if (end && s[end - 1] == ']' && (o = render_opener(s, end, '[', ']')) > 0) {
+        end = (size_t)o;
+        while (end && s[end - 1] == ' ')
+            end--;
+    }
+    if (end && s[end - 1] == ')' && (o = render_opener(s, end, '(', ')')) > 0)
+        end = (size_t)o;
+    while (end && s[end - 1] == ' ')
+        end--;
+    if (end && s[end - 1] == '>' && (o = render_opener(s, end, '<', '>')) > 0)
+        end = (size_t)o;
+    i = end;
+    while (i > 0 && s[i - 1] != ' ' && s[i - 1] != ':' && s[i - 1] != '*' && s[i - 1] != '&')
+        i--;
+    *start = s + i;
+    return end - i;
+}
+
+/* Shows the first device assert (from the report's "device_asserts") that names kernel `name`, and with more
+ * the count of the others. Nothing when none does. */
+static void render_asserts(struct render_buf *b, const struct json *asserts, const char *name, const char *indent,
+                           int count_more)
+{
+    const char *want, *got;
+    size_t wl = render_base_name(name, &want), i, hits = 0;
+    for (i = 0; wl && i < json_len(asserts); i++) {
+        const struct json *a = json_at(asserts, i);
+        const char *k = json_get_str(a, "kernel"), *expr = json_get_str(a, "assertion");
+        const char *file = json_get_str(a, "file");
+        char blk[64], thr[64], line[32] = "";
+        if (!k || render_base_name(k, &got) != wl || memcmp(got, want, wl) != 0)
+            continue;
+        if (hits++)
+            continue;
+        if (json_get_int(a, "line", -1) >= 0)
+            snprintf(line, sizeof line, ":%lld", json_get_int(a, "line", -1));
+        render_dims(json_get(a, "block"), blk, sizeof blk);
+        render_dims(json_get(a, "thread"), thr, sizeof thr);
+        render_line(b, "%sdevice assert: `%s` failed at %s%s%s%s%s%s", indent, expr ? expr : "?",
+                    file ? file : "?", line, blk[0] ? ", block " : "", blk, thr[0] ? ", thread " : "", thr);
+    }
+    if (count_more && hits > 1)
+        render_line(b, "%s(%zu more device assert%s in this kernel, listed in the report)", indent, hits - 1,
+                    hits == 2 ? "" : "s");
+}
+
 /* ---- the two forms ---- */
 
-static void render_launch(struct render_buf *b, const struct json *launch, const char *reason)
+static void render_launch(struct render_buf *b, const struct json *launch, const char *reason,
+                          const struct json *asserts)
 {
     char *owned = NULL;
     const char *name = render_kernel(launch, &owned);
@@ -389,6 +459,7 @@ static void render_launch(struct render_buf *b, const struct json *launch, const
     size_t used = 0;
 
     render_line(b, "the kernel that faulted: %s", name);
+    render_asserts(b, asserts, name, "  ", 1);
     if (seq >= 0)
         used += (size_t)snprintf(head, sizeof head, "launch #%lld", seq);
     if (api)
@@ -415,8 +486,10 @@ static void render_launch(struct render_buf *b, const struct json *launch, const
     free(owned);
 }
 
-/* One launch in a list: "#11 scale(float*, int)  grid [4,1,1] block [256,1,1]". */
-static void render_launch_item(struct render_buf *b, const struct json *launch, const char *indent, int where)
+/* One launch in a list: "#11 scale(float*, int)  grid [4,1,1] block [256,1,1]"; with where, also where it
+ * ran and was launched from, and a device assert that names its kernel (asserts may be NULL). */
+static void render_launch_item(struct render_buf *b, const struct json *launch, const char *indent, int where,
+                               const struct json *asserts)
 {
     char *owned = NULL;
     const char *name = render_kernel(launch, &owned);
@@ -441,6 +514,8 @@ static void render_launch_item(struct render_buf *b, const struct json *launch, 
             render_line(b, "%s    on %s", indent, place);
         if (uf)
             render_line(b, "%s    launched from %s", indent, render_frame(uf, text, sizeof text));
+        snprintf(text, sizeof text, "%s    ", indent);
+        render_asserts(b, asserts, name, text, 0);
     }
     free(owned);
 }
@@ -472,7 +547,7 @@ static void render_full(struct render_buf *b, const struct json *doc, const stru
     render_add(b, "culprit:\n");
 
     if (json_is(culprit, JSON_OBJ)) {
-        render_launch(b, culprit, reason);
+        render_launch(b, culprit, reason, json_get(doc, "device_asserts"));
     } else if (certainty && strcmp(certainty, "candidates") == 0) {
         /* handled below */
     } else if (certainty && strcmp(certainty, "exact") == 0) {
@@ -496,7 +571,7 @@ static void render_full(struct render_buf *b, const struct json *doc, const stru
             for (i = 0; i < n; i++) {
                 const struct json *c = json_at(cands, i);
                 long long s = json_get_int(c, "seq", -1);
-                render_launch_item(b, c, "  ", 1);
+                render_launch_item(b, c, "  ", 1, json_get(doc, "device_asserts"));
                 if (s >= 0 && (lo < 0 || s < lo))
                     lo = s;
                 if (s > hi)
@@ -521,7 +596,7 @@ static void render_full(struct render_buf *b, const struct json *doc, const stru
         else
             render_line(b, "launches before it on its stream (oldest first):");
         for (i = 0; i < json_len(hist); i++)
-            render_launch_item(b, json_at(hist, i), "  ", 0);
+            render_launch_item(b, json_at(hist, i), "  ", 0, NULL);
     }
     if (o && o->path)
         render_line(b, "report: %s", o->path);

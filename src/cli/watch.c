@@ -1,0 +1,794 @@
+/* The output watch of `culprit run`: the child writes its stdout and stderr into pipes (or pseudo-terminals,
+ * where the originals were terminals) that culprit relays byte for byte to the original descriptors while
+ * picking out device-assert lines; afterwards the asserts are written into the reports. It does not touch
+ * stdin, and it never rewrites, delays or reorders a byte of the child's output. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "watch.h"
+#include "cli.h"
+#include "../report/demangle.h"
+#include "../report/json.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#define WATCH_CHUNK 65536          /* bytes moved per read */
+#define WATCH_TICK_MS 200          /* how often the relay looks whether the child has exited */
+#define WATCH_LINGER_IDLE_MS 1000  /* after the child exits, a silent channel is given up after this long... */
+#define WATCH_LINGER_MAX_MS 5000   /* ...and any channel after this long (a daemon it left behind holds it) */
+
+/* Read by the SIGWINCH handler: the ptys to resize and the child to tell. */
+static struct cli_watch *volatile watch_winch_w;
+static volatile pid_t watch_winch_pid;
+
+/* ---- setting up ---- */
+
+/* Moves fd above 2 (close-on-exec), so that a closed stdout or stderr in culprit never gets reused by a pipe
+ * end and culprit's own messages cannot land in the child's channel. */
+static int watch_high(int fd)
+{
+    int hi;
+    if (fd < 0 || fd > 2)
+        return fd;
+    hi = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    close(fd);
+    return hi;
+}
+
+/* Whether fd 1 and fd 2 lead to the same place (one terminal, one pipe, the same open file): they then share
+ * one channel, so the order of the child's stdout and stderr writes is kept exactly. */
+static int watch_same(const struct stat *a, const struct stat *b)
+{
+    if (a->st_dev != b->st_dev || a->st_ino != b->st_ino || a->st_rdev != b->st_rdev)
+        return 0;
+    if (S_ISREG(a->st_mode)) {
+        /* two separate opens of one file have their own offsets; writing both into fd 1 would change that */
+        off_t p1 = lseek(1, 0, SEEK_CUR), p2 = lseek(2, 0, SEEK_CUR);
+        return p1 == p2 && fcntl(1, F_GETFL) == fcntl(2, F_GETFL);
+    }
+    return 1;
+}
+
+/* A pty whose slave looks like the terminal at tty: same modes and window size. Output post-processing is the
+ * one exception: it stays on in the real terminal, which still sees every byte, so it is switched off in the
+ * slave or a newline would be expanded twice ("\r\r\n"). Returns 0 or an errno value. */
+static int watch_open_pty(int tty, int *master, int *slave)
+{
+    struct termios t;
+    struct winsize ws;
+    const char *name;
+    int m, s, e;
+
+    *master = *slave = -1;
+    m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (m < 0)
+        return errno;
+    if (grantpt(m) != 0 || unlockpt(m) != 0 || (name = ptsname(m)) == NULL)
+        goto fail;
+    s = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (s < 0)
+        goto fail;
+    if (tcgetattr(tty, &t) == 0) {
+        t.c_oflag &= ~(tcflag_t)OPOST;
+        if (tcsetattr(s, TCSANOW, &t) != 0) {
+            e = errno;
+            close(s);
+            close(m);
+            return e;
+        }
+    }
+    if (ioctl(tty, TIOCGWINSZ, &ws) == 0)
+        ioctl(s, TIOCSWINSZ, &ws);
+    *master = watch_high(m);
+    *slave = watch_high(s);
+    if (*master < 0 || *slave < 0) {
+        e = errno;
+        if (*master >= 0)
+            close(*master);
+        if (*slave >= 0)
+            close(*slave);
+        *master = *slave = -1;
+        return e;
+    }
+    return 0;
+fail:
+    e = errno;
+    close(m);
+    return e;
+}
+
+static int watch_open_pipe(int *rd, int *wr)
+{
+    int p[2];
+    *rd = *wr = -1;
+    if (pipe2(p, O_CLOEXEC) != 0)
+        return errno;
+    *rd = watch_high(p[0]);
+    *wr = watch_high(p[1]);
+    if (*rd < 0 || *wr < 0) {
+        int e = errno;
+        if (*rd >= 0)
+            close(*rd);
+        if (*wr >= 0)
+            close(*wr);
+        *rd = *wr = -1;
+        return e;
+    }
+    return 0;
+}
+
+int watch_setup(struct cli_watch *w)
+{
+    struct stat sb[2];
+    int open_[2], fd, noted = 0;
+
+    memset(w, 0, sizeof *w);
+    for (fd = 1; fd <= 2; fd++)
+        open_[fd - 1] = fstat(fd, &sb[fd - 1]) == 0;
+    for (fd = 1; fd <= 2; fd++) {
+        struct watch_chan *c;
+        int e, targets = 1 << (fd - 1);
+        if (!open_[fd - 1])
+            continue;  /* a closed descriptor stays closed in the child */
+        if (fd == 2 && open_[0] && watch_same(&sb[0], &sb[1])) {
+            if (w->nch && w->ch[0].targets == 1) {
+                w->ch[0].targets |= 2;
+                w->ch[0].name = "stdout+stderr";
+            }
+            continue;
+        }
+        c = &w->ch[w->nch];
+        c->out = fd;
+        c->targets = targets;
+        c->name = fd == 1 ? "stdout" : "stderr";
+        c->is_pty = isatty(fd);
+        e = c->is_pty ? watch_open_pty(fd, &c->fd, &c->peer) : watch_open_pipe(&c->fd, &c->peer);
+        if (e) {
+            if (!noted++)
+                cli_err("cannot watch the command's %s through a %s (%s); it is passed on unwatched, so device "
+                        "asserts printed there will not show in the verdict",
+                        c->name, c->is_pty ? "pseudo-terminal" : "pipe", strerror(e));
+            memset(c, 0, sizeof *c);
+            continue;
+        }
+        w->nch++;
+    }
+    return 0;
+}
+
+int watch_child(const struct cli_watch *w)
+{
+    int i, fd;
+    for (i = 0; i < w->nch; i++)
+        for (fd = 1; fd <= 2; fd++)
+            if ((w->ch[i].targets & (1 << (fd - 1))) && dup2(w->ch[i].peer, fd) < 0)
+                return errno;
+    return 0;
+}
+
+/* ---- relaying ---- */
+
+static long long watch_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The terminal was resized: the ptys take the new size and the child is told. The child usually got the
+ * terminal's own SIGWINCH already (it is in the foreground group), maybe before the pty had the new size, so
+ * it gets a second one; handling SIGWINCH twice is harmless. */
+static void watch_on_winch(int sig)
+{
+    int saved = errno, i;
+    struct cli_watch *w = watch_winch_w;
+    struct winsize ws;
+    if (w) {
+        for (i = 0; i < w->nch; i++)
+            if (w->ch[i].is_pty && w->ch[i].fd >= 0 && ioctl(w->ch[i].out, TIOCGWINSZ, &ws) == 0)
+                ioctl(w->ch[i].fd, TIOCSWINSZ, &ws);
+        if (watch_winch_pid > 0)
+            kill(watch_winch_pid, sig);
+    }
+    errno = saved;
+}
+
+/* Writes all of buf to fd. Returns 0, or an errno value (EPIPE when the reader is gone). */
+static int watch_write_all(int fd, const char *buf, size_t n)
+{
+    while (n) {
+        ssize_t put = write(fd, buf, n);
+        if (put < 0 && errno == EINTR)
+            continue;
+        if (put < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            /* someone made the original descriptor non-blocking: wait for room as a blocking write would */
+            struct pollfd p = {fd, POLLOUT, 0};
+            poll(&p, 1, -1);
+            continue;
+        }
+        if (put < 0)
+            return errno;
+        buf += put;
+        n -= (size_t)put;
+    }
+    return 0;
+}
+
+static void watch_keep(struct cli_watch *w, struct watch_chan *c)
+{
+    struct watch_assert a;
+    if (c->skip || c->llen == 0)
+        return;
+    if (!memmem(c->line, c->llen, "Assertion `", 11))
+        return;
+    if (watch_parse_assert(c->line, c->llen, &a) != 0)
+        return;
+    w->seen++;
+    if (w->nasserts >= WATCH_MAX_ASSERTS) {
+        free(a.file);
+        free(a.kernel);
+        free(a.expr);
+        return;
+    }
+    a.stream = c->name;
+    w->asserts[w->nasserts++] = a;
+}
+
+/* Feeds relayed bytes to the line scanner. */
+static void watch_scan(struct cli_watch *w, struct watch_chan *c, const char *p, size_t n)
+{
+    while (n) {
+        const char *nl = memchr(p, '\n', n);
+        size_t part = nl ? (size_t)(nl - p) : n;
+        if (!c->skip) {
+            if (c->llen + part > sizeof c->line) {
+                c->skip = 1;
+                c->llen = 0;
+            } else {
+                memcpy(c->line + c->llen, p, part);
+                c->llen += part;
+            }
+        }
+        if (!nl)
+            return;
+        watch_keep(w, c);
+        c->llen = 0;
+        c->skip = 0;
+        p = nl + 1;
+        n -= part + 1;
+    }
+}
+
+static void watch_close(struct cli_watch *w, struct watch_chan *c, int scan)
+{
+    if (c->fd < 0)
+        return;
+    if (scan)
+        watch_keep(w, c);  /* a last line without its newline */
+    c->llen = 0;
+    close(c->fd);
+    c->fd = -1;
+}
+
+/* Moves what is readable on c now. Returns the bytes moved; the channel is closed at end of file. */
+static size_t watch_pump(struct cli_watch *w, struct watch_chan *c, int scan)
+{
+    static char buf[WATCH_CHUNK];
+    ssize_t got;
+    do
+        got = read(c->fd, buf, sizeof buf);
+    while (got < 0 && errno == EINTR);
+    if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        return 0;
+    if (got <= 0) {
+        /* end of file; on a pty, EIO once no process has the slave open any more */
+        watch_close(w, c, scan);
+        return 0;
+    }
+    if (!c->out_dead && watch_write_all(c->out, buf, (size_t)got) == EPIPE) {
+        /* the reader of the original went away: close the channel so the child meets a closed pipe too, as it
+         * would have without culprit */
+        c->out_dead = 1;
+        watch_close(w, c, scan);
+        return (size_t)got;
+    }
+    if (scan)
+        watch_scan(w, c, buf, (size_t)got);
+    return (size_t)got;
+}
+
+/* One round: waits up to timeout_ms for data and moves it. Returns the bytes moved. */
+static size_t watch_round(struct cli_watch *w, int timeout_ms, int scan)
+{
+    struct pollfd p[WATCH_CHANNELS];
+    int idx[WATCH_CHANNELS], i, k = 0, r;
+    size_t moved = 0;
+    for (i = 0; i < w->nch; i++) {
+        if (w->ch[i].fd < 0)
+            continue;
+        p[k].fd = w->ch[i].fd;
+        p[k].events = POLLIN;
+        p[k].revents = 0;
+        idx[k++] = i;
+    }
+    if (k == 0)
+        return 0;
+    r = poll(p, (nfds_t)k, timeout_ms);
+    if (r <= 0)
+        return 0;
+    /* in channel order, so with separate channels stdout still goes first when both are ready */
+    for (i = 0; i < k; i++)
+        if (p[i].revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL))
+            moved += watch_pump(w, &w->ch[idx[i]], scan);
+    return moved;
+}
+
+static int watch_open_count(const struct cli_watch *w)
+{
+    int i, n = 0;
+    for (i = 0; i < w->nch; i++)
+        n += w->ch[i].fd >= 0;
+    return n;
+}
+
+void watch_relay(struct cli_watch *w, pid_t pid, int *status)
+{
+    struct sigaction ign, oldpipe, winch, oldwinch;
+    long long exited_at = -1, last_data = 0;
+    int i, any_pty = 0;
+
+    for (i = 0; i < w->nch; i++) {
+        if (w->ch[i].peer >= 0)
+            close(w->ch[i].peer);  /* only the child keeps the writing ends, so its exit means end of file */
+        w->ch[i].peer = -1;
+        any_pty |= w->ch[i].is_pty;
+    }
+    memset(&ign, 0, sizeof ign);
+    ign.sa_handler = SIG_IGN;
+    sigemptyset(&ign.sa_mask);
+    sigaction(SIGPIPE, &ign, &oldpipe);
+    if (any_pty) {
+        watch_winch_w = w;
+        watch_winch_pid = pid;
+        memset(&winch, 0, sizeof winch);
+        winch.sa_handler = watch_on_winch;
+        winch.sa_flags = SA_RESTART;
+        sigemptyset(&winch.sa_mask);
+        sigaction(SIGWINCH, &winch, &oldwinch);
+    }
+
+    for (;;) {
+        long long now;
+        size_t moved;
+        if (exited_at < 0) {
+            pid_t r = waitpid(pid, status, WNOHANG);
+            if (r == pid || (r < 0 && errno == ECHILD)) {
+                exited_at = last_data = watch_now_ms();
+                watch_winch_pid = 0;
+            }
+        }
+        if (watch_open_count(w) == 0)
+            break;
+        moved = watch_round(w, exited_at < 0 ? WATCH_TICK_MS : 50, 1);
+        if (exited_at < 0)
+            continue;
+        now = watch_now_ms();
+        if (moved)
+            last_data = now;
+        /* the child is gone but something it started still holds a channel */
+        if (now - last_data >= WATCH_LINGER_IDLE_MS || now - exited_at >= WATCH_LINGER_MAX_MS)
+            break;
+    }
+    if (exited_at < 0)
+        while (waitpid(pid, status, 0) < 0 && errno == EINTR)
+            ;
+
+    if (any_pty) {
+        sigaction(SIGWINCH, &oldwinch, NULL);
+        watch_winch_w = NULL;
+        watch_winch_pid = 0;
+    }
+    sigaction(SIGPIPE, &oldpipe, NULL);
+}
+
+void watch_finish(struct cli_watch *w)
+{
+    int i;
+    for (i = 0; i < w->nch; i++) {
+        if (w->ch[i].peer >= 0)
+            close(w->ch[i].peer);  /* before the fork, or the background relay would hold a writer itself */
+        w->ch[i].peer = -1;
+    }
+    if (watch_open_count(w) > 0) {
+        pid_t pid;
+        fflush(NULL);
+        pid = fork();
+        if (pid == 0) {
+            /* the background relay: no scanning, just keep the bytes flowing until the last writer is gone */
+            signal(SIGPIPE, SIG_IGN);
+            while (watch_open_count(w) > 0)
+                watch_round(w, -1, 0);
+            _exit(0);
+        }
+        /* when it cannot be started, closing the channels is all that is left */
+    }
+    for (i = 0; i < w->nch; i++) {
+        if (w->ch[i].fd >= 0)
+            close(w->ch[i].fd);
+        w->ch[i].fd = -1;
+    }
+}
+
+void watch_free(struct cli_watch *w)
+{
+    size_t i;
+    for (i = 0; i < w->nasserts; i++) {
+        free(w->asserts[i].file);
+        free(w->asserts[i].kernel);
+        free(w->asserts[i].expr);
+    }
+    w->nasserts = 0;
+}
+
+/* ---- parsing ---- */
+
+/* Parses "[x,y,z]" at *p (spaces allowed), advancing *p. Returns 0 or -1. */
+static int watch_triple(const char **p, long v[3])
+{
+    const char *s = *p;
+    char *end;
+    int i;
+    if (*s++ != '[')
+        return -1;
+    for (i = 0; i < 3; i++) {
+        while (*s == ' ')
+            s++;
+        if (!isdigit((unsigned char)*s))
+            return -1;
+        v[i] = strtol(s, &end, 10);
+        s = end;
+        while (*s == ' ')
+            s++;
+        if (*s++ != (i < 2 ? ',' : ']'))
+            return -1;
+    }
+    *p = s;
+    return 0;
+}
+
+static const char *watch_memrmem(const char *hay, size_t n, const char *needle)
+{
+    size_t m = strlen(needle);
+    const char *p;
+    if (n < m)
+        return NULL;
+    for (p = hay + n - m;; p--) {
+        if (memcmp(p, needle, m) == 0)
+            return p;
+        if (p == hay)
+            return NULL;
+    }
+}
+
+/* The device prints "FILE:LINE: SIGNATURE: block: [x,y,z], thread: [x,y,z] Assertion `EXPR` failed." */
+int watch_parse_assert(const char *text, size_t len, struct watch_assert *a)
+{
+    static const char tail[] = "` failed.";
+    const size_t tl = sizeof tail - 1;
+    char *copy = strndup(text, len);  /* NUL-terminated, so the string functions below stay inside it */
+    const char *s = copy, *end, *blk, *p, *q, *colon = NULL, *sig = NULL, *expr;
+    long lineno = 0;
+    int rc = -1;
+
+    memset(a, 0, sizeof *a);
+    if (!copy)
+        return -1;
+    end = copy + strlen(copy);
+    while (end > s && (end[-1] == '\r' || end[-1] == ' ' || end[-1] == '\t'))
+        end--;
+    /* text before a carriage return was overwritten on the screen (a progress bar); the line starts after it */
+    for (p = s; p < end; p++)
+        if (*p == '\r')
+            s = p + 1;
+    if ((size_t)(end - s) <= tl || memcmp(end - tl, tail, tl) != 0)
+        goto out;
+    blk = watch_memrmem(s, (size_t)(end - s), ": block: ");
+    if (!blk)
+        goto out;
+    p = blk + 9;
+    if (watch_triple(&p, a->block) != 0 || strncmp(p, ", thread: ", 10) != 0)
+        goto out;
+    p += 10;
+    if (watch_triple(&p, a->thread) != 0 || strncmp(p, " Assertion `", 12) != 0)
+        goto out;
+    expr = p + 12;
+    if (expr > end - tl)
+        goto out;
+    /* FILE ends at the last ":LINE: " before the signature (a log prefix such as a time stamp comes first) */
+    for (q = s; q < blk; q++) {
+        const char *d = q + 1;
+        if (*q != ':' || !isdigit((unsigned char)*d))
+            continue;
+        while (d < blk && isdigit((unsigned char)*d))
+            d++;
+        if (d + 2 < blk && d[0] == ':' && d[1] == ' ') {
+            colon = q;
+            sig = d + 2;
+            lineno = strtol(q + 1, NULL, 10);
+        }
+    }
+    if (!colon || colon == s)
+        goto out;
+    a->line = lineno;
+    a->file = strndup(s, (size_t)(colon - s));
+    a->kernel = strndup(sig, (size_t)(blk - sig));
+    a->expr = strndup(expr, (size_t)(end - tl - expr));
+    if (a->file && a->kernel && a->expr) {
+        rc = 0;
+    } else {
+        free(a->file);
+        free(a->kernel);
+        free(a->expr);
+        memset(a, 0, sizeof *a);
+    }
+out:
+    free(copy);
+    return rc;
+}
+
+/* ---- tying asserts to reports ---- */
+
+/* Index of the bracket opening the group that closes at s[end - 1], or -1. */
+static long watch_opener(const char *s, size_t end, char open, char close)
+{
+    size_t i = end;
+    int depth = 0;
+    while (i > 0) {
+        i--;
+        if (s[i] == close)
+            depth++;
+        else if (s[i] == open && --depth == 0)
+            return (long)i;
+    }
+    return -1;
+}
+
+/* The bare name of a kernel, from a device's signature ("void ns::k<int>(const int *) [with T = int]") or a
+ * report's demangled name ("ns::k<int>(int const*)"): "k". The two spell parameters differently, so only the
+ * name itself can be compared. Returns its length and sets *start. */
+static size_t watch_base_name(const char *s, const char **start)
+{
+    size_t end = strlen(s), i;
+    long o;
+    while (end && s[end - 1] == ' ')
+        end--;
+    if (end && s[end - 1] == ']' && (o = watch_opener(s, end, '[', ']')) > 0) {
+        end = (size_t)o;
+        while (end && s[end - 1] == ' ')
+            end--;
+    }
+    if (end && s[end - 1] == ')' && (o = watch_opener(s, end, '(', ')')) > 0)
+        end = (size_t)o;
+    while (end && s[end - 1] == ' ')
+        end--;
+    if (end && s[end - 1] == '>' && (o = watch_opener(s, end, '<', '>')) > 0)
+        end = (size_t)o;
+    i = end;
+    while (i > 0 && s[i - 1] != ' ' && s[i - 1] != ':' && s[i - 1] != '*' && s[i - 1] != '&')
+        i--;
+    *start = s + i;
+    return end - i;
+}
+
+static int watch_same_name(const char *a, const char *b)
+{
+    const char *sa, *sb;
+    size_t la, lb;
+    if (!a || !b)
+        return 0;
+    la = watch_base_name(a, &sa);
+    lb = watch_base_name(b, &sb);
+    return la && la == lb && memcmp(sa, sb, la) == 0;
+}
+
+/* The launch's kernel name in readable form (malloc'd), or NULL. */
+static char *watch_launch_name(const struct json *launch)
+{
+    const char *k = json_get_str(launch, "kernel");
+    const char *m = json_get_str(launch, "mangled");
+    char *d;
+    if (k && *k && strncmp(k, "_Z", 2) != 0)
+        return strdup(k);
+    if ((d = demangle_name(m ? m : k)) != NULL)
+        return d;
+    if (k && *k)
+        return strdup(k);
+    return m && *m ? strdup(m) : NULL;
+}
+
+/* Whether any assert names the launch's kernel. */
+static int watch_named(const struct cli_watch *w, const struct json *launch)
+{
+    char *name = watch_launch_name(launch);
+    size_t i;
+    int hit = 0;
+    for (i = 0; name && !hit && i < w->nasserts; i++)
+        hit = watch_same_name(name, w->asserts[i].kernel);
+    free(name);
+    return hit;
+}
+
+static struct json *watch_triple_json(const long v[3])
+{
+    struct json *arr = json_new(JSON_ARR);
+    int i;
+    for (i = 0; arr && i < 3; i++) {
+        struct json *n = json_new_int(v[i]);
+        if (json_append(arr, n) != 0) {
+            json_free(n);
+            json_free(arr);
+            return NULL;
+        }
+    }
+    return arr;
+}
+
+/* Sets obj[key] = kid, taking kid; returns nonzero (and frees kid) on failure. */
+static int watch_put(struct json *obj, const char *key, struct json *kid)
+{
+    if (!kid)
+        return -1;
+    if (json_set(obj, key, kid) != 0) {
+        json_free(kid);
+        return -1;
+    }
+    return 0;
+}
+
+static struct json *watch_assert_json(const struct watch_assert *a)
+{
+    struct json *o = json_new(JSON_OBJ);
+    if (!o)
+        return NULL;
+    if (watch_put(o, "file", json_new_str(a->file)) || watch_put(o, "line", json_new_int(a->line)) ||
+        watch_put(o, "kernel", json_new_str(a->kernel)) || watch_put(o, "block", watch_triple_json(a->block)) ||
+        watch_put(o, "thread", watch_triple_json(a->thread)) || watch_put(o, "assertion", json_new_str(a->expr)) ||
+        watch_put(o, "stream", json_new_str(a->stream))) {
+        json_free(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* Whether assert a names the culprit or one of the candidates. */
+static int watch_relevant(const struct watch_assert *a, const struct json *doc)
+{
+    const struct json *cands = json_get(doc, "candidates");
+    size_t j;
+    for (j = 0; j <= json_len(cands); j++) {
+        const struct json *l = j == 0 ? json_get(doc, "culprit") : json_at(cands, j - 1);
+        char *name;
+        int hit;
+        if (!json_is(l, JSON_OBJ))
+            continue;
+        name = watch_launch_name(l);
+        hit = watch_same_name(name, a->kernel);
+        free(name);
+        if (hit)
+            return 1;
+    }
+    return 0;
+}
+
+/* verdict "candidates" and exactly one candidate named by an assert: that one becomes the culprit. */
+static int watch_narrow(const struct cli_watch *w, struct json *doc, int *changed)
+{
+    struct json *verdict = (struct json *)json_get(doc, "verdict");
+    struct json *cands = (struct json *)json_get(doc, "candidates");
+    struct json *others, *chosen, *window;
+    const char *certainty = json_get_str(verdict, "certainty");
+    const char *reason = json_get_str(verdict, "reason");
+    char *name, *why = NULL;
+    size_t i, hits = 0, hit = 0;
+    long long seq;
+
+    if (!certainty || strcmp(certainty, "candidates") != 0 || !json_is(cands, JSON_ARR))
+        return 0;
+    for (i = 0; i < cands->len; i++)
+        if (json_is(cands->kids[i], JSON_OBJ) && watch_named(w, cands->kids[i])) {
+            hits++;
+            hit = i;
+        }
+    if (hits != 1)
+        return 0;
+    chosen = cands->kids[hit];
+    name = watch_launch_name(chosen);
+    if (!name || asprintf(&why, "%s%sthe device assert names %s", reason ? reason : "", reason ? "; " : "",
+                          name) < 0) {
+        free(name);
+        return ENOMEM;
+    }
+    free(name);
+    others = json_new(JSON_ARR);
+    for (i = 0; others && i < cands->len; i++)
+        if (i != hit && json_append(others, cands->kids[i]) != 0) {
+            others->len = 0;  /* the launches are still the candidates' */
+            json_free(others);
+            others = NULL;
+        }
+    if (!others || json_set(doc, "candidates_before_assert", others) != 0) {
+        if (others)
+            others->len = 0;
+        json_free(others);
+        free(why);
+        return ENOMEM;
+    }
+    cands->len = 0;  /* every candidate now belongs to others, except chosen, which is ours */
+    *changed = 1;
+    if (json_set(doc, "culprit", chosen) != 0) {
+        json_free(chosen);
+        free(why);
+        return ENOMEM;
+    }
+    seq = json_get_int(chosen, "seq", -1);
+    if (watch_put(verdict, "certainty", json_new_str("exact")) || watch_put(verdict, "reason", json_new_str(why))) {
+        free(why);
+        return ENOMEM;
+    }
+    free(why);
+    if (seq >= 0) {
+        /* the window spans the verdict's launches, now just this one */
+        window = json_new(JSON_OBJ);
+        if (!window || watch_put(window, "first", json_new_int(seq)) || watch_put(window, "last", json_new_int(seq))) {
+            json_free(window);
+            return ENOMEM;
+        }
+        if (watch_put(verdict, "window", window))
+            return ENOMEM;
+    }
+    return 0;
+}
+
+int watch_annotate(const struct cli_watch *w, struct json *doc, int *changed)
+{
+    struct json *arr;
+    size_t i;
+    int pass;
+
+    if (!w || w->nasserts == 0 || !json_is(doc, JSON_OBJ))
+        return 0;
+    arr = json_new(JSON_ARR);
+    if (!arr)
+        return ENOMEM;
+    /* first the asserts that name this report's culprit or candidates, then the rest, each in arrival order */
+    for (pass = 1; pass >= 0; pass--)
+        for (i = 0; i < w->nasserts; i++) {
+            struct json *o;
+            if (watch_relevant(&w->asserts[i], doc) != pass)
+                continue;
+            o = watch_assert_json(&w->asserts[i]);
+            if (!o || json_append(arr, o) != 0) {
+                json_free(o);
+                json_free(arr);
+                return ENOMEM;
+            }
+        }
+    if (json_set(doc, "device_asserts", arr) != 0) {
+        json_free(arr);
+        return ENOMEM;
+    }
+    *changed = 1;
+    return watch_narrow(w, doc, changed);
+}

@@ -1,0 +1,79 @@
+/* Watching a command's stdout and stderr for device-assert lines while passing every byte through unchanged,
+ * and tying what was seen to the reports afterwards. Used by `culprit run` only; the preloaded library never
+ * sees these lines (the driver prints them into the process's own descriptors). */
+#ifndef CULPRIT_CLI_WATCH_H
+#define CULPRIT_CLI_WATCH_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+struct json;
+
+#define WATCH_MAX_ASSERTS 64    /* assert lines kept per run; a failing kernel prints one per failing thread */
+#define WATCH_LINE_MAX 8192     /* longer lines are passed through but not scanned */
+#define WATCH_CHANNELS 2        /* one per watched descriptor, or one for both when they are the same file */
+
+/* One device-assert line, as the device printed it. */
+struct watch_assert {
+    char *file;                 /* source file of the assert */
+    long line;                  /* its line */
+    char *kernel;               /* the kernel's signature as the device prints it, "void k(const int *, int)" */
+    long block[3];              /* block index of the failing thread */
+    long thread[3];             /* thread index within the block */
+    char *expr;                 /* the asserted expression */
+    const char *stream;         /* "stdout", "stderr" or "stdout+stderr" (static string) */
+};
+
+/* One descriptor (or both) of the child, routed through a pipe or a pseudo-terminal. */
+struct watch_chan {
+    int fd;                     /* our end (pipe read end or pty master); -1 once at end of file */
+    int peer;                   /* the child's end (pipe write end or pty slave); -1 once closed here */
+    int out;                    /* where the bytes go: the original descriptor, 1 or 2 */
+    int targets;                /* the child descriptors peer becomes: bit 0 stdout, bit 1 stderr */
+    int is_pty;                 /* peer is a pty slave (the original was a terminal) */
+    int out_dead;               /* out refused a write (EPIPE): the channel was closed so the child sees it too */
+    const char *name;           /* "stdout", "stderr" or "stdout+stderr" */
+    char line[WATCH_LINE_MAX];  /* the current line, not NUL-terminated */
+    size_t llen;                /* bytes in line */
+    int skip;                   /* the current line outgrew line: pass it through unscanned until its end */
+};
+
+/* The watch over one run. */
+struct cli_watch {
+    struct watch_chan ch[WATCH_CHANNELS]; /* the channels in use, first nch of them */
+    int nch;                    /* channels in use; 0 means the child simply inherits fd 1 and 2 */
+    struct watch_assert asserts[WATCH_MAX_ASSERTS]; /* assert lines in the order they came */
+    size_t nasserts;            /* entries of asserts in use */
+    size_t seen;                /* assert lines seen, kept or not */
+};
+
+/* Before fork: sets up a channel for fd 1 and fd 2 where they are open (a pty for a terminal, else a pipe).
+ * When a channel cannot be made, that descriptor is inherited as it is and one note says so. Returns 0, or
+ * an errno value when out of memory. */
+int watch_setup(struct cli_watch *w);
+
+/* In the child after fork: installs the channels as fd 1 and 2. Returns 0 or an errno value. */
+int watch_child(const struct cli_watch *w);
+
+/* In the parent after fork: relays and scans until the child pid has exited and its output is drained, and
+ * returns its wait status in *status. SIGPIPE is ignored meanwhile (a closed reader is passed on to the child
+ * by closing its channel) and SIGWINCH is forwarded when a pty is in use. */
+void watch_relay(struct cli_watch *w, pid_t pid, int *status);
+
+/* After watch_relay: channels still held open by processes the child left running are handed to a small
+ * background relay so their later output still arrives; then everything is released. */
+void watch_finish(struct cli_watch *w);
+
+/* Frees the assert texts. */
+void watch_free(struct cli_watch *w);
+
+/* Adds "device_asserts" to a report (those naming its culprit or candidates first) and, when the verdict is
+ * "candidates" and exactly one candidate's kernel is named by an assert, narrows the verdict to it. *changed
+ * is set when the report was modified. Returns 0, or ENOMEM. */
+int watch_annotate(const struct cli_watch *w, struct json *doc, int *changed);
+
+/* Parses one line (without its newline) as a device assert. Returns 0 and fills a (texts malloc'd, stream
+ * left alone), or -1 when the line is not one (or out of memory). */
+int watch_parse_assert(const char *line, size_t len, struct watch_assert *a);
+
+#endif
