@@ -4,6 +4,9 @@
 `check.py suite --build DIR --logs DIR` runs every case (built against the static and the shared CUDA runtime)
 once without culprit and once under `culprit run`, judges each report against what the program is known to do,
 and prints one table and a closing `N passed, N failed` line. tests/gpu/run.sh calls it after building.
+After the C programs comes the frameworks group: the Python scripts in tests/gpu/frameworks (torch, Triton,
+CuPy, JAX, Lightning, torch.profiler, compute-sanitizer), whose reports are judged by their `python` frames;
+a case whose module the interpreter lacks is skipped. Select groups or cases with --only (c, frameworks).
 `check.py --selftest` judges the hand-made reports in tests/gpu/fixtures/ (no GPU needed).
 
 Standard library only; Python 3.8 or later.
@@ -88,6 +91,83 @@ CASES = [
 ]
 CASE_BY_NAME = {c.name: c for c in CASES}
 CUDARTS = ("static", "shared")
+Case.group = "c"  # the C programs' group, for --only
+
+# ---------------------------------------------------------------------------------------------------------------
+# The frameworks group: Python scripts in tests/gpu/frameworks, run with the test machine's interpreter. The
+# faulty call carries a trailing "# CULPRIT-LAUNCH", and where the error surfaces at a known line that line
+# carries "# CULPRIT-SURFACE"; the report's `python` frames must hold those lines (basename and line number).
+
+FRAMEWORKS = os.path.join(HERE, "frameworks")
+PY_LAUNCH = "# CULPRIT-LAUNCH"
+PY_SURFACE = "# CULPRIT-SURFACE"
+PY_LINE = "python line"  # in the text of every Python-frame problem, so partial support shows as FAIL(py)
+# Kernel names cuBLAS and cuDNN use (checked loosely): GEMMs (gemm, gemv, nvjet on Hopper with recent cuBLAS,
+# cutlass, xmma, sm90_...), convolutions (conv, fprop, implicit, winograd, cudnn) and cuDNN's layout transforms.
+LIBRARY_KERNEL = re.compile(r"gemm|gemv|nvjet|cutlass|xmma|cublas|cudnn|conv|fprop|implicit|winograd|"
+                            r"nchwToNhwc|nhwcToNchw|sm\d\d_", re.I)
+# The last line of a Python traceback: "module.ErrorName: message".
+EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception)(?::.*)?$")
+
+
+class PyCase:
+    """One Python script run under `culprit run`, and what must come out of it."""
+
+    group = "frameworks"
+    mode = None       # always the default mode (record) on the first run
+    api = r"."        # any surfacing driver call
+    args = ()         # script arguments
+    rerun = "window"  # a candidates verdict is settled by a blocking rerun over the candidates' window
+
+    def __init__(self, name, script, kernel=None, codes=(710,), modules=("torch",), kind="fault", env=None,
+                 graph=False, library_history=False, stdout_count=None, note=""):
+        self.name = name            # case name in the table
+        self.script = script        # file in tests/gpu/frameworks (the sanitizer case: none)
+        self.src = script           # where the markers are
+        self.kernel = kernel        # regular expression the culprit's kernel name must match
+        self.codes = tuple(codes)   # accepted error.code values
+        self.modules = tuple(modules)  # modules the script needs ("a|b": either); missing means skipped
+        self.kind = kind            # fault | healthy | sanitizer
+        self.env = dict(env or {})  # extra environment, with and without culprit
+        self.graph = graph          # a CUDA graph launch at the marked line is an accepted culprit
+        self.library_history = library_history  # history must hold a cuBLAS/cuDNN kernel
+        self.stdout_count = stdout_count  # healthy: regular expression whose group 1 must be a count > 0
+        self.note = note            # what the case is about
+        self.healthy = kind == "healthy"
+
+
+PY_CASES = [
+    PyCase("torch_xent3d", "xent_seg3d.py", r"nll_loss",
+           note="cross_entropy on 3D segmentation logits, one label == C; surfaces at loss.item()"),
+    PyCase("torch_embedding", "embedding_oob.py", r"indexSelect",
+           note="nn.Embedding id == vocabulary size (forward is index_select)"),
+    PyCase("torch_gather", "gather_oob.py", r"gather", note="torch.gather position == row length"),
+    PyCase("torch_index_select", "index_select_oob.py", r"indexSelect", note="index_select id past the end"),
+    PyCase("torch_backward", "backward_index_add.py", r"indexFunc|index_?add",
+           note="index_add_ in backward on the autograd engine thread; line = loss.backward()"),
+    PyCase("torch_empty_cache", "empty_cache_surface.py", r"indexSelect",
+           note="fault surfaces at torch.cuda.empty_cache()"),
+    PyCase("triton_store", "triton_store_oob.py", r"dispatch_tokens_kernel", codes=(700,),
+           modules=("torch", "triton"), note="unmasked Triton store through a slot of 1 << 34 rows"),
+    PyCase("cupy_rawkernel", "cupy_rawkernel_oob.py", r"scatter_rows", codes=(700,), modules=("cupy",),
+           note="CuPy RawKernel write through a row of 1 << 34"),
+    PyCase("jax_healthy", "jax_healthy.py", kind="healthy", modules=("jax",),
+           env={"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}, note="jitted matmul + softmax: same stdout, no report"),
+    PyCase("torch_library_history", "library_history.py", r"indexSelect", library_history=True,
+           note="cuDNN conv and cuBLAS GEMM kernels named in the history"),
+    PyCase("torch_cuda_graph", "cuda_graph_replay.py", r"index", graph=True,
+           note="fault inside a replayed torch.cuda.CUDAGraph; line = replay()"),
+    PyCase("torch_profiler", "profiler_healthy.py", kind="healthy", stdout_count=r"cuda kernel events: (\d+)",
+           note="torch.profiler (CUPTI) still sees CUDA kernels"),
+    PyCase("sanitizer_memcheck", None, kind="sanitizer", modules=(),
+           note="culprit run -- compute-sanitizer --tool memcheck gpu_oob_static"),
+    PyCase("lightning_embedding", "lightning_embedding.py", r"indexSelect",
+           modules=("torch", "lightning|pytorch_lightning"),
+           note="Lightning training_step embedding error at step 3"),
+]
+PY_CASE_BY_NAME = {c.name: c for c in PY_CASES}
+GROUPS = {"c": [c.name for c in CASES], "frameworks": [c.name for c in PY_CASES]}
+assert not set(CASE_BY_NAME) & set(PY_CASE_BY_NAME), "case names must be unique across groups"
 
 
 class Run:
@@ -328,6 +408,285 @@ def judge_rerun(out, want_line, base, rerun):
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# Judging the frameworks group
+
+
+def py_markers(text, src="script", healthy=False):
+    """(launch line, surface line or None) of a script: one CULPRIT-LAUNCH (none if healthy), at most one
+    CULPRIT-SURFACE."""
+    lines = text.splitlines()
+    launch = [i + 1 for i, line in enumerate(lines) if line.rstrip().endswith(PY_LAUNCH)]
+    surface = [i + 1 for i, line in enumerate(lines) if line.rstrip().endswith(PY_SURFACE)]
+    if len(launch) != (0 if healthy else 1):
+        raise ValueError("%s: expected %d %r line, found %d" % (src, 0 if healthy else 1, PY_LAUNCH, len(launch)))
+    if len(surface) > 1:
+        raise ValueError("%s: expected at most one %r line, found %d" % (src, PY_SURFACE, len(surface)))
+    return (launch[0] if launch else 0), (surface[0] if surface else None)
+
+
+def python_problems(frames, script, want_line, what, status=None):
+    """What keeps a `python` frame list from holding script:want_line; every text holds PY_LINE."""
+    frames = [f for f in frames or [] if isinstance(f, dict)]
+    if not frames:
+        return ["%s missing: the %s has no python frames%s" % (
+            PY_LINE, what, " (python_status %r)" % status if status else "")]
+    mine = [f for f in frames if frame_file(f) == script]
+    if not mine:
+        inner = frames[0]
+        return ["%s missing: no %s frame in %s (innermost %s:%s)" % (PY_LINE, what, script, frame_file(inner),
+                                                                    inner.get("line"))]
+    if not any(f.get("line") == want_line for f in mine):
+        return ["%s wrong: %s frames at %s, expected %s:%d" % (
+            PY_LINE, what, ", ".join("%s:%s" % (script, f.get("line")) for f in mine), script, want_line)]
+    return []
+
+
+def python_where(frames, script, want_line):
+    """The script frame as file:line: the marked one if present, else the innermost in the script."""
+    mine = [f for f in frames or [] if isinstance(f, dict) and frame_file(f) == script]
+    for f in mine:
+        if f.get("line") == want_line:
+            return "%s:%d" % (script, want_line)
+    return "%s:%s" % (script, mine[0].get("line")) if mine else "-"
+
+
+def py_launch_problems(launch, case, want_line, status=None):
+    """What is wrong with a LAUNCH object as the culprit of a Python case; empty when it is the faulty launch."""
+    if not isinstance(launch, dict):
+        return ["no launch object"]
+    problems = []
+    kernel = str(launch.get("kernel") or launch.get("mangled") or "")
+    if not (case.graph and launch.get("kind") == "graph") and not re.search(case.kernel, kernel):
+        problems.append("kernel %r does not match %r" % (kernel, case.kernel))
+    return problems + python_problems(launch.get("python"), case.script, want_line, "launch", status)
+
+
+def graph_note(out, launch):
+    """For the graph case: whether culprit named the graph launch or a node inside it."""
+    if not isinstance(launch, dict):
+        return
+    node = launch.get("node")
+    if launch.get("kind") == "graph" and node:
+        out.notes.append("node-level: graph launch, node %s" % json.dumps(node, sort_keys=True)[:120])
+    elif launch.get("kind") == "graph":
+        out.notes.append("graph-level: the culprit is the graph launch %r" % launch.get("kernel"))
+    else:
+        out.notes.append("node-level: the culprit is kernel %r (kind %r)" % (launch.get("kernel"), launch.get("kind")))
+
+
+def exception_line(stderr):
+    """The last line of the Python traceback in stderr, or None."""
+    found = [line.strip() for line in stderr.splitlines() if EXCEPTION_LINE.match(line.strip())]
+    return found[-1] if found else None
+
+
+def py_skip_reason(run):
+    """Why a script did not run here (no device, a module missing), or None."""
+    lines = [line for line in run.stderr.splitlines() if line.strip()]
+    if run.rc == SKIP_STATUS:
+        return lines[-1].strip() if lines else "the script skipped itself"
+    for line in lines:
+        if "ModuleNotFoundError:" in line:
+            return line.strip()
+    return None
+
+
+def py_check_process(out, base, run, what):
+    """Exit status, timeout and the script's own exception under culprit, compared with the plain run."""
+    if run.timed_out:
+        out.fail("%s: timed out" % what)
+        return
+    if run.rc != base.rc:
+        out.fail("%s: exit status %d, %d without culprit" % (what, run.rc, base.rc))
+    wanted = exception_line(base.stderr)
+    if wanted and wanted not in run.stderr:
+        out.fail("%s: the script's own exception %r is missing from stderr" % (what, shorten(wanted, 80)))
+
+
+def check_library_history(out, report):
+    """The history (and candidates) must name at least one cuBLAS/cuDNN kernel; notes what was seen."""
+    launches = [l for l in (report.get("history") or []) + (report.get("candidates") or []) if isinstance(l, dict)]
+    names = [str(l.get("kernel") or l.get("mangled") or "") for l in launches]
+    unnamed = sum(1 for n in names if not n)
+    hits = [n for n in names if LIBRARY_KERNEL.search(n)]
+    if unnamed:
+        out.fail("%d history launches have no kernel name" % unnamed)
+    if hits:
+        gemm = [n for n in hits if re.search(r"gemm|gemv|nvjet|cublas", n, re.I)]
+        conv = [n for n in hits if re.search(r"conv|fprop|implicit|winograd|cudnn|nchw|nhwc", n, re.I)]
+        out.notes.append("library kernels in history: %d (GEMM-like %d, conv-like %d): %s" % (
+            len(hits), len(gemm), len(conv), "; ".join(shorten(n, 60) for n in hits[:4])))
+    else:
+        out.fail("no cuBLAS/cuDNN kernel in the history; seen: %s" % (
+            "; ".join(shorten(n, 50) for n in names) or "nothing"))
+
+
+def judge_py(case, want_line, surface_line, base, run):
+    """Judges one Python case from its run without culprit (base) and under culprit (run)."""
+    out = Outcome(case, "python")
+    reason = py_skip_reason(base) or (py_skip_reason(run) if run.rc == SKIP_STATUS else None)
+    if reason:
+        out.skip(reason)
+        return out
+    if base.timed_out:
+        out.fail("timed out without culprit")
+        return out
+
+    if case.healthy:
+        out.certainty = "none"
+        if base.rc != 0:
+            out.fail("exit status %d without culprit" % base.rc)
+        py_check_process(out, base, run, "under culprit")
+        if run.stdout != base.stdout:
+            out.fail("stdout differs under culprit (%d bytes vs %d)" % (len(run.stdout), len(base.stdout)))
+        if run.reports:
+            out.fail("a report was written for a healthy program: %s" % os.path.basename(run.reports[0][0]))
+        if case.stdout_count:
+            m = re.search(case.stdout_count, base.stdout.decode("utf-8", "replace"))
+            if not m or int(m.group(1)) <= 0:
+                out.fail("stdout shows no %r count above 0" % case.stdout_count)
+            else:
+                out.notes.append(m.group(0))
+        return out
+
+    if base.rc == 0:
+        out.fail("the script did not fail without culprit")
+    py_check_process(out, base, run, "under culprit")
+    report, problem = one_report(run, "under culprit")
+    if problem:
+        out.fail(problem)
+    if report is None:
+        return out
+    check_error(out, case, report)
+    status = report.get("python_status")
+    error = report.get("error") or {}
+    where = python_where(error.get("python"), case.script, surface_line or 0)
+    if where != "-":  # the Python line first: the driver call is the less telling half, and may be cut
+        out.surfaced = "%s (%s) %s" % (where, error.get("code"), error.get("api") or "?")
+    if surface_line:
+        for p in python_problems(error.get("python"), case.script, surface_line, "error", status):
+            out.fail("error: " + p)
+    if case.library_history:
+        check_library_history(out, report)
+
+    verdict = report.get("verdict") or {}
+    certainty = verdict.get("certainty")
+    out.certainty = str(certainty)
+    if certainty == "exact":
+        culprit = report.get("culprit")
+        out.named = str((culprit or {}).get("kernel", "-"))
+        out.line = python_where((culprit or {}).get("python"), case.script, want_line)
+        out.seq = (culprit or {}).get("seq")
+        for p in py_launch_problems(culprit, case, want_line, status):
+            out.fail("culprit: " + p)
+        if case.graph:
+            graph_note(out, culprit)
+        out.path = "exact"
+        return out
+    if certainty == "candidates":
+        candidates = [c for c in report.get("candidates") or [] if isinstance(c, dict)]
+        out.named = "%d candidates" % len(candidates)
+        hits = [c for c in candidates if not py_launch_problems(c, case, want_line, status)]
+        if not hits:
+            near = [c for c in candidates if not [p for p in py_launch_problems(c, case, want_line, status)
+                                                  if PY_LINE not in p]]
+            if near:
+                out.line = python_where(near[0].get("python"), case.script, want_line)
+                out.fail("candidate #%s is the faulty kernel, but: %s" % (
+                    near[0].get("seq"), "; ".join(py_launch_problems(near[0], case, want_line, status))))
+            else:
+                out.fail("the faulty launch is not among the %d candidates" % len(candidates))
+            return out
+        out.line = python_where(hits[0].get("python"), case.script, want_line)
+        seqs = [c.get("seq") for c in candidates if isinstance(c.get("seq"), int)]
+        if len(seqs) == len(candidates) and seqs:
+            out.window = (min(seqs), max(seqs))
+        if out.status == "pass":
+            out.status = "rerun"
+        return out
+    out.fail("verdict certainty %r, expected exact or candidates" % (certainty,))
+    return out
+
+
+def judge_py_rerun(out, want_line, base, rerun):
+    """Settles a Python case's candidates verdict with the blocking rerun: it must name the faulty launch."""
+    case = out.case
+    out.status = "pass"
+    window = "launches %d:%d" % out.window if out.window else "all launches"
+    out.path = "candidates, then a blocking rerun over %s" % window
+    py_check_process(out, base, rerun, "blocking rerun")
+    report, problem = one_report(rerun, "blocking rerun")
+    if problem:
+        out.fail(problem)
+    if report is None:
+        out.certainty = "candidates -> ?"
+        return out
+    error = report.get("error") or {}
+    if error.get("code") not in case.codes:
+        out.fail("blocking rerun: error.code %r, expected %s" % (error.get("code"), "/".join(map(str, case.codes))))
+    certainty = (report.get("verdict") or {}).get("certainty")
+    out.certainty = "candidates -> %s" % certainty
+    culprit = report.get("culprit")
+    if certainty != "exact":
+        out.fail("blocking rerun: certainty %r, expected exact" % (certainty,))
+    out.named = str((culprit or {}).get("kernel", "-"))
+    out.line = python_where((culprit or {}).get("python"), case.script, want_line)
+    out.seq = (culprit or {}).get("seq")
+    for p in py_launch_problems(culprit, case, want_line, report.get("python_status")):
+        out.fail("blocking rerun culprit: " + p)
+    if case.graph:
+        graph_note(out, culprit)
+    return out
+
+
+SANITIZER_WRITE = "Invalid __global__ write"
+SANITIZER_SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) error")
+SANITIZER_UNSUPPORTED = re.compile(r"(device|gpu)[^\n]*not supported|unsupported (device|gpu)", re.I)
+
+
+def judge_sanitizer(case, base, run):
+    """compute-sanitizer under culprit must still find the C suite's out-of-bounds write and end as it does
+    alone. A report from the target is noted, not required (the sanitizer may own the preload)."""
+    out = Outcome(case, "static")
+    out.certainty = "-"
+    plain = base.stdout.decode("utf-8", "replace") + base.stderr
+    under = run.stdout.decode("utf-8", "replace") + run.stderr
+    if SANITIZER_WRITE not in plain:
+        m = SANITIZER_UNSUPPORTED.search(plain)
+        if m or base.rc == SKIP_STATUS:
+            out.skip("compute-sanitizer: %s" % (m.group(0) if m else "no CUDA device"))
+            return out
+    if base.timed_out:
+        out.fail("timed out without culprit")
+        return out
+    if SANITIZER_WRITE not in plain:
+        out.fail("compute-sanitizer reported no %r without culprit" % SANITIZER_WRITE)
+    if run.timed_out:
+        out.fail("under culprit: timed out")
+        return out
+    if run.rc != base.rc:
+        out.fail("under culprit: exit status %d, %d without culprit" % (run.rc, base.rc))
+    if SANITIZER_WRITE not in under:
+        out.fail("under culprit: compute-sanitizer's %r report is missing" % SANITIZER_WRITE)
+    counts = [SANITIZER_SUMMARY.search(t) for t in (plain, under)]
+    if not counts[1] or int(counts[1].group(1)) == 0:
+        out.fail("under culprit: no nonzero ERROR SUMMARY")
+    out.surfaced = "ERROR SUMMARY %s/%s" % tuple(m.group(1) if m else "?" for m in counts)
+    if all(counts) and counts[0].group(1) != counts[1].group(1):
+        out.notes.append("ERROR SUMMARY %s alone, %s under culprit (failing API calls are counted)" % (
+            counts[0].group(1), counts[1].group(1)))
+    if run.reports and isinstance(run.reports[0][1], dict):
+        report = run.reports[0][1]
+        culprit = report.get("culprit") or {}
+        out.named = str(culprit.get("kernel", "-"))
+        out.notes.append("the target also wrote a report: %s, culprit %r" % (
+            (report.get("verdict") or {}).get("certainty"), culprit.get("kernel")))
+    else:
+        out.notes.append("no culprit report from the target under compute-sanitizer")
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # Output
 
 
@@ -343,6 +702,8 @@ def table(outcomes):
     rows = []
     for o in outcomes:
         result = {"pass": "pass", "fail": "FAIL", "skip": "skip", "rerun": "FAIL"}[o.status]
+        if o.status == "fail" and all(PY_LINE in r for r in o.reasons):
+            result = "FAIL(py)"  # right kernel and code; only the Python line is missing or wrong
         rows.append([o.case.name, o.cudart, o.case.kernel or "-", shorten(o.named, 48), o.certainty, o.line,
                      shorten(o.surfaced, 36), result])
     widths = [max(len(r[i]) for r in rows + [head]) for i in range(len(head))]
@@ -382,12 +743,12 @@ def clean_env(extra):
     return env
 
 
-def execute(argv, env, timeout, report_dir=None):
+def execute(argv, env, timeout, report_dir=None, cwd=None):
     """Runs argv in its own process group with a timeout; collects its output and any reports."""
     run = Run(argv=list(argv))
     try:
         proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                start_new_session=True)
+                                start_new_session=True, cwd=cwd)
     except OSError as e:
         run.rc, run.stderr = 127, "cannot start %s: %s\n" % (argv[0], e)
         return run
@@ -439,11 +800,13 @@ def suite(args):
     logs = os.path.abspath(args.logs)
     culprit = os.path.join(build, "bin", "culprit")
     os.makedirs(logs, exist_ok=True)
-    cases = [CASE_BY_NAME[n] for n in args.only] if args.only else CASES
+    names = selected(args.only)
+    cases = [c for c in CASES if c.name in names]
+    py_cases = [c for c in PY_CASES if c.name in names]
     lines = {}
     outcomes = []
     seqs = {}  # (case, cudart) -> culprit seq, for same_as
-    total = len(cases) * len(CUDARTS)
+    total = len(cases) * len(CUDARTS) + len(py_cases)
     deadline = time.monotonic() + args.budget
 
     for case in cases:
@@ -502,10 +865,127 @@ def suite(args):
             else:
                 print({"skip": "skip"}.get(o.status, "FAIL"))
 
+    outcomes += frameworks_suite(args, py_cases, culprit, logs, deadline, len(outcomes), total)
+
     print("\nlogs and reports: %s\n" % logs)
     for line in table(outcomes):
         print(line)
     return 1 if any(o.status in ("fail", "rerun") for o in outcomes) else 0
+
+
+def selected(only):
+    """The case names --only selects (case names or group names); all cases without it."""
+    if not only:
+        return set(CASE_BY_NAME) | set(PY_CASE_BY_NAME)
+    names = set()
+    for name in only:
+        names.update(GROUPS.get(name, [name]))
+    return names
+
+
+_module_cache = {}
+
+
+def missing_modules(python, modules):
+    """The module specs ("a|b": either one) that python cannot find, without importing them."""
+    missing = []
+    for spec in modules:
+        key = (python, spec)
+        if key not in _module_cache:
+            code = ("import importlib.util, sys\n"
+                    "sys.exit(0 if any(importlib.util.find_spec(m) for m in sys.argv[1:]) else 1)")
+            try:
+                rc = subprocess.call([python, "-c", code] + spec.split("|"), stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL, timeout=60)
+            except (OSError, subprocess.TimeoutExpired):
+                rc = 1
+            _module_cache[key] = rc == 0
+        if not _module_cache[key]:
+            missing.append(spec)
+    return missing
+
+
+def find_sanitizer():
+    """compute-sanitizer on PATH, else in the CUDA toolkit's bin directory; None if neither."""
+    found = shutil.which("compute-sanitizer")
+    if found:
+        return found
+    for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if home and os.access(os.path.join(home, "bin", "compute-sanitizer"), os.X_OK):
+            return os.path.join(home, "bin", "compute-sanitizer")
+    return None
+
+
+def frameworks_suite(args, cases, culprit, logs, deadline, done, total):
+    """Runs the Python cases (each once without culprit and once under it) and judges them."""
+    outcomes = []
+    python = args.python
+    for case in cases:
+        stem = case.name
+        print("[%2d/%d] %-20s %-6s ..." % (done + len(outcomes) + 1, total, case.name, "python"), end=" ",
+              flush=True)
+        o = run_py_case(args, case, culprit, logs, stem, python, deadline)
+        outcomes.append(o)
+        if o.status == "pass":
+            print("pass" + (" (%s)" % o.path if o.path else ""))
+        else:
+            print({"skip": "skip"}.get(o.status, "FAIL"))
+    return outcomes
+
+
+def run_py_case(args, case, culprit, logs, stem, python, deadline):
+    """One Python case: skip checks, the two runs, the judgement and, for candidates, the blocking rerun."""
+    o = Outcome(case, "static" if case.kind == "sanitizer" else "python")
+    if time.monotonic() > deadline:
+        o.fail("not run: the suite's time budget (%d s) was spent" % args.budget)
+        return o
+    missing = missing_modules(python, case.modules)
+    if missing:
+        o.skip("%s cannot find %s" % (python, ", ".join(missing)))
+        return o
+    env = clean_env(case.env)
+    work = fresh_dir(os.path.join(logs, "work", stem))  # the scripts' working directory (Lightning may write)
+
+    if case.kind == "sanitizer":
+        sanitizer = find_sanitizer()
+        exe = os.path.join(os.path.abspath(args.build), "bin", "gpu_oob_static")
+        if not sanitizer:
+            o.skip("compute-sanitizer not found (PATH, CUDA_HOME/bin)")
+            return o
+        if not os.access(exe, os.X_OK):
+            o.fail("%s is not built" % exe)
+            return o
+        cmd = [sanitizer, "--tool", "memcheck", exe]
+        base = execute(cmd, env, args.timeout, cwd=work)
+        save_logs(logs, stem + ".plain", base)
+        report_dir = fresh_dir(os.path.join(logs, "reports", stem))
+        run = execute([culprit, "run", "--dir", report_dir, "--"] + cmd, env, args.timeout, report_dir, cwd=work)
+        save_logs(logs, stem + ".culprit", run)
+        return judge_sanitizer(case, base, run)
+
+    script = os.path.join(FRAMEWORKS, case.script)
+    try:
+        with open(script, encoding="utf-8") as f:
+            want, surface = py_markers(f.read(), case.script, case.healthy)
+    except (OSError, ValueError) as e:
+        o.fail(str(e))
+        return o
+    cmd = [python, script] + list(case.args)
+    base = execute(cmd, env, args.timeout, cwd=work)
+    save_logs(logs, stem + ".plain", base)
+    report_dir = fresh_dir(os.path.join(logs, "reports", stem))
+    run = execute([culprit, "run", "--dir", report_dir, "--"] + cmd, env, args.timeout, report_dir, cwd=work)
+    save_logs(logs, stem + ".culprit", run)
+    o = judge_py(case, want, surface, base, run)
+    if o.status == "rerun":
+        rerun_dir = fresh_dir(os.path.join(logs, "reports", stem + ".rerun"))
+        rerun_cmd = [culprit, "run", "--dir", rerun_dir, "--mode", "blocking"]
+        if o.window:
+            rerun_cmd += ["--launches", "%d:%d" % o.window]
+        rerun = execute(rerun_cmd + ["--"] + cmd, env, args.timeout, rerun_dir, cwd=work)
+        save_logs(logs, stem + ".rerun", rerun)
+        judge_py_rerun(o, want, base, rerun)
+    return o
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -605,6 +1085,142 @@ def selftests():
     ]
 
 
+PY_ASSERT = ("Traceback (most recent call last):\n  File \"x.py\", line 33, in main\n"
+             "torch.AcceleratorError: CUDA error: device-side assert triggered\n"
+             "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n\n")
+SAN_PLAIN = ("========= COMPUTE-SANITIZER\n========= Invalid __global__ write of size 4 bytes\n"
+             "=========     at scatter_grad(float *, const long *, int, int)+0x1b0 in oob.cu:37\n"
+             "========= ERROR SUMMARY: 2 errors\n")
+
+
+def py_selftests():
+    """(title, case, launch line, surface line, base, run, rerun or None, status, reason text, table result,
+    note text)."""
+    xent, backward = PY_CASE_BY_NAME["torch_xent3d"], PY_CASE_BY_NAME["torch_backward"]
+    graph, library = PY_CASE_BY_NAME["torch_cuda_graph"], PY_CASE_BY_NAME["torch_library_history"]
+    select, jax = PY_CASE_BY_NAME["torch_index_select"], PY_CASE_BY_NAME["jax_healthy"]
+    profiler = PY_CASE_BY_NAME["torch_profiler"]
+    base = Run(rc=1, stderr=PY_ASSERT)
+
+    def under(name, rc=1, stderr=PY_ASSERT):
+        return Run(rc=rc, stderr=stderr + "culprit: verdict ...\n", reports=[fixture(name)])
+
+    return [
+        ("python: exact verdict at the marked and surface lines", xent, 32, 33, base, under("py_xent_exact.json"),
+         None, "pass", "", "pass", ""),
+        ("python: no python frames anywhere", xent, 32, 33, base, under("py_xent_no_python.json"), None,
+         "fail", "python line missing: the launch has no python frames (python_status 'unsupported: CPython 3.14')",
+         "FAIL(py)", ""),
+        ("python: wrong kernel is not a python-line failure", xent, 32, 33, base,
+         under("py_xent_wrong_kernel.json"), None, "fail", "does not match 'nll_loss'", "FAIL", ""),
+        ("python: error surfaced at another line", xent, 32, 33, base, under("py_xent_surface_elsewhere.json"),
+         None, "fail", "error: python line wrong: error frames at xent_seg3d.py:36, xent_seg3d.py:38, expected "
+         "xent_seg3d.py:33",
+         "FAIL(py)", ""),
+        ("python: backward kernel named, engine thread has no python", backward, 46, None, base,
+         under("py_backward_engine_thread.json"), None, "fail", "python line missing: the launch has no python",
+         "FAIL(py)", ""),
+        ("python: backward kernel at the loss.backward() line", backward, 46, None, base,
+         under("py_backward_exact.json"), None, "pass", "", "pass", ""),
+        ("python: graph launch at the replay line", graph, 49, 50, base, under("py_graph_level.json"), None,
+         "pass", "", "pass", "graph-level"),
+        ("python: graph node's kernel at the replay line", graph, 49, 50, base, under("py_graph_node.json"), None,
+         "pass", "", "pass", "node-level"),
+        ("python: graph launch at another line", graph, 48, 50, base, under("py_graph_level.json"), None,
+         "fail", "python line wrong: launch frames at cuda_graph_replay.py:49", "FAIL(py)", ""),
+        ("python: cuBLAS and cuDNN kernels in the history", library, 28, 29, base,
+         under("py_library_history.json"), None, "pass", "", "pass", "library kernels in history: 3"),
+        ("python: no library kernel in the history", library, 28, 29, base,
+         under("py_library_history_none.json"), None, "fail", "no cuBLAS/cuDNN kernel in the history", "FAIL", ""),
+        ("python: candidates settled by a blocking rerun", select, 25, None, base,
+         under("py_index_select_candidates.json"), under("py_index_select_rerun.json"), "pass",
+         "blocking rerun over launches 40:41", "pass", ""),
+        ("python: candidates need the rerun", select, 25, None, base, under("py_index_select_candidates.json"),
+         None, "rerun", "", "FAIL", ""),
+        ("python: the script's exception lost under culprit", xent, 32, 33, base,
+         under("py_xent_exact.json", stderr="Segmentation fault\n"), None, "fail", "own exception", "FAIL", ""),
+        ("python: exit status changed", xent, 32, 33, base, under("py_xent_exact.json", rc=-6), None, "fail",
+         "exit status -6, 1 without culprit", "FAIL", ""),
+        ("python: did not fail without culprit", xent, 32, 33, Run(rc=0, stdout=b"loss 1.6\n"),
+         under("py_xent_exact.json", rc=0, stderr=""), None, "fail", "did not fail without culprit", "FAIL", ""),
+        ("python: module missing at run time", xent, 32, 33,
+         Run(rc=1, stderr="ModuleNotFoundError: No module named 'torch'\n"), Run(rc=1), None, "skip",
+         "No module named 'torch'", "skip", ""),
+        ("python: no device", xent, 32, 33, Run(rc=SKIP_STATUS, stderr="skipped: no CUDA device\n"),
+         Run(rc=SKIP_STATUS), None, "skip", "skipped: no CUDA device", "skip", ""),
+        ("python: healthy JAX output unchanged", jax, 0, None, Run(stdout=b"device gpu\ntotal 1.0\n"),
+         Run(stdout=b"device gpu\ntotal 1.0\n"), None, "pass", "", "pass", ""),
+        ("python: healthy JAX output changed", jax, 0, None, Run(stdout=b"device gpu\ntotal 1.0\n"),
+         Run(stdout=b"device gpu\ntotal 1.1\n"), None, "fail", "stdout differs", "FAIL", ""),
+        ("python: healthy JAX got a report", jax, 0, None, Run(stdout=b"ok\n"),
+         Run(stdout=b"ok\n", reports=[fixture("py_xent_exact.json")]), None, "fail", "report was written", "FAIL",
+         ""),
+        ("python: profiler sees kernels", profiler, 0, None, Run(stdout=b"cuda kernel events: 12\n"),
+         Run(stdout=b"cuda kernel events: 12\n"), None, "pass", "", "pass", "cuda kernel events: 12"),
+        ("python: profiler sees no kernels", profiler, 0, None, Run(stdout=b"cuda kernel events: 0\n"),
+         Run(stdout=b"cuda kernel events: 0\n"), None, "fail", "count above 0", "FAIL", ""),
+    ]
+
+
+def sanitizer_selftests():
+    """(title, base, run, status, reason text, note text) for the compute-sanitizer case."""
+    under = SAN_PLAIN.replace("2 errors", "3 errors") + "culprit: verdict ...\n"
+    return [
+        ("sanitizer: still reports the write under culprit", Run(rc=1, stdout=SAN_PLAIN.encode()),
+         Run(rc=1, stdout=under.encode()), "pass", "", "ERROR SUMMARY 2 alone, 3 under culprit"),
+        ("sanitizer: report lost under culprit", Run(rc=1, stdout=SAN_PLAIN.encode()),
+         Run(rc=1, stdout=b"========= COMPUTE-SANITIZER\n"), "fail", "report is missing", ""),
+        ("sanitizer: device not supported", Run(rc=1, stdout=b"========= Error: Device not supported\n"),
+         Run(rc=1), "skip", "Device not supported", ""),
+    ]
+
+
+def run_py_selftests():
+    results = []
+    for title, case, line, surface, base, run, rerun, want_status, want_text, want_result, want_note in \
+            py_selftests():
+        o = judge_py(case, line, surface, base, run)
+        if o.status == "rerun" and rerun is not None:
+            judge_py_rerun(o, line, base, rerun)
+        text = " ".join(o.reasons + [o.path])
+        result = table([o])[2].split("|")[-2].strip()
+        ok = (o.status == want_status and want_text in text and result == want_result
+              and want_note in " ".join(o.notes))
+        results.append((title, ok, "got %s (%s): %s; notes: %s" % (o.status, result, text, o.notes)))
+    for title, base, run, want_status, want_text, want_note in sanitizer_selftests():
+        o = judge_sanitizer(PY_CASE_BY_NAME["sanitizer_memcheck"], base, run)
+        text = " ".join(o.reasons)
+        ok = o.status == want_status and want_text in text and want_note in " ".join(o.notes)
+        results.append((title, ok, "got %s: %s; notes: %s" % (o.status, text, o.notes)))
+
+    ok = py_markers("a\nf()  " + PY_LAUNCH + "\ng()  " + PY_SURFACE + "\n") == (2, 3)
+    ok = ok and py_markers("a\nf()  " + PY_LAUNCH + "\n") == (2, None)
+    for bad, healthy in (("f()  %s\ng()  %s\n" % (PY_LAUNCH, PY_LAUNCH), False), ("x\n", False),
+                         ("f()  %s\n" % PY_LAUNCH, True),
+                         ("f()  %s\ng()  %s\nh()  %s\n" % (PY_LAUNCH, PY_SURFACE, PY_SURFACE), False)):
+        try:
+            py_markers(bad, healthy=healthy)
+            ok = False
+        except ValueError:
+            pass
+    results.append(("python markers found, duplicates and misplaced ones refused", ok, ""))
+
+    bad = []
+    for c in PY_CASES:
+        if c.script is None:
+            continue
+        try:
+            with open(os.path.join(FRAMEWORKS, c.script), encoding="utf-8") as f:
+                py_markers(f.read(), c.script, c.healthy)
+        except (OSError, ValueError) as e:
+            bad.append(str(e))
+    results.append(("every framework script exists and has its markers", not bad, "; ".join(bad)))
+    ok = selected(["frameworks"]) == set(PY_CASE_BY_NAME) and selected(["c", "torch_gather"]) == \
+        set(CASE_BY_NAME) | {"torch_gather"}
+    results.append(("--only takes groups and case names", ok, ""))
+    return results
+
+
 def selftest():
     failures = 0
     results = []
@@ -638,6 +1254,8 @@ def selftest():
     ok = lines[-1] == "1 passed, 1 failed, 1 skipped" and "| scatter_grad(float*, long const*, int, int) |" in lines[2]
     results.append(("table and closing line", ok, lines[-1]))
 
+    results += run_py_selftests()
+
     for title, ok, detail in results:
         print("%s  %s%s" % ("ok  " if ok else "FAIL", title, "" if ok else "  [" + detail + "]"))
         failures += not ok
@@ -664,7 +1282,10 @@ def main(argv):
     s.add_argument("--timeout", type=int, default=60, help="seconds allowed per program run (default 60)")
     s.add_argument("--budget", type=int, default=480,
                    help="seconds for the whole suite; cases not started by then fail as not run (default 480)")
-    s.add_argument("--only", nargs="+", choices=sorted(CASE_BY_NAME), help="run only these cases")
+    s.add_argument("--only", nargs="+", choices=sorted(CASE_BY_NAME) + sorted(PY_CASE_BY_NAME) + sorted(GROUPS),
+                   help="run only these cases, or groups: c (the C programs), frameworks (the Python scripts)")
+    s.add_argument("--python", default=sys.executable,
+                   help="interpreter for the frameworks group (default: the one running this script)")
     sub.add_parser("list", help="list the cases")
     args = parser.parse_args(argv)
     if args.selftest:
@@ -672,8 +1293,8 @@ def main(argv):
     if args.command == "suite":
         return suite(args)
     if args.command == "list":
-        for c in CASES:
-            print("%-20s %s" % (c.name, c.note))
+        for c in CASES + PY_CASES:
+            print("%-22s %-10s %s" % (c.name, c.group, c.note))
         return 0
     parser.print_help()
     return 2

@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
-# culprit's GPU test suite: builds (if needed), shows the GPU, runs every case in tests/gpu against the static
-# and the shared CUDA runtime, without and under `culprit run`, and prints one table ending in
-# "N passed, N failed". Needs an NVIDIA GPU; where there is none every case is skipped.
+# culprit's GPU test suite: builds (if needed), shows the GPU, runs every C case in tests/gpu against the static
+# and the shared CUDA runtime, then the frameworks group (the Python scripts in tests/gpu/frameworks: torch,
+# Triton, CuPy, JAX, Lightning, torch.profiler, compute-sanitizer; a case whose module is missing is skipped),
+# each without and under `culprit run`, and prints one table ending in "N passed, N failed[, N skipped]".
+# Needs an NVIDIA GPU; where there is none every case is skipped.
 #
-# usage: bash tests/gpu/run.sh [--build DIR] [--logs DIR] [--timeout SECONDS] [--budget SECONDS] [--only CASE...]
+# usage: bash tests/gpu/run.sh [--build DIR] [--logs DIR] [--timeout SECONDS] [--budget SECONDS] [--python PY]
+#                              [--only CASE...]
 #   --build DIR      build directory (default build); built here unless it holds bin/culprit and lib/libculprit.so
 #   --logs DIR       where each run's stdout/stderr and report JSON go (default a new temporary directory)
 #   --timeout S      limit for one program run (default 60)
 #   --budget S       limit for the whole suite; cases not started by then fail (default 480)
-#   --only CASE...   run only these cases (names as in the table)
+#   --python PY      interpreter for the frameworks group (default python3)
+#   --only CASE...   run only these cases (names as in the table) or groups: c, frameworks
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -17,10 +21,12 @@ build=build
 logs=
 timeout=60
 budget=480
+python=python3
 only=()
 
 usage() {
-  echo "usage: bash tests/gpu/run.sh [--build DIR] [--logs DIR] [--timeout S] [--budget S] [--only CASE...]" >&2
+  echo "usage: bash tests/gpu/run.sh [--build DIR] [--logs DIR] [--timeout S] [--budget S] [--python PY]" \
+    "[--only CASE...]" >&2
   exit 2
 }
 
@@ -30,6 +36,7 @@ while [ $# -gt 0 ]; do
   --logs) [ $# -ge 2 ] || usage; logs=$2; shift 2 ;;
   --timeout) [ $# -ge 2 ] || usage; timeout=$2; shift 2 ;;
   --budget) [ $# -ge 2 ] || usage; budget=$2; shift 2 ;;
+  --python) [ $# -ge 2 ] || usage; python=$2; shift 2 ;;
   --only)
     shift
     while [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; do only+=("$1"); shift; done
@@ -71,6 +78,6 @@ fi
 command -v nvcc >/dev/null 2>&1 && nvcc --version | tail -n 1
 echo
 
-args=(suite --build "$build" --logs "$logs" --timeout "$timeout" --budget "$budget")
+args=(suite --build "$build" --logs "$logs" --timeout "$timeout" --budget "$budget" --python "$python")
 [ ${#only[@]} -gt 0 ] && args+=(--only "${only[@]}")
 exec python3 "$here/check.py" "${args[@]}"
