@@ -32,7 +32,8 @@ static struct {
     __typeof__(&cuMemAlloc) mem_alloc;
     __typeof__(&cuMemFree) mem_free;
     __typeof__(&cuMemcpyHtoDAsync) htod_async;
-    __typeof__(&cuMemcpyDtoH) dtoh;
+    __typeof__(&cuMemcpyDtoHAsync) dtoh_async;
+    __typeof__(&cuStreamSynchronize) stream_sync;
     __typeof__(&cuMemsetD32Async) memset_async;
     __typeof__(&cuStreamCreate) stream_create;
     __typeof__(&cuLaunchKernel) launch;
@@ -88,7 +89,8 @@ static int load_driver(void)
     cu.mem_alloc = (__typeof__(cu.mem_alloc))entry("cuMemAlloc");
     cu.mem_free = (__typeof__(cu.mem_free))entry("cuMemFree");
     cu.htod_async = (__typeof__(cu.htod_async))entry("cuMemcpyHtoDAsync");
-    cu.dtoh = (__typeof__(cu.dtoh))entry("cuMemcpyDtoH");
+    cu.dtoh_async = (__typeof__(cu.dtoh_async))entry("cuMemcpyDtoHAsync");
+    cu.stream_sync = (__typeof__(cu.stream_sync))entry("cuStreamSynchronize");
     cu.memset_async = (__typeof__(cu.memset_async))entry("cuMemsetD32Async");
     cu.stream_create = (__typeof__(cu.stream_create))entry("cuStreamCreate");
     cu.launch = (__typeof__(cu.launch))entry("cuLaunchKernel");
@@ -161,8 +163,9 @@ int main(void)
         check(cu.launch(sgd_step, VOCAB, 1, 1, DIM, 1, 1, 0, stream, sgd_args, NULL), "sgd_step");
         printf("step %d: queued\n", step);
         if (step % LOG_EVERY == 0) {
-            /* Reading the losses waits for the GPU: this is where an earlier failure shows up. */
-            check(cu.dtoh(losses, d_losses, sizeof losses), "reading the losses back");
+            /* Reading the losses waits for the GPU (like loss.item()): this is where an earlier failure shows up. */
+            check(cu.dtoh_async(losses, d_losses, sizeof losses, stream), "reading the losses back");
+            check(cu.stream_sync(stream), "reading the losses back");
             printf("step %d: losses of steps %d-%d read back\n", step, step - LOG_EVERY + 1, step);
         }
     }

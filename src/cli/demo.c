@@ -109,6 +109,9 @@ int cli_demo_main(int argc, char **argv)
     }
     memset(&o, 0, sizeof o);
     o.verbose = verbose;
+    /* The demo shows culprit naming the exact launch, so it runs in precise mode (a breadcrumb after every
+     * launch); record mode, the default for real runs, may name a short window instead (docs/performance.md). */
+    o.mode = "precise";
     if (!sim && cli_gpu_usable()) {
         snprintf(prog, sizeof prog, "%s/culprit-demo-cuda", bindir);
         if (!cli_is_exec(prog)) {
@@ -134,6 +137,8 @@ int cli_demo_main(int argc, char **argv)
     cargv[0] = prog;
     cargv[1] = NULL;
     o.argv = cargv;
+    cli_err("the demo runs in precise mode (culprit run --mode precise), which names the exact launch; "
+            "plain culprit run uses record mode, which costs less and may name a short window instead");
     rc = cli_run_command(&o, &wstatus);
     if (rc)
         return rc;

@@ -72,7 +72,7 @@ int cfg_parse(struct cp_config *c, cfg_getenv_fn get, char *err, size_t errlen) 
   c->launch_hi = UINT64_MAX;
   c->ring = 4096;
   c->stack_depth = 24;
-  c->crumb_every = 1;
+  c->crumb_every = 16;
   strcpy(c->dir, "culprit-reports");
 
   if ((v = get("CULPRIT_MODE")) && *v) {

@@ -65,8 +65,8 @@
           (d, s, n, st))                                                                                       \
   SURFACE(cuMemcpyHtoD_v2, cuMemcpyHtoD, 0, 3020, (CUdeviceptr d, const void *s, size_t n), (d, s, n))         \
   SURFACE(cuMemcpyHtoD_v2_ptds, cuMemcpyHtoD, 1, 7000, (CUdeviceptr d, const void *s, size_t n), (d, s, n))    \
-  SURFACE(cuMemcpyDtoH_v2, cuMemcpyDtoH, 0, 3020, (void *d, CUdeviceptr s, size_t n), (d, s, n))               \
-  SURFACE(cuMemcpyDtoH_v2_ptds, cuMemcpyDtoH, 1, 7000, (void *d, CUdeviceptr s, size_t n), (d, s, n))          \
+  CUSTOM(cuMemcpyDtoH_v2, cuMemcpyDtoH, 0, 3020, (void *d, CUdeviceptr s, size_t n), (d, s, n))                \
+  CUSTOM(cuMemcpyDtoH_v2_ptds, cuMemcpyDtoH, 1, 7000, (void *d, CUdeviceptr s, size_t n), (d, s, n))           \
   SURFACE(cuMemcpyDtoD_v2, cuMemcpyDtoD, 0, 3020, (CUdeviceptr d, CUdeviceptr s, size_t n), (d, s, n))         \
   SURFACE(cuMemcpyDtoD_v2_ptds, cuMemcpyDtoD, 1, 7000, (CUdeviceptr d, CUdeviceptr s, size_t n), (d, s, n))    \
   SURFACE(cuMemcpyHtoDAsync_v2, cuMemcpyHtoDAsync, 0, 3020,                                                    \

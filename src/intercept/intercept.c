@@ -283,6 +283,20 @@ CP_EXPORT CUresult CUDAAPI cuCtxSynchronize_v2(CUcontext ctx) {
 DEF_STREAM_SYNC(cuStreamSynchronize, 0)
 DEF_STREAM_SYNC(cuStreamSynchronize_ptsz, 1)
 
+/* A device-to-host copy on the default stream returns only once the copy is done, so everything queued on
+ * that stream before it completed too (the usual "read the loss back" of a training step). */
+#define DEF_DTOH(sym, is_ptds)                                                                                 \
+  CP_EXPORT CUresult CUDAAPI sym(void *d, CUdeviceptr s, size_t n) {                                           \
+    struct cp_sync c;                                                                                          \
+    driver_ready();                                                                                            \
+    cp_sync_begin(&c, NULL, is_ptds, 0);                                                                       \
+    CALL_REAL(sym, (void *, CUdeviceptr, size_t), (d, s, n));                                                  \
+    cp_sync_end(&c, (int)rc);                                                                                  \
+    return rc;                                                                                                 \
+  }
+DEF_DTOH(cuMemcpyDtoH_v2, 0)
+DEF_DTOH(cuMemcpyDtoH_v2_ptds, 1)
+
 CP_EXPORT CUresult CUDAAPI cuModuleUnload(CUmodule m) {
   CALL_REAL(cuModuleUnload, (CUmodule), (m));
   if (rc == CUDA_SUCCESS) cp_module_unloaded();

@@ -221,6 +221,8 @@ static int render_is_lib_frame(const struct json *frame)
     static const char *const libs[] = {
         "libcuda.so", "libcudart.so", "libcudart_static", "libculprit.so", "libnvidia-", "libc.so",
         "libc-", "libpthread.so", "libpthread-", "libdl.so", "ld-linux", "ld64.so", "libgcc_s.so",
+        /* the interpreter's own frames: the Python frames above say where in the program this was */
+        "libpython", "python3", "libffi.so", "_ctypes.",
     };
     const char *mod = render_base(json_get_str(frame, "module"));
     size_t i;
@@ -294,8 +296,75 @@ static void render_stack(struct render_buf *b, const struct json *stack, const c
         render_line(b, "%s#%zu %s", indent, i, render_frame(f, text, sizeof text));
     }
     if (folded)
-        render_line(b, "%s(%zu frame%s in CUDA and system libraries: %s)", indent, folded, folded == 1 ? "" : "s",
+        render_line(b, "%s(%zu frame%s in CUDA, system and interpreter libraries: %s)", indent, folded,
+                    folded == 1 ? "" : "s",
                     libs);
+}
+
+/* A Python frame of an installed package or of the standard library rather than of the user's program. */
+static int render_is_lib_pyframe(const struct json *frame)
+{
+    const char *file = json_get_str(frame, "file");
+    return !file || strstr(file, "/site-packages/") || strstr(file, "/dist-packages/") ||
+           strstr(file, "/lib/python3") || strncmp(file, "<frozen", 7) == 0;
+}
+
+/* "train.py:42 in forward" */
+static const char *render_pyframe(const struct json *frame, char *out, size_t outsz)
+{
+    const char *file = json_get_str(frame, "file"), *fn = json_get_str(frame, "function");
+    long long line = json_get_int(frame, "line", 0);
+    if (line > 0)
+        snprintf(out, outsz, "%s:%lld in %s", file ? file : "?", line, fn ? fn : "?");
+    else
+        snprintf(out, outsz, "%s in %s", file ? file : "?", fn ? fn : "?");
+    return out;
+}
+
+/* The Python frames, innermost first, the user's own code shown and installed packages folded into a count
+ * (they are in the report). Returns 1 when there were any. */
+static int render_python(struct render_buf *b, const struct json *py, const char *indent)
+{
+    size_t i, n = json_len(py), user = 0, folded = 0;
+    char text[1400];
+    if (!json_is(py, JSON_ARR) || n == 0)
+        return 0;
+    for (i = 0; i < n; i++)
+        if (!render_is_lib_pyframe(json_at(py, i)))
+            user++;
+    for (i = 0; i < n; i++) {
+        const struct json *f = json_at(py, i);
+        if (user && render_is_lib_pyframe(f)) {
+            folded++;
+            continue;
+        }
+        render_line(b, "%s%s", indent, render_pyframe(f, text, sizeof text));
+    }
+    if (folded)
+        render_line(b, "%s(%zu frame%s in installed Python packages)", indent, folded, folded == 1 ? "" : "s");
+    return 1;
+}
+
+/* The user's innermost Python frame, or NULL. */
+static const struct json *render_user_pyframe(const struct json *py)
+{
+    for (size_t i = 0; i < json_len(py); i++)
+        if (!render_is_lib_pyframe(json_at(py, i)))
+            return json_at(py, i);
+    return json_len(py) ? json_at(py, 0) : NULL;
+}
+
+/* Where a launch or an error came from: its Python frames first when it has them, then the native stack. */
+static void render_origin(struct render_buf *b, const struct json *obj, const char *head)
+{
+    if (json_len(json_get(obj, "python"))) {
+        render_line(b, "%s (Python):", head);
+        render_python(b, json_get(obj, "python"), "    ");
+        render_line(b, "  native stack:");
+    } else {
+        render_line(b, "%s:", head);
+    }
+    render_stack(b, json_get(obj, "stack"), "    ");
 }
 
 /* The first frame of a stack that belongs to the user's code, or NULL. */
@@ -481,15 +550,14 @@ static void render_launch(struct render_buf *b, const struct json *launch, const
         render_line(b, "  on %s", place);
     if (reason)
         render_para(b, "  how culprit knows: ", "    ", reason);
-    render_line(b, "  launched from:");
-    render_stack(b, json_get(launch, "stack"), "    ");
+    render_origin(b, launch, "  launched from");
     free(owned);
 }
 
 /* One launch in a list: "#11 scale(float*, int)  grid [4,1,1] block [256,1,1]"; with where, also where it
  * ran and was launched from, and a device assert that names its kernel (asserts may be NULL). */
 static void render_launch_item(struct render_buf *b, const struct json *launch, const char *indent, int where,
-                               const struct json *asserts)
+                               const struct json *asserts, char *last_place, size_t last_len)
 {
     char *owned = NULL;
     const char *name = render_kernel(launch, &owned);
@@ -510,9 +578,15 @@ static void render_launch_item(struct render_buf *b, const struct json *launch, 
         char place[200], text[1024];
         const struct json *uf = render_user_frame(json_get(launch, "stack"));
         render_place(launch, place, sizeof place);
-        if (place[0])
+        /* candidates on one stream are the common case: say where they ran once */
+        if (place[0] && !(last_place && strcmp(last_place, place) == 0))
             render_line(b, "%s    on %s", indent, place);
-        if (uf)
+        if (last_place)
+            snprintf(last_place, last_len, "%s", place);
+        const struct json *pf = render_user_pyframe(json_get(launch, "python"));
+        if (pf)
+            render_line(b, "%s    launched from %s", indent, render_pyframe(pf, text, sizeof text));
+        else if (uf)
             render_line(b, "%s    launched from %s", indent, render_frame(uf, text, sizeof text));
         snprintf(text, sizeof text, "%s    ", indent);
         render_asserts(b, asserts, name, text, 0);
@@ -541,7 +615,13 @@ static void render_full(struct render_buf *b, const struct json *doc, const stru
         char tbuf[48] = "";
         if (tid >= 0)
             snprintf(tbuf, sizeof tbuf, " on thread %lld", tid);
-        render_line(b, "it surfaced later, in %s%s, at:", api ? api : "a CUDA call", tbuf);
+        if (json_len(json_get(err, "python"))) {
+            render_line(b, "it surfaced later, in %s%s, at (Python):", api ? api : "a CUDA call", tbuf);
+            render_python(b, json_get(err, "python"), "    ");
+            render_line(b, "  native stack:");
+        } else {
+            render_line(b, "it surfaced later, in %s%s, at:", api ? api : "a CUDA call", tbuf);
+        }
         render_stack(b, json_get(err, "stack"), "    ");
     }
     render_add(b, "culprit:\n");
@@ -568,10 +648,11 @@ static void render_full(struct render_buf *b, const struct json *doc, const stru
                         reason ? ": " : ".", reason ? reason : "");
         } else {
             render_line(b, "culprit could not tell which of these %zu launch%s faulted:", n, n == 1 ? "" : "es");
+            char last_place[200] = "";
             for (i = 0; i < n; i++) {
                 const struct json *c = json_at(cands, i);
                 long long s = json_get_int(c, "seq", -1);
-                render_launch_item(b, c, "  ", 1, json_get(doc, "device_asserts"));
+                render_launch_item(b, c, "  ", 1, json_get(doc, "device_asserts"), last_place, sizeof last_place);
                 if (s >= 0 && (lo < 0 || s < lo))
                     lo = s;
                 if (s > hi)
@@ -596,7 +677,7 @@ static void render_full(struct render_buf *b, const struct json *doc, const stru
         else
             render_line(b, "launches before it on its stream (oldest first):");
         for (i = 0; i < json_len(hist); i++)
-            render_launch_item(b, json_at(hist, i), "  ", 0, NULL);
+            render_launch_item(b, json_at(hist, i), "  ", 0, NULL, NULL, 0);
     }
     if (o && o->path)
         render_line(b, "report: %s", o->path);

@@ -120,6 +120,9 @@ def _base_env(b, extra):
            if not k.startswith(("CULPRIT_", "FAKECUDA_")) and k not in ("LD_PRELOAD", "LD_LIBRARY_PATH")}
     env["LD_LIBRARY_PATH"] = b.sim
     env["LC_ALL"] = "C"
+    # These scenarios check attribution itself, so every launch gets a breadcrumb (precise density); the sparse
+    # default of record mode has cases of its own (sparse_*), which set CULPRIT_CRUMB_EVERY themselves.
+    env["CULPRIT_CRUMB_EVERY"] = "1"
     for k, v in (extra or {}).items():
         env[k] = v
     return env
@@ -388,6 +391,35 @@ def legacy_surface(b, how, api, n=4, env=None):
     check_stack(rep, "linked", "legacy")
     expect_verdict_text(res, STEP)
     return rep
+
+
+@case("sparse_window")
+def _(b):
+    """record mode's default density (a breadcrumb every 16th launch of a stream): the fault at launch 20 of 40
+    is reported as a window of at most 16 launches on its stream that holds it, with a rerun that pins it."""
+    env = {"FAKECUDA_FAULT": "launch=20", "CULPRIT_CRUMB_EVERY": ""}   # empty: the library's default
+    res, rep = fault_run(b, "linked", ["legacy", "ctxsync", "40"], env, "cuCtxSynchronize")
+    v = rep.get("verdict") or {}
+    seqs = sorted(c.get("seq") for c in rep.get("candidates") or [])
+    check(v.get("certainty") == "candidates", "verdict %r (%r)" % (v.get("certainty"), v.get("reason")))
+    check(20 in seqs, "launch #20 not among the candidates %r" % seqs)
+    check(len(seqs) <= 16 and seqs == list(range(seqs[0], seqs[-1] + 1)),
+          "the window must be at most 16 consecutive launches: %r" % seqs)
+    check(all(c.get("stream_kind") == "legacy" for c in rep["candidates"]), "candidates off the faulting stream")
+    w = v.get("window") or {}
+    check(w.get("first") == seqs[0] and w.get("last") == seqs[-1], "verdict.window %r vs %r" % (w, seqs))
+    check("--launches %d:%d" % (seqs[0], seqs[-1]) in res.err.decode("utf-8", "replace"),
+          "the verdict must print the blocking rerun over the window\n%s" % res.describe())
+
+
+@case("sparse_precise")
+def _(b):
+    """The same run in precise mode names launch 20 exactly, whatever CULPRIT_CRUMB_EVERY says."""
+    env = {"FAKECUDA_FAULT": "launch=20", "CULPRIT_CRUMB_EVERY": "64"}
+    res, rep = fault_run(b, "linked", ["legacy", "ctxsync", "40"], env, "cuCtxSynchronize",
+                         opts=("--mode", "precise"))
+    expect_exact(rep, kernel=STEP, seq=20, stream_kind="legacy")
+    check(rep["config"]["mode"] == "precise", "config.mode %r" % rep["config"].get("mode"))
 
 
 @case("legacy_ctxsync")
@@ -1476,7 +1508,7 @@ def _(b):
     check(len(reps) == 1, "culprit demo left %d reports under its directory: %s" % (len(reps), reps))
     rep = load_report(os.path.dirname(reps[0]))
     rep["_via_cli"] = True
-    check_error(rep, 710, "cuMemcpyDtoH")
+    check_error(rep, 710, "cuStreamSynchronize")
     expect_exact(rep, kernel=LOSS, seq=8, stream_kind="created")
     expect_frame(rep["culprit"].get("stack"), DEMO_SRC, line, "culprit stack")
 
@@ -1491,7 +1523,7 @@ def _(b):
     res = preloaded(b, [b.demo], None, rdir)
     same_as_plain(base, res, "demo preloaded")
     rep = load_report(rdir)
-    check_error(rep, 710, "cuMemcpyDtoH")
+    check_error(rep, 710, "cuStreamSynchronize")
     expect_exact(rep, kernel=LOSS, seq=8, stream_kind="created")
     hist = [h.get("mangled") for h in rep.get("history") or []]
     check(hist[-1:] == ["_Z9embed_fwdPKiPfi"], "history should end with the embedding lookup of step 3: %s" % hist)

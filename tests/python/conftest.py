@@ -65,6 +65,8 @@ def run_py(tmp_path):
         e["PYTHONPATH"] = os.pathsep.join(pythonpath or [PKG_DIR, HERE])
         e["PYTHONDONTWRITEBYTECODE"] = "1"
         e["CULPRIT_DIR"] = str(tmp_path / "reports")
+        # Reports in these tests must name the exact launch: a breadcrumb after every launch (precise density).
+        e["CULPRIT_CRUMB_EVERY"] = "1"
         if preload:
             lib, sim = library_paths()
             e["LD_PRELOAD"] = lib

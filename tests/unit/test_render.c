@@ -113,7 +113,7 @@ static void test_exact(void)
     CHECK(find(t, "completed launch #11"), "reason shown");
     CHECK(find(t, "launch_it (app+0x1100)"), "frame without file shows module+offset");
     user = find(t, "main at demo.cu:47");
-    lib = find(t, "frames in CUDA and system libraries: libcudart.so.13, libc.so.6");
+    lib = find(t, "frames in CUDA, system and interpreter libraries: libcudart.so.13, libc.so.6");
     CHECK(user && lib && user < lib, "user frames first, library frames folded after:\n%s", t);
     CHECK(!find(t, "cudaLaunchKernel"), "library frames are folded, not listed");
     CHECK(find(t, "launches before it on stream 0x0"), "history header");
