@@ -13,6 +13,7 @@ Standard library only; Python 3.8 or later.
 """
 
 import argparse
+import copy
 import json
 import os
 import re
@@ -810,6 +811,12 @@ def suite(args):
     deadline = time.monotonic() + args.budget
 
     for case in cases:
+        # culprit's default mode (record) writes sparse breadcrumbs, so any faulty case may end as candidates and
+        # is then settled by the blocking rerun over their window, as a user would; in precise mode only the
+        # concurrent cases may (several streams can hold unfinished work at the fault).
+        case = copy.copy(case)
+        if args.mode is None and not case.healthy and case.mode is None and case.rerun is None:
+            case.rerun = "window"
         try:
             with open(os.path.join(HERE, case.src), encoding="utf-8") as f:
                 lines[case.name] = marker_line(f.read(), case.src) if not case.healthy else 0
@@ -842,8 +849,8 @@ def suite(args):
 
             report_dir = fresh_dir(os.path.join(logs, "reports", stem))
             cmd = [culprit, "run", "--dir", report_dir]
-            if case.mode:
-                cmd += ["--mode", case.mode]
+            if case.mode or args.mode:
+                cmd += ["--mode", case.mode or args.mode]
             run = execute(cmd + ["--", exe] + case.args, env, args.timeout, report_dir)
             save_logs(logs, stem + ".culprit", run)
 
@@ -1284,6 +1291,8 @@ def main(argv):
                    help="seconds for the whole suite; cases not started by then fail as not run (default 480)")
     s.add_argument("--only", nargs="+", choices=sorted(CASE_BY_NAME) + sorted(PY_CASE_BY_NAME) + sorted(GROUPS),
                    help="run only these cases, or groups: c (the C programs), frameworks (the Python scripts)")
+    s.add_argument("--mode", choices=("record", "precise"),
+                   help="culprit mode for cases that set none (default: culprit's own default, record)")
     s.add_argument("--python", default=sys.executable,
                    help="interpreter for the frameworks group (default: the one running this script)")
     sub.add_parser("list", help="list the cases")

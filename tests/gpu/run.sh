@@ -6,12 +6,14 @@
 # Needs an NVIDIA GPU; where there is none every case is skipped.
 #
 # usage: bash tests/gpu/run.sh [--build DIR] [--logs DIR] [--timeout SECONDS] [--budget SECONDS] [--python PY]
+#                              [--mode record|precise]
 #                              [--only CASE...]
 #   --build DIR      build directory (default build); built here unless it holds bin/culprit and lib/libculprit.so
 #   --logs DIR       where each run's stdout/stderr and report JSON go (default a new temporary directory)
 #   --timeout S      limit for one program run (default 60)
 #   --budget S       limit for the whole suite; cases not started by then fail (default 480)
 #   --python PY      interpreter for the frameworks group (default python3)
+#   --mode M         culprit mode (record or precise) for cases that set none; default: culprit's own (record)
 #   --only CASE...   run only these cases (names as in the table) or groups: c, frameworks
 set -u
 
@@ -22,6 +24,7 @@ logs=
 timeout=60
 budget=480
 python=python3
+mode=
 only=()
 
 usage() {
@@ -37,6 +40,7 @@ while [ $# -gt 0 ]; do
   --timeout) [ $# -ge 2 ] || usage; timeout=$2; shift 2 ;;
   --budget) [ $# -ge 2 ] || usage; budget=$2; shift 2 ;;
   --python) [ $# -ge 2 ] || usage; python=$2; shift 2 ;;
+  --mode) [ $# -ge 2 ] || usage; mode=$2; shift 2 ;;
   --only)
     shift
     while [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; do only+=("$1"); shift; done
@@ -79,5 +83,6 @@ command -v nvcc >/dev/null 2>&1 && nvcc --version | tail -n 1
 echo
 
 args=(suite --build "$build" --logs "$logs" --timeout "$timeout" --budget "$budget" --python "$python")
+[ -n "$mode" ] && args+=(--mode "$mode")
 [ ${#only[@]} -gt 0 ] && args+=(--only "${only[@]}")
 exec python3 "$here/check.py" "${args[@]}"
