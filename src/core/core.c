@@ -64,6 +64,9 @@ static pthread_mutex_t g_blocking_lock = PTHREAD_MUTEX_INITIALIZER;
 #define BLOCKING_WAIT_NS (200 * 1000 * 1000)
 static _Atomic uint64_t g_unserialized;       /* blocking launches that gave up waiting for the lock */
 
+/* Under CUDA_LAUNCH_BLOCKING=1 every launch that returns success has completed: a synchronize for free. */
+static int g_launch_blocking;
+
 static __thread int tls_tid;
 static __thread struct cp_ring *tls_ring;
 
@@ -114,6 +117,8 @@ static void init_once(void) {
     return;
   }
   if (g_cfg.mode == CP_MODE_OFF) { cp_state = -1; return; }
+  const char *clb = getenv("CUDA_LAUNCH_BLOCKING");
+  g_launch_blocking = clb && clb[0] == '1';
   /* The report directory is fixed now: the program may chdir later. */
   if (g_cfg.dir[0] != '/') {
     char cwd[CFG_DIR_MAX];
@@ -273,6 +278,7 @@ int cp_launch_end(struct cp_launch_ctx *lc, int rc) {
     } else if (s->slot) {
       rec->flags |= CP_REC_UNCRUMBED;
     }
+    if (g_launch_blocking) crumb_note_synced(s, seq);
   }
   ring_publish(lc->ring, rec, seq);
 
