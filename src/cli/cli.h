@@ -26,6 +26,7 @@ struct cli_run_opts {
     const char *kernels;       /* CULPRIT_KERNELS glob, or NULL */
     const char *launches;      /* CULPRIT_LAUNCHES "A:B", or NULL */
     const char *ring;          /* CULPRIT_RING, already validated, or NULL */
+    const char *crumb_every;   /* CULPRIT_CRUMB_EVERY, already validated, or NULL */
     const char *stack_depth;   /* CULPRIT_STACK_DEPTH, already validated, or NULL */
     const char *dir;           /* report directory chosen by the user, or NULL for a fresh run directory */
     int quiet;                 /* print one line per report instead of the full verdict */

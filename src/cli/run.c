@@ -101,6 +101,7 @@ static void cli_child_exec(const struct cli_run_opts *o, const char *lib, const 
         (o->kernels && setenv("CULPRIT_KERNELS", o->kernels, 1)) ||
         (o->launches && setenv("CULPRIT_LAUNCHES", o->launches, 1)) ||
         (o->ring && setenv("CULPRIT_RING", o->ring, 1)) ||
+        (o->crumb_every && setenv("CULPRIT_CRUMB_EVERY", o->crumb_every, 1)) ||
         (o->stack_depth && setenv("CULPRIT_STACK_DEPTH", o->stack_depth, 1)) ||
         (o->stats && setenv("CULPRIT_STATS", "1", 1)) ||
         (o->ld_path && cli_prepend_env("LD_LIBRARY_PATH", o->ld_path)))) {
@@ -472,6 +473,12 @@ int cli_run_main(int argc, char **argv)
                 return CLI_EXIT_USAGE;
             }
             o.ring = val;
+        } else if ((val = cli_optval(argc, argv, &i, "--crumb-every", &missing)) != NULL) {
+            if (cli_parse_int(val, 1, 4096, &v) != 0) {
+                cli_err("--crumb-every must be a whole number of launches from 1 to 4096, not '%s'", val);
+                return CLI_EXIT_USAGE;
+            }
+            o.crumb_every = val;
         } else if ((val = cli_optval(argc, argv, &i, "--stack-depth", &missing)) != NULL) {
             if (cli_parse_int(val, 0, 64, &v) != 0) {
                 cli_err("--stack-depth must be a whole number of frames from 0 to 64, not '%s'", val);

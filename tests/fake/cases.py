@@ -412,6 +412,16 @@ def _(b):
           "the verdict must print the blocking rerun over the window\n%s" % res.describe())
 
 
+@case("sparse_crumb_every")
+def _(b):
+    """--crumb-every 4: the window shrinks to the 4 launches after the last completed breadcrumb (#17..#20)."""
+    env = {"FAKECUDA_FAULT": "launch=20", "CULPRIT_CRUMB_EVERY": ""}
+    res, rep = fault_run(b, "linked", ["legacy", "ctxsync", "40"], env, "cuCtxSynchronize",
+                         opts=("--crumb-every", "4"))
+    seqs = sorted(c.get("seq") for c in rep.get("candidates") or [])
+    check(seqs == [17, 18, 19, 20], "candidates %r, expected #17..#20" % seqs)
+
+
 @case("sparse_precise")
 def _(b):
     """The same run in precise mode names launch 20 exactly, whatever CULPRIT_CRUMB_EVERY says."""
