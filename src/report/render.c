@@ -556,16 +556,46 @@ static void render_launch(struct render_buf *b, const struct json *launch, const
 
 /* One launch in a list: "#11 scale(float*, int)  grid [4,1,1] block [256,1,1]"; with where, also where it
  * ran and was launched from, and a device assert that names its kernel (asserts may be NULL). */
+/* Two candidates that differ only in their launch number (next to each other): same kernel, shape, stream,
+ * thread and launch site. Shown as one line, so a window of a loop's launches stays short. */
+static int render_same_launch(const struct json *a, const struct json *c)
+{
+    static const char *const keys[] = {"kernel", "stream", "stream_kind", "api"};
+    char ga[160], gc[160], fa[1400], fc[1400];
+    const struct json *ua, *uc;
+    if (json_get_int(a, "seq", -1) + 1 != json_get_int(c, "seq", -2) ||
+        json_get_int(a, "thread", -1) != json_get_int(c, "thread", -1))
+        return 0;
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        const char *x = json_get_str(a, keys[i]), *y = json_get_str(c, keys[i]);
+        if ((x || y) && (!x || !y || strcmp(x, y) != 0))
+            return 0;
+    }
+    if (strcmp(render_geometry(a, ga, sizeof ga), render_geometry(c, gc, sizeof gc)) != 0)
+        return 0;
+    ua = render_user_pyframe(json_get(a, "python"));
+    uc = render_user_pyframe(json_get(c, "python"));
+    if (ua || uc)
+        return ua && uc && strcmp(render_pyframe(ua, fa, sizeof fa), render_pyframe(uc, fc, sizeof fc)) == 0;
+    ua = render_user_frame(json_get(a, "stack"));
+    uc = render_user_frame(json_get(c, "stack"));
+    if (!ua || !uc)
+        return ua == uc;
+    return strcmp(render_frame(ua, fa, sizeof fa), render_frame(uc, fc, sizeof fc)) == 0;
+}
+
 static void render_launch_item(struct render_buf *b, const struct json *launch, const char *indent, int where,
-                               const struct json *asserts, char *last_place, size_t last_len)
+                               const struct json *asserts, char *last_place, size_t last_len, long long upto)
 {
     char *owned = NULL;
     const char *name = render_kernel(launch, &owned);
-    char shortname[RENDER_WIDTH + 1], geo[160], seq[32] = "#?";
+    char shortname[RENDER_WIDTH + 1], geo[160], seq[48] = "#?";
     long long s = json_get_int(launch, "seq", -1);
     size_t room;
 
-    if (s >= 0)
+    if (s >= 0 && upto > s)
+        snprintf(seq, sizeof seq, "#%lld..#%lld", s, upto);  /* a run of identical launches */
+    else if (s >= 0)
         snprintf(seq, sizeof seq, "#%lld", s);
     render_geometry(launch, geo, sizeof geo);
     /* the name gets what is left of the line after prefix, number and geometry, but never less than a
@@ -652,11 +682,20 @@ static void render_full(struct render_buf *b, const struct json *doc, const stru
             for (i = 0; i < n; i++) {
                 const struct json *c = json_at(cands, i);
                 long long s = json_get_int(c, "seq", -1);
-                render_launch_item(b, c, "  ", 1, json_get(doc, "device_asserts"), last_place, sizeof last_place);
-                if (s >= 0 && (lo < 0 || s < lo))
-                    lo = s;
-                if (s > hi)
-                    hi = s;
+                size_t j = i;
+                /* consecutive launches of the same kernel, shape and launch site read as one line */
+                while (j + 1 < n && render_same_launch(json_at(cands, j), json_at(cands, j + 1)))
+                    j++;
+                render_launch_item(b, c, "  ", 1, json_get(doc, "device_asserts"), last_place, sizeof last_place,
+                                   j > i ? json_get_int(json_at(cands, j), "seq", -1) : -1);
+                for (size_t k = i; k <= j; k++) {
+                    s = json_get_int(json_at(cands, k), "seq", -1);
+                    if (s >= 0 && (lo < 0 || s < lo))
+                        lo = s;
+                    if (s > hi)
+                        hi = s;
+                }
+                i = j;
             }
             if (reason && !json_is(culprit, JSON_OBJ))
                 render_para(b, "  why: ", "    ", reason);
@@ -677,7 +716,7 @@ static void render_full(struct render_buf *b, const struct json *doc, const stru
         else
             render_line(b, "launches before it on its stream (oldest first):");
         for (i = 0; i < json_len(hist); i++)
-            render_launch_item(b, json_at(hist, i), "  ", 0, NULL, NULL, 0);
+            render_launch_item(b, json_at(hist, i), "  ", 0, NULL, NULL, 0, -1);
     }
     if (o && o->path)
         render_line(b, "report: %s", o->path);

@@ -158,6 +158,38 @@ static void test_candidates(void)
     free(t);
 }
 
+/* A window over a loop: consecutive launches of one kernel from one site read as one line; a different
+ * kernel, a different launch site or a gap in the numbers starts a new line. */
+static const char window_report[] =
+    "{\"schema\":\"culprit.report/1\",\"error\":{\"code\":700,\"api\":\"cuCtxSynchronize\"},"
+    "\"verdict\":{\"certainty\":\"candidates\"},\"culprit\":null,\"candidates\":["
+    "{\"seq\":5,\"kernel\":\"step(float*)\",\"stream\":\"0x0\",\"grid\":[4,1,1],\"block\":[64,1,1],"
+    "\"stack\":[{\"function\":\"loop\",\"file\":\"a.c\",\"line\":7}]},"
+    "{\"seq\":6,\"kernel\":\"step(float*)\",\"stream\":\"0x0\",\"grid\":[4,1,1],\"block\":[64,1,1],"
+    "\"stack\":[{\"function\":\"loop\",\"file\":\"a.c\",\"line\":7}]},"
+    "{\"seq\":7,\"kernel\":\"step(float*)\",\"stream\":\"0x0\",\"grid\":[4,1,1],\"block\":[64,1,1],"
+    "\"stack\":[{\"function\":\"loop\",\"file\":\"a.c\",\"line\":7}]},"
+    "{\"seq\":8,\"kernel\":\"step(float*)\",\"stream\":\"0x0\",\"grid\":[4,1,1],\"block\":[64,1,1],"
+    "\"stack\":[{\"function\":\"loop\",\"file\":\"a.c\",\"line\":9}]},"
+    "{\"seq\":10,\"kernel\":\"step(float*)\",\"stream\":\"0x0\",\"grid\":[4,1,1],\"block\":[64,1,1],"
+    "\"stack\":[{\"function\":\"loop\",\"file\":\"a.c\",\"line\":9}]},"
+    "{\"seq\":11,\"kernel\":\"scale(float*)\",\"stream\":\"0x0\",\"grid\":[4,1,1],\"block\":[64,1,1],"
+    "\"stack\":[{\"function\":\"loop\",\"file\":\"a.c\",\"line\":9}]}]}";
+
+static void test_window_runs(void)
+{
+    char *t = render_text(window_report, strlen(window_report), 0);
+    CHECK(t != NULL, "renders: %s", render_error());
+    if (!t)
+        return;
+    CHECK(find(t, "#5..#7 step(float*)"), "identical consecutive launches grouped:\n%s", t);
+    CHECK(find(t, "#8 step(float*)") && !find(t, "#8..#10"), "another launch site or a gap is not grouped:\n%s", t);
+    CHECK(find(t, "#10 step(float*)") && find(t, "#11 scale(float*)"), "other kernels stay apart:\n%s", t);
+    CHECK(find(t, "could not tell which of these 6 launches faulted"), "the count is of launches:\n%s", t);
+    CHECK(find(t, "--launches 5:11"), "the rerun window spans every candidate:\n%s", t);
+    free(t);
+}
+
 static void test_unknown_and_missing(void)
 {
     static const char *const docs[] = {
@@ -474,6 +506,7 @@ int main(void)
     int symbolized;
     test_exact();
     test_candidates();
+    test_window_runs();
     test_unknown_and_missing();
     test_mutations();
     symbolized = test_symbolize();
