@@ -264,8 +264,16 @@ static const char *render_frame(const struct json *frame, char *out, size_t outs
     return out;
 }
 
+static void render_stack_max(struct render_buf *b, const struct json *stack, const char *indent, size_t max);
+
 /* Prints a stack with the user's frames first and library frames folded into one line. */
 static void render_stack(struct render_buf *b, const struct json *stack, const char *indent)
+{
+    render_stack_max(b, stack, indent, (size_t)-1);
+}
+
+/* The same, showing at most max of the user's frames (the rest are counted; the report has them all). */
+static void render_stack_max(struct render_buf *b, const struct json *stack, const char *indent, size_t max)
 {
     size_t i, n = json_len(stack), user = 0, folded = 0;
     char text[1024];
@@ -279,8 +287,13 @@ static void render_stack(struct render_buf *b, const struct json *stack, const c
     for (i = 0; i < n; i++)
         if (!render_is_lib_frame(json_at(stack, i)))
             user++;
+    size_t shown = 0, hidden = 0;
     for (i = 0; i < n; i++) {
         const struct json *f = json_at(stack, i);
+        if (user && !render_is_lib_frame(f) && shown == max) {
+            hidden++;
+            continue;
+        }
         if (user && render_is_lib_frame(f)) {
             const char *mod = render_base(json_get_str(f, "module"));
             folded++;
@@ -294,7 +307,10 @@ static void render_stack(struct render_buf *b, const struct json *stack, const c
             continue;
         }
         render_line(b, "%s#%zu %s", indent, i, render_frame(f, text, sizeof text));
+        shown++;
     }
+    if (hidden)
+        render_line(b, "%s(%zu more native frame%s in the report)", indent, hidden, hidden == 1 ? "" : "s");
     if (folded)
         render_line(b, "%s(%zu frame%s in CUDA, system and interpreter libraries: %s)", indent, folded,
                     folded == 1 ? "" : "s",
@@ -358,12 +374,14 @@ static const struct json *render_user_pyframe(const struct json *py)
 static void render_origin(struct render_buf *b, const struct json *obj, const char *head)
 {
     if (json_len(json_get(obj, "python"))) {
+        /* for a Python program the C++ frames matter less: the innermost few, the rest are in the report */
         render_line(b, "%s (Python):", head);
         render_python(b, json_get(obj, "python"), "    ");
         render_line(b, "  native stack:");
-    } else {
-        render_line(b, "%s:", head);
+        render_stack_max(b, json_get(obj, "stack"), "    ", 3);
+        return;
     }
+    render_line(b, "%s:", head);
     render_stack(b, json_get(obj, "stack"), "    ");
 }
 
@@ -649,10 +667,11 @@ static void render_full(struct render_buf *b, const struct json *doc, const stru
             render_line(b, "it surfaced later, in %s%s, at (Python):", api ? api : "a CUDA call", tbuf);
             render_python(b, json_get(err, "python"), "    ");
             render_line(b, "  native stack:");
+            render_stack_max(b, json_get(err, "stack"), "    ", 3);
         } else {
             render_line(b, "it surfaced later, in %s%s, at:", api ? api : "a CUDA call", tbuf);
+            render_stack(b, json_get(err, "stack"), "    ");
         }
-        render_stack(b, json_get(err, "stack"), "    ");
     }
     render_add(b, "culprit:\n");
 
