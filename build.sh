@@ -18,7 +18,7 @@ have g++ || need_pkgs+=(g++)
 have make || need_pkgs+=(make)
 have python3 || need_pkgs+=(python3)
 have addr2line || need_pkgs+=(binutils)
-[ -e /usr/include/libunwind.h ] || need_pkgs+=(libunwind-dev)
+{ [ -e /usr/include/libunwind.h ] || [ -e "/usr/include/$(uname -m)-linux-gnu/libunwind.h" ]; } || need_pkgs+=(libunwind-dev)
 if [ "$what" = test ]; then
   python3 -c 'import pytest' >/dev/null 2>&1 || need_pkgs+=(python3-pytest)
 fi

@@ -19,7 +19,7 @@ without culprit:
     with culprit.paused():                    # don't record this region (errors are still reported)
         warmup()
 
-    culprit.mode()          # "record", "blocking", "off", or None without the library
+    culprit.mode()          # "record", "precise", "blocking", "off", or None without the library
     culprit.last_report()   # the report (a dict) after a CUDA error, or None
 
 The mode stack is process-wide, as in the C API (include/culprit.h): a scope opened in one thread also governs
@@ -81,7 +81,7 @@ def loaded():
 
 
 def mode():
-    """The mode in force: "record", "blocking" or "off"; None when the library is not loaded or disabled.
+    """The mode in force: "record", "precise", "blocking" or "off"; None when the library is not loaded or disabled.
 
     >>> with culprit.blocking():
     ...     culprit.mode()

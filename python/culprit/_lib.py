@@ -15,8 +15,8 @@ EINVAL = -2      # bad mode, pattern or window
 ESTACK = -3      # push beyond 64 levels, or pop with nothing pushed
 EDISABLED = -4   # loaded but disabled (bad configuration or CULPRIT_MODE=off)
 
-RECORD, BLOCKING, OFF = 0, 1, 2
-MODE_NAMES = {RECORD: "record", BLOCKING: "blocking", OFF: "off"}
+RECORD, BLOCKING, OFF, PRECISE = 0, 1, 2, 3
+MODE_NAMES = {RECORD: "record", BLOCKING: "blocking", OFF: "off", PRECISE: "precise"}
 
 PATTERN_MAX = 255      # longest kernel pattern the library accepts (bytes)
 LAUNCH_MAX = 2**64 - 1  # "no upper bound" for a launch window

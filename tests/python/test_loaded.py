@@ -27,6 +27,14 @@ def test_configured_mode(run_py):
     assert res == ["blocking", 0]
 
 
+def test_configured_precise_mode(run_py):
+    res, _ = run_json(run_py, """
+        import json, culprit
+        print(json.dumps([culprit.mode(), culprit.depth()]))
+    """, env={"CULPRIT_MODE": "precise"})
+    assert res == ["precise", 0]
+
+
 def test_nesting_and_exceptions(run_py):
     res, r = run_json(run_py, """
         import json, culprit
