@@ -550,59 +550,6 @@ out:
 
 /* ---- tying asserts to reports ---- */
 
-/* Index of the bracket opening the group that closes at s[end - 1], or -1. */
-static long watch_opener(const char *s, size_t end, char open, char close)
-{
-    size_t i = end;
-    int depth = 0;
-    while (i > 0) {
-        i--;
-        if (s[i] == close)
-            depth++;
-        else if (s[i] == open && --depth == 0)
-            return (long)i;
-    }
-    return -1;
-}
-
-/* The bare name of a kernel, from a device's signature ("void ns::k<int>(const int *) [with T = int]") or a
- * report's demangled name ("ns::k<int>(int const*)"): "k". The two spell parameters differently, so only the
- * name itself can be compared. Returns its length and sets *start. */
-static size_t watch_base_name(const char *s, const char **start)
-{
-    size_t end = strlen(s), i;
-    long o;
-    while (end && s[end - 1] == ' ')
-        end--;
-    if (end && s[end - 1] == ']' && (o = watch_opener(s, end, '[', ']')) > 0) {
-        end = (size_t)o;
-        while (end && s[end - 1] == ' ')
-            end--;
-    }
-    if (end && s[end - 1] == ')' && (o = watch_opener(s, end, '(', ')')) > 0)
-        end = (size_t)o;
-    while (end && s[end - 1] == ' ')
-        end--;
-    if (end && s[end - 1] == '>' && (o = watch_opener(s, end, '<', '>')) > 0)
-        end = (size_t)o;
-    i = end;
-    while (i > 0 && s[i - 1] != ' ' && s[i - 1] != ':' && s[i - 1] != '*' && s[i - 1] != '&')
-        i--;
-    *start = s + i;
-    return end - i;
-}
-
-static int watch_same_name(const char *a, const char *b)
-{
-    const char *sa, *sb;
-    size_t la, lb;
-    if (!a || !b)
-        return 0;
-    la = watch_base_name(a, &sa);
-    lb = watch_base_name(b, &sb);
-    return la && la == lb && memcmp(sa, sb, la) == 0;
-}
-
 /* The launch's kernel name in readable form (malloc'd), or NULL. */
 static char *watch_launch_name(const struct json *launch)
 {
@@ -625,7 +572,7 @@ static int watch_named(const struct cli_watch *w, const struct json *launch)
     size_t i;
     int hit = 0;
     for (i = 0; name && !hit && i < w->nasserts; i++)
-        hit = watch_same_name(name, w->asserts[i].kernel);
+        hit = demangle_same_kernel(name, w->asserts[i].kernel);
     free(name);
     return hit;
 }
@@ -684,7 +631,7 @@ static int watch_relevant(const struct watch_assert *a, const struct json *doc)
         if (!json_is(l, JSON_OBJ))
             continue;
         name = watch_launch_name(l);
-        hit = watch_same_name(name, a->kernel);
+        hit = demangle_same_kernel(name, a->kernel);
         free(name);
         if (hit)
             return 1;

@@ -31,3 +31,41 @@ char *demangle_name(const char *mangled) {
   if (status != 0) { free(out); return NULL; }
   return out;
 }
+
+/* Index of the bracket opening the group that closes at s[end - 1], or -1. */
+static long demangle_opener(const char *s, size_t end, char open, char close) {
+  size_t i = end;
+  int depth = 0;
+  while (i > 0) {
+    i--;
+    if (s[i] == close) depth++;
+    else if (s[i] == open && --depth == 0) return (long)i;
+  }
+  return -1;
+}
+
+size_t demangle_base_name(const char *s, const char **start) {
+  size_t end = strlen(s), i;
+  long o;
+  while (end && s[end - 1] == ' ') end--;
+  if (end && s[end - 1] == ']' && (o = demangle_opener(s, end, '[', ']')) > 0) {
+    end = (size_t)o;
+    while (end && s[end - 1] == ' ') end--;
+  }
+  if (end && s[end - 1] == ')' && (o = demangle_opener(s, end, '(', ')')) > 0) end = (size_t)o;
+  while (end && s[end - 1] == ' ') end--;
+  if (end && s[end - 1] == '>' && (o = demangle_opener(s, end, '<', '>')) > 0) end = (size_t)o;
+  i = end;
+  while (i > 0 && s[i - 1] != ' ' && s[i - 1] != ':' && s[i - 1] != '*' && s[i - 1] != '&') i--;
+  *start = s + i;
+  return end - i;
+}
+
+int demangle_same_kernel(const char *a, const char *b) {
+  const char *sa, *sb;
+  size_t la, lb;
+  if (!a || !b) return 0;
+  la = demangle_base_name(a, &sa);
+  lb = demangle_base_name(b, &sb);
+  return la && la == lb && memcmp(sa, sb, la) == 0;
+}

@@ -463,60 +463,19 @@ static const char *render_errname(const struct json *err, char *out, size_t outs
     return out;
 }
 
-/* Index of the bracket opening the group that closes at s[end - 1], or -1. */
-static long render_opener(const char *s, size_t end, char open, char close)
-{
-    size_t i = end;
-    int depth = 0;
-    while (i > 0) {
-        i--;
-        if (s[i] == close)
-            depth++;
-        else if (s[i] == open && --depth == 0)
-            return (long)i;
-    }
-    return -1;
-}
-
-/* The bare name in a kernel signature: "k" for the device's "void ns::k<int>(const int *) [with T = int]" as
- * for the report's "ns::k<int>(int const*)"; the two spell parameters differently. Returns its length. */
-static size_t render_base_name(const char *s, const char **start)
-{
-    size_t end = strlen(s), i;
-    long o;
-    while (end && s[end - 1] == ' ')
-        end--;
-    if (end && s[end - 1] == ']' && (o = render_opener(s, end, '[', ']')) > 0) {
-        end = (size_t)o;
-        while (end && s[end - 1] == ' ')
-            end--;
-    }
-    if (end && s[end - 1] == ')' && (o = render_opener(s, end, '(', ')')) > 0)
-        end = (size_t)o;
-    while (end && s[end - 1] == ' ')
-        end--;
-    if (end && s[end - 1] == '>' && (o = render_opener(s, end, '<', '>')) > 0)
-        end = (size_t)o;
-    i = end;
-    while (i > 0 && s[i - 1] != ' ' && s[i - 1] != ':' && s[i - 1] != '*' && s[i - 1] != '&')
-        i--;
-    *start = s + i;
-    return end - i;
-}
-
 /* Shows the first device assert (from the report's "device_asserts") that names kernel `name`, and with more
  * the count of the others. Nothing when none does. */
 static void render_asserts(struct render_buf *b, const struct json *asserts, const char *name, const char *indent,
                            int count_more)
 {
     const char *want, *got;
-    size_t wl = render_base_name(name, &want), i, hits = 0;
+    size_t wl = demangle_base_name(name, &want), i, hits = 0;
     for (i = 0; wl && i < json_len(asserts); i++) {
         const struct json *a = json_at(asserts, i);
         const char *k = json_get_str(a, "kernel"), *expr = json_get_str(a, "assertion");
         const char *file = json_get_str(a, "file");
         char blk[64], thr[64], line[32] = "";
-        if (!k || render_base_name(k, &got) != wl || memcmp(got, want, wl) != 0)
+        if (!k || demangle_base_name(k, &got) != wl || memcmp(got, want, wl) != 0)
             continue;
         if (hits++)
             continue;
