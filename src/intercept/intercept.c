@@ -145,60 +145,42 @@ static inline int launch_start(struct cp_launch_ctx *lc, const struct cp_launch_
   return cp_launch_begin(lc, d);
 }
 
-#define DEF_LAUNCH(sym, is_ptds, kindv)                                                                        \
-  CP_EXPORT CUresult CUDAAPI sym LAUNCH_P {                                                                    \
-    CUresult (*real) LAUNCH_P = (CUresult(*) LAUNCH_P)real_of(H_##sym);                                        \
+/* Every launch entry point: describe the launch, let core record it around the real call. */
+#define DEF_LAUNCHLIKE(sym, P, A, DESC)                                                                        \
+  CP_EXPORT CUresult CUDAAPI sym P {                                                                           \
+    CUresult (*real) P = (CUresult(*) P)real_of(H_##sym);                                                      \
     if (!real) return CUDA_ERROR_NOT_FOUND;                                                                    \
-    struct cp_launch_desc d = {#sym, f, s, {gx, gy, gz}, {bx, by, bz}, smem, is_ptds, kindv};                  \
+    struct cp_launch_desc d = DESC;                                                                            \
     struct cp_launch_ctx lc;                                                                                   \
     int on = launch_start(&lc, &d);                                                                            \
-    return launch_done(on, &lc, real LAUNCH_A, #sym);                                                          \
+    return launch_done(on, &lc, real A, #sym);                                                                 \
   }
-DEF_LAUNCH(cuLaunchKernel, 0, CP_KIND_KERNEL)
-DEF_LAUNCH(cuLaunchKernel_ptsz, 1, CP_KIND_KERNEL)
 
-#define DEF_COOP(sym, is_ptds)                                                                                 \
-  CP_EXPORT CUresult CUDAAPI sym COOP_P {                                                                      \
-    CUresult (*real) COOP_P = (CUresult(*) COOP_P)real_of(H_##sym);                                            \
-    if (!real) return CUDA_ERROR_NOT_FOUND;                                                                    \
-    struct cp_launch_desc d = {#sym, f, s, {gx, gy, gz}, {bx, by, bz}, smem, is_ptds, CP_KIND_COOP};           \
-    struct cp_launch_ctx lc;                                                                                   \
-    int on = launch_start(&lc, &d);                                                                            \
-    return launch_done(on, &lc, real COOP_A, #sym);                                                            \
-  }
-DEF_COOP(cuLaunchCooperativeKernel, 0)
-DEF_COOP(cuLaunchCooperativeKernel_ptsz, 1)
+/* cuLaunchKernelEx carries its shape in a config; a NULL config still goes to the driver, which refuses it. */
+static struct cp_launch_desc desc_ex(const char *api, const CUlaunchConfig *cfg, CUfunction f, int ptds) {
+  struct cp_launch_desc d = {api, f, NULL, {0, 0, 0}, {0, 0, 0}, 0, (uint8_t)ptds, CP_KIND_KERNEL};
+  if (!cfg) return d;
+  d.stream = cfg->hStream;
+  d.grid[0] = cfg->gridDimX, d.grid[1] = cfg->gridDimY, d.grid[2] = cfg->gridDimZ;
+  d.block[0] = cfg->blockDimX, d.block[1] = cfg->blockDimY, d.block[2] = cfg->blockDimZ;
+  d.smem = cfg->sharedMemBytes;
+  for (unsigned i = 0; cfg->attrs && i < cfg->numAttrs; i++)
+    if (cfg->attrs[i].id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE && cfg->attrs[i].value.cooperative)
+      d.kind = CP_KIND_COOP;
+  return d;
+}
 
-#define DEF_LAUNCHEX(sym, is_ptds)                                                                             \
-  CP_EXPORT CUresult CUDAAPI sym LAUNCHEX_P {                                                                  \
-    CUresult (*real) LAUNCHEX_P = (CUresult(*) LAUNCHEX_P)real_of(H_##sym);                                    \
-    if (!real) return CUDA_ERROR_NOT_FOUND;                                                                    \
-    if (!cfg) return real LAUNCHEX_A;                                                                          \
-    int kindv = CP_KIND_KERNEL;                                                                                \
-    for (unsigned i = 0; cfg->attrs && i < cfg->numAttrs; i++)                                                 \
-      if (cfg->attrs[i].id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE && cfg->attrs[i].value.cooperative)              \
-        kindv = CP_KIND_COOP;                                                                                  \
-    struct cp_launch_desc d = {#sym, f, cfg->hStream, {cfg->gridDimX, cfg->gridDimY, cfg->gridDimZ},           \
-                               {cfg->blockDimX, cfg->blockDimY, cfg->blockDimZ}, cfg->sharedMemBytes, is_ptds, \
-                               (uint8_t)kindv};                                                                \
-    struct cp_launch_ctx lc;                                                                                   \
-    int on = launch_start(&lc, &d);                                                                            \
-    return launch_done(on, &lc, real LAUNCHEX_A, #sym);                                                        \
-  }
-DEF_LAUNCHEX(cuLaunchKernelEx, 0)
-DEF_LAUNCHEX(cuLaunchKernelEx_ptsz, 1)
-
-#define DEF_GRAPH(sym, is_ptds)                                                                                \
-  CP_EXPORT CUresult CUDAAPI sym(CUgraphExec g, CUstream s) {                                                  \
-    CUresult (*real)(CUgraphExec, CUstream) = (CUresult(*)(CUgraphExec, CUstream))real_of(H_##sym);            \
-    if (!real) return CUDA_ERROR_NOT_FOUND;                                                                    \
-    struct cp_launch_desc d = {#sym, g, s, {0, 0, 0}, {0, 0, 0}, 0, is_ptds, CP_KIND_GRAPH};                   \
-    struct cp_launch_ctx lc;                                                                                   \
-    int on = launch_start(&lc, &d);                                                                            \
-    return launch_done(on, &lc, real(g, s), #sym);                                                             \
-  }
-DEF_GRAPH(cuGraphLaunch, 0)
-DEF_GRAPH(cuGraphLaunch_ptsz, 1)
+#define KERNEL_DESC(sym, ptds, kind) {#sym, f, s, {gx, gy, gz}, {bx, by, bz}, smem, ptds, kind}
+DEF_LAUNCHLIKE(cuLaunchKernel, LAUNCH_P, LAUNCH_A, KERNEL_DESC(cuLaunchKernel, 0, CP_KIND_KERNEL))
+DEF_LAUNCHLIKE(cuLaunchKernel_ptsz, LAUNCH_P, LAUNCH_A, KERNEL_DESC(cuLaunchKernel_ptsz, 1, CP_KIND_KERNEL))
+DEF_LAUNCHLIKE(cuLaunchCooperativeKernel, COOP_P, COOP_A, KERNEL_DESC(cuLaunchCooperativeKernel, 0, CP_KIND_COOP))
+DEF_LAUNCHLIKE(cuLaunchCooperativeKernel_ptsz, COOP_P, COOP_A,
+               KERNEL_DESC(cuLaunchCooperativeKernel_ptsz, 1, CP_KIND_COOP))
+DEF_LAUNCHLIKE(cuLaunchKernelEx, LAUNCHEX_P, LAUNCHEX_A, desc_ex("cuLaunchKernelEx", cfg, f, 0))
+DEF_LAUNCHLIKE(cuLaunchKernelEx_ptsz, LAUNCHEX_P, LAUNCHEX_A, desc_ex("cuLaunchKernelEx_ptsz", cfg, f, 1))
+#define GRAPH_DESC(sym, ptds) {#sym, g, s, {0, 0, 0}, {0, 0, 0}, 0, ptds, CP_KIND_GRAPH}
+DEF_LAUNCHLIKE(cuGraphLaunch, (CUgraphExec g, CUstream s), (g, s), GRAPH_DESC(cuGraphLaunch, 0))
+DEF_LAUNCHLIKE(cuGraphLaunch_ptsz, (CUgraphExec g, CUstream s), (g, s), GRAPH_DESC(cuGraphLaunch_ptsz, 1))
 
 /* ---- stream life, capture, module unload ---- */
 
