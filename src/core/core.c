@@ -97,6 +97,7 @@ static void after_fork_child(void) {
   tls_ring = NULL;
   ring_after_fork(my_tid());
   crumb_after_fork();
+  names_after_fork();
   atomic_store(&g_fork_seq, atomic_load(&g_seq));
   atomic_store(&g_captures, 0);
   atomic_store(&g_report, 0);

@@ -115,3 +115,5 @@ void names_forget_all(void) {
   /* release: later probes see the new generation and miss every older entry. */
   atomic_fetch_add_explicit(&g_gen, 1, memory_order_release);
 }
+
+void names_after_fork(void) { pthread_mutex_init(&g_lock, NULL); }

@@ -15,6 +15,8 @@ typedef int (*names_lookup_fn)(void *func, const char **name);
 const struct cp_kname *names_get(void *func, names_lookup_fn fn);
 /* Forgets every handle (module unload: handles may be reused); interned names stay valid. */
 void names_forget_all(void);
+/* After fork in the child: the lock may have been held by a thread that does not exist there. */
+void names_after_fork(void);
 /* Copies s into the never-freed arena; NULL if memory is short. */
 const char *names_intern(const char *s);
 
