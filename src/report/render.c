@@ -306,7 +306,15 @@ static void render_stack_max(struct render_buf *b, const struct json *stack, con
             }
             continue;
         }
-        render_line(b, "%s#%zu %s", indent, i, render_frame(f, text, sizeof text));
+        {
+            /* C++ template names run to hundreds of characters: keep the line within the width, cutting the
+             * middle so the function's start and its file:line (or module) stay readable */
+            char num[24], cut[RENDER_WIDTH + 1];
+            size_t used = strlen("culprit: ") + strlen(indent) + (size_t)snprintf(num, sizeof num, "#%zu ", i);
+            size_t room = used + RENDER_NAME_MIN < RENDER_WIDTH ? RENDER_WIDTH - used : RENDER_NAME_MIN;
+            render_line(b, "%s%s%s", indent, num, render_elide(render_frame(f, text, sizeof text), cut, sizeof cut,
+                                                                room));
+        }
         shown++;
     }
     if (hidden)
@@ -601,6 +609,28 @@ static void render_launch_item(struct render_buf *b, const struct json *launch, 
     free(owned);
 }
 
+/* Why the error showed up in this call rather than where the kernel was launched: the call waits for the GPU. */
+static const char *render_surface_note(const char *api)
+{
+    if (!api)
+        return NULL;
+    if (strstr(api, "MemcpyDtoH") || strcmp(api, "cuMemcpy") == 0 || strncmp(api, "cuMemcpy_", 9) == 0)
+        return "a copy to the host waits for the kernels queued before it (.item(), .cpu(), .tolist() and "
+               "printing a CUDA tensor all do this)";
+    if (strstr(api, "MemFree") || strstr(api, "MemFreeHost") || strstr(api, "PrimaryCtx") ||
+        strstr(api, "CtxDestroy"))
+        return "freeing device memory or tearing down a context waits for the GPU "
+               "(torch.cuda.empty_cache() does this)";
+    if (strstr(api, "EventSynchronize") || strstr(api, "EventQuery") || strstr(api, "StreamQuery"))
+        return "waiting on or polling an event or stream observes the device's state";
+    if (strstr(api, "Synchronize"))
+        return "a synchronize waits for every queued kernel (torch.cuda.synchronize(), loss.item() and "
+               "cudaDeviceSynchronize do this)";
+    if (strstr(api, "Launch"))
+        return "after a fault the driver refuses every new launch, so the next launch reports it";
+    return NULL;
+}
+
 static void render_full(struct render_buf *b, const struct json *doc, const struct render_opts *o)
 {
     const struct json *err = json_get(doc, "error");
@@ -631,6 +661,8 @@ static void render_full(struct render_buf *b, const struct json *doc, const stru
             render_line(b, "it surfaced later, in %s%s, at:", api ? api : "a CUDA call", tbuf);
             render_stack(b, json_get(err, "stack"), "    ");
         }
+        if (render_surface_note(api))
+            render_para(b, "  why there: ", "    ", render_surface_note(api));
     }
     render_add(b, "culprit:\n");
 

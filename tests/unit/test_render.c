@@ -105,6 +105,7 @@ static void test_exact(void)
     lines_ok(t, 100, "exact");
     CHECK(find(t, "CUDA_ERROR_ILLEGAL_ADDRESS (700): an illegal memory access was encountered"), "error line:\n%s", t);
     CHECK(find(t, "cuMemcpyDtoH_v2 on thread 4242"), "where it surfaced");
+    CHECK(find(t, "why there: a copy to the host waits"), "says why the copy is where it surfaced:\n%s", t);
     CHECK(find(t, "main at demo.cu:51"), "error stack frame with file:line");
     CHECK(find(t, "the kernel that faulted: write_oob(int*, int)"), "culprit named");
     CHECK(find(t, "launch #12 via cuLaunchKernel"), "launch number and api");
