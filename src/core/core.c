@@ -325,6 +325,14 @@ void cp_sync_end(const struct cp_sync *c, int rc) {
   else crumb_note_ctx_synced(c->ctx, c->upto);
 }
 
+void cp_event_recorded(void *event, const struct cp_sync *c) {
+  if (c->stream && c->upto) crumb_event_recorded(event, c->stream, c->upto);
+}
+
+void cp_event_completed(void *event) {
+  if (cp_active()) crumb_event_completed(event);
+}
+
 void cp_stream_destroying(void *stream) {
   if (cp_active()) crumb_stream_destroyed(stream);
 }

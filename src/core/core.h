@@ -61,6 +61,11 @@ struct cp_sync {
 void cp_sync_begin(struct cp_sync *c, void *stream, int ptds, int whole_ctx);
 void cp_sync_end(const struct cp_sync *c, int rc);
 
+/* Events as completion bounds: c from cp_sync_begin on the recording stream before the record call (launches
+ * already queued then are surely before the event), noted once the record succeeded; then found complete. */
+void cp_event_recorded(void *event, const struct cp_sync *c);
+void cp_event_completed(void *event);
+
 void cp_stream_destroying(void *stream);
 void cp_capture_begun(void);
 void cp_capture_ended(void);

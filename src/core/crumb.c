@@ -34,6 +34,14 @@ static struct {
 static int g_npools;                          /* under g_lock */
 static _Atomic uint32_t g_used;               /* entries taken */
 static _Atomic uint64_t g_failures;           /* breadcrumb writes the driver refused */
+
+#define EVENT_SLOTS 4096                      /* power of two; an event recorded again replaces its entry */
+static struct {
+  void *event;                                /* key, NULL = empty */
+  uint32_t stream;                            /* stream table index */
+  uint64_t seq;                               /* newest launch on it when the event was recorded */
+} g_events[EVENT_SLOTS];                      /* under g_event_lock */
+static pthread_mutex_t g_event_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic uint64_t g_written;            /* breadcrumb writes queued */
 
 /* Last stream this thread launched to: most programs launch to the same stream again and again. */
@@ -229,6 +237,40 @@ int crumb_write(struct cp_stream *s, void *handle, int ptds, uint64_t seq) {
   return rc;
 }
 
+static size_t event_slot(void *event) {
+  size_t i = hash3((uintptr_t)event, 0, 0) & (EVENT_SLOTS - 1);
+  /* Bounded probe: a full neighbourhood just overwrites the oldest guess (the bound is an optimization). */
+  for (size_t k = 0; k < 8; k++) {
+    size_t j = (i + k) & (EVENT_SLOTS - 1);
+    if (g_events[j].event == event || !g_events[j].event) return j;
+  }
+  return i;
+}
+
+void crumb_event_recorded(void *event, struct cp_stream *s, uint64_t seq) {
+  if (!event || !s) return;
+  pthread_mutex_lock(&g_event_lock);
+  size_t j = event_slot(event);
+  g_events[j].event = event;
+  g_events[j].stream = crumb_index(s);
+  g_events[j].seq = seq;
+  pthread_mutex_unlock(&g_event_lock);
+}
+
+void crumb_event_completed(void *event) {
+  struct cp_stream *s = NULL;
+  uint64_t seq = 0;
+  if (!event) return;
+  pthread_mutex_lock(&g_event_lock);
+  size_t j = event_slot(event);
+  if (g_events[j].event == event) {
+    s = crumb_at(g_events[j].stream);
+    seq = g_events[j].seq;
+  }
+  pthread_mutex_unlock(&g_event_lock);
+  if (s && seq) crumb_note_synced(s, seq);
+}
+
 void crumb_stream_destroyed(void *handle) {
   if (!handle || handle == CP_CU_STREAM_LEGACY || handle == CP_CU_STREAM_PER_THREAD) return;
   pthread_mutex_lock(&g_lock);
@@ -247,6 +289,8 @@ void crumb_after_fork(void) {
   memset(g_tab, 0, sizeof g_tab);
   memset(g_pools, 0, sizeof g_pools);
   memset(g_ctx_synced, 0, sizeof g_ctx_synced);
+  memset(g_events, 0, sizeof g_events);
+  pthread_mutex_init(&g_event_lock, NULL);
   g_npools = 0;
   atomic_store(&g_used, 0);
   tls_last.s = NULL;

@@ -33,6 +33,10 @@ void crumb_note_synced(struct cp_stream *s, uint64_t upto);
 void crumb_note_ctx_synced(void *ctx, uint64_t upto);
 /* The highest seq known complete on s: its breadcrumb, or a successful synchronize of it or its context. */
 uint64_t crumb_done(const struct cp_stream *s);
+/* Completion bounds from events: an event recorded on s after launch seq; once the event is known complete
+ * (synchronized, or queried successfully) every launch up to seq on s is complete too. */
+void crumb_event_recorded(void *event, struct cp_stream *s, uint64_t seq);
+void crumb_event_completed(void *event);
 /* Queues the breadcrumb for seq behind the launch just made; returns the driver's code (0 = queued). */
 int crumb_write(struct cp_stream *s, void *handle, int ptds, uint64_t seq);
 /* The program destroyed a stream: later launches on a reused handle get a fresh entry. */

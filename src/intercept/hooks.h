@@ -40,19 +40,19 @@
   CUSTOM(cuCtxSynchronize_v2, cuCtxSynchronize, 0, 13000, (CUcontext c), (c))                                  \
   CUSTOM(cuStreamSynchronize, cuStreamSynchronize, 0, 2000, (CUstream s), (s))                                 \
   CUSTOM(cuStreamSynchronize_ptsz, cuStreamSynchronize, 1, 7000, (CUstream s), (s))                            \
-  SURFACE(cuStreamQuery, cuStreamQuery, 0, 2000, (CUstream s), (s))                                            \
-  SURFACE(cuStreamQuery_ptsz, cuStreamQuery, 1, 7000, (CUstream s), (s))                                       \
+  CUSTOM(cuStreamQuery, cuStreamQuery, 0, 2000, (CUstream s), (s))                                             \
+  CUSTOM(cuStreamQuery_ptsz, cuStreamQuery, 1, 7000, (CUstream s), (s))                                        \
   SURFACE(cuStreamWaitEvent, cuStreamWaitEvent, 0, 3020, (CUstream s, CUevent e, unsigned int f), (s, e, f))   \
   SURFACE(cuStreamWaitEvent_ptsz, cuStreamWaitEvent, 1, 7000, (CUstream s, CUevent e, unsigned int f),        \
           (s, e, f))                                                                                           \
-  SURFACE(cuEventSynchronize, cuEventSynchronize, 0, 2000, (CUevent e), (e))                                   \
-  SURFACE(cuEventQuery, cuEventQuery, 0, 2000, (CUevent e), (e))                                               \
-  SURFACE(cuEventRecord, cuEventRecord, 0, 2000, (CUevent e, CUstream s), (e, s))                              \
-  SURFACE(cuEventRecord_ptsz, cuEventRecord, 1, 7000, (CUevent e, CUstream s), (e, s))                         \
-  SURFACE(cuEventRecordWithFlags, cuEventRecordWithFlags, 0, 11010, (CUevent e, CUstream s, unsigned int f),   \
-          (e, s, f))                                                                                           \
-  SURFACE(cuEventRecordWithFlags_ptsz, cuEventRecordWithFlags, 1, 11010,                                       \
-          (CUevent e, CUstream s, unsigned int f), (e, s, f))                                                  \
+  CUSTOM(cuEventSynchronize, cuEventSynchronize, 0, 2000, (CUevent e), (e))                                    \
+  CUSTOM(cuEventQuery, cuEventQuery, 0, 2000, (CUevent e), (e))                                                \
+  CUSTOM(cuEventRecord, cuEventRecord, 0, 2000, (CUevent e, CUstream s), (e, s))                               \
+  CUSTOM(cuEventRecord_ptsz, cuEventRecord, 1, 7000, (CUevent e, CUstream s), (e, s))                          \
+  CUSTOM(cuEventRecordWithFlags, cuEventRecordWithFlags, 0, 11010, (CUevent e, CUstream s, unsigned int f),    \
+         (e, s, f))                                                                                            \
+  CUSTOM(cuEventRecordWithFlags_ptsz, cuEventRecordWithFlags, 1, 11010,                                        \
+         (CUevent e, CUstream s, unsigned int f), (e, s, f))                                                   \
   SURFACE(cuEventDestroy_v2, cuEventDestroy, 0, 4000, (CUevent e), (e))                                        \
   SURFACE(cuLaunchHostFunc, cuLaunchHostFunc, 0, 10000, (CUstream s, CUhostFn fn, void *u), (s, fn, u))        \
   SURFACE(cuLaunchHostFunc_ptsz, cuLaunchHostFunc, 1, 10000, (CUstream s, CUhostFn fn, void *u), (s, fn, u))   \

@@ -264,6 +264,33 @@ CP_EXPORT CUresult CUDAAPI cuCtxSynchronize_v2(CUcontext ctx) {
   }
 DEF_STREAM_SYNC(cuStreamSynchronize, 0)
 DEF_STREAM_SYNC(cuStreamSynchronize_ptsz, 1)
+/* A query that answers "done" is as good as a synchronize (CUDA_ERROR_NOT_READY is not a failure here). */
+DEF_STREAM_SYNC(cuStreamQuery, 0)
+DEF_STREAM_SYNC(cuStreamQuery_ptsz, 1)
+
+/* Events: where they were recorded, so that finding one complete bounds its stream's unfinished work. */
+#define DEF_EVENT_RECORD(sym, is_ptds, P, A)                                                                   \
+  CP_EXPORT CUresult CUDAAPI sym P {                                                                           \
+    struct cp_sync c;                                                                                          \
+    driver_ready();                                                                                            \
+    cp_sync_begin(&c, s, is_ptds, 0);                                                                          \
+    CALL_REAL(sym, P, A);                                                                                      \
+    if (rc == CUDA_SUCCESS) cp_event_recorded(e, &c);                                                          \
+    return rc;                                                                                                 \
+  }
+DEF_EVENT_RECORD(cuEventRecord, 0, (CUevent e, CUstream s), (e, s))
+DEF_EVENT_RECORD(cuEventRecord_ptsz, 1, (CUevent e, CUstream s), (e, s))
+DEF_EVENT_RECORD(cuEventRecordWithFlags, 0, (CUevent e, CUstream s, unsigned int f), (e, s, f))
+DEF_EVENT_RECORD(cuEventRecordWithFlags_ptsz, 1, (CUevent e, CUstream s, unsigned int f), (e, s, f))
+
+#define DEF_EVENT_WAIT(sym)                                                                                    \
+  CP_EXPORT CUresult CUDAAPI sym(CUevent e) {                                                                  \
+    CALL_REAL(sym, (CUevent), (e));                                                                            \
+    if (rc == CUDA_SUCCESS) cp_event_completed(e);                                                             \
+    return rc;                                                                                                 \
+  }
+DEF_EVENT_WAIT(cuEventSynchronize)
+DEF_EVENT_WAIT(cuEventQuery)
 
 /* A device-to-host copy on the default stream returns only once the copy is done, so everything queued on
  * that stream before it completed too (the usual "read the loss back" of a training step). */

@@ -422,6 +422,30 @@ def _(b):
     check(seqs == [17, 18, 19, 20], "candidates %r, expected #17..#20" % seqs)
 
 
+def bounds_case(b, how):
+    """Record mode's sparse breadcrumbs leave launches #17..#32 unproven, but the program proved #1..#18 complete
+    itself; the window must start after #18 (launches #19..#21 are the only ones left)."""
+    env = {"FAKECUDA_FAULT": "launch=19", "CULPRIT_CRUMB_EVERY": ""}
+    res, rep = fault_run(b, "bounds", [how], env, "cuCtxSynchronize", src="bounds")
+    seqs = sorted(c.get("seq") for c in rep.get("candidates") or [])
+    check(seqs == [19, 20, 21], "candidates %r, expected #19..#21 after the %s bound" % (seqs, how))
+
+
+@case("bounds_eventsync")
+def _(b):
+    bounds_case(b, "eventsync")
+
+
+@case("bounds_eventquery")
+def _(b):
+    bounds_case(b, "eventquery")
+
+
+@case("bounds_streamquery")
+def _(b):
+    bounds_case(b, "streamquery")
+
+
 @case("sparse_precise")
 def _(b):
     """The same run in precise mode names launch 20 exactly, whatever CULPRIT_CRUMB_EVERY says."""

@@ -1,0 +1,65 @@
+/* Completion bounds without breadcrumbs: work on the legacy stream that the program itself proved complete (an
+ * event it synchronized or queried, a stream query that answered "done") must drop out of record mode's
+ * window of suspects. Usage: bounds eventsync|eventquery|streamquery; the fault is scripted as launch=19. */
+#include <cuda.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+
+#define CK(call)                                                                                               \
+  do {                                                                                                         \
+    CUresult rc_ = (call);                                                                                     \
+    if (rc_ != CUDA_SUCCESS) report_error(cuGetErrorName, #call, rc_, 0);                                      \
+  } while (0)
+
+static CUfunction f_step;
+
+static void launches(int n, float *buf, int len) {
+  void *args[] = {&buf, &len};
+  for (int i = 0; i < n; i++)
+    CK(cuLaunchKernel(f_step, 4, 1, 1, 64, 1, 1, 0, NULL, args, NULL)); /* CULPRIT-LAUNCH */
+}
+
+int main(int argc, char **argv) {
+  CUdevice dev;
+  CUcontext ctx;
+  CUmodule mod;
+  CUevent ev;
+  CUresult rc;
+  CUdeviceptr dbuf;
+  float *buf;
+  int len = 256;
+  const char *how = argc > 1 ? argv[1] : "";
+  CK(cuInit(0));
+  CK(cuDeviceGet(&dev, 0));
+  CK(cuDevicePrimaryCtxRetain(&ctx, dev));
+  CK(cuCtxSetCurrent(ctx));
+  CK(cuModuleLoadData(&mod, MODULE_IMAGE));
+  CK(cuModuleGetFunction(&f_step, mod, K_STEP));
+  CK(cuEventCreate(&ev, CU_EVENT_DEFAULT));
+  CK(cuMemAlloc(&dbuf, NELEM * sizeof(float)));
+  buf = (float *)(uintptr_t)dbuf;
+  launches(18, buf, len);
+  if (strcmp(how, "eventsync") == 0) {
+    CK(cuEventRecord(ev, NULL));
+    CK(cuEventSynchronize(ev));
+  } else if (strcmp(how, "eventquery") == 0) {
+    CK(cuEventRecord(ev, NULL));
+    while ((rc = cuEventQuery(ev)) == CUDA_ERROR_NOT_READY) {
+    }
+    CK(rc);
+  } else if (strcmp(how, "streamquery") == 0) {
+    while ((rc = cuStreamQuery(NULL)) == CUDA_ERROR_NOT_READY) {
+    }
+    CK(rc);
+  } else {
+    fprintf(stderr, "usage: bounds eventsync|eventquery|streamquery\n");
+    return 2;
+  }
+  launches(3, buf, len);
+  CK(cuCtxSynchronize());
+  printf("bounds: done\n");
+  return 0;
+}
