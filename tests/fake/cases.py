@@ -446,6 +446,52 @@ def _(b):
     bounds_case(b, "streamquery")
 
 
+SIGNAL_CHILD = r"""
+import signal, sys, time
+def term(*_):
+    print("child got SIGTERM", flush=True)
+    sys.exit(7)
+signal.signal(signal.SIGTERM, term)
+print("ready", flush=True)
+time.sleep(30)
+print("not interrupted", flush=True)
+"""
+
+
+def signal_run(b, sig, opts=()):
+    """culprit run with a child that waits; the signal goes to culprit, which must pass it on."""
+    cmd = [b.cli, "run", "--dir", b.newdir("reports")] + list(opts) + ["--", sys.executable, "-c", SIGNAL_CHILD]
+    proc = subprocess.Popen(cmd, env=_base_env(b, None), cwd=b.newdir("cli"), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=os.setsid)
+    try:
+        first = proc.stdout.readline()
+        check(first.strip() == b"ready", "the child did not start: %r" % first)
+        os.kill(proc.pid, sig)
+        out, err = proc.communicate(timeout=RUN_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        raise CaseFailed("culprit run did not end after the signal (hang?)")
+    return proc.returncode, first + out, err
+
+
+@case("cli_signal_forward")
+def _(b):
+    """SIGTERM sent to culprit reaches the program, whose own handler and exit status count."""
+    for opts in ((), ("--no-watch",)):
+        rc, out, err = signal_run(b, signal.SIGTERM, opts)
+        check(b"child got SIGTERM" in out and b"not interrupted" not in out,
+              "the program did not receive SIGTERM (%s): %r %r" % (opts, out, err))
+        check(rc == 7, "exit status %r, expected the program's 7 (%s)" % (rc, opts))
+
+
+@case("cli_signal_death")
+def _(b):
+    """A signal that kills the program kills culprit the same way (the shell sees the same death)."""
+    rc, out, err = signal_run(b, signal.SIGINT)
+    check(rc == -signal.SIGINT, "culprit ended with %r, expected death by SIGINT (%r)" % (rc, err))
+    check(b"not interrupted" not in out, "the program was not interrupted: %r" % out)
+
+
 @case("sparse_precise")
 def _(b):
     """The same run in precise mode names launch 20 exactly, whatever CULPRIT_CRUMB_EVERY says."""
