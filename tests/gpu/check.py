@@ -379,19 +379,20 @@ def judge(case, cudart, want_line, base, run, ref_seq=None):
     return out
 
 
-def judge_rerun(out, want_line, base, rerun):
-    """Settles a candidates verdict with the blocking rerun: it must name the faulty launch exactly."""
+def settle_rerun(out, base, rerun, check_proc, where, problems):
+    """Settles a candidates verdict with the blocking rerun: it must name the faulty launch exactly. check_proc,
+    where and problems are the group's own checks of the process, of the launch site and of the launch."""
     case = out.case
     out.status = "pass"
     window = "launches %d:%d" % out.window if out.window else "all launches"
     out.path = "candidates, then a blocking rerun over %s" % window
-    check_process(out, base, rerun, "blocking rerun")
+    check_proc(out, base, rerun, "blocking rerun")
     report, problem = one_report(rerun, "blocking rerun")
     if problem:
         out.fail(problem)
     if report is None:
         out.certainty = "candidates -> ?"
-        return out
+        return None
     error = report.get("error") or {}
     if error.get("code") not in case.codes:
         out.fail("blocking rerun: error.code %r, expected %s" % (error.get("code"), "/".join(map(str, case.codes))))
@@ -401,10 +402,18 @@ def judge_rerun(out, want_line, base, rerun):
     if certainty != "exact":
         out.fail("blocking rerun: certainty %r, expected exact" % (certainty,))
     out.named = str((culprit or {}).get("kernel", "-"))
-    out.line = launch_where(culprit, case, want_line)
+    out.line = where(culprit)
     out.seq = (culprit or {}).get("seq")
-    for p in launch_problems(culprit, case, want_line):
+    for p in problems(culprit, report):
         out.fail("blocking rerun culprit: " + p)
+    return report
+
+
+def judge_rerun(out, want_line, base, rerun):
+    """The C group's blocking rerun."""
+    case = out.case
+    settle_rerun(out, base, rerun, check_process, lambda c: launch_where(c, case, want_line),
+                 lambda c, report: launch_problems(c, case, want_line))
     return out
 
 
@@ -610,33 +619,13 @@ def judge_py(case, want_line, surface_line, base, run):
 
 
 def judge_py_rerun(out, want_line, base, rerun):
-    """Settles a Python case's candidates verdict with the blocking rerun: it must name the faulty launch."""
+    """The frameworks group's blocking rerun: the culprit's Python line must be the marked one."""
     case = out.case
-    out.status = "pass"
-    window = "launches %d:%d" % out.window if out.window else "all launches"
-    out.path = "candidates, then a blocking rerun over %s" % window
-    py_check_process(out, base, rerun, "blocking rerun")
-    report, problem = one_report(rerun, "blocking rerun")
-    if problem:
-        out.fail(problem)
-    if report is None:
-        out.certainty = "candidates -> ?"
-        return out
-    error = report.get("error") or {}
-    if error.get("code") not in case.codes:
-        out.fail("blocking rerun: error.code %r, expected %s" % (error.get("code"), "/".join(map(str, case.codes))))
-    certainty = (report.get("verdict") or {}).get("certainty")
-    out.certainty = "candidates -> %s" % certainty
-    culprit = report.get("culprit")
-    if certainty != "exact":
-        out.fail("blocking rerun: certainty %r, expected exact" % (certainty,))
-    out.named = str((culprit or {}).get("kernel", "-"))
-    out.line = python_where((culprit or {}).get("python"), case.script, want_line)
-    out.seq = (culprit or {}).get("seq")
-    for p in py_launch_problems(culprit, case, want_line, report.get("python_status")):
-        out.fail("blocking rerun culprit: " + p)
-    if case.graph:
-        graph_note(out, culprit)
+    report = settle_rerun(out, base, rerun, py_check_process,
+                          lambda c: python_where((c or {}).get("python"), case.script, want_line),
+                          lambda c, rep: py_launch_problems(c, case, want_line, rep.get("python_status")))
+    if report is not None and case.graph:
+        graph_note(out, report.get("culprit"))
     return out
 
 
