@@ -7,18 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures, checks;
-
-#define CHECK(cond, ...)                                                     \
-    do {                                                                     \
-        checks++;                                                            \
-        if (!(cond)) {                                                       \
-            failures++;                                                      \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);  \
-            fprintf(stderr, __VA_ARGS__);                                    \
-            fputc('\n', stderr);                                             \
-        }                                                                    \
-    } while (0)
+#include "check.h"
 
 static struct json *parse(const char *s)
 {
@@ -277,6 +266,5 @@ int main(void)
     test_depth();
     test_missing();
     test_roundtrip_and_mutation();
-    printf("%d passed, %d failed\n", checks - failures, failures);
-    return failures ? 1 : 0;
+    return CHECK_DONE();
 }

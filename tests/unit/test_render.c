@@ -18,18 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int failures, checks;
-
-#define CHECK(cond, ...)                                                     \
-    do {                                                                     \
-        checks++;                                                            \
-        if (!(cond)) {                                                       \
-            failures++;                                                      \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);  \
-            fprintf(stderr, __VA_ARGS__);                                    \
-            fputc('\n', stderr);                                             \
-        }                                                                    \
-    } while (0)
+#include "check.h"
 
 static const char exact_report[] =
     "{\"schema\":\"culprit.report/1\",\"tool\":{\"name\":\"culprit\",\"version\":\"0.1.0\"},"
@@ -511,8 +500,7 @@ int main(void)
     test_unknown_and_missing();
     test_mutations();
     symbolized = test_symbolize();
-    printf("%d passed, %d failed\n", checks - failures, failures);
-    if (failures)
+    if (CHECK_DONE())
         return 1;
     if (!symbolized) {
         printf("skipped: symbolize round trip (no C compiler or addr2line)\n");
