@@ -8,6 +8,7 @@
 #include "watch.h"
 #include "cli.h"
 #include "../report/demangle.h"
+#include "../report/jsonw.h"
 #include "../report/json.h"
 
 #include <ctype.h>
@@ -639,6 +640,62 @@ static int watch_relevant(const struct watch_assert *a, const struct json *doc)
     return 0;
 }
 
+/* A copy of a JSON subtree (through its text: reports are small and this runs once per report). */
+static struct json *watch_copy(const struct json *n)
+{
+    struct jw jw;
+    struct json *out = NULL;
+    jw_init(&jw);
+    if (json_dump(n, &jw) == JSON_OK && !jw.err)
+        json_parse(jw.buf, jw.len, &out, NULL);
+    jw_free(&jw);
+    return out;
+}
+
+/* The culprit is a graph launch and exactly one of the kernels captured into that graph is named by an assert:
+ * that node goes into culprit.node (the graph launch stays the culprit: it is what the stream ran). */
+static int watch_narrow_node(const struct cli_watch *w, struct json *doc, int *changed)
+{
+    struct json *culprit = (struct json *)json_get(doc, "culprit");
+    struct json *verdict = (struct json *)json_get(doc, "verdict");
+    const struct json *nodes = json_get(culprit, "graph_nodes");
+    const char *kind = json_get_str(culprit, "kind");
+    const char *reason = json_get_str(verdict, "reason");
+    size_t i, hits = 0, hit = 0;
+    struct json *node;
+    char *name, *why = NULL;
+
+    if (!kind || strcmp(kind, "graph") != 0 || !json_is(nodes, JSON_ARR))
+        return 0;
+    for (i = 0; i < json_len(nodes); i++)
+        if (json_is(json_at(nodes, i), JSON_OBJ) && watch_named(w, json_at(nodes, i))) {
+            hits++;
+            hit = i;
+        }
+    if (hits != 1)
+        return 0;
+    node = watch_copy(json_at(nodes, hit));
+    name = watch_launch_name(json_at(nodes, hit));
+    if (!node || !name || json_set(culprit, "node", node) != 0) {
+        json_free(node);
+        free(name);
+        return ENOMEM;
+    }
+    *changed = 1;
+    if (asprintf(&why, "%s%sthe device assert names the graph's node %s", reason ? reason : "", reason ? "; " : "",
+                 name) < 0) {
+        free(name);
+        return ENOMEM;
+    }
+    free(name);
+    if (watch_put(verdict, "reason", json_new_str(why))) {
+        free(why);
+        return ENOMEM;
+    }
+    free(why);
+    return 0;
+}
+
 /* verdict "candidates" and exactly one candidate named by an assert: that one becomes the culprit. */
 static int watch_narrow(const struct cli_watch *w, struct json *doc, int *changed)
 {
@@ -737,5 +794,6 @@ int watch_annotate(const struct cli_watch *w, struct json *doc, int *changed)
         return ENOMEM;
     }
     *changed = 1;
-    return watch_narrow(w, doc, changed);
+    int rc = watch_narrow(w, doc, changed);
+    return rc ? rc : watch_narrow_node(w, doc, changed);
 }

@@ -6,6 +6,7 @@
 
 #include "config.h"
 #include "crumb.h"
+#include "graphs.h"
 #include "driver.h"
 #include "names.h"
 #include "ring.h"
@@ -98,6 +99,7 @@ static void after_fork_child(void) {
   ring_after_fork(my_tid());
   crumb_after_fork();
   names_after_fork();
+  graph_after_fork();
   atomic_store(&g_fork_seq, atomic_load(&g_seq));
   atomic_store(&g_captures, 0);
   atomic_store(&g_report, 0);
@@ -337,9 +339,17 @@ void cp_stream_destroying(void *stream) {
   if (cp_active()) crumb_stream_destroyed(stream);
 }
 
-void cp_capture_begun(void) { atomic_fetch_add_explicit(&g_captures, 1, memory_order_relaxed); }
+void cp_capture_begun(void *stream) {
+  atomic_fetch_add_explicit(&g_captures, 1, memory_order_relaxed);
+  if (cp_active()) graph_capture_begun(stream, my_tid(), atomic_load_explicit(&g_seq, memory_order_relaxed));
+}
 
-void cp_capture_ended(void) {
+void cp_graph_instantiated(void *exec, void *graph) {
+  if (cp_active()) graph_instantiated(exec, graph);
+}
+
+void cp_capture_ended(void *stream, void *graph) {
+  if (cp_active()) graph_capture_ended(stream, graph, atomic_load_explicit(&g_seq, memory_order_relaxed));
   int c = atomic_load_explicit(&g_captures, memory_order_relaxed);
   while (c > 0 && !atomic_compare_exchange_weak_explicit(&g_captures, &c, c - 1, memory_order_relaxed,
                                                          memory_order_relaxed)) {

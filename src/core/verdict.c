@@ -7,6 +7,7 @@
 
 #include "config.h"
 #include "crumb.h"
+#include "graphs.h"
 #include "driver.h"
 #include "names.h"
 #include "ring.h"
@@ -108,6 +109,29 @@ static void emit_python(struct jw *w, const struct pystack_ref *py, int n) {
   jw_arr_end(w);
 }
 
+static const struct snap *g_snap;             /* the snapshot being reported (graph nodes are looked up in it) */
+
+static void emit_launch(struct jw *w, const struct cp_rec *r);
+
+/* The kernels captured into the graph a graph launch replayed, in capture order (at most MAX_NODES). */
+#define MAX_NODES 64
+static void emit_graph_nodes(struct jw *w, const struct cp_rec *r) {
+  uint64_t after, upto;
+  int n = 0;
+  if (!g_snap || !graph_window(r->func, &after, &upto)) return;
+  jw_key(w, "graph_nodes");
+  jw_arr_begin(w);
+  for (size_t i = 0; i < g_snap->n && n < MAX_NODES; i++) {
+    const struct cp_rec *c = rec_at(g_snap, i);
+    uint64_t q = rseq(c);
+    if (q > after && q <= upto && (c->flags & CP_REC_CAPTURED) && c->kind != CP_KIND_GRAPH) {
+      emit_launch(w, c);
+      n++;
+    }
+  }
+  jw_arr_end(w);
+}
+
 static void emit_launch(struct jw *w, const struct cp_rec *r) {
   jw_obj_begin(w);
   jw_key(w, "seq");
@@ -166,6 +190,7 @@ static void emit_launch(struct jw *w, const struct cp_rec *r) {
   }
   jw_key(w, "stack");
   emit_frames(w, r->frames, r->nframes);
+  if (r->kind == CP_KIND_GRAPH) emit_graph_nodes(w, r);
   jw_obj_end(w);
 }
 
@@ -397,6 +422,7 @@ int verdict_emit(const struct verdict_input *in, char *path, unsigned pathlen) {
 
   path[0] = '\0';
   s.recs = ring_snapshot(in->after_seq, &s.n, &s.rs);
+  g_snap = &s;
   decide(in, &s, &p);
   if (cp_drv.get_error_name) cp_drv.get_error_name(in->code, &ename);
   if (cp_drv.get_error_string) cp_drv.get_error_string(in->code, &estr);
@@ -574,6 +600,7 @@ int verdict_emit(const struct verdict_input *in, char *path, unsigned pathlen) {
     put_stderr(line);
   }
   jw_free(&w);
+  g_snap = NULL;
   free(s.recs);
   return rc;
 }

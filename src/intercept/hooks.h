@@ -33,6 +33,12 @@
   CUSTOM(cuStreamBeginCaptureToGraph_ptsz, cuStreamBeginCaptureToGraph, 1, 12030, CAPTOG_P, CAPTOG_A)          \
   CUSTOM(cuStreamEndCapture, cuStreamEndCapture, 0, 10000, (CUstream s, CUgraph * g), (s, g))                  \
   CUSTOM(cuStreamEndCapture_ptsz, cuStreamEndCapture, 1, 10000, (CUstream s, CUgraph * g), (s, g))             \
+  CUSTOM(cuGraphInstantiateWithFlags, cuGraphInstantiateWithFlags, 0, 11040,                                   \
+         (CUgraphExec * e, CUgraph g, unsigned long long f), (e, g, f))                                        \
+  CUSTOM(cuGraphInstantiateWithParams, cuGraphInstantiateWithParams, 0, 12000,                                 \
+         (CUgraphExec * e, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS * p), (e, g, p))                          \
+  CUSTOM(cuGraphInstantiateWithParams_ptsz, cuGraphInstantiateWithParams, 1, 12000,                            \
+         (CUgraphExec * e, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS * p), (e, g, p))                          \
   CUSTOM(cuModuleUnload, cuModuleUnload, 0, 2000, (CUmodule m), (m))                                           \
   CUSTOM(cuLibraryUnload, cuLibraryUnload, 0, 12000, (CUlibrary l), (l))                                       \
   /* synchronization */                                                                                        \

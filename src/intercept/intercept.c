@@ -213,7 +213,7 @@ CP_EXPORT CUresult CUDAAPI cuStreamDestroy_v2(CUstream s) {
 #define DEF_BEGIN_CAPTURE(sym, P, A)                                                                           \
   CP_EXPORT CUresult CUDAAPI sym P {                                                                           \
     CALL_REAL(sym, P, A);                                                                                      \
-    if (rc == CUDA_SUCCESS) cp_capture_begun();                                                                \
+    if (rc == CUDA_SUCCESS) cp_capture_begun(s);                                                               \
     return rc;                                                                                                 \
   }
 DEF_BEGIN_CAPTURE(cuStreamBeginCapture_v2, (CUstream s, CUstreamCaptureMode m), (s, m))
@@ -227,7 +227,7 @@ DEF_BEGIN_CAPTURE(cuStreamBeginCaptureToGraph_ptsz, CAPTOG_P, CAPTOG_A)
     /* Capture ends whether or not the graph was valid. */                                                     \
     if (rc == CUDA_SUCCESS || rc == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED ||                                  \
         rc == CUDA_ERROR_STREAM_CAPTURE_UNJOINED)                                                              \
-      cp_capture_ended();                                                                                      \
+      cp_capture_ended(s, rc == CUDA_SUCCESS && g ? (void *)*g : NULL);                                        \
     return rc;                                                                                                 \
   }
 DEF_END_CAPTURE(cuStreamEndCapture)
@@ -305,6 +305,22 @@ DEF_EVENT_WAIT(cuEventQuery)
   }
 DEF_DTOH(cuMemcpyDtoH_v2, 0)
 DEF_DTOH(cuMemcpyDtoH_v2_ptds, 1)
+
+/* Executable graphs: which graph each came from, so a faulting replay can list the kernels captured into it. */
+CP_EXPORT CUresult CUDAAPI cuGraphInstantiateWithFlags(CUgraphExec *e, CUgraph g, unsigned long long fl) {
+  CALL_REAL(cuGraphInstantiateWithFlags, (CUgraphExec *, CUgraph, unsigned long long), (e, g, fl));
+  if (rc == CUDA_SUCCESS && e) cp_graph_instantiated(*e, g);
+  return rc;
+}
+
+#define DEF_INSTANTIATE_PARAMS(sym)                                                                            \
+  CP_EXPORT CUresult CUDAAPI sym(CUgraphExec *e, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS *p) {                \
+    CALL_REAL(sym, (CUgraphExec *, CUgraph, CUDA_GRAPH_INSTANTIATE_PARAMS *), (e, g, p));                      \
+    if (rc == CUDA_SUCCESS && e) cp_graph_instantiated(*e, g);                                                 \
+    return rc;                                                                                                 \
+  }
+DEF_INSTANTIATE_PARAMS(cuGraphInstantiateWithParams)
+DEF_INSTANTIATE_PARAMS(cuGraphInstantiateWithParams_ptsz)
 
 CP_EXPORT CUresult CUDAAPI cuModuleUnload(CUmodule m) {
   CALL_REAL(cuModuleUnload, (CUmodule), (m));

@@ -207,6 +207,11 @@ static const char *render_dims(const struct json *arr, char *out, size_t outsz)
 static const char *render_geometry(const struct json *launch, char *out, size_t outsz)
 {
     char g[64], bl[64];
+    const char *kind = json_get_str(launch, "kind");
+    if (kind && strcmp(kind, "graph") == 0) {  /* a graph launch has no shape of its own; its nodes do */
+        out[0] = '\0';
+        return out;
+    }
     render_dims(json_get(launch, "grid"), g, sizeof g);
     render_dims(json_get(launch, "block"), bl, sizeof bl);
     snprintf(out, outsz, "%s%s%s%s%s", g[0] ? "grid " : "", g, g[0] && bl[0] ? " " : "", bl[0] ? "block " : "",
@@ -501,6 +506,36 @@ static void render_asserts(struct render_buf *b, const struct json *asserts, con
 
 /* ---- the two forms ---- */
 
+static void render_launch_item(struct render_buf *b, const struct json *launch, const char *indent, int where,
+                               const struct json *asserts, char *last_place, size_t last_len, long long upto);
+static int render_same_launch(const struct json *a, const struct json *c);
+
+/* Under a faulting graph launch: the node a device assert pinned, else the kernels captured into the graph (one
+ * of them faulted), each with the line that captured it. */
+static void render_graph_nodes(struct render_buf *b, const struct json *launch, const struct json *asserts)
+{
+    const struct json *node = json_get(launch, "node");
+    const struct json *nodes = json_get(launch, "graph_nodes");
+    char last_place[200] = "";
+    size_t i, n = json_len(nodes);
+    if (json_is(node, JSON_OBJ)) {
+        render_line(b, "  the node that faulted, named by the device assert:");
+        render_launch_item(b, node, "  ", 1, asserts, NULL, 0, -1);
+        return;
+    }
+    if (!json_is(nodes, JSON_ARR) || n == 0)
+        return;
+    render_line(b, "  the graph ran %zu captured kernel%s; one of them faulted:", n, n == 1 ? "" : "s");
+    for (i = 0; i < n; i++) {
+        size_t j = i;
+        while (j + 1 < n && render_same_launch(json_at(nodes, j), json_at(nodes, j + 1)))
+            j++;
+        render_launch_item(b, json_at(nodes, i), "  ", 1, asserts, last_place, sizeof last_place,
+                           j > i ? json_get_int(json_at(nodes, j), "seq", -1) : -1);
+        i = j;
+    }
+}
+
 static void render_launch(struct render_buf *b, const struct json *launch, const char *reason,
                           const struct json *asserts)
 {
@@ -524,6 +559,8 @@ static void render_launch(struct render_buf *b, const struct json *launch, const
     if (head[0])
         render_line(b, "  %s", head);
     render_geometry(launch, geo, sizeof geo);
+    if (kind && strcmp(kind, "graph") == 0)
+        shmem = -1;  /* the graph's nodes have their own */
     if (geo[0] || shmem >= 0) {
         char sh[64] = "";
         if (shmem >= 0)
@@ -536,6 +573,7 @@ static void render_launch(struct render_buf *b, const struct json *launch, const
     if (reason)
         render_para(b, "  how culprit knows: ", "    ", reason);
     render_origin(b, launch, "  launched from");
+    render_graph_nodes(b, launch, asserts);
     free(owned);
 }
 

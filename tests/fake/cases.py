@@ -727,6 +727,27 @@ def _(b):
     check(len(earlier) == 1 and earlier[0].get("seq", 0) < c["seq"],
           "the culprit should be the second graph launch; graph launches before it: %s" % [brief(h) for h in earlier])
     check_stack(rep, "procaddr", "graph")
+    # The kernels captured into the graph come with it, in capture order, each with the line that captured it.
+    nodes = c.get("graph_nodes") or []
+    check([n.get("mangled") for n in nodes] == [STEP, BAD, STEP], "graph_nodes %s" % [brief(n) for n in nodes])
+    src = os.path.join(PROG_SRC, "procaddr.c")
+    expect_frame(nodes[1].get("stack"), src, marker_line(src, "graph-node"), "the faulting node's capture stack")
+    check(all(n.get("kind") == "kernel" and "captured" in (n.get("flags") or []) for n in nodes),
+          "graph nodes must be the captured kernel launches: %s" % nodes)
+
+
+@case("graph_node_assert")
+def _(b):
+    """A device assert in a replayed graph names the node: culprit.node is that kernel, with its capture line."""
+    env = {"FAKECUDA_FAULT": "kernel=%s,nth=2,code=710" % BAD}
+    res, rep = fault_run(b, "procaddr", ["v2", "graph"], env, "cuStreamSynchronize", code=710)
+    c = expect_exact(rep, kind="graph", api="cuGraphLaunch")
+    node = c.get("node") or {}
+    check(node.get("mangled") == BAD, "culprit.node %s, expected the write_oob node" % brief(node))
+    src = os.path.join(PROG_SRC, "procaddr.c")
+    expect_frame(node.get("stack"), src, marker_line(src, "graph-node"), "the node's capture stack")
+    check("node" in rep["verdict"].get("reason", ""), "the reason must say the assert named the node")
+    check("the node that faulted" in res.err_text, "the printed verdict must show the node\n%s" % res.err_text)
 
 
 # Healthy programs are left alone --------------------------------------------------------------------------------

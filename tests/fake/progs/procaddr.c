@@ -188,7 +188,7 @@ static int graph(void)
     CK(D.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
     CK(D.cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
     CK(D.cuLaunchKernel(f_step, 4, 1, 1, 64, 1, 1, 0, s, args, NULL));
-    CK(D.cuLaunchKernel(f_bad, 4, 1, 1, 64, 1, 1, 0, s, args, NULL));
+    CK(D.cuLaunchKernel(f_bad, 4, 1, 1, 64, 1, 1, 0, s, args, NULL)); /* graph-node */ /* CULPRIT-LAUNCH */
     CK(D.cuLaunchKernel(f_step, 4, 1, 1, 64, 1, 1, 0, s, args, NULL));
     CK(D.cuStreamEndCapture(s, &g));
     CK(D.cuGraphInstantiateWithFlags(&exec, g, 0));
