@@ -118,6 +118,32 @@
           (CUdeviceptr d, unsigned int v, size_t n, CUstream s), (d, v, n, s))                                 \
   SURFACE(cuMemsetD32Async_ptsz, cuMemsetD32Async, 1, 7000,                                                    \
           (CUdeviceptr d, unsigned int v, size_t n, CUstream s), (d, v, n, s))                                 \
+  SURFACE(cuMemsetD2D8_v2, cuMemsetD2D8, 0, 3020, MSET2D_P(unsigned char), MSET2D_A)                          \
+  SURFACE(cuMemsetD2D8_v2_ptds, cuMemsetD2D8, 1, 7000, MSET2D_P(unsigned char), MSET2D_A)                     \
+  SURFACE(cuMemsetD2D16_v2, cuMemsetD2D16, 0, 3020, MSET2D_P(unsigned short), MSET2D_A)                        \
+  SURFACE(cuMemsetD2D16_v2_ptds, cuMemsetD2D16, 1, 7000, MSET2D_P(unsigned short), MSET2D_A)                   \
+  SURFACE(cuMemsetD2D32_v2, cuMemsetD2D32, 0, 3020, MSET2D_P(unsigned int), MSET2D_A)                          \
+  SURFACE(cuMemsetD2D32_v2_ptds, cuMemsetD2D32, 1, 7000, MSET2D_P(unsigned int), MSET2D_A)                     \
+  SURFACE(cuMemsetD2D8Async, cuMemsetD2D8Async, 0, 3020, MSET2DA_P(unsigned char), MSET2DA_A)                  \
+  SURFACE(cuMemsetD2D8Async_ptsz, cuMemsetD2D8Async, 1, 7000, MSET2DA_P(unsigned char), MSET2DA_A)             \
+  SURFACE(cuMemsetD2D16Async, cuMemsetD2D16Async, 0, 3020, MSET2DA_P(unsigned short), MSET2DA_A)               \
+  SURFACE(cuMemsetD2D16Async_ptsz, cuMemsetD2D16Async, 1, 7000, MSET2DA_P(unsigned short), MSET2DA_A)          \
+  SURFACE(cuMemsetD2D32Async, cuMemsetD2D32Async, 0, 3020, MSET2DA_P(unsigned int), MSET2DA_A)                 \
+  SURFACE(cuMemsetD2D32Async_ptsz, cuMemsetD2D32Async, 1, 7000, MSET2DA_P(unsigned int), MSET2DA_A)            \
+  /* more copies and stream work */                                                                          \
+  SURFACE(cuMemcpy2DUnaligned_v2, cuMemcpy2DUnaligned, 0, 3020, (const CUDA_MEMCPY2D *p), (p))                 \
+  SURFACE(cuMemcpy2DUnaligned_v2_ptds, cuMemcpy2DUnaligned, 1, 7000, (const CUDA_MEMCPY2D *p), (p))            \
+  SURFACE(cuMemcpy3DPeer, cuMemcpy3DPeer, 0, 4000, (const CUDA_MEMCPY3D_PEER *p), (p))                         \
+  SURFACE(cuMemcpy3DPeer_ptds, cuMemcpy3DPeer, 1, 7000, (const CUDA_MEMCPY3D_PEER *p), (p))                    \
+  SURFACE(cuMemcpy3DPeerAsync, cuMemcpy3DPeerAsync, 0, 4000, (const CUDA_MEMCPY3D_PEER *p, CUstream s), (p, s)) \
+  SURFACE(cuMemcpy3DPeerAsync_ptsz, cuMemcpy3DPeerAsync, 1, 7000, (const CUDA_MEMCPY3D_PEER *p, CUstream s),  \
+          (p, s))                                                                                              \
+  SURFACE(cuGraphUpload, cuGraphUpload, 0, 11010, (CUgraphExec g, CUstream s), (g, s))                         \
+  SURFACE(cuGraphUpload_ptsz, cuGraphUpload, 1, 11010, (CUgraphExec g, CUstream s), (g, s))                    \
+  SURFACE(cuStreamAddCallback, cuStreamAddCallback, 0, 5000,                                                   \
+          (CUstream s, CUstreamCallback cb, void *u, unsigned int f), (s, cb, u, f))                           \
+  SURFACE(cuStreamAddCallback_ptsz, cuStreamAddCallback, 1, 7000,                                              \
+          (CUstream s, CUstreamCallback cb, void *u, unsigned int f), (s, cb, u, f))                           \
   /* memory */                                                                                                 \
   SURFACE(cuMemAlloc_v2, cuMemAlloc, 0, 3020, (CUdeviceptr * p, size_t n), (p, n))                             \
   SURFACE(cuMemFree_v2, cuMemFree, 0, 3020, (CUdeviceptr p), (p))                                              \
@@ -126,6 +152,20 @@
   SURFACE(cuMemFreeAsync, cuMemFreeAsync, 0, 11020, (CUdeviceptr p, CUstream s), (p, s))                       \
   SURFACE(cuMemFreeAsync_ptsz, cuMemFreeAsync, 1, 11020, (CUdeviceptr p, CUstream s), (p, s))                  \
   SURFACE(cuMemFreeHost, cuMemFreeHost, 0, 2000, (void *p), (p))                                               \
+  SURFACE(cuMemGetInfo_v2, cuMemGetInfo, 0, 3020, (size_t * fr, size_t * to), (fr, to))                        \
+  SURFACE(cuMemAllocPitch_v2, cuMemAllocPitch, 0, 3020,                                                        \
+          (CUdeviceptr * p, size_t * pitch, size_t w, size_t h, unsigned int e), (p, pitch, w, h, e))          \
+  SURFACE(cuMemAllocHost_v2, cuMemAllocHost, 0, 3020, (void **p, size_t n), (p, n))                            \
+  SURFACE(cuMemHostAlloc, cuMemHostAlloc, 0, 2020, (void **p, size_t n, unsigned int f), (p, n, f))            \
+  SURFACE(cuMemHostRegister_v2, cuMemHostRegister, 0, 6050, (void *p, size_t n, unsigned int f), (p, n, f))    \
+  SURFACE(cuMemHostUnregister, cuMemHostUnregister, 0, 4000, (void *p), (p))                                   \
+  SURFACE(cuMemAllocManaged, cuMemAllocManaged, 0, 6000, (CUdeviceptr * p, size_t n, unsigned int f),          \
+          (p, n, f))                                                                                           \
+  SURFACE(cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync, 0, 11020,                                          \
+          (CUdeviceptr * p, size_t n, CUmemoryPool pool, CUstream s), (p, n, pool, s))                         \
+  SURFACE(cuMemAllocFromPoolAsync_ptsz, cuMemAllocFromPoolAsync, 1, 11020,                                     \
+          (CUdeviceptr * p, size_t n, CUmemoryPool pool, CUstream s), (p, n, pool, s))                         \
+  SURFACE(cuMemPoolTrimTo, cuMemPoolTrimTo, 0, 11020, (CUmemoryPool pool, size_t keep), (pool, keep))          \
   /* modules and contexts */                                                                                   \
   SURFACE(cuModuleLoad, cuModuleLoad, 0, 2000, (CUmodule * m, const char *f), (m, f))                          \
   SURFACE(cuModuleLoadData, cuModuleLoadData, 0, 2000, (CUmodule * m, const void *i), (m, i))                  \
@@ -153,6 +193,10 @@
   (CUstream s, CUgraph g, const CUgraphNode *deps, const CUgraphEdgeData *edata, size_t n,                    \
    CUstreamCaptureMode m)
 #define CAPTOG_A (s, g, deps, edata, n, m)
+#define MSET2D_P(T) (CUdeviceptr d, size_t pitch, T v, size_t w, size_t h)
+#define MSET2D_A (d, pitch, v, w, h)
+#define MSET2DA_P(T) (CUdeviceptr d, size_t pitch, T v, size_t w, size_t h, CUstream s)
+#define MSET2DA_A (d, pitch, v, w, h, s)
 #define PEER_P (CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n)
 #define PEER_A (d, dc, s, sc, n)
 #define PEERA_P (CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n, CUstream st)

@@ -1212,6 +1212,43 @@ def breadcrumbs_unavailable(b, fail):
     check_launch(find_candidate(rep, 4), "candidate #4", kernel=STEP, stream_kind="legacy", symbolized=False)
 
 
+def hooked_symbols():
+    """Every driver entry point libculprit hooks, read from its table (src/intercept/hooks.h)."""
+    with open(os.path.join(REPO, "src", "intercept", "hooks.h")) as f:
+        return re.findall(r"^\s*(?:SURFACE|CUSTOM)\((cu\w+),", f.read(), re.M)
+
+
+@case("inject_every_hook")
+def _(b):
+    """Each hooked entry point, reached through dlsym, returns exactly what the driver returned: a plain failure
+    (2) passes through untouched and writes no report; a sticky one (700) passes through and is reported as
+    surfacing in that very call."""
+    syms = hooked_symbols()
+    check(len(syms) > 100, "the hook table was not read: %d symbols" % len(syms))
+    tried = 0
+    for sym in syms:
+        for code in (2, 700):
+            rdir = b.newdir("reports")
+            env = {"FAKECUDA_FAIL": "%s:*:%d" % (sym, code)}
+            res = preloaded(b, [b.prog("callhook"), sym], env, rdir)
+            out = res.out.decode()
+            if out.strip() == "missing":
+                break                          # the simulated driver does not have this one
+            check(res.rc == 0 and out.strip() == "rc=%d" % code,
+                  "%s failing with %d: the program saw %r\n%s" % (sym, code, out, res.describe()))
+            reports = glob.glob(os.path.join(rdir, "culprit-*.json"))
+            if code == 2:
+                check(not reports, "%s: a non-sticky failure wrote a report" % sym)
+            else:
+                check(len(reports) == 1, "%s: a sticky failure wrote %d reports\n%s" % (sym, len(reports),
+                                                                                       res.describe()))
+                with open(reports[0]) as f:
+                    api = json.load(f)["error"]["api"]
+                check(api == sym, "%s: the report says it surfaced in %s" % (sym, api))
+            tried += 1
+    check(tried > 150, "only %d hooked calls could be exercised" % tried)
+
+
 @case("inject_hostalloc")
 def _(b):
     breadcrumbs_unavailable(b, "cuMemHostAlloc:*;cuMemAllocHost_v2:*")
