@@ -525,6 +525,27 @@ int verdict_emit(const struct verdict_input *in, char *path, unsigned pathlen) {
   }
   jw_arr_end(&w);
 
+  /* A culprit launched by a thread without Python (PyTorch's autograd engine runs backward() on its own
+   * threads): the Python threads' stacks at this moment show the line waiting on that work. */
+  const struct cp_rec *who = p.culprit ? p.culprit : (p.ncand ? p.cand[0] : NULL);
+  if (who && who->npy == 0) {
+    static struct pystack_thread threads[8];  /* report time runs once per process */
+    int nt = pystack_other_threads(threads, 8);
+    if (nt > 0) {
+      jw_key(&w, "python_threads");
+      jw_arr_begin(&w);
+      for (int i = nt - 1; i >= 0; i--) {     /* the interpreter lists the newest first; the main thread last */
+        jw_obj_begin(&w);
+        jw_key(&w, "id");
+        jw_uint(&w, threads[i].id);
+        jw_key(&w, "python");
+        emit_python(&w, threads[i].refs, threads[i].n);
+        jw_obj_end(&w);
+      }
+      jw_arr_end(&w);
+    }
+  }
+
   jw_key(&w, "streams");
   jw_arr_begin(&w);
   int listed = 0;

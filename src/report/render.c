@@ -669,6 +669,24 @@ static const char *render_surface_note(const char *api)
     return NULL;
 }
 
+/* A launch from a thread that runs no Python (PyTorch's autograd engine during backward()): the Python threads'
+ * lines when the error surfaced, the waiting one among them. */
+static void render_waiting_threads(struct render_buf *b, const struct json *doc, const struct json *launch)
+{
+    const struct json *threads = json_get(doc, "python_threads");
+    if (json_len(json_get(launch, "python")) || !json_len(threads))
+        return;
+    render_line(b, "  its thread runs no Python (as PyTorch's autograd engine during backward()); when the error");
+    render_line(b, "  surfaced, the Python thread%s waiting on it %s at:", json_len(threads) == 1 ? "" : "s",
+                json_len(threads) == 1 ? "was" : "were");
+    for (size_t i = 0; i < json_len(threads); i++) {
+        const struct json *t = json_at(threads, i);
+        if (json_len(threads) > 1)
+            render_line(b, "    thread %lld:", json_get_int(t, "id", 0));
+        render_python(b, json_get(t, "python"), json_len(threads) > 1 ? "      " : "    ");
+    }
+}
+
 static void render_full(struct render_buf *b, const struct json *doc, const struct render_opts *o)
 {
     const struct json *err = json_get(doc, "error");
@@ -706,6 +724,7 @@ static void render_full(struct render_buf *b, const struct json *doc, const stru
 
     if (json_is(culprit, JSON_OBJ)) {
         render_launch(b, culprit, reason, json_get(doc, "device_asserts"));
+        render_waiting_threads(b, doc, culprit);
     } else if (certainty && strcmp(certainty, "candidates") == 0) {
         /* handled below */
     } else if (certainty && strcmp(certainty, "exact") == 0) {

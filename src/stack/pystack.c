@@ -25,6 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #define PYS_SLOTS (1u << 15)          /* hash slots; power of two */
 #define PYS_MAX_CODES (PYS_SLOTS / 4 * 3) /* ids handed out before the table counts as full (75% load) */
@@ -104,6 +106,9 @@ static const struct pys_layout *g_lay;    /* layout in use when PYS_READY */
 static char g_status[96] = "no Python in this process"; /* pystack_status's phrase, written once in g_once */
 static pys_int_fn g_is_initialized;       /* Py_IsInitialized */
 static pys_tstate_fn g_this_tstate;       /* PyGILState_GetThisThreadState */
+static void *(*g_interp_head)(void);       /* PyInterpreterState_Head */
+static void *(*g_thread_head)(void *);     /* PyInterpreterState_ThreadHead */
+static unsigned long (*g_thread_ident)(void *); /* PyThreadState_GetID (3.9+), 0 where missing */
 static uintptr_t g_code_type;             /* &PyCode_Type: every frame's code object must carry it */
 static uintptr_t g_frame_type;            /* &PyFrame_Type (3.10 frame objects) */
 static uintptr_t g_unicode_type;          /* &PyUnicode_Type */
@@ -115,8 +120,38 @@ static uint32_t g_ncodes;                 /* ids handed out; only under g_lock *
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER; /* serializes inserts and the arena */
 static char *g_arena, *g_arena_end;       /* current arena chunk's free part; only under g_lock */
 
-static inline uintptr_t rd_ptr(uintptr_t base, int off) { return *(const uintptr_t *)(base + (uintptr_t)off); }
-static inline int rd_int(uintptr_t base, int off) { return *(const int *)(base + (uintptr_t)off); }
+/* Reading another thread's frames (at report time only) goes through process_vm_readv on this process: a frame
+ * that thread frees meanwhile makes a read fail instead of crashing the program. The calling thread's own frames
+ * are alive and are read directly. */
+static __thread int tls_safe;             /* reads go through pys_safe_read */
+static __thread int tls_fault;            /* a safe read failed: the walk stops */
+
+static int pys_safe_read(uintptr_t addr, void *dst, size_t n) {
+  struct iovec local = {dst, n}, remote = {(void *)addr, n};
+  if (!addr || process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != (ssize_t)n) {
+    memset(dst, 0, n);
+    tls_fault = 1;
+    return -1;
+  }
+  return 0;
+}
+
+static inline void rd_bytes(uintptr_t addr, void *dst, size_t n) {
+  if (__builtin_expect(tls_safe, 0)) pys_safe_read(addr, dst, n);
+  else memcpy(dst, (const void *)addr, n);
+}
+
+static inline uintptr_t rd_ptr(uintptr_t base, int off) {
+  uintptr_t v;
+  rd_bytes(base + (uintptr_t)off, &v, sizeof v);
+  return v;
+}
+
+static inline int rd_int(uintptr_t base, int off) {
+  int v;
+  rd_bytes(base + (uintptr_t)off, &v, sizeof v);
+  return v;
+}
 
 /* A forked child inherits the lock in whatever state another thread left it; a half-made insert is harmless
  * because its slot was never published. */
@@ -132,6 +167,9 @@ static void pys_probe(void) {
   g_is_initialized = (pys_int_fn)dlsym(RTLD_DEFAULT, "Py_IsInitialized");
   g_this_tstate = (pys_tstate_fn)dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
   if (!get_version || !g_is_initialized || !g_this_tstate) return; /* PYS_NONE */
+  *(void **)&g_interp_head = dlsym(RTLD_DEFAULT, "PyInterpreterState_Head");
+  *(void **)&g_thread_head = dlsym(RTLD_DEFAULT, "PyInterpreterState_ThreadHead");
+  *(void **)&g_thread_ident = dlsym(RTLD_DEFAULT, "PyThreadState_GetID");
   g_code_type = (uintptr_t)dlsym(RTLD_DEFAULT, "PyCode_Type");
   g_frame_type = (uintptr_t)dlsym(RTLD_DEFAULT, "PyFrame_Type");
   g_unicode_type = (uintptr_t)dlsym(RTLD_DEFAULT, "PyUnicode_Type");
@@ -176,7 +214,8 @@ static void pys_copy_str(uintptr_t s, char *dst, size_t max) {
   const char *src = NULL;
   size_t len = 0;
   if (s && rd_ptr(s, PYS_OB_TYPE) == g_unicode_type) {
-    uint32_t state = *(const uint32_t *)(s + PYS_UNI_STATE);
+    uint32_t state;
+    rd_bytes(s + PYS_UNI_STATE, &state, sizeof state);
     if ((state & PYS_UNI_COMPACT) && (state & PYS_UNI_ASCII)) {
       src = (const char *)(s + (uintptr_t)g_lay->uni_ascii_size);
       len = (size_t)rd_ptr(s, PYS_UNI_LENGTH);
@@ -191,13 +230,16 @@ static void pys_copy_str(uintptr_t s, char *dst, size_t max) {
   }
   if (len > max) {
     size_t cut = len - (max - 3);
-    while (cut < len && ((unsigned char)src[cut] & 0xC0) == 0x80) cut++; /* start on a character boundary */
+    char c;
+    /* start on a character boundary */
+    for (rd_bytes((uintptr_t)src + cut, &c, 1); cut < len && ((unsigned char)c & 0xC0) == 0x80; cut++)
+      rd_bytes((uintptr_t)src + cut + 1, &c, 1);
     memcpy(dst, "...", 3);
-    memcpy(dst + 3, src + cut, len - cut);
+    rd_bytes((uintptr_t)src + cut, dst + 3, len - cut);
     dst[3 + len - cut] = 0;
     return;
   }
-  memcpy(dst, src, len);
+  rd_bytes((uintptr_t)src, dst, len);
   dst[len] = 0;
 }
 
@@ -267,7 +309,7 @@ static uint32_t pys_insert(uintptr_t code, uintptr_t sig, uint32_t h) {
   e->file = p;
   memcpy(p + flen, func, nlen);
   e->func = p + flen;
-  if (lt_len) memcpy(p + flen + nlen, (const void *)(lt + PYS_BYTES_DATA), lt_len);
+  if (lt_len) rd_bytes(lt + PYS_BYTES_DATA, p + flen + nlen, lt_len);
   e->table = (const uint8_t *)(p + flen + nlen);
   e->table_len = (uint32_t)lt_len;
   e->firstlineno = rd_int(code, l->co_firstlineno);
@@ -296,7 +338,7 @@ static int pys_walk_310(uintptr_t tstate, struct pystack_ref *out, int max) {
   const struct pys_layout *l = g_lay;
   uintptr_t f = rd_ptr(tstate, l->ts_frame);
   int n = 0;
-  for (int links = 0; f && n < max && links < PYS_MAX_LINKS; links++) {
+  for (int links = 0; f && n < max && links < PYS_MAX_LINKS && !tls_fault; links++) {
     if (rd_ptr(f, PYS_OB_TYPE) != g_frame_type) break;
     uintptr_t code = rd_ptr(f, l->fr_code);
     if (!code || rd_ptr(code, PYS_OB_TYPE) != g_code_type) break;
@@ -316,8 +358,9 @@ static int pys_walk_311(uintptr_t tstate, struct pystack_ref *out, int max) {
   uintptr_t f = rd_ptr(tstate, l->ts_frame);
   if (l->cf_current >= 0 && f) f = rd_ptr(f, l->cf_current);
   int n = 0;
-  for (int links = 0; f && n < max && links < PYS_MAX_LINKS; links++) {
-    char owner = *(const char *)(f + (uintptr_t)l->fr_owner);
+  for (int links = 0; f && n < max && links < PYS_MAX_LINKS && !tls_fault; links++) {
+    char owner;
+    rd_bytes(f + (uintptr_t)l->fr_owner, &owner, 1);
     if (owner != PYS_OWNED_BY_CSTACK) {
       uintptr_t code = rd_ptr(f, l->fr_code);
       if (!code || rd_ptr(code, PYS_OB_TYPE) != g_code_type) break;
@@ -334,6 +377,36 @@ static int pys_walk_311(uintptr_t tstate, struct pystack_ref *out, int max) {
     }
     f = rd_ptr(f, l->fr_previous);
   }
+  return n;
+}
+
+#define PYS_TS_NEXT 8                 /* PyThreadState.next, the second pointer in every supported version */
+#define PYS_MAX_THREADS 256           /* thread states followed, in case the list is corrupt or cyclic */
+
+int pystack_other_threads(struct pystack_thread *out, int max) {
+  pthread_once(&g_once, pys_probe);
+  if (g_state != PYS_READY || max <= 0 || !g_interp_head || !g_thread_head || !g_is_initialized()) return 0;
+  void *interp = g_interp_head();
+  uintptr_t self = (uintptr_t)g_this_tstate();
+  int n = 0;
+  tls_safe = 1;
+  tls_fault = 0;
+  uintptr_t ts = interp ? (uintptr_t)g_thread_head(interp) : 0;
+  for (int k = 0; ts && n < max && k < PYS_MAX_THREADS && !tls_fault; k++) {
+    uintptr_t next = rd_ptr(ts, PYS_TS_NEXT);
+    if (tls_fault) break;
+    if (ts != self) {
+      /* the id is read by CPython's accessor, now that the thread state is known to be mapped */
+      out[n].id = g_thread_ident ? g_thread_ident((void *)ts) : 0;
+      out[n].n = g_lay->minor == 10 ? pys_walk_310(ts, out[n].refs, PYSTACK_MAX)
+                                    : pys_walk_311(ts, out[n].refs, PYSTACK_MAX);
+      tls_fault = 0;                  /* a torn walk of one thread does not end the list */
+      if (out[n].n > 0) n++;
+    }
+    ts = next;
+  }
+  tls_safe = 0;
+  tls_fault = 0;
   return n;
 }
 

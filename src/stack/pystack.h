@@ -23,6 +23,16 @@ int pystack_capture(struct pystack_ref *out, int max);
 /* At report time: file, function (qualified name where the version has it) and line of one captured frame.
  * Returns 0, or -1 if unknown. Reads only pystack's own copies. *line is -1 when the instruction has no line. */
 int pystack_describe(const struct pystack_ref *r, char *file, size_t filelen, char *func, size_t funclen, int *line);
+/* The Python frames of every other thread of the interpreter, for a launch made by a thread that runs no Python
+ * (PyTorch's autograd engine during backward(), say): at report time, the thread waiting on that work shows the
+ * line that started it. Reads other threads' memory defensively (a failed read ends that thread's walk, it cannot
+ * crash) and is meant for report time only. Returns the number of threads filled in. */
+struct pystack_thread {
+  unsigned long long id;             /* the thread's Python thread id (threading.get_ident()) */
+  int n;                             /* frames in refs */
+  struct pystack_ref refs[PYSTACK_MAX]; /* innermost first */
+};
+int pystack_other_threads(struct pystack_thread *out, int max);
 /* One short phrase for the report: "CPython 3.12", "no Python in this process", or
  * "CPython 3.14 is not supported: no Python stacks". */
 const char *pystack_status(void);
