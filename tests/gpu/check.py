@@ -460,14 +460,20 @@ def python_where(frames, script, want_line):
     return "%s:%s" % (script, mine[0].get("line")) if mine else "-"
 
 
-def py_launch_problems(launch, case, want_line, status=None):
-    """What is wrong with a LAUNCH object as the culprit of a Python case; empty when it is the faulty launch."""
+def py_launch_problems(launch, case, want_line, status=None, threads=None):
+    """What is wrong with a LAUNCH object as the culprit of a Python case; empty when it is the faulty launch.
+    A launch made by a thread without Python (the autograd engine) may have its line in the report's
+    python_threads instead: where the Python thread waiting on it was when the error surfaced."""
     if not isinstance(launch, dict):
         return ["no launch object"]
     problems = []
     kernel = str(launch.get("kernel") or launch.get("mangled") or "")
     if not (case.graph and launch.get("kind") == "graph") and not re.search(case.kernel, kernel):
         problems.append("kernel %r does not match %r" % (kernel, case.kernel))
+    if not launch.get("python"):
+        for t in threads or []:
+            if isinstance(t, dict) and not python_problems(t.get("python"), case.script, want_line, "thread", status):
+                return problems
     return problems + python_problems(launch.get("python"), case.script, want_line, "launch", status)
 
 
@@ -587,7 +593,7 @@ def judge_py(case, want_line, surface_line, base, run):
         out.named = str((culprit or {}).get("kernel", "-"))
         out.line = python_where((culprit or {}).get("python"), case.script, want_line)
         out.seq = (culprit or {}).get("seq")
-        for p in py_launch_problems(culprit, case, want_line, status):
+        for p in py_launch_problems(culprit, case, want_line, status, report.get("python_threads")):
             out.fail("culprit: " + p)
         if case.graph:
             graph_note(out, culprit)
@@ -596,14 +602,15 @@ def judge_py(case, want_line, surface_line, base, run):
     if certainty == "candidates":
         candidates = [c for c in report.get("candidates") or [] if isinstance(c, dict)]
         out.named = "%d candidates" % len(candidates)
-        hits = [c for c in candidates if not py_launch_problems(c, case, want_line, status)]
+        threads = report.get("python_threads")
+        hits = [c for c in candidates if not py_launch_problems(c, case, want_line, status, threads)]
         if not hits:
-            near = [c for c in candidates if not [p for p in py_launch_problems(c, case, want_line, status)
+            near = [c for c in candidates if not [p for p in py_launch_problems(c, case, want_line, status, threads)
                                                   if PY_LINE not in p]]
             if near:
                 out.line = python_where(near[0].get("python"), case.script, want_line)
                 out.fail("candidate #%s is the faulty kernel, but: %s" % (
-                    near[0].get("seq"), "; ".join(py_launch_problems(near[0], case, want_line, status))))
+                    near[0].get("seq"), "; ".join(py_launch_problems(near[0], case, want_line, status, threads))))
             else:
                 out.fail("the faulty launch is not among the %d candidates" % len(candidates))
             return out
@@ -623,7 +630,8 @@ def judge_py_rerun(out, want_line, base, rerun):
     case = out.case
     report = settle_rerun(out, base, rerun, py_check_process,
                           lambda c: python_where((c or {}).get("python"), case.script, want_line),
-                          lambda c, rep: py_launch_problems(c, case, want_line, rep.get("python_status")))
+                          lambda c, rep: py_launch_problems(c, case, want_line, rep.get("python_status"),
+                                                            rep.get("python_threads")))
     if report is not None and case.graph:
         graph_note(out, report.get("culprit"))
     return out
@@ -1118,6 +1126,8 @@ def py_selftests():
          "FAIL(py)", ""),
         ("python: backward kernel at the loss.backward() line", backward, 46, None, base,
          under("py_backward_exact.json"), None, "pass", "", "pass", ""),
+        ("python: engine-thread launch, the waiting thread at loss.backward()", backward, 46, None, base,
+         under("py_backward_waiting_thread.json"), None, "pass", "", "pass", ""),
         ("python: graph launch at the replay line", graph, 49, 50, base, under("py_graph_level.json"), None,
          "pass", "", "pass", "graph-level"),
         ("python: graph node's kernel at the replay line", graph, 49, 50, base, under("py_graph_node.json"), None,
