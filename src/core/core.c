@@ -132,7 +132,8 @@ static void init_once(void) {
       g_cfg.dir[lc] = '/';
     }
   }
-  ring_configure(g_cfg.ring, g_cfg.stack_depth);
+  const char *ring_env = getenv("CULPRIT_RING");
+  ring_configure(g_cfg.ring, g_cfg.stack_depth, ring_env && *ring_env);
   struct mode_frame *f = &g_frames[g_frame_next++];
   f->mode = g_cfg.mode;
   snprintf(f->kernels, sizeof f->kernels, "%s", g_cfg.kernels);

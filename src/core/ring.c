@@ -19,15 +19,26 @@
 #include <sys/mman.h>
 
 static uint32_t g_capacity = 4096;          /* records per ring, power of two */
+static int g_explicit;                       /* the capacity was chosen by the user: every ring gets it */
 static int g_depth = 24;                     /* frames per record */
 static _Atomic(struct cp_ring *) g_rings;    /* list head; pushes are lock-free */
 static _Atomic int g_count;                  /* rings made */
 
-void ring_configure(uint32_t capacity, int stack_depth) {
+void ring_configure(uint32_t capacity, int stack_depth, int explicit_capacity) {
   uint32_t c = 16;
   while (c < capacity && c < (1u << 20)) c <<= 1;
   g_capacity = c;
+  g_explicit = explicit_capacity;
   g_depth = stack_depth < 0 ? 0 : stack_depth > 64 ? 64 : stack_depth;
+}
+
+/* Capacity of the next ring: the configured one for the first threads, then a quarter, then the minimum
+ * (8 threads x 4096 + 56 x 1024 + the rest x 256 records: about 44 MiB for 64 launching threads). */
+static uint32_t next_capacity(int made) {
+  uint32_t c = g_capacity;
+  if (g_explicit || made < RING_FULL_THREADS) return c;
+  c = made < 64 ? c / 4 : RING_MIN_CAPACITY;
+  return c < RING_MIN_CAPACITY ? (g_capacity < RING_MIN_CAPACITY ? g_capacity : RING_MIN_CAPACITY) : c;
 }
 
 size_t ring_rec_size(void) {
@@ -37,11 +48,12 @@ size_t ring_rec_size(void) {
 
 static struct cp_ring *ring_new(int tid) {
   size_t rs = ring_rec_size();
-  size_t bytes = sizeof(struct cp_ring) + rs * g_capacity;
+  uint32_t cap = next_capacity(atomic_load_explicit(&g_count, memory_order_relaxed));
+  size_t bytes = sizeof(struct cp_ring) + rs * cap;
   void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) return NULL;
   struct cp_ring *r = m;                     /* mmap memory is zeroed: every seq starts at 0 */
-  r->mask = g_capacity - 1;
+  r->mask = cap - 1;
   r->rec_size = rs;
   atomic_store_explicit(&r->owner, tid, memory_order_relaxed);
   struct cp_ring *head = atomic_load_explicit(&g_rings, memory_order_relaxed);
@@ -57,10 +69,10 @@ static struct cp_ring *ring_new(int tid) {
 
 struct cp_ring *ring_mine(int tid) {
   size_t rs = ring_rec_size();
-  /* Adopt an orphan of the current geometry first: bounded memory with thread churn. */
+  /* Adopt an orphan of the current record size first (whatever its capacity): bounded memory with thread churn. */
   for (struct cp_ring *r = atomic_load_explicit(&g_rings, memory_order_acquire); r; r = r->next) {
     int zero = 0;
-    if (r->rec_size != rs || r->mask != g_capacity - 1) continue;
+    if (r->rec_size != rs) continue;
     /* acq_rel: the adopter must see the previous owner's head; pairs with the release store in ring_release. */
     if (atomic_load_explicit(&r->owner, memory_order_relaxed) == 0 &&
         atomic_compare_exchange_strong_explicit(&r->owner, &zero, tid, memory_order_acq_rel,
@@ -108,8 +120,9 @@ struct cp_rec *ring_snapshot(uint64_t after, size_t *out_n, size_t *rec_size) {
   if (!total) return NULL;
   unsigned char *out = malloc(total * rs);
   if (!out) return NULL;
-  for (struct cp_ring *r = atomic_load_explicit(&g_rings, memory_order_acquire); r; r = r->next) {
-    for (uint32_t i = 0; i <= r->mask; i++) {
+  /* Rings made since the sizes were summed are not in the buffer: the copy stops at total records. */
+  for (struct cp_ring *r = atomic_load_explicit(&g_rings, memory_order_acquire); r && n < total; r = r->next) {
+    for (uint32_t i = 0; i <= r->mask && n < total; i++) {
       struct cp_rec *rec = (struct cp_rec *)(r->data + (size_t)i * r->rec_size);
       uint64_t s1 = atomic_load_explicit(&rec->seq, memory_order_acquire);
       if (s1 == 0 || s1 <= after) continue;

@@ -54,8 +54,12 @@ struct cp_ring {
   unsigned char data[];           /* capacity records of rec_size bytes */
 };
 
-/* Sets sizes for rings made from now on. */
-void ring_configure(uint32_t capacity, int stack_depth);
+/* Sets sizes for rings made from now on. Unless the capacity was chosen explicitly (CULPRIT_RING), threads
+ * beyond the first RING_FULL_THREADS get smaller rings, so that programs with many launching threads stay
+ * within a bounded amount of memory. */
+#define RING_FULL_THREADS 8
+#define RING_MIN_CAPACITY 256
+void ring_configure(uint32_t capacity, int stack_depth, int explicit_capacity);
 /* The calling thread's ring, made or adopted on first use; NULL if memory is short. */
 struct cp_ring *ring_mine(int tid);
 /* The record the next launch of this thread will fill; it stays invisible until ring_publish. */

@@ -1249,6 +1249,20 @@ def _(b):
     check(tried > 150, "only %d hooked calls could be exercised" % tried)
 
 
+@case("memory_many_threads")
+def _(b):
+    """At default settings, 64 threads each launching 20000 kernels cost culprit less than 64 MiB of resident
+    memory (the first 8 threads get full rings, later ones smaller ones); the program's output is unchanged."""
+    argv = [b.prog("manythreads"), "64"]
+    base = plain(b, argv)
+    check(base.rc == 0, "scenario broken\n" + base.describe())
+    res = preloaded(b, argv, {"CULPRIT_CRUMB_EVERY": ""}, b.newdir("reports"))
+    check(res.rc == 0, "the program failed under culprit\n" + res.describe())
+    grow = lambda r: int(re.search(rb"rss_growth_kib=(-?\d+)", r.out).group(1))
+    added = grow(res) - grow(base)
+    check(added < 64 * 1024, "culprit added %d KiB of resident memory for 64 threads" % added)
+
+
 @case("inject_hostalloc")
 def _(b):
     breadcrumbs_unavailable(b, "cuMemHostAlloc:*;cuMemAllocHost_v2:*")

@@ -32,7 +32,7 @@ static void *writer(void *arg) {
 }
 
 int main(void) {
-  ring_configure(100, 2);                      /* rounds up to 128 */
+  ring_configure(100, 2, 1);                   /* rounds up to 128, for every thread */
   pthread_t t[THREADS];
   pthread_barrier_init(&g_all_written, NULL, THREADS);
   for (int i = 0; i < THREADS; i++) pthread_create(&t[i], NULL, writer, (void *)(intptr_t)(i + 1));
