@@ -7,6 +7,7 @@
         .p2align 4
 dlsym:
         .cfi_startproc
+        endbr64                         /* a valid indirect-branch target where IBT is enforced; a no-op else */
         pushq   %rdi
         .cfi_adjust_cfa_offset 8
         pushq   %rsi
