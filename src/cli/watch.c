@@ -665,8 +665,8 @@ static int watch_narrow_node(const struct cli_watch *w, struct json *doc, int *c
     struct json *node;
     char *name, *why = NULL;
 
-    if (!kind || strcmp(kind, "graph") != 0 || !json_is(nodes, JSON_ARR))
-        return 0;
+    if (!kind || strcmp(kind, "graph") != 0 || !json_is(nodes, JSON_ARR) || json_get(culprit, "node"))
+        return 0;  /* the library already named the node from the graph's breadcrumbs */
     for (i = 0; i < json_len(nodes); i++)
         if (json_is(json_at(nodes, i), JSON_OBJ) && watch_named(w, json_at(nodes, i))) {
             hits++;
@@ -676,7 +676,8 @@ static int watch_narrow_node(const struct cli_watch *w, struct json *doc, int *c
         return 0;
     node = watch_copy(json_at(nodes, hit));
     name = watch_launch_name(json_at(nodes, hit));
-    if (!node || !name || json_set(culprit, "node", node) != 0) {
+    if (!node || !name || json_set(culprit, "node", node) != 0 ||
+        watch_put(culprit, "node_source", json_new_str("device assert"))) {
         json_free(node);
         free(name);
         return ENOMEM;

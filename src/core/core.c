@@ -176,6 +176,7 @@ static int stream_capturing(const struct cp_launch_desc *d) {
 }
 
 static int blocking_applies(const struct mode_frame *m, const struct cp_rec *rec, uint64_t seq);
+static int crumbs_everywhere(void);
 
 static void blocking_lock(struct cp_launch_ctx *lc) {
   struct timespec until;
@@ -272,6 +273,10 @@ int cp_launch_end(struct cp_launch_ctx *lc, int rc) {
   seq = atomic_fetch_add_explicit(&g_seq, 1, memory_order_relaxed) + 1;
   struct cp_stream *s = lc->stream;
   rec->prev = 0;
+  if ((rec->flags & CP_REC_CAPTURED) && crumbs_everywhere()) {
+    uint64_t dslot = graph_capture_slot(lc->d->stream);
+    if (dslot && crumb_write_to(lc->d->stream, lc->d->ptds, dslot, seq)) rec->flags |= CP_REC_CRUMB_FAILED;
+  }
   if (s) {
     rec->prev = atomic_exchange_explicit(&s->last_launched, seq, memory_order_relaxed);
     uint64_t nth = atomic_fetch_add_explicit(&s->launches, 1, memory_order_relaxed) + 1;
@@ -340,9 +345,22 @@ void cp_stream_destroying(void *stream) {
   if (cp_active()) crumb_stream_destroyed(stream);
 }
 
-void cp_capture_begun(void *stream) {
+/* Breadcrumbs inside graphs (precise and blocking modes): the capture gets a slot of its own; its first node
+ * writes 0 into it and each captured kernel is followed by a node writing its launch number, so after a fault
+ * inside a replay the slot names the last node that completed. */
+static int crumbs_everywhere(void) {
+  struct mode_frame *m = atomic_load_explicit(&g_mode, memory_order_acquire);
+  return m && (m->mode == CP_MODE_PRECISE || m->mode == CP_MODE_BLOCKING);
+}
+
+void cp_capture_begun(void *stream, int ptds) {
   atomic_fetch_add_explicit(&g_captures, 1, memory_order_relaxed);
-  if (cp_active()) graph_capture_begun(stream, my_tid(), atomic_load_explicit(&g_seq, memory_order_relaxed));
+  if (!cp_active()) return;
+  graph_capture_begun(stream, my_tid(), atomic_load_explicit(&g_seq, memory_order_relaxed));
+  volatile uint64_t *slot;
+  uint64_t dslot;
+  if (crumbs_everywhere() && !crumb_alloc_slot(&slot, &dslot) && !crumb_write_to(stream, ptds, dslot, 0))
+    graph_capture_set_slot(stream, slot, dslot);
 }
 
 void cp_graph_instantiated(void *exec, void *graph) {

@@ -67,7 +67,7 @@ void cp_event_recorded(void *event, const struct cp_sync *c);
 void cp_event_completed(void *event);
 
 void cp_stream_destroying(void *stream);
-void cp_capture_begun(void *stream);
+void cp_capture_begun(void *stream, int ptds);
 void cp_capture_ended(void *stream, void *graph);
 void cp_graph_instantiated(void *exec, void *graph);
 void cp_module_unloaded(void);

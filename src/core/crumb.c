@@ -226,14 +226,29 @@ struct cp_stream *crumb_stream(void *handle, int ptds, int tid) {
 #define CRUMB_FLAGS 0u                       /* the default write, fenced after the kernel's own writes */
 #endif
 
-int crumb_write(struct cp_stream *s, void *handle, int ptds, uint64_t seq) {
+int crumb_write_to(void *handle, int ptds, uint64_t dslot, uint64_t value) {
   int rc;
-  if (!s->slot) return -1;
-  if (ptds && cp_drv.write_value64_ptsz) rc = cp_drv.write_value64_ptsz(handle, s->dslot, seq, CRUMB_FLAGS);
-  else if (ptds && !handle) rc = cp_drv.write_value64(CP_CU_STREAM_PER_THREAD, s->dslot, seq, CRUMB_FLAGS);
-  else rc = cp_drv.write_value64(handle, s->dslot, seq, CRUMB_FLAGS);
+  if (!cp_drv.write_value64) return -1;
+  if (ptds && cp_drv.write_value64_ptsz) rc = cp_drv.write_value64_ptsz(handle, dslot, value, CRUMB_FLAGS);
+  else if (ptds && !handle) rc = cp_drv.write_value64(CP_CU_STREAM_PER_THREAD, dslot, value, CRUMB_FLAGS);
+  else rc = cp_drv.write_value64(handle, dslot, value, CRUMB_FLAGS);
   if (rc) atomic_fetch_add_explicit(&g_failures, 1, memory_order_relaxed);
   else atomic_fetch_add_explicit(&g_written, 1, memory_order_relaxed);
+  return rc;
+}
+
+int crumb_write(struct cp_stream *s, void *handle, int ptds, uint64_t seq) {
+  if (!s->slot) return -1;
+  return crumb_write_to(handle, ptds, s->dslot, seq);
+}
+
+int crumb_alloc_slot(volatile uint64_t **host, uint64_t *dev) {
+  void *ctx = NULL;
+  int rc = -1;
+  if (!cp_drv.ctx_get_current || cp_drv.ctx_get_current(&ctx) || !ctx) return -1;
+  pthread_mutex_lock(&g_lock);
+  rc = pool_slot(ctx, host, dev);
+  pthread_mutex_unlock(&g_lock);
   return rc;
 }
 

@@ -37,6 +37,10 @@ uint64_t crumb_done(const struct cp_stream *s);
  * (synchronized, or queried successfully) every launch up to seq on s is complete too. */
 void crumb_event_recorded(void *event, struct cp_stream *s, uint64_t seq);
 void crumb_event_completed(void *event);
+/* A breadcrumb slot of its own (host and device views) in the current context's pool; 0 or -1. */
+int crumb_alloc_slot(volatile uint64_t **host, uint64_t *dev);
+/* Queues a write of value into the slot at device address dslot on the given stream; the driver's code. */
+int crumb_write_to(void *handle, int ptds, uint64_t dslot, uint64_t value);
 /* Queues the breadcrumb for seq behind the launch just made; returns the driver's code (0 = queued). */
 int crumb_write(struct cp_stream *s, void *handle, int ptds, uint64_t seq);
 /* The program destroyed a stream: later launches on a reused handle get a fresh entry. */

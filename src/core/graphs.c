@@ -7,6 +7,7 @@
 
 #include <pthread.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 
 #define SESSIONS 256                          /* most recent captures kept */
@@ -19,6 +20,8 @@ struct session {
   uint64_t upto;                              /* last launch number when it ended */
   int tid;                                    /* capturing thread */
   int open;                                   /* capture in progress */
+  volatile uint64_t *slot;                    /* precise mode: the graph's own breadcrumb (host view), or NULL */
+  uint64_t dslot;                             /* its device view */
 };
 
 static struct session g_sessions[SESSIONS];   /* ring, under g_lock */
@@ -29,6 +32,15 @@ static struct {
 } g_execs[EXECS];                             /* under g_lock */
 static unsigned g_exec_next;                  /* next exec slot (oldest is replaced), under g_lock */
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The newest open session of stream, with g_lock held. */
+static struct session *open_session(void *stream) {
+  for (unsigned k = 0; k < SESSIONS; k++) {
+    struct session *s = &g_sessions[(g_next - 1 - k) % SESSIONS];
+    if (s->open && s->stream == stream) return s;
+  }
+  return NULL;
+}
 
 void graph_capture_begun(void *stream, int tid, uint64_t seq) {
   pthread_mutex_lock(&g_lock);
@@ -43,17 +55,32 @@ void graph_capture_begun(void *stream, int tid, uint64_t seq) {
 
 void graph_capture_ended(void *stream, void *graph, uint64_t seq) {
   pthread_mutex_lock(&g_lock);
-  /* the newest open session of that stream */
-  for (unsigned k = 0; k < SESSIONS; k++) {
-    struct session *s = &g_sessions[(g_next - 1 - k) % SESSIONS];
-    if (s->open && s->stream == stream) {
-      s->open = 0;
-      s->graph = graph;
-      s->upto = seq;
-      break;
-    }
+  struct session *s = open_session(stream);
+  if (s) {
+    s->open = 0;
+    s->graph = graph;
+    s->upto = seq;
   }
   pthread_mutex_unlock(&g_lock);
+}
+
+void graph_capture_set_slot(void *stream, volatile uint64_t *slot, uint64_t dslot) {
+  pthread_mutex_lock(&g_lock);
+  struct session *s = open_session(stream);
+  if (s) {
+    s->slot = slot;
+    s->dslot = dslot;
+  }
+  pthread_mutex_unlock(&g_lock);
+}
+
+uint64_t graph_capture_slot(void *stream) {
+  uint64_t d = 0;
+  pthread_mutex_lock(&g_lock);
+  struct session *s = open_session(stream);
+  if (s && s->slot) d = s->dslot;
+  pthread_mutex_unlock(&g_lock);
+  return d;
 }
 
 void graph_instantiated(void *exec, void *graph) {
@@ -68,7 +95,7 @@ void graph_instantiated(void *exec, void *graph) {
   pthread_mutex_unlock(&g_lock);
 }
 
-int graph_window(void *exec, uint64_t *after, uint64_t *upto) {
+int graph_window(void *exec, uint64_t *after, uint64_t *upto, uint64_t *done) {
   int found = 0;
   pthread_mutex_lock(&g_lock);
   void *graph = NULL;
@@ -79,6 +106,7 @@ int graph_window(void *exec, uint64_t *after, uint64_t *upto) {
     if (!s->open && s->graph == graph) {
       *after = s->after;
       *upto = s->upto;
+      *done = s->slot ? *s->slot : UINT64_MAX;
       found = 1;
     }
   }

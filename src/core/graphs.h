@@ -12,8 +12,14 @@ void graph_capture_begun(void *stream, int tid, uint64_t seq);
 void graph_capture_ended(void *stream, void *graph, uint64_t seq);
 /* exec was instantiated from graph. */
 void graph_instantiated(void *exec, void *graph);
-/* The launch-number window (first, last] of the captured launches behind exec; 0 if unknown. */
-int graph_window(void *exec, uint64_t *after, uint64_t *upto);
+/* Precise mode: the capture on stream has a breadcrumb slot of its own; the graph writes 0 into it first on
+ * every replay, then each captured kernel's launch number after it. */
+void graph_capture_set_slot(void *stream, volatile uint64_t *slot, uint64_t dslot);
+/* The open capture on stream's slot (device address), or 0. */
+uint64_t graph_capture_slot(void *stream);
+/* The launch-number window (after, upto] of the captured launches behind exec; 0 if unknown. *done gets the
+ * last captured launch the latest replay completed (0: none yet) when the capture had a slot, else UINT64_MAX. */
+int graph_window(void *exec, uint64_t *after, uint64_t *upto, uint64_t *done);
 /* After fork in the child. */
 void graph_after_fork(void);
 

@@ -116,9 +116,10 @@ static void emit_launch(struct jw *w, const struct cp_rec *r);
 /* The kernels captured into the graph a graph launch replayed, in capture order (at most MAX_NODES). */
 #define MAX_NODES 64
 static void emit_graph_nodes(struct jw *w, const struct cp_rec *r) {
-  uint64_t after, upto;
+  uint64_t after, upto, done;
+  const struct cp_rec *faulted = NULL;
   int n = 0;
-  if (!g_snap || !graph_window(r->func, &after, &upto)) return;
+  if (!g_snap || !graph_window(r->func, &after, &upto, &done)) return;
   jw_key(w, "graph_nodes");
   jw_arr_begin(w);
   for (size_t i = 0; i < g_snap->n && n < MAX_NODES; i++) {
@@ -126,10 +127,18 @@ static void emit_graph_nodes(struct jw *w, const struct cp_rec *r) {
     uint64_t q = rseq(c);
     if (q > after && q <= upto && (c->flags & CP_REC_CAPTURED) && c->kind != CP_KIND_GRAPH) {
       emit_launch(w, c);
+      /* The graph's own breadcrumb names the last node that completed; the next one was running. */
+      if (!faulted && done != UINT64_MAX && q > done) faulted = c;
       n++;
     }
   }
   jw_arr_end(w);
+  if (faulted) {
+    jw_key(w, "node");
+    emit_launch(w, faulted);
+    jw_key(w, "node_source");
+    jw_str(w, "graph breadcrumbs");
+  }
 }
 
 static void emit_launch(struct jw *w, const struct cp_rec *r) {

@@ -210,16 +210,19 @@ CP_EXPORT CUresult CUDAAPI cuStreamDestroy_v2(CUstream s) {
   return rc;
 }
 
-#define DEF_BEGIN_CAPTURE(sym, P, A)                                                                           \
+#define DEF_BEGIN_CAPTURE(sym, is_ptds, P, A)                                                                  \
   CP_EXPORT CUresult CUDAAPI sym P {                                                                           \
     CALL_REAL(sym, P, A);                                                                                      \
-    if (rc == CUDA_SUCCESS) cp_capture_begun(s);                                                               \
+    if (rc == CUDA_SUCCESS) {                                                                                  \
+      driver_ready();                                                                                          \
+      cp_capture_begun(s, is_ptds);                                                                            \
+    }                                                                                                          \
     return rc;                                                                                                 \
   }
-DEF_BEGIN_CAPTURE(cuStreamBeginCapture_v2, (CUstream s, CUstreamCaptureMode m), (s, m))
-DEF_BEGIN_CAPTURE(cuStreamBeginCapture_v2_ptsz, (CUstream s, CUstreamCaptureMode m), (s, m))
-DEF_BEGIN_CAPTURE(cuStreamBeginCaptureToGraph, CAPTOG_P, CAPTOG_A)
-DEF_BEGIN_CAPTURE(cuStreamBeginCaptureToGraph_ptsz, CAPTOG_P, CAPTOG_A)
+DEF_BEGIN_CAPTURE(cuStreamBeginCapture_v2, 0, (CUstream s, CUstreamCaptureMode m), (s, m))
+DEF_BEGIN_CAPTURE(cuStreamBeginCapture_v2_ptsz, 1, (CUstream s, CUstreamCaptureMode m), (s, m))
+DEF_BEGIN_CAPTURE(cuStreamBeginCaptureToGraph, 0, CAPTOG_P, CAPTOG_A)
+DEF_BEGIN_CAPTURE(cuStreamBeginCaptureToGraph_ptsz, 1, CAPTOG_P, CAPTOG_A)
 
 #define DEF_END_CAPTURE(sym)                                                                                   \
   CP_EXPORT CUresult CUDAAPI sym(CUstream s, CUgraph *g) {                                                     \

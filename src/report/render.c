@@ -519,7 +519,11 @@ static void render_graph_nodes(struct render_buf *b, const struct json *launch, 
     char last_place[200] = "";
     size_t i, n = json_len(nodes);
     if (json_is(node, JSON_OBJ)) {
-        render_line(b, "  the node that faulted, named by the device assert:");
+        const char *src = json_get_str(launch, "node_source");
+        render_line(b, "  the node that faulted, %s:",
+                    src && strcmp(src, "graph breadcrumbs") == 0
+                        ? "from the graph's breadcrumbs (the node before it completed)"
+                        : "named by the device assert");
         render_launch_item(b, node, "  ", 1, asserts, NULL, 0, -1);
         return;
     }

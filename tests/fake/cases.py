@@ -736,6 +736,22 @@ def _(b):
           "graph nodes must be the captured kernel launches: %s" % nodes)
 
 
+@case("graph_node_precise")
+def _(b):
+    """Precise mode puts breadcrumbs inside captured graphs: a fault in a replay names the node from them, no
+    assert needed, with the line that captured it; the program's own result is unchanged."""
+    env = {"FAKECUDA_FAULT": "kernel=%s,nth=2" % BAD}
+    res, rep = fault_run(b, "procaddr", ["v2", "graph"], env, "cuStreamSynchronize", opts=("--mode", "precise"))
+    c = expect_exact(rep, kind="graph", api="cuGraphLaunch")
+    node = c.get("node") or {}
+    check(node.get("mangled") == BAD and c.get("node_source") == "graph breadcrumbs",
+          "culprit.node %s (%r), expected the write_oob node from the graph's breadcrumbs" % (
+              brief(node), c.get("node_source")))
+    src = os.path.join(PROG_SRC, "procaddr.c")
+    expect_frame(node.get("stack"), src, marker_line(src, "graph-node"), "the node's capture stack")
+    check("from the graph's breadcrumbs" in res.err_text, "the verdict must name the node\n%s" % res.err_text)
+
+
 @case("graph_node_assert")
 def _(b):
     """A device assert in a replayed graph names the node: culprit.node is that kernel, with its capture line."""
