@@ -35,6 +35,18 @@ def test_configured_precise_mode(run_py):
     assert res == ["precise", 0]
 
 
+def test_precise_scope(run_py):
+    res, _ = run_json(run_py, """
+        import json, culprit
+        seen = [culprit.mode()]
+        with culprit.precise():
+            seen.append(culprit.mode())
+        seen.append(culprit.mode())
+        print(json.dumps(seen))
+    """)
+    assert res == ["record", "precise", "record"]
+
+
 def test_nesting_and_exceptions(run_py):
     res, r = run_json(run_py, """
         import json, culprit
