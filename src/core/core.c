@@ -141,6 +141,7 @@ static void init_once(void) {
   f->hi = g_cfg.launch_hi;
   g_stack[0] = f;
   atomic_store_explicit(&g_mode, f, memory_order_release);
+  stack_init();                              /* the dlopen of libunwind happens here, not inside a launch */
   pthread_key_create(&g_thread_key, thread_gone);
   pthread_atfork(NULL, NULL, after_fork_child);
   __atomic_store_n(&cp_state, 1, __ATOMIC_RELEASE);

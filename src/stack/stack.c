@@ -1,5 +1,6 @@
-/* Native stack capture. With libunwind, unw_backtrace walks .eh_frame with cached unwind info (a fraction of
- * a microsecond for a deep stack); without it glibc's backtrace() is used, which is correct but far slower.
+/* Native stack capture. With libunwind (opened privately, see open_unwinder), unw_backtrace walks .eh_frame with
+ * cached unwind info (a fraction of a microsecond for a deep stack); without it glibc's backtrace() is used,
+ * which is correct but far slower.
  * Frames inside libculprit are dropped by address range so reports start at the caller's code. */
 #define _GNU_SOURCE
 #include "stack.h"
@@ -11,16 +12,16 @@
 #include <string.h>
 #include <unistd.h>
 
-#ifdef CULPRIT_HAVE_LIBUNWIND
-#define UNW_LOCAL_ONLY
-#include <libunwind.h>
-#else
 #include <execinfo.h>
+
+#ifndef CULPRIT_UNWIND_SONAME
+#define CULPRIT_UNWIND_SONAME "libunwind.so.8"
 #endif
 
 #define SELF_SKIP_MAX 12                    /* culprit frames above the caller: wrapper, core, capture */
 
 static uintptr_t g_self_lo, g_self_hi;      /* address range of libculprit's loaded segments */
+static int (*g_unw_backtrace)(void **, int); /* libunwind's, opened RTLD_LOCAL; NULL: glibc's backtrace */
 static uintptr_t g_main_base;               /* lowest mapped address of the main program */
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
@@ -45,15 +46,34 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *data) {
   return 0;
 }
 
-static void init_self(void) { dl_iterate_phdr(find_self, (void *)(uintptr_t)&stack_capture); }
+/* libunwind comes from beside libculprit.so (the build copies it there) or from the system, always RTLD_LOCAL:
+ * in the global scope its _Unwind_* and backtrace exports would replace the C++ runtime's for the whole process. */
+static void open_unwinder(void) {
+  Dl_info di;
+  void *h = NULL;
+  if (dladdr((void *)&stack_capture, &di) && di.dli_fname) {
+    char path[1024];
+    const char *slash = strrchr(di.dli_fname, '/');
+    if (slash && (size_t)(slash - di.dli_fname) + sizeof "/" CULPRIT_UNWIND_SONAME < sizeof path) {
+      snprintf(path, sizeof path, "%.*s/%s", (int)(slash - di.dli_fname), di.dli_fname, CULPRIT_UNWIND_SONAME);
+      h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    }
+  }
+  if (!h) h = dlopen(CULPRIT_UNWIND_SONAME, RTLD_NOW | RTLD_LOCAL);
+  if (h) *(void **)&g_unw_backtrace = dlsym(h, "unw_backtrace");
+}
+
+static void init_self(void) {
+  dl_iterate_phdr(find_self, (void *)(uintptr_t)&stack_capture);
+  open_unwinder();
+}
 
 const char *stack_unwinder(void) {
-#ifdef CULPRIT_HAVE_LIBUNWIND
-  return "libunwind";
-#else
-  return "glibc-backtrace";
-#endif
+  pthread_once(&g_once, init_self);
+  return g_unw_backtrace ? "libunwind" : "glibc-backtrace";
 }
+
+void stack_init(void) { pthread_once(&g_once, init_self); }
 
 int stack_capture(void **pcs, int max) {
   void *buf[64 + SELF_SKIP_MAX];
@@ -61,11 +81,7 @@ int stack_capture(void **pcs, int max) {
   if (max <= 0) return 0;
   pthread_once(&g_once, init_self);
   if (want > (int)(sizeof buf / sizeof buf[0])) want = (int)(sizeof buf / sizeof buf[0]);
-#ifdef CULPRIT_HAVE_LIBUNWIND
-  n = unw_backtrace(buf, want);
-#else
-  n = backtrace(buf, want);
-#endif
+  n = g_unw_backtrace ? g_unw_backtrace(buf, want) : backtrace(buf, want);
   if (n < 0) n = 0;
   while (skip < n && (uintptr_t)buf[skip] >= g_self_lo && (uintptr_t)buf[skip] < g_self_hi) skip++;
   n -= skip;

@@ -18,6 +18,8 @@ struct stack_frame_info {
 int stack_capture(void **pcs, int max);
 /* Describes one address. */
 void stack_describe(uintptr_t pc, struct stack_frame_info *out);
+/* Opens the unwinder (libunwind, privately) ahead of the first capture; captures do it too if needed. */
+void stack_init(void);
 /* Name of the unwinder in use, for reports. */
 const char *stack_unwinder(void);
 
