@@ -342,6 +342,12 @@ void cp_event_completed(void *event) {
   if (cp_active()) crumb_event_completed(event);
 }
 
+void cp_ctx_going(void *ctx, int device) {
+  if (!cp_active()) return;
+  crumb_ctx_gone(ctx, device);
+  graph_forget_slots();
+}
+
 void cp_stream_destroying(void *stream) {
   if (cp_active()) crumb_stream_destroyed(stream);
 }

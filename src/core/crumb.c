@@ -18,6 +18,7 @@
 
 struct crumb_pool {
   void *ctx;                                 /* owning context */
+  int device;                                /* its device, -1 if unknown */
   volatile uint64_t *host;                   /* current chunk, host view */
   uint64_t dev;                              /* current chunk, device view */
   uint32_t used;                             /* slots handed out of the current chunk */
@@ -88,6 +89,8 @@ static int pool_slot(void *ctx, volatile uint64_t **host, uint64_t *dev) {
     p = &g_pools[g_npools++];
     memset(p, 0, sizeof *p);
     p->ctx = ctx;
+    p->device = -1;
+    if (cp_drv.ctx_get_device && cp_drv.ctx_get_device(&p->device)) p->device = -1;
     p->used = POOL_BYTES / 8;               /* forces a chunk below */
   }
   if (p->broken) return -1;
@@ -284,6 +287,27 @@ void crumb_event_completed(void *event) {
   }
   pthread_mutex_unlock(&g_event_lock);
   if (s && seq) crumb_note_synced(s, seq);
+}
+
+void crumb_ctx_gone(void *ctx, int device) {
+  pthread_mutex_lock(&g_lock);
+  for (uint32_t i = 0; i < STREAM_SLOTS; i++) {
+    struct cp_stream *s = &g_tab[i];
+    if (!atomic_load_explicit(&s->key_stream, memory_order_acquire)) continue;
+    if (ctx ? s->ctx != ctx : s->device != device) continue;
+    atomic_store_explicit(&s->gone, 1, memory_order_relaxed);
+    atomic_store_explicit(&s->dead, 1, memory_order_relaxed);
+    s->slot = NULL;                          /* the memory goes with the context */
+    atomic_store_explicit(&s->key_ctx, RETIRED, memory_order_relaxed);
+  }
+  for (int i = 0; i < g_npools;) {
+    if (ctx ? g_pools[i].ctx == ctx : g_pools[i].device == device) g_pools[i] = g_pools[--g_npools];
+    else i++;
+  }
+  pthread_mutex_unlock(&g_lock);
+  /* Completion bounds keyed by a context handle that may be reused would claim too much: drop them all. */
+  for (int i = 0; i < MAX_POOLS; i++) atomic_store_explicit(&g_ctx_synced[i].upto, 0, memory_order_relaxed);
+  tls_last.s = NULL;
 }
 
 void crumb_stream_destroyed(void *handle) {

@@ -21,6 +21,7 @@ struct cp_stream {
   _Atomic uint64_t launches;      /* launches on this stream */
   _Atomic int dead;               /* destroyed by the program */
   _Atomic uint64_t synced;        /* every launch up to this seq completed: a synchronize returned success */
+  _Atomic int gone;               /* its context was destroyed or reset: its slot's memory is freed */
 };
 
 /* The stream a launch goes to, made on first sight; NULL when the table is full or the context is unknown.
@@ -43,6 +44,10 @@ int crumb_alloc_slot(volatile uint64_t **host, uint64_t *dev);
 int crumb_write_to(void *handle, int ptds, uint64_t dslot, uint64_t value);
 /* Queues the breadcrumb for seq behind the launch just made; returns the driver's code (0 = queued). */
 int crumb_write(struct cp_stream *s, void *handle, int ptds, uint64_t seq);
+/* A context is about to be destroyed (ctx), or a device's primary context reset or released (ctx NULL,
+ * device): its streams' breadcrumb memory is freed with it, so their entries stop using it and later launches in
+ * a context with a reused handle get fresh entries and slots. */
+void crumb_ctx_gone(void *ctx, int device);
 /* The program destroyed a stream: later launches on a reused handle get a fresh entry. */
 void crumb_stream_destroyed(void *handle);
 /* Index of s in the table, and back. */

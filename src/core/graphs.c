@@ -114,6 +114,12 @@ int graph_window(void *exec, uint64_t *after, uint64_t *upto, uint64_t *done) {
   return found;
 }
 
+void graph_forget_slots(void) {
+  pthread_mutex_lock(&g_lock);
+  for (unsigned i = 0; i < SESSIONS; i++) g_sessions[i].slot = NULL;
+  pthread_mutex_unlock(&g_lock);
+}
+
 void graph_after_fork(void) {
   memset(g_sessions, 0, sizeof g_sessions);
   memset(g_execs, 0, sizeof g_execs);

@@ -20,6 +20,8 @@ uint64_t graph_capture_slot(void *stream);
 /* The launch-number window (after, upto] of the captured launches behind exec; 0 if unknown. *done gets the
  * last captured launch the latest replay completed (0: none yet) when the capture had a slot, else UINT64_MAX. */
 int graph_window(void *exec, uint64_t *after, uint64_t *upto, uint64_t *done);
+/* A context went away: the capture slots may have lived in its memory. */
+void graph_forget_slots(void);
 /* After fork in the child. */
 void graph_after_fork(void);
 

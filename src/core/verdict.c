@@ -253,6 +253,7 @@ static void decide(const struct verdict_input *in, const struct snap *s, struct 
   for (uint32_t i = 0; i < crumb_capacity(); i++) {
     struct cp_stream *st = crumb_at(i);
     if (!atomic_load_explicit(&st->key_stream, memory_order_acquire)) continue;
+    if (atomic_load_explicit(&st->gone, memory_order_relaxed)) continue; /* its context no longer exists */
     uint64_t last = atomic_load_explicit(&st->last_launched, memory_order_relaxed);
     uint64_t done = crumb_done(st);
     if (last <= in->after_seq || done >= last) continue; /* all its work completed */
@@ -561,6 +562,7 @@ int verdict_emit(const struct verdict_input *in, char *path, unsigned pathlen) {
   for (uint32_t i = 0; i < crumb_capacity() && listed < MAX_STREAMS_LISTED; i++) {
     struct cp_stream *st = crumb_at(i);
     if (!atomic_load_explicit(&st->key_stream, memory_order_acquire)) continue;
+    if (atomic_load_explicit(&st->gone, memory_order_relaxed)) continue;
     uint64_t last = atomic_load_explicit(&st->last_launched, memory_order_relaxed);
     if (last <= in->after_seq) continue;
     listed++;

@@ -173,11 +173,11 @@
           (CUmodule * m, const void *i, unsigned int n, CUjit_option *o, void **v), (m, i, n, o, v))           \
   SURFACE(cuModuleGetFunction, cuModuleGetFunction, 0, 2000, (CUfunction * f, CUmodule m, const char *n),      \
           (f, m, n))                                                                                           \
-  SURFACE(cuCtxDestroy_v2, cuCtxDestroy, 0, 4000, (CUcontext c), (c))                                          \
+  CUSTOM(cuCtxDestroy_v2, cuCtxDestroy, 0, 4000, (CUcontext c), (c))                                           \
   SURFACE(cuCtxPushCurrent_v2, cuCtxPushCurrent, 0, 4000, (CUcontext c), (c))                                  \
   SURFACE(cuCtxPopCurrent_v2, cuCtxPopCurrent, 0, 4000, (CUcontext * c), (c))                                  \
-  SURFACE(cuDevicePrimaryCtxRelease_v2, cuDevicePrimaryCtxRelease, 0, 11000, (CUdevice d), (d))                \
-  SURFACE(cuDevicePrimaryCtxReset_v2, cuDevicePrimaryCtxReset, 0, 11000, (CUdevice d), (d))
+  CUSTOM(cuDevicePrimaryCtxRelease_v2, cuDevicePrimaryCtxRelease, 0, 11000, (CUdevice d), (d))                 \
+  CUSTOM(cuDevicePrimaryCtxReset_v2, cuDevicePrimaryCtxReset, 0, 11000, (CUdevice d), (d))
 
 #define LAUNCH_P                                                                                               \
   (CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx, unsigned int by,          \

@@ -325,6 +325,25 @@ CP_EXPORT CUresult CUDAAPI cuGraphInstantiateWithFlags(CUgraphExec *e, CUgraph g
 DEF_INSTANTIATE_PARAMS(cuGraphInstantiateWithParams)
 DEF_INSTANTIATE_PARAMS(cuGraphInstantiateWithParams_ptsz)
 
+/* Contexts going away take their breadcrumb memory with them: core stops using it first. A primary context
+ * released may live on (other references); its streams then just get fresh slots. */
+CP_EXPORT CUresult CUDAAPI cuCtxDestroy_v2(CUcontext c) {
+  driver_ready();
+  cp_ctx_going(c, -1);
+  CALL_REAL(cuCtxDestroy_v2, (CUcontext), (c));
+  return rc;
+}
+
+#define DEF_PRIMARY_GOING(sym)                                                                                 \
+  CP_EXPORT CUresult CUDAAPI sym(CUdevice d) {                                                                 \
+    driver_ready();                                                                                            \
+    cp_ctx_going(NULL, (int)d);                                                                                \
+    CALL_REAL(sym, (CUdevice), (d));                                                                           \
+    return rc;                                                                                                 \
+  }
+DEF_PRIMARY_GOING(cuDevicePrimaryCtxRelease_v2)
+DEF_PRIMARY_GOING(cuDevicePrimaryCtxReset_v2)
+
 CP_EXPORT CUresult CUDAAPI cuModuleUnload(CUmodule m) {
   CALL_REAL(cuModuleUnload, (CUmodule), (m));
   if (rc == CUDA_SUCCESS) cp_module_unloaded();

@@ -431,6 +431,18 @@ def bounds_case(b, how):
     check(seqs == [19, 20, 21], "candidates %r, expected #19..#21 after the %s bound" % (seqs, how))
 
 
+@case("ctx_reset")
+def _(b):
+    """A device reset between launches frees the context's breadcrumb memory: culprit gives the new context
+    fresh slots, names the faulting launch of the new context exactly, and lists no stream of the old one."""
+    env = {"FAKECUDA_FAULT": "launch=19"}
+    res, rep = fault_run(b, "bounds", ["reset"], env, "cuCtxSynchronize", src="bounds")
+    c = expect_exact(rep, seq=19, stream_kind="legacy")
+    streams = rep.get("streams") or []
+    check(len(streams) == 1 and streams[0].get("last_launched") == 21,
+          "only the new context's stream may be listed: %s" % streams)
+
+
 @case("bounds_eventsync")
 def _(b):
     bounds_case(b, "eventsync")

@@ -1,6 +1,7 @@
 /* Completion bounds without breadcrumbs: work on the legacy stream that the program itself proved complete (an
  * event it synchronized or queried, a stream query that answered "done") must drop out of record mode's
- * window of suspects. Usage: bounds eventsync|eventquery|streamquery; the fault is scripted as launch=19. */
+ * window of suspects; and a device reset in the middle. Usage: bounds eventsync|eventquery|streamquery|reset;
+ * the fault is scripted as launch=19. */
 #include <cuda.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,8 +55,19 @@ int main(int argc, char **argv) {
     while ((rc = cuStreamQuery(NULL)) == CUDA_ERROR_NOT_READY) {
     }
     CK(rc);
+  } else if (strcmp(how, "reset") == 0) {
+    /* The program resets the device (cudaDeviceReset) and starts again: the old context's breadcrumb memory is
+     * gone; culprit must not use it, nor blame a launch of the context that no longer exists. */
+    CK(cuCtxSynchronize());
+    CK(cuDevicePrimaryCtxReset(dev));
+    CK(cuDevicePrimaryCtxRetain(&ctx, dev));
+    CK(cuCtxSetCurrent(ctx));
+    CK(cuModuleLoadData(&mod, MODULE_IMAGE));
+    CK(cuModuleGetFunction(&f_step, mod, K_STEP));
+    CK(cuMemAlloc(&dbuf, NELEM * sizeof(float)));
+    buf = (float *)(uintptr_t)dbuf;
   } else {
-    fprintf(stderr, "usage: bounds eventsync|eventquery|streamquery\n");
+    fprintf(stderr, "usage: bounds eventsync|eventquery|streamquery|reset\n");
     return 2;
   }
   launches(3, buf, len);
