@@ -213,7 +213,8 @@ int cp_launch_begin(struct cp_launch_ctx *lc, const struct cp_launch_desc *d) {
   rec->name = d->kind == CP_KIND_GRAPH ? NULL : names_get(d->func, names_lookup);
   rec->nframes = (uint8_t)stack_capture(rec->frames, g_cfg.stack_depth);
   rec->npy = (uint8_t)pystack_capture(rec->py, PYSTACK_MAX);
-  struct cp_stream *s = lc->stream = crumb_stream(d->stream, d->ptds, rec->tid);
+  struct cp_stream *s = lc->stream =
+      crumb_stream(d->stream, d->ptds, rec->tid, !atomic_load_explicit(&g_captures, memory_order_relaxed));
   if (s) {
     rec->stream_idx = crumb_index(s);
     rec->ctx = s->ctx;
@@ -360,14 +361,25 @@ static int crumbs_everywhere(void) {
   return m && (m->mode == CP_MODE_PRECISE || m->mode == CP_MODE_BLOCKING);
 }
 
+/* The slot for the capture about to begin, taken before the real call: once a capture is under way, pinned
+ * memory may not be allocated (in a global capture that would invalidate the program's graph). */
+static __thread volatile uint64_t *tls_cap_slot;
+static __thread uint64_t tls_cap_dslot;
+
+void cp_capture_prepare(void) {
+  tls_cap_slot = NULL;
+  if (cp_active() && crumbs_everywhere() &&
+      crumb_alloc_slot(&tls_cap_slot, &tls_cap_dslot, !atomic_load_explicit(&g_captures, memory_order_relaxed)))
+    tls_cap_slot = NULL;
+}
+
 void cp_capture_begun(void *stream, int ptds) {
   atomic_fetch_add_explicit(&g_captures, 1, memory_order_relaxed);
   if (!cp_active()) return;
   graph_capture_begun(stream, my_tid(), atomic_load_explicit(&g_seq, memory_order_relaxed));
-  volatile uint64_t *slot;
-  uint64_t dslot;
-  if (crumbs_everywhere() && !crumb_alloc_slot(&slot, &dslot) && !crumb_write_to(stream, ptds, dslot, 0))
-    graph_capture_set_slot(stream, slot, dslot);
+  if (tls_cap_slot && !crumb_write_to(stream, ptds, tls_cap_dslot, 0))
+    graph_capture_set_slot(stream, tls_cap_slot, tls_cap_dslot);
+  tls_cap_slot = NULL;
 }
 
 void cp_graph_instantiated(void *exec, void *graph) {

@@ -69,6 +69,7 @@ void cp_event_completed(void *event);
 void cp_stream_destroying(void *stream);
 /* Before a context is destroyed (ctx), or a device's primary context reset or released (ctx NULL, device). */
 void cp_ctx_going(void *ctx, int device);
+void cp_capture_prepare(void); /* before the real begin-capture call */
 void cp_capture_begun(void *stream, int ptds);
 void cp_capture_ended(void *stream, void *graph);
 void cp_graph_instantiated(void *exec, void *graph);

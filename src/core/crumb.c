@@ -19,6 +19,8 @@
 struct crumb_pool {
   void *ctx;                                 /* owning context */
   int device;                                /* its device, -1 if unknown */
+  volatile uint64_t *spare_host;             /* a chunk allocated ahead (outside any capture), or NULL */
+  uint64_t spare_dev;                        /* its device view */
   volatile uint64_t *host;                   /* current chunk, host view */
   uint64_t dev;                              /* current chunk, device view */
   uint32_t used;                             /* slots handed out of the current chunk */
@@ -79,8 +81,25 @@ static struct cp_stream *probe(uintptr_t ks, uintptr_t kc, int kt) {
   return NULL;
 }
 
-/* One slot of host-mapped memory in ctx's pool; called with g_lock held and ctx current. */
-static int pool_slot(void *ctx, volatile uint64_t **host, uint64_t *dev) {
+/* A new chunk of host-mapped memory; 0 or -1. */
+static int pool_chunk(volatile uint64_t **host, uint64_t *dev) {
+  void *h = NULL;
+  uint64_t d = 0;
+  if (!cp_drv.host_alloc || !cp_drv.host_get_dptr ||
+      cp_drv.host_alloc(&h, POOL_BYTES, CP_CU_MEMHOSTALLOC_PORTABLE | CP_CU_MEMHOSTALLOC_DEVICEMAP) || !h ||
+      cp_drv.host_get_dptr(&d, h, 0) || !d)
+    return -1;
+  memset(h, 0, POOL_BYTES);
+  *host = h;
+  *dev = d;
+  return 0;
+}
+
+/* One slot of host-mapped memory in ctx's pool; called with g_lock held and ctx current. may_alloc is 0 while
+ * a stream capture is under way: allocating pinned memory then is a call the driver forbids during a global
+ * capture and it would invalidate the program's graph, so the slot comes from memory allocated earlier or not
+ * at all (-2: try again later). A spare chunk is allocated ahead, outside captures, to make that rare. */
+static int pool_slot(void *ctx, volatile uint64_t **host, uint64_t *dev, int may_alloc) {
   struct crumb_pool *p = NULL;
   for (int i = 0; i < g_npools; i++)
     if (g_pools[i].ctx == ctx) p = &g_pools[i];
@@ -95,22 +114,23 @@ static int pool_slot(void *ctx, volatile uint64_t **host, uint64_t *dev) {
   }
   if (p->broken) return -1;
   if (p->used == POOL_BYTES / 8) {
-    void *h = NULL;
-    uint64_t d = 0;
-    if (!cp_drv.host_alloc || !cp_drv.host_get_dptr ||
-        cp_drv.host_alloc(&h, POOL_BYTES, CP_CU_MEMHOSTALLOC_PORTABLE | CP_CU_MEMHOSTALLOC_DEVICEMAP) || !h ||
-        cp_drv.host_get_dptr(&d, h, 0) || !d) {
+    if (p->spare_host) {
+      p->host = p->spare_host;
+      p->dev = p->spare_dev;
+      p->spare_host = NULL;
+    } else if (!may_alloc) {
+      return -2;
+    } else if (pool_chunk(&p->host, &p->dev)) {
       p->broken = 1;
       return -1;
     }
-    memset(h, 0, POOL_BYTES);
-    p->host = h;
-    p->dev = d;
     p->used = 0;
   }
   *host = p->host + p->used;
   *dev = p->dev + 8u * p->used;
   p->used++;
+  if (may_alloc && !p->spare_host && p->used > POOL_BYTES / 8 * 3 / 4 && pool_chunk(&p->spare_host, &p->spare_dev))
+    p->spare_host = NULL;
   return 0;
 }
 
@@ -180,7 +200,15 @@ uint64_t crumb_done(const struct cp_stream *s) {
   return d;
 }
 
-struct cp_stream *crumb_stream(void *handle, int ptds, int tid) {
+/* Gives s its slot now if it had to wait (made during a capture); with g_lock held. */
+static void late_slot(struct cp_stream *s, int may_alloc) {
+  if (s->slot || !atomic_load_explicit(&s->needs_slot, memory_order_relaxed) || !s->ctx) return;
+  int rc = pool_slot(s->ctx, &s->slot, &s->dslot, may_alloc);
+  if (rc == -1) s->slot = NULL;
+  if (rc != -2) atomic_store_explicit(&s->needs_slot, 0, memory_order_relaxed);
+}
+
+struct cp_stream *crumb_stream(void *handle, int ptds, int tid, int may_alloc) {
   int kind, kt;
   void *ctx;
   uintptr_t ks, kc;
@@ -188,7 +216,9 @@ struct cp_stream *crumb_stream(void *handle, int ptds, int tid) {
 
   struct cp_stream *s = tls_last.s;
   if (s && tls_last.handle == handle && tls_last.ptds == ptds && tls_last.ctx == kc &&
-      !atomic_load_explicit(&s->dead, memory_order_relaxed))
+      !atomic_load_explicit(&s->dead, memory_order_relaxed) && (s->slot || !may_alloc ||
+                                                                 !atomic_load_explicit(&s->needs_slot,
+                                                                                       memory_order_relaxed)))
     return s;
   s = probe(ks, kc, kt);
   if (!s) {
@@ -206,7 +236,12 @@ struct cp_stream *crumb_stream(void *handle, int ptds, int tid) {
       s->device = -1;
       if (cp_drv.ctx_get_device && cp_drv.ctx_get_device(&s->device)) s->device = -1;
       s->handle = handle;
-      if (!sctx || pool_slot(sctx, &s->slot, &s->dslot)) { s->slot = NULL; s->dslot = 0; }
+      int prc = sctx ? pool_slot(sctx, &s->slot, &s->dslot, may_alloc) : -1;
+      if (prc) {
+        s->slot = NULL;
+        s->dslot = 0;
+        atomic_store_explicit(&s->needs_slot, prc == -2, memory_order_relaxed);
+      }
       atomic_store_explicit(&s->key_ctx, kc, memory_order_relaxed);
       atomic_store_explicit(&s->key_tid, kt, memory_order_relaxed);
       atomic_fetch_add_explicit(&g_used, 1, memory_order_relaxed);
@@ -215,6 +250,11 @@ struct cp_stream *crumb_stream(void *handle, int ptds, int tid) {
     }
     pthread_mutex_unlock(&g_lock);
     if (!s) return NULL;
+  }
+  if (!s->slot && may_alloc && atomic_load_explicit(&s->needs_slot, memory_order_relaxed)) {
+    pthread_mutex_lock(&g_lock);
+    late_slot(s, may_alloc);
+    pthread_mutex_unlock(&g_lock);
   }
   tls_last.s = s;
   tls_last.handle = handle;
@@ -245,12 +285,12 @@ int crumb_write(struct cp_stream *s, void *handle, int ptds, uint64_t seq) {
   return crumb_write_to(handle, ptds, s->dslot, seq);
 }
 
-int crumb_alloc_slot(volatile uint64_t **host, uint64_t *dev) {
+int crumb_alloc_slot(volatile uint64_t **host, uint64_t *dev, int may_alloc) {
   void *ctx = NULL;
   int rc = -1;
   if (!cp_drv.ctx_get_current || cp_drv.ctx_get_current(&ctx) || !ctx) return -1;
   pthread_mutex_lock(&g_lock);
-  rc = pool_slot(ctx, host, dev);
+  rc = pool_slot(ctx, host, dev, may_alloc);
   pthread_mutex_unlock(&g_lock);
   return rc;
 }

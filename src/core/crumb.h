@@ -22,11 +22,13 @@ struct cp_stream {
   _Atomic int dead;               /* destroyed by the program */
   _Atomic uint64_t synced;        /* every launch up to this seq completed: a synchronize returned success */
   _Atomic int gone;               /* its context was destroyed or reset: its slot's memory is freed */
+  _Atomic int needs_slot;         /* made during a capture: its slot is allocated after the capture */
 };
 
 /* The stream a launch goes to, made on first sight; NULL when the table is full or the context is unknown.
- * ptds: the entry point has per-thread default stream semantics. */
-struct cp_stream *crumb_stream(void *handle, int ptds, int tid);
+ * ptds: the entry point has per-thread default stream semantics. may_alloc: 0 while a capture is under way
+ * (no pinned allocation then; the slot comes later). */
+struct cp_stream *crumb_stream(void *handle, int ptds, int tid, int may_alloc);
 /* The entry a handle maps to, without making one; NULL if never launched to. */
 struct cp_stream *crumb_find(void *handle, int ptds, int tid);
 /* A synchronize succeeded: launches up to upto on s (or on every stream of ctx) completed without error. */
@@ -39,7 +41,7 @@ uint64_t crumb_done(const struct cp_stream *s);
 void crumb_event_recorded(void *event, struct cp_stream *s, uint64_t seq);
 void crumb_event_completed(void *event);
 /* A breadcrumb slot of its own (host and device views) in the current context's pool; 0 or -1. */
-int crumb_alloc_slot(volatile uint64_t **host, uint64_t *dev);
+int crumb_alloc_slot(volatile uint64_t **host, uint64_t *dev, int may_alloc);
 /* Queues a write of value into the slot at device address dslot on the given stream; the driver's code. */
 int crumb_write_to(void *handle, int ptds, uint64_t dslot, uint64_t value);
 /* Queues the breadcrumb for seq behind the launch just made; returns the driver's code (0 = queued). */

@@ -212,11 +212,10 @@ CP_EXPORT CUresult CUDAAPI cuStreamDestroy_v2(CUstream s) {
 
 #define DEF_BEGIN_CAPTURE(sym, is_ptds, P, A)                                                                  \
   CP_EXPORT CUresult CUDAAPI sym P {                                                                           \
+    driver_ready();                                                                                            \
+    cp_capture_prepare();                                                                                      \
     CALL_REAL(sym, P, A);                                                                                      \
-    if (rc == CUDA_SUCCESS) {                                                                                  \
-      driver_ready();                                                                                          \
-      cp_capture_begun(s, is_ptds);                                                                            \
-    }                                                                                                          \
+    if (rc == CUDA_SUCCESS) cp_capture_begun(s, is_ptds);                                                      \
     return rc;                                                                                                 \
   }
 DEF_BEGIN_CAPTURE(cuStreamBeginCapture_v2, 0, (CUstream s, CUstreamCaptureMode m), (s, m))
