@@ -64,9 +64,24 @@ static _Atomic(struct mode_frame *) g_mode;   /* in force; read on every launch 
 static pthread_mutex_t g_blocking_lock = PTHREAD_MUTEX_INITIALIZER;
 #define BLOCKING_WAIT_NS (200 * 1000 * 1000)
 static _Atomic uint64_t g_unserialized;       /* blocking launches that gave up waiting for the lock */
+static _Atomic uint64_t g_unrecorded_after;   /* g_seq at the newest launch culprit could not track (0: none) */
 
-/* Under CUDA_LAUNCH_BLOCKING=1 every launch that returns success has completed: a synchronize for free. */
+/* A launch culprit did not track (recording paused, no ring, no stream entry): any verdict that does not rule
+ * it out (a context-wide synchronize after it) cannot be exact. */
+static void note_unrecorded(void) {
+  atomic_store_explicit(&g_unrecorded_after, atomic_load_explicit(&g_seq, memory_order_relaxed) + 1,
+                        memory_order_relaxed);
+}
+
+/* Under CUDA_LAUNCH_BLOCKING=1 every launch that returns success has completed: a synchronize for free. The
+ * driver reads the variable when it initializes, so culprit reads it at the first launch, not at load time (a
+ * Python program may set or clear it before importing torch). */
 static int g_launch_blocking;
+static pthread_once_t g_clb_once = PTHREAD_ONCE_INIT;
+static void read_clb(void) {
+  const char *clb = getenv("CUDA_LAUNCH_BLOCKING");
+  g_launch_blocking = clb && clb[0] == '1';
+}
 
 static __thread int tls_tid;
 static __thread struct cp_ring *tls_ring;
@@ -102,6 +117,7 @@ static void after_fork_child(void) {
   graph_after_fork();
   atomic_store(&g_fork_seq, atomic_load(&g_seq));
   atomic_store(&g_captures, 0);
+  atomic_store(&g_unrecorded_after, 0);
   atomic_store(&g_report, 0);
   g_report_path[0] = '\0';
   pthread_mutex_init(&g_mode_lock, NULL);
@@ -120,8 +136,6 @@ static void init_once(void) {
     return;
   }
   if (g_cfg.mode == CP_MODE_OFF) { cp_state = -1; return; }
-  const char *clb = getenv("CUDA_LAUNCH_BLOCKING");
-  g_launch_blocking = clb && clb[0] == '1';
   /* The report directory is fixed now: the program may chdir later. */
   if (g_cfg.dir[0] != '/') {
     char cwd[CFG_DIR_MAX];
@@ -193,9 +207,16 @@ static void blocking_lock(struct cp_launch_ctx *lc) {
 
 int cp_launch_begin(struct cp_launch_ctx *lc, const struct cp_launch_desc *d) {
   struct mode_frame *m = atomic_load_explicit(&g_mode, memory_order_acquire);
-  if (!m || m->mode == CP_MODE_OFF) return 0;
+  if (!m || m->mode == CP_MODE_OFF) {
+    note_unrecorded();
+    return 0;
+  }
   struct cp_ring *r = my_ring();
-  if (!r) return 0;
+  if (!r) {
+    note_unrecorded();
+    return 0;
+  }
+  pthread_once(&g_clb_once, read_clb);
   lc->t0 = g_cfg.stats ? now_ns() : 0;
   lc->ring = r;
   lc->d = d;
@@ -221,6 +242,7 @@ int cp_launch_begin(struct cp_launch_ctx *lc, const struct cp_launch_desc *d) {
     rec->device = s->device;
     rec->stream_kind = (uint8_t)s->kind;
   } else {
+    note_unrecorded();                        /* recorded, but on no stream the verdict can follow */
     rec->stream_idx = UINT32_MAX;
     rec->ctx = NULL;
     rec->device = -1;
@@ -425,6 +447,8 @@ static void report(int code, const char *api, uint64_t exact_seq) {
       .cfg = &g_cfg,
       .mode = m ? m->mode : g_cfg.mode,
       .launches = atomic_load(&g_seq) - atomic_load(&g_fork_seq),
+      .launch_blocking = g_launch_blocking,
+      .unrecorded_after = atomic_load(&g_unrecorded_after),
   };
   verdict_emit(&in, g_report_path, sizeof g_report_path);
   atomic_store(&g_report, 2);

@@ -188,6 +188,16 @@ void crumb_note_ctx_synced(void *ctx, uint64_t upto) {
   }
 }
 
+uint64_t crumb_ctx_synced_max(void) {
+  uint64_t m = 0;
+  for (int i = 0; i < MAX_POOLS; i++) {
+    if (!atomic_load_explicit(&g_ctx_synced[i].ctx, memory_order_acquire)) break;
+    uint64_t u = atomic_load_explicit(&g_ctx_synced[i].upto, memory_order_relaxed);
+    if (u > m) m = u;
+  }
+  return m;
+}
+
 uint64_t crumb_done(const struct cp_stream *s) {
   uint64_t d = atomic_load_explicit(&s->synced, memory_order_relaxed);
   if (s->slot && *s->slot > d) d = *s->slot;

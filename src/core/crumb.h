@@ -34,6 +34,8 @@ struct cp_stream *crumb_find(void *handle, int ptds, int tid);
 /* A synchronize succeeded: launches up to upto on s (or on every stream of ctx) completed without error. */
 void crumb_note_synced(struct cp_stream *s, uint64_t upto);
 void crumb_note_ctx_synced(void *ctx, uint64_t upto);
+/* The highest seq a context-wide synchronize proved complete, over all contexts (0 if none). */
+uint64_t crumb_ctx_synced_max(void);
 /* The highest seq known complete on s: its breadcrumb, or a successful synchronize of it or its context. */
 uint64_t crumb_done(const struct cp_stream *s);
 /* Completion bounds from events: an event recorded on s after launch seq; once the event is known complete

@@ -270,6 +270,18 @@ static void decide(const struct verdict_input *in, const struct snap *s, struct 
                (unsigned long long)done, (unsigned long)(uintptr_t)st->handle, in->cfg->ring);
     }
   }
+  /* A launch culprit did not track, not proven complete since by a context-wide synchronize, may be the one. */
+  int untracked = in->unrecorded_after && in->unrecorded_after > crumb_ctx_synced_max() &&
+                  in->unrecorded_after > in->after_seq;
+  if (untracked && p->ncand >= 1) {
+    p->culprit = p->cand[0];
+    p->certainty = "candidates";
+    snprintf(p->reason, sizeof p->reason,
+             "%d launch(es) listed had unfinished work, but launches culprit did not record (made while "
+             "recording was paused, or on a stream it could not track) may have faulted instead",
+             p->ncand);
+    return;
+  }
   if (in->exact_seq) {
     /* Blocking mode synchronized right after this launch and got the error. Another stream's kernel may have
      * faulted meanwhile (the error is the context's), so the breadcrumbs still have the last word. */
@@ -302,8 +314,9 @@ static void decide(const struct verdict_input *in, const struct snap *s, struct 
     return;
   }
   if (p->ncand == 0 && !lost) {
-    /* No unfinished work seen: under CUDA_LAUNCH_BLOCKING the faulting launch returns the error itself. */
-    for (size_t i = s->n; i-- > 0;) {
+    /* No unfinished work seen: under CUDA_LAUNCH_BLOCKING the faulting launch returns the error itself.
+     * Without it, a launch returning the error only reports an earlier fault culprit did not see. */
+    for (size_t i = in->launch_blocking && !untracked ? s->n : 0; i-- > 0;) {
       struct cp_rec *r = rec_at(s, i);
       if (r->flags & CP_REC_RETURNED_ERROR) {
         p->culprit = r;

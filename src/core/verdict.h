@@ -23,6 +23,8 @@ struct verdict_input {
   const struct cp_config *cfg;    /* configuration in force */
   int mode;                       /* mode in force when it surfaced */
   uint64_t launches;              /* launches recorded */
+  int launch_blocking;            /* CUDA_LAUNCH_BLOCKING=1: a launch that returns an error is the one that faulted */
+  uint64_t unrecorded_after;      /* launch number current at the newest launch culprit did not track, 0 if none */
 };
 
 /* Writes the report into cfg->dir and the verdict on stderr; path gets the report's path ("" if it could

@@ -443,6 +443,17 @@ def _(b):
           "only the new context's stream may be listed: %s" % streams)
 
 
+@case("paused_fault")
+def _(b):
+    """The faulting launch was made while recording was paused (culprit.h CULPRIT_OFF): culprit never saw it,
+    so it must not name the innocent launch after it as exact."""
+    env = {"FAKECUDA_FAULT": "launch=1"}
+    res, rep = fault_run(b, "bounds", ["paused"], env, "cuCtxSynchronize", src="bounds", cli=False)
+    v = rep.get("verdict") or {}
+    check(v.get("certainty") != "exact", "an unrecorded launch faulted, yet the verdict is exact: %s" % v)
+    check("not record" in (v.get("reason") or ""), "the reason must say launches went unrecorded: %r" % v)
+
+
 @case("bounds_eventsync")
 def _(b):
     bounds_case(b, "eventsync")

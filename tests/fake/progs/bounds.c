@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "culprit.h"
 
 #define CK(call)                                                                                               \
   do {                                                                                                         \
@@ -42,6 +43,17 @@ int main(int argc, char **argv) {
   CK(cuEventCreate(&ev, CU_EVENT_DEFAULT));
   CK(cuMemAlloc(&dbuf, NELEM * sizeof(float)));
   buf = (float *)(uintptr_t)dbuf;
+  if (strcmp(how, "paused") == 0) {
+    /* The faulting launch is made while recording is paused: culprit never saw it, so it must not blame the
+     * launch after it on the same stream. */
+    culprit_push(CULPRIT_OFF, NULL);
+    launches(1, buf, len);
+    culprit_pop();
+    launches(2, buf, len);
+    CK(cuCtxSynchronize());
+    printf("bounds: done\n");
+    return 0;
+  }
   launches(18, buf, len);
   if (strcmp(how, "eventsync") == 0) {
     CK(cuEventRecord(ev, NULL));
@@ -67,7 +79,7 @@ int main(int argc, char **argv) {
     CK(cuMemAlloc(&dbuf, NELEM * sizeof(float)));
     buf = (float *)(uintptr_t)dbuf;
   } else {
-    fprintf(stderr, "usage: bounds eventsync|eventquery|streamquery|reset\n");
+    fprintf(stderr, "usage: bounds eventsync|eventquery|streamquery|reset|paused\n");
     return 2;
   }
   launches(3, buf, len);
