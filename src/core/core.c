@@ -249,10 +249,17 @@ int cp_launch_begin(struct cp_launch_ctx *lc, const struct cp_launch_desc *d) {
     rec->stream_kind = d->stream ? CP_STREAM_CREATED : (d->ptds ? CP_STREAM_PER_THREAD : CP_STREAM_LEGACY);
   }
   if (stream_capturing(d)) {
-    /* Captured launches run later, inside a graph: they must not move the stream's chain, and culprit adds
-     * no node to the program's graph. */
+    /* Captured launches run later, inside a graph: they must not move the stream's chain (breadcrumbs inside
+     * graphs, in precise and blocking modes only, go to the capture's own slot). */
     rec->flags |= CP_REC_CAPTURED;
     lc->stream = NULL;
+  }
+  /* Two threads launching on one stream at once: launch numbers are taken after the launch, so their order
+   * may not be the stream's. Both records are marked and the verdict does not trust the order between them. */
+  lc->inflight = 0;
+  if (lc->stream) {
+    lc->inflight = 1;
+    if (atomic_fetch_add_explicit(&lc->stream->inflight, 1, memory_order_acq_rel) > 0) rec->flags |= CP_REC_RACY;
   }
   lc->serialized = 0;
   /* The launch number is not known before the launch; the next one is the best guess for the window. */
@@ -282,6 +289,7 @@ static void report(int code, const char *api, uint64_t exact_seq);
 int cp_launch_end(struct cp_launch_ctx *lc, int rc) {
   struct cp_rec *rec = lc->rec;
   uint64_t seq;
+  if (lc->inflight && rc != 0) atomic_fetch_sub_explicit(&lc->stream->inflight, 1, memory_order_acq_rel);
   if (rc != 0) {
     if (lc->serialized) pthread_mutex_unlock(&g_blocking_lock);
     if (!cp_is_sticky(rc)) return rc;       /* nothing was queued; the record slot is reused */
@@ -312,6 +320,8 @@ int cp_launch_end(struct cp_launch_ctx *lc, int rc) {
       rec->flags |= CP_REC_UNCRUMBED;
     }
     if (g_launch_blocking) crumb_note_synced(s, seq);
+    /* acq_rel: pairs with the other launcher's increment; whoever overlaps with us sees a count above 1 */
+    if (atomic_fetch_sub_explicit(&s->inflight, 1, memory_order_acq_rel) > 1) rec->flags |= CP_REC_RACY;
   }
   ring_publish(lc->ring, rec, seq);
 

@@ -23,6 +23,7 @@ struct cp_stream {
   _Atomic uint64_t synced;        /* every launch up to this seq completed: a synchronize returned success */
   _Atomic int gone;               /* its context was destroyed or reset: its slot's memory is freed */
   _Atomic int needs_slot;         /* made during a capture: its slot is allocated after the capture */
+  _Atomic int inflight;           /* launch calls on this stream between culprit's before and after */
 };
 
 /* The stream a launch goes to, made on first sight; NULL when the table is full or the context is unknown.

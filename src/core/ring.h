@@ -17,7 +17,9 @@ enum {
   CP_REC_CRUMB_FAILED = 1,        /* its breadcrumb could not be queued: completion is unknown */
   CP_REC_RETURNED_ERROR = 2,      /* the launch call itself returned a sticky error */
   CP_REC_CAPTURED = 4,            /* launched into a stream being captured into a graph */
-  CP_REC_UNCRUMBED = 8            /* no breadcrumb by design (CULPRIT_CRUMB_EVERY > 1): completion unknown */
+  CP_REC_UNCRUMBED = 8,           /* no breadcrumb by design (CULPRIT_CRUMB_EVERY > 1): completion unknown */
+  CP_REC_RACY = 16                /* another thread launched on the same stream at the same time: the order of
+                                   * launch numbers may differ from the order on the stream */
 };
 
 struct cp_rec {

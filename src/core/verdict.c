@@ -191,6 +191,7 @@ static void emit_launch(struct jw *w, const struct cp_rec *r) {
     if (r->flags & CP_REC_RETURNED_ERROR) jw_str(w, "launch-returned-error");
     if (r->flags & CP_REC_CAPTURED) jw_str(w, "captured");
     if (r->flags & CP_REC_UNCRUMBED) jw_str(w, "no-breadcrumb");
+    if (r->flags & CP_REC_RACY) jw_str(w, "concurrent-launch");
     jw_arr_end(w);
   }
   if (r->npy) {
@@ -241,7 +242,9 @@ static int stream_suspects(const struct snap *s, uint32_t idx, const struct cp_s
     }
     add_cand(p, r);
     added++;
-    if (st->slot && !(r->flags & (CP_REC_CRUMB_FAILED | CP_REC_UNCRUMBED))) break;
+    /* The first launch whose breadcrumb was queued ends the list: what follows it on the stream had not
+     * started. Not so when it raced another thread's launch on the same stream (their order is unknown). */
+    if (st->slot && !(r->flags & (CP_REC_CRUMB_FAILED | CP_REC_UNCRUMBED | CP_REC_RACY))) break;
   }
   return added;
 }

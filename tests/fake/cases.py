@@ -454,6 +454,23 @@ def _(b):
     check("not record" in (v.get("reason") or ""), "the reason must say launches went unrecorded: %r" % v)
 
 
+@case("shared_stream_threads")
+def _(b):
+    """Eight threads launch on the legacy stream at once, one launch faults: in every run, precise or record,
+    the faulty launch is the culprit or among the candidates, and an innocent one is never called exact."""
+    for density in ("1", "16"):
+        for _ in range(5):
+            env = {"FAKECUDA_FAULT": "kernel=%s" % BAD, "CULPRIT_CRUMB_EVERY": density}
+            res, rep = fault_run(b, "shared", [], env, "cuCtxSynchronize", cli=False)
+            v = rep.get("verdict") or {}
+            if v.get("certainty") == "exact":
+                check((rep.get("culprit") or {}).get("mangled") == BAD,
+                      "an innocent launch was called exact: %s" % brief(rep.get("culprit")))
+            else:
+                names = [c.get("mangled") for c in rep.get("candidates") or []]
+                check(BAD in names, "the faulty launch is not among the candidates %s (%s)" % (names, v))
+
+
 @case("bounds_eventsync")
 def _(b):
     bounds_case(b, "eventsync")
