@@ -106,7 +106,12 @@ static void say(const char *msg) {
   }
 }
 
-static void thread_gone(void *ring) { ring_release(ring); }
+/* Thread exit: the ring goes to whoever needs one next; a launch from a later destructor of this thread makes
+ * (or adopts) another rather than writing into one a new owner already uses. */
+static void thread_gone(void *ring) {
+  tls_ring = NULL;
+  ring_release(ring);
+}
 
 static void after_fork_child(void) {
   tls_tid = 0;
@@ -368,7 +373,17 @@ void cp_sync_end(const struct cp_sync *c, int rc) {
 }
 
 void cp_event_recorded(void *event, const struct cp_sync *c) {
+  /* An event recorded into a capture completes with a graph replay, not with the stream's own launches. */
+  if (atomic_load_explicit(&g_captures, memory_order_relaxed)) {
+    crumb_event_forget(event);
+    return;
+  }
   if (c->stream && c->upto) crumb_event_recorded(event, c->stream, c->upto);
+  else crumb_event_forget(event);            /* re-recorded on a stream culprit does not follow: no bound */
+}
+
+void cp_event_destroying(void *event) {
+  if (cp_active()) crumb_event_forget(event);
 }
 
 void cp_event_completed(void *event) {

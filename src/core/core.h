@@ -66,6 +66,7 @@ void cp_sync_end(const struct cp_sync *c, int rc);
  * already queued then are surely before the event), noted once the record succeeded; then found complete. */
 void cp_event_recorded(void *event, const struct cp_sync *c);
 void cp_event_completed(void *event);
+void cp_event_destroying(void *event);
 
 void cp_stream_destroying(void *stream);
 /* Before a context is destroyed (ctx), or a device's primary context reset or released (ctx NULL, device). */

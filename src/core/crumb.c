@@ -360,6 +360,14 @@ void crumb_ctx_gone(void *ctx, int device) {
   tls_last.s = NULL;
 }
 
+void crumb_event_forget(void *event) {
+  if (!event) return;
+  pthread_mutex_lock(&g_event_lock);
+  size_t j = event_slot(event);
+  if (g_events[j].event == event) g_events[j].event = NULL;
+  pthread_mutex_unlock(&g_event_lock);
+}
+
 void crumb_stream_destroyed(void *handle) {
   if (!handle || handle == CP_CU_STREAM_LEGACY || handle == CP_CU_STREAM_PER_THREAD) return;
   pthread_mutex_lock(&g_lock);

@@ -43,6 +43,8 @@ uint64_t crumb_done(const struct cp_stream *s);
  * (synchronized, or queried successfully) every launch up to seq on s is complete too. */
 void crumb_event_recorded(void *event, struct cp_stream *s, uint64_t seq);
 void crumb_event_completed(void *event);
+/* The event was destroyed: its handle may come back for another event. */
+void crumb_event_forget(void *event);
 /* A breadcrumb slot of its own (host and device views) in the current context's pool; 0 or -1. */
 int crumb_alloc_slot(volatile uint64_t **host, uint64_t *dev, int may_alloc);
 /* Queues a write of value into the slot at device address dslot on the given stream; the driver's code. */

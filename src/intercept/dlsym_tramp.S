@@ -23,10 +23,17 @@ dlsym:
         .cfi_adjust_cfa_offset -8
         testq   %rax, %rax
         jz      1f
+        cmpq    $1, %rax                /* CP_DLSYM_NULL: a hooked name the driver does not have */
+        jne     2f
+        xorl    %eax, %eax
+2:
         ret
 1:
         movq    cp__real_dlsym@GOTPCREL(%rip), %rax
-        jmpq    *(%rax)
+        movq    (%rax), %rax
+        testq   %rax, %rax              /* glibc's dlsym not found (cannot happen with a glibc): answer NULL */
+        jz      2b
+        jmpq    *%rax
         .cfi_endproc
         .size   dlsym, .-dlsym
 

@@ -59,7 +59,7 @@
          (e, s, f))                                                                                            \
   CUSTOM(cuEventRecordWithFlags_ptsz, cuEventRecordWithFlags, 1, 11010,                                        \
          (CUevent e, CUstream s, unsigned int f), (e, s, f))                                                   \
-  SURFACE(cuEventDestroy_v2, cuEventDestroy, 0, 4000, (CUevent e), (e))                                        \
+  CUSTOM(cuEventDestroy_v2, cuEventDestroy, 0, 4000, (CUevent e), (e))                                         \
   SURFACE(cuLaunchHostFunc, cuLaunchHostFunc, 0, 10000, (CUstream s, CUhostFn fn, void *u), (s, fn, u))        \
   SURFACE(cuLaunchHostFunc_ptsz, cuLaunchHostFunc, 1, 10000, (CUstream s, CUhostFn fn, void *u), (s, fn, u))   \
   /* copies */                                                                                                 \

@@ -50,7 +50,6 @@ static _Atomic(void *) g_real_gpa;            /* driver's cuGetProcAddress (v1) 
 static _Atomic(void *) g_real_gpa2;           /* driver's cuGetProcAddress_v2 */
 void *cp__real_dlsym __attribute__((visibility("hidden"))); /* glibc's dlsym, used by the trampoline */
 static void *g_libcuda;                        /* handle of the loaded driver library */
-static pthread_once_t g_drv_once = PTHREAD_ONCE_INIT;
 
 static void init_real_dlsym(void) {
   if (cp__real_dlsym) return;
@@ -112,7 +111,20 @@ static void fill_driver(void) {
 #undef GET
 }
 
-static inline void driver_ready(void) { pthread_once(&g_drv_once, fill_driver); }
+/* The table is filled once libcuda is loaded; a call that comes earlier (none should) leaves it for the next. */
+static _Atomic int g_drv_filled;
+static pthread_mutex_t g_drv_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static inline void driver_ready(void) {
+  if (__builtin_expect(atomic_load_explicit(&g_drv_filled, memory_order_acquire), 1)) return;
+  pthread_mutex_lock(&g_drv_lock);
+  if (!atomic_load_explicit(&g_drv_filled, memory_order_relaxed) && libcuda()) {
+    fill_driver();
+    /* release: the filled table is visible to the fast path's acquire above */
+    atomic_store_explicit(&g_drv_filled, 1, memory_order_release);
+  }
+  pthread_mutex_unlock(&g_drv_lock);
+}
 
 /* ---- generic wrappers: call, and report a sticky error ---- */
 
@@ -294,6 +306,12 @@ DEF_EVENT_RECORD(cuEventRecordWithFlags_ptsz, 1, (CUevent e, CUstream s, unsigne
 DEF_EVENT_WAIT(cuEventSynchronize)
 DEF_EVENT_WAIT(cuEventQuery)
 
+CP_EXPORT CUresult CUDAAPI cuEventDestroy_v2(CUevent e) {
+  cp_event_destroying(e);                    /* before the driver may hand the handle out again */
+  CALL_REAL(cuEventDestroy_v2, (CUevent), (e));
+  return rc;
+}
+
 /* A device-to-host copy on the default stream returns only once the copy is done, so everything queued on
  * that stream before it completed too (the usual "read the loss back" of a training step). */
 #define DEF_DTOH(sym, is_ptds)                                                                                 \
@@ -452,7 +470,9 @@ CP_EXPORT CUresult CUDAAPI cuGetProcAddress(const char *symbol, void **pfn, int 
 
 /* ---- dlsym ---- */
 
-/* Called by the dlsym trampoline: culprit's wrapper for a hooked driver symbol, or NULL to let glibc answer. */
+/* Called by the dlsym trampoline: culprit's wrapper for a hooked driver symbol, CP_DLSYM_NULL to answer NULL,
+ * or NULL to let glibc answer. */
+#define CP_DLSYM_NULL ((void *)1)
 __attribute__((visibility("hidden"))) void *cp__dlsym_hook(void *handle, const char *name) {
   init_real_dlsym();
   if (!name || name[0] != 'c' || name[1] != 'u') return NULL;
@@ -469,7 +489,9 @@ __attribute__((visibility("hidden"))) void *cp__dlsym_hook(void *handle, const c
   void *real = NULL;
   if (handle != RTLD_DEFAULT && handle != RTLD_NEXT && cp__real_dlsym) real = ((dlsym_fn)cp__real_dlsym)(handle, name);
   if (!real || is_ours(real)) real = cuda_sym(name);
-  if (!real) return NULL;
+  /* The driver lacks it (an older driver, or no libcuda in the process): glibc would otherwise find culprit's
+   * own export, and a program probing for the function would take the wrapper for the driver's. */
+  if (!real) return handle == RTLD_DEFAULT || handle == RTLD_NEXT ? CP_DLSYM_NULL : NULL;
   void *e = NULL;
   if (gpa == 1) { atomic_compare_exchange_strong(&g_real_gpa, &e, real); return (void *)&cuGetProcAddress; }
   if (gpa == 2) { atomic_compare_exchange_strong(&g_real_gpa2, &e, real); return (void *)&cuGetProcAddress_v2; }
