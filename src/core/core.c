@@ -396,8 +396,18 @@ void cp_ctx_going(void *ctx, int device) {
   graph_forget_slots();
 }
 
+static void capture_count_down(void) {
+  int c = atomic_load_explicit(&g_captures, memory_order_relaxed);
+  while (c > 0 && !atomic_compare_exchange_weak_explicit(&g_captures, &c, c - 1, memory_order_relaxed,
+                                                         memory_order_relaxed)) {
+  }
+}
+
 void cp_stream_destroying(void *stream) {
-  if (cp_active()) crumb_stream_destroyed(stream);
+  if (!cp_active()) return;
+  crumb_stream_destroyed(stream);
+  /* A capture the program never ended: without this the count stays up and blocking mode stops syncing. */
+  if (graph_capture_abandoned(stream)) capture_count_down();
 }
 
 /* Breadcrumbs inside graphs (precise and blocking modes): the capture gets a slot of its own; its first node
@@ -435,10 +445,7 @@ void cp_graph_instantiated(void *exec, void *graph) {
 
 void cp_capture_ended(void *stream, void *graph) {
   if (cp_active()) graph_capture_ended(stream, graph, atomic_load_explicit(&g_seq, memory_order_relaxed));
-  int c = atomic_load_explicit(&g_captures, memory_order_relaxed);
-  while (c > 0 && !atomic_compare_exchange_weak_explicit(&g_captures, &c, c - 1, memory_order_relaxed,
-                                                         memory_order_relaxed)) {
-  }
+  capture_count_down();
 }
 
 void cp_module_unloaded(void) { names_forget_all(); }

@@ -83,6 +83,14 @@ uint64_t graph_capture_slot(void *stream) {
   return d;
 }
 
+int graph_capture_abandoned(void *stream) {
+  pthread_mutex_lock(&g_lock);
+  struct session *s = open_session(stream);
+  if (s) s->open = 0;
+  pthread_mutex_unlock(&g_lock);
+  return s != NULL;
+}
+
 void graph_instantiated(void *exec, void *graph) {
   if (!exec || !graph) return;
   pthread_mutex_lock(&g_lock);

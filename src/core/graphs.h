@@ -10,6 +10,8 @@
 void graph_capture_begun(void *stream, int tid, uint64_t seq);
 /* The capture on stream ended after launch number seq; graph is what it produced (NULL if it failed). */
 void graph_capture_ended(void *stream, void *graph, uint64_t seq);
+/* The stream is being destroyed: a capture still open on it ends with it. Returns 1 if one was open. */
+int graph_capture_abandoned(void *stream);
 /* exec was instantiated from graph. */
 void graph_instantiated(void *exec, void *graph);
 /* Precise mode: the capture on stream has a breadcrumb slot of its own; the graph writes 0 into it first on

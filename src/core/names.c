@@ -74,7 +74,7 @@ static const struct cp_kname *probe(void *func, uint32_t gen) {
 }
 
 static const struct cp_kname g_unknown = {"<unnamed kernel>"};
-static const struct cp_kname g_full = {"<kernel name table full>"};
+static const struct cp_kname g_full = {"<kernel name table full: more than 6144 kernels>"};
 
 const struct cp_kname *names_get(void *func, names_lookup_fn fn) {
   uint32_t gen = atomic_load_explicit(&g_gen, memory_order_acquire);
@@ -84,6 +84,11 @@ const struct cp_kname *names_get(void *func, names_lookup_fn fn) {
   pthread_mutex_lock(&g_lock);
   k = probe(func, gen);
   if (k) goto out;
+  /* A full table does not look names up any more: interning on every launch would grow without bound. */
+  if (atomic_load_explicit(&g_used, memory_order_relaxed) >= NAMES_SLOTS * 3 / 4) {
+    k = &g_full;
+    goto out;
+  }
   const char *raw = NULL;
   char fallback[48];
   if (!fn || fn(func, &raw) || !raw) {
@@ -95,13 +100,13 @@ const struct cp_kname *names_get(void *func, names_lookup_fn fn) {
   if (!nk || !s) { k = &g_unknown; goto out; }
   nk->mangled = s;
   k = nk;
-  if (atomic_load_explicit(&g_used, memory_order_relaxed) >= NAMES_SLOTS * 3 / 4) goto out; /* uncached */
+  /* Only empty slots are filled: an entry of an older generation is never rewritten under a reader's feet (it
+   * just stops matching), so a reader that matches func and gen reads the name stored with them. */
   for (size_t i = hash_ptr(func);; i = (i + 1) & (NAMES_SLOTS - 1)) {
-    void *f = atomic_load_explicit(&g_slots[i].func, memory_order_relaxed);
-    if (f && !(f == func)) continue;
+    if (atomic_load_explicit(&g_slots[i].func, memory_order_relaxed)) continue;
     g_slots[i].name = k;
     atomic_store_explicit(&g_slots[i].gen, gen, memory_order_relaxed);
-    if (!f) atomic_fetch_add_explicit(&g_used, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&g_used, 1, memory_order_relaxed);
     /* release: publishes name and gen to lock-free readers (probe). */
     atomic_store_explicit(&g_slots[i].func, func, memory_order_release);
     break;
