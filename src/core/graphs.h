@@ -1,6 +1,7 @@
 /* CUDA graphs seen through stream capture: which launches were captured into which graph, and which graph
  * each executable graph was made from, so that a faulting graph launch can list the kernels it ran with the
- * lines that captured them. Adds nothing to the program's graphs. */
+ * lines that captured them. In record mode nothing is added to the program's graphs; in precise and blocking
+ * modes each capture also gets a breadcrumb slot whose writes become nodes of the graph. */
 #ifndef CULPRIT_GRAPHS_H
 #define CULPRIT_GRAPHS_H
 

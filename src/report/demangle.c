@@ -4,28 +4,33 @@
 #include "demangle.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 typedef char *(*cxa_demangle_fn)(const char *, char *, size_t *, int *);
 
+static cxa_demangle_fn g_fn;                  /* __cxa_demangle, found once */
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+static void find_demangler(void) {
+  cxa_demangle_fn fn = (cxa_demangle_fn)dlsym(RTLD_DEFAULT, "__cxa_demangle");
+  if (!fn) {
+    /* Python loads extension modules (and so libstdc++) with RTLD_LOCAL: not in the global scope. */
+    void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_NOLOAD);
+    /* A C program has no C++ runtime at all; the library demangles when a report is written (and for a
+     * blocking-mode kernel filter), so loading it then costs the program nothing on its launch path. */
+    if (!h) h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+    if (h) fn = (cxa_demangle_fn)dlsym(h, "__cxa_demangle");
+  }
+  g_fn = fn;
+}
+
 char *demangle_name(const char *mangled) {
-  static cxa_demangle_fn fn;
-  static int looked;
   int status = -1;
   if (!mangled || strncmp(mangled, "_Z", 2) != 0) return NULL;
-  if (!looked) {
-    fn = (cxa_demangle_fn)dlsym(RTLD_DEFAULT, "__cxa_demangle");
-    if (!fn) {
-      /* Python loads extension modules (and so libstdc++) with RTLD_LOCAL: not in the global scope. */
-      void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_NOLOAD);
-      /* A C program has no C++ runtime at all; demangling happens only when a report is written, so loading it
-       * then costs the program nothing. */
-      if (!h) h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
-      if (h) fn = (cxa_demangle_fn)dlsym(h, "__cxa_demangle");
-    }
-    looked = 1;
-  }
+  pthread_once(&g_once, find_demangler);
+  cxa_demangle_fn fn = g_fn;
   if (!fn) return NULL;
   char *out = fn(mangled, NULL, NULL, &status);
   if (status != 0) { free(out); return NULL; }
