@@ -112,9 +112,11 @@ static void fc_primary_clear(struct fc_ctx *c, int drop_streams)
     if (!c->sticky) fc_drain_ctx(c);
     fc_ctx_discard(c);
     c->sticky = CUDA_SUCCESS;
-    if (drop_streams)
+    if (drop_streams) {
         for (struct fc_stream *s = c->streams; s; s = s->next)
             if (s->kind == FC_STREAM_CREATED) s->destroyed = 1;
+        fc_mem_free_owned(c);
+    }
 }
 
 static CUresult fc_primary_release(CUdevice dev)
@@ -209,6 +211,7 @@ FC_API CUresult cuCtxDestroy_v2(CUcontext ctx)
     /* Destroying is how a program recovers from a sticky error, so it works on a sticky context too. */
     if (!c->sticky) fc_drain_ctx(c);
     fc_ctx_discard(c);
+    fc_mem_free_owned(c);
     c->alive = 0;
     fc_ctx_forget_current(c);
     FC_RETURN(CUDA_SUCCESS);
@@ -947,6 +950,7 @@ static CUresult fc_alloc(enum fc_memkind kind, size_t size, void **host, CUdevic
     if (rc) return rc;
     if (!host && !dptr) return CUDA_ERROR_INVALID_VALUE;
     if ((rc = fc_mem_alloc(kind, size, &m))) return rc;
+    if (kind == FC_MEM_HOST) m->owner = c;
     if (host) *host = m->host;
     if (dptr) *dptr = m->dptr;
     return CUDA_SUCCESS;

@@ -129,6 +129,8 @@ struct fc_mem {
     char *host;                  /* backing store / the host pointer */
     CUdeviceptr dptr;            /* device address */
     size_t size;                 /* bytes */
+    size_t mapped;               /* host-mapped memory: bytes mmap'ed (unmapped when freed, as the driver does) */
+    struct fc_ctx *owner;        /* host-mapped memory: the context it dies with, NULL if unknown */
     struct fc_mem *next;         /* registry link */
 };
 
@@ -210,6 +212,8 @@ struct fc_mem *fc_mem_by_host(const void *p);
 struct fc_mem *fc_mem_by_dptr(CUdeviceptr d, size_t len);
 CUresult fc_dev_addr(CUdeviceptr d, size_t len, int allow_host, void **out);
 void fc_mem_free(struct fc_mem *m);
+/* A context is destroyed or its primary context reset: its host-mapped memory goes with it. */
+void fc_mem_free_owned(struct fc_ctx *c);
 
 /* Modules and kernels. */
 CUresult fc_module_load(const char *image, int library, struct fc_ctx *ctx, struct fc_module **out);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 struct fc_global fc_g;
@@ -551,7 +552,18 @@ CUresult fc_mem_alloc(enum fc_memkind kind, size_t size, struct fc_mem **out)
     if (size == 0) return CUDA_ERROR_INVALID_VALUE;
     struct fc_mem *m = calloc(1, sizeof *m);
     void *p = NULL;
-    if (!m || posix_memalign(&p, 256, size)) {
+    if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
+    if (kind == FC_MEM_HOST) {
+        /* Pinned memory is unmapped when freed (or when its context dies): a tool still reading it faults, as
+         * it would on the real driver. */
+        size_t len = (size + 4095) & ~(size_t)4095;
+        p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) {
+            free(m);
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        }
+        m->mapped = len;
+    } else if (posix_memalign(&p, 256, size)) {
         free(m);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
@@ -609,9 +621,25 @@ void fc_mem_free(struct fc_mem *m)
     for (struct fc_mem **pp = &fc_g.mems; *pp; pp = &(*pp)->next) {
         if (*pp == m) {
             *pp = m->next;
-            free(m->host);
+            if (m->mapped) munmap(m->host, m->mapped);
+            else free(m->host);
             free(m);
             return;
+        }
+    }
+}
+
+void fc_mem_free_owned(struct fc_ctx *c)
+{
+    for (struct fc_mem **pp = &fc_g.mems; *pp;) {
+        struct fc_mem *m = *pp;
+        if (m->owner == c) {
+            *pp = m->next;
+            if (m->mapped) munmap(m->host, m->mapped);
+            else free(m->host);
+            free(m);
+        } else {
+            pp = &m->next;
         }
     }
 }
