@@ -261,10 +261,16 @@ int cp_launch_begin(struct cp_launch_ctx *lc, const struct cp_launch_desc *d) {
   }
   /* Two threads launching on one stream at once: launch numbers are taken after the launch, so their order
    * may not be the stream's. Both records are marked and the verdict does not trust the order between them. */
+  /* A launch that begins while another is in flight marks itself and bumps the stream's overlap count, which the
+   * other one checks when it ends: a launch whose whole call falls inside another's is caught from both sides. */
   lc->inflight = 0;
   if (lc->stream) {
     lc->inflight = 1;
-    if (atomic_fetch_add_explicit(&lc->stream->inflight, 1, memory_order_acq_rel) > 0) rec->flags |= CP_REC_RACY;
+    lc->overlaps0 = atomic_load_explicit(&lc->stream->overlaps, memory_order_seq_cst);
+    if (atomic_fetch_add_explicit(&lc->stream->inflight, 1, memory_order_seq_cst) > 0) {
+      rec->flags |= CP_REC_RACY;
+      atomic_fetch_add_explicit(&lc->stream->overlaps, 1, memory_order_seq_cst);
+    }
   }
   lc->serialized = 0;
   /* The launch number is not known before the launch; the next one is the best guess for the window. */
@@ -294,7 +300,7 @@ static void report(int code, const char *api, uint64_t exact_seq);
 int cp_launch_end(struct cp_launch_ctx *lc, int rc) {
   struct cp_rec *rec = lc->rec;
   uint64_t seq;
-  if (lc->inflight && rc != 0) atomic_fetch_sub_explicit(&lc->stream->inflight, 1, memory_order_acq_rel);
+  if (lc->inflight && rc != 0) atomic_fetch_sub_explicit(&lc->stream->inflight, 1, memory_order_seq_cst);
   if (rc != 0) {
     if (lc->serialized) pthread_mutex_unlock(&g_blocking_lock);
     if (!cp_is_sticky(rc)) return rc;       /* nothing was queued; the record slot is reused */
@@ -325,8 +331,11 @@ int cp_launch_end(struct cp_launch_ctx *lc, int rc) {
       rec->flags |= CP_REC_UNCRUMBED;
     }
     if (g_launch_blocking) crumb_note_synced(s, seq);
-    /* acq_rel: pairs with the other launcher's increment; whoever overlaps with us sees a count above 1 */
-    if (atomic_fetch_sub_explicit(&s->inflight, 1, memory_order_acq_rel) > 1) rec->flags |= CP_REC_RACY;
+    /* seq_cst with the increments in cp_launch_begin: whoever overlapped us either sees us in flight or left
+     * its mark in overlaps */
+    if (atomic_fetch_sub_explicit(&s->inflight, 1, memory_order_seq_cst) > 1 ||
+        atomic_load_explicit(&s->overlaps, memory_order_seq_cst) != lc->overlaps0)
+      rec->flags |= CP_REC_RACY;
   }
   ring_publish(lc->ring, rec, seq);
 

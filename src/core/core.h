@@ -28,6 +28,7 @@ struct cp_launch_ctx {
   uint64_t t0;                    /* start of culprit's own work, for CULPRIT_STATS */
   int serialized;                 /* blocking mode: holds the launch lock until the synchronize is done */
   int inflight;                   /* counted in stream->inflight, to be released in cp_launch_end */
+  uint64_t overlaps0;             /* stream->overlaps when this launch began */
 };
 
 /* Set once configuration is read: 1 = active, 0 = not yet read, -1 = disabled (bad config or mode off). */

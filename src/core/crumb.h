@@ -24,6 +24,7 @@ struct cp_stream {
   _Atomic int gone;               /* its context was destroyed or reset: its slot's memory is freed */
   _Atomic int needs_slot;         /* made during a capture: its slot is allocated after the capture */
   _Atomic int inflight;           /* launch calls on this stream between culprit's before and after */
+  _Atomic uint64_t overlaps;      /* times a launch began while another was in flight on this stream */
 };
 
 /* The stream a launch goes to, made on first sight; NULL when the table is full or the context is unknown.

@@ -464,11 +464,27 @@ def _(b):
             res, rep = fault_run(b, "shared", [], env, "cuCtxSynchronize", cli=False)
             v = rep.get("verdict") or {}
             if v.get("certainty") == "exact":
-                check((rep.get("culprit") or {}).get("mangled") == BAD,
-                      "an innocent launch was called exact: %s" % brief(rep.get("culprit")))
+                c = rep.get("culprit") or {}
+                check(c.get("mangled") == BAD,
+                      "an innocent launch was called exact (density %s): %s flags %s; %s; streams %s; history %s" % (
+                          density, brief(c), c.get("flags"), v.get("reason"), json.dumps(rep.get("streams")),
+                          [(h.get("seq"), h.get("mangled"), h.get("flags"), h.get("thread"))
+                           for h in rep.get("history") or []]))
             else:
                 names = [c.get("mangled") for c in rep.get("candidates") or []]
                 check(BAD in names, "the faulty launch is not among the candidates %s (%s)" % (names, v))
+
+
+@case("capture_no_alloc")
+def _(b):
+    """A global-mode capture as the first work of the process: culprit must not allocate pinned memory during it
+    (the driver would invalidate the program's graph), in record or in precise mode."""
+    argv = [b.prog("bounds"), "graphglobal"]
+    base = plain(b, argv)
+    check(base.rc == 0, "scenario broken\n" + base.describe())
+    for env in ({"CULPRIT_CRUMB_EVERY": ""}, {"CULPRIT_MODE": "precise"}, {"CULPRIT_MODE": "blocking"}):
+        res = preloaded(b, argv, env, b.newdir("reports"))
+        same_as_plain(base, res, "capture under %s" % env)
 
 
 @case("bounds_eventsync")

@@ -525,7 +525,7 @@ FC_API CUresult cuStreamWriteValue64_v2_ptsz(CUstream stream, CUdeviceptr addr, 
 
 /* ---- capture and graphs ----------------------------------------------------------------------------------- */
 
-static CUresult fc_capture_begin(CUstream h, int pt)
+static CUresult fc_capture_begin(CUstream h, int pt, int global)
 {
     struct fc_stream *s;
     CUresult rc = fc_work_stream(h, pt, &s);
@@ -534,10 +534,25 @@ static CUresult fc_capture_begin(CUstream h, int pt)
     if (s->capture) return CUDA_ERROR_ILLEGAL_STATE;
     struct fc_graph *g = calloc(1, sizeof *g);
     if (!g) return CUDA_ERROR_OUT_OF_MEMORY;
+    g->global = global;
     g->next = fc_g.graphs;
     fc_g.graphs = g;
     s->capture = g;
     return CUDA_SUCCESS;
+}
+
+/* A pinned allocation while any global-mode capture is under way is prohibited: like the driver, the fake
+ * refuses it and invalidates those captures (their end returns CUDA_ERROR_STREAM_CAPTURE_INVALIDATED). */
+static CUresult fc_capture_forbids_alloc(void)
+{
+    int hit = 0;
+    for (unsigned i = 0; i < fc_g.nctx; i++)
+        for (struct fc_stream *s = fc_g.ctx[i]->streams; s; s = s->next)
+            if (s->capture && s->capture->global) {
+                s->capture->invalidated = 1;
+                hit = 1;
+            }
+    return hit ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : CUDA_SUCCESS;
 }
 
 static CUresult fc_capture_end(CUstream h, int pt, CUgraph *pg)
@@ -547,6 +562,11 @@ static CUresult fc_capture_end(CUstream h, int pt, CUgraph *pg)
     if (rc) return rc;
     if (!s->capture) return CUDA_ERROR_ILLEGAL_STATE;
     if (!pg) return CUDA_ERROR_INVALID_VALUE;
+    if (s->capture->invalidated) {
+        *pg = NULL;
+        s->capture = NULL;
+        return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    }
     *pg = (CUgraph)s->capture;
     s->capture = NULL;
     return s->ctx->sticky;
@@ -617,25 +637,25 @@ static CUresult fc_graph_destroy(const void *h, int exec)
 FC_API CUresult cuStreamBeginCapture(CUstream hStream)
 {
     FC_BEGIN();
-    FC_RETURN(fc_capture_begin(hStream, 0));
+    FC_RETURN(fc_capture_begin(hStream, 0, 1));
 }
 
 FC_API CUresult cuStreamBeginCapture_ptsz(CUstream hStream)
 {
     FC_BEGIN();
-    FC_RETURN(fc_capture_begin(hStream, 1));
+    FC_RETURN(fc_capture_begin(hStream, 1, 1));
 }
 
 FC_API CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode)
 {
     FC_BEGIN();
-    FC_RETURN(fc_capture_begin(hStream, 0));
+    FC_RETURN(fc_capture_begin(hStream, 0, mode == CU_STREAM_CAPTURE_MODE_GLOBAL));
 }
 
 FC_API CUresult cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode)
 {
     FC_BEGIN();
-    FC_RETURN(fc_capture_begin(hStream, 1));
+    FC_RETURN(fc_capture_begin(hStream, 1, mode == CU_STREAM_CAPTURE_MODE_GLOBAL));
 }
 
 FC_API CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph)
@@ -1025,13 +1045,15 @@ FC_API CUresult cuMemFree_v2(CUdeviceptr dptr)
 FC_API CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
 {
     FC_BEGIN();
-    FC_RETURN(pp ? fc_alloc(FC_MEM_HOST, bytesize, pp, NULL) : CUDA_ERROR_INVALID_VALUE);
+    CUresult rc = fc_capture_forbids_alloc();
+    FC_RETURN(rc ? rc : pp ? fc_alloc(FC_MEM_HOST, bytesize, pp, NULL) : CUDA_ERROR_INVALID_VALUE);
 }
 
 FC_API CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
 {
     FC_BEGIN();
-    FC_RETURN(pp ? fc_alloc(FC_MEM_HOST, bytesize, pp, NULL) : CUDA_ERROR_INVALID_VALUE);
+    CUresult rc = fc_capture_forbids_alloc();
+    FC_RETURN(rc ? rc : pp ? fc_alloc(FC_MEM_HOST, bytesize, pp, NULL) : CUDA_ERROR_INVALID_VALUE);
 }
 
 FC_API CUresult cuMemFreeHost(void *p)

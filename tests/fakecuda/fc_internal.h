@@ -60,6 +60,8 @@ struct fc_op {
 
 struct fc_graph {
     int exec;                    /* 0 = CUgraph (capture result), 1 = CUgraphExec */
+    int global;                  /* captured in CU_STREAM_CAPTURE_MODE_GLOBAL */
+    int invalidated;             /* a prohibited call (pinned allocation) happened during that global capture */
     struct fc_op *ops;           /* recorded ops, in capture order */
     size_t n;                    /* ops used */
     size_t cap;                  /* ops allocated */

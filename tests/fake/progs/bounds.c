@@ -43,6 +43,23 @@ int main(int argc, char **argv) {
   CK(cuEventCreate(&ev, CU_EVENT_DEFAULT));
   CK(cuMemAlloc(&dbuf, NELEM * sizeof(float)));
   buf = (float *)(uintptr_t)dbuf;
+  if (strcmp(how, "graphglobal") == 0) {
+    /* The first work of the process is a global-mode capture on a new stream: a pinned allocation by culprit
+     * now would invalidate the program's graph. */
+    CUstream st;
+    CUgraph g;
+    CUgraphExec exec;
+    void *gargs[] = {&buf, &len};
+    CK(cuStreamCreate(&st, CU_STREAM_NON_BLOCKING));
+    CK(cuStreamBeginCapture(st, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    for (int i = 0; i < 3; i++) CK(cuLaunchKernel(f_step, 4, 1, 1, 64, 1, 1, 0, st, gargs, NULL));
+    CK(cuStreamEndCapture(st, &g));
+    CK(cuGraphInstantiateWithFlags(&exec, g, 0));
+    CK(cuGraphLaunch(exec, st));
+    CK(cuStreamSynchronize(st));
+    printf("bounds: graph captured and replayed\n");
+    return 0;
+  }
   if (strcmp(how, "paused") == 0) {
     /* The faulting launch is made while recording is paused: culprit never saw it, so it must not blame the
      * launch after it on the same stream. */
@@ -79,7 +96,7 @@ int main(int argc, char **argv) {
     CK(cuMemAlloc(&dbuf, NELEM * sizeof(float)));
     buf = (float *)(uintptr_t)dbuf;
   } else {
-    fprintf(stderr, "usage: bounds eventsync|eventquery|streamquery|reset|paused\n");
+    fprintf(stderr, "usage: bounds eventsync|eventquery|streamquery|reset|paused|graphglobal\n");
     return 2;
   }
   launches(3, buf, len);
