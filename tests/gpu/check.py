@@ -301,6 +301,19 @@ def check_error(out, case, report):
         out.notes.append("error.code %s (%s)" % (code, error.get("name", "?")))
 
 
+def judge_healthy(out, base, run, check_proc):
+    """A healthy program: it succeeds without culprit, behaves the same under it (check_proc is the group's
+    process check), prints the same stdout, and gets no report."""
+    out.certainty = "none"
+    if base.rc != 0:
+        out.fail("exit status %d without culprit" % base.rc)
+    check_proc(out, base, run, "under culprit")
+    if run.stdout != base.stdout:
+        out.fail("stdout differs under culprit (%d bytes vs %d)" % (len(run.stdout), len(base.stdout)))
+    if run.reports:
+        out.fail("a report was written for a healthy program: %s" % os.path.basename(run.reports[0][0]))
+
+
 def judge(case, cudart, want_line, base, run, ref_seq=None):
     """Judges one case from its run without culprit (base) and under culprit (run)."""
     out = Outcome(case, cudart)
@@ -315,14 +328,7 @@ def judge(case, cudart, want_line, base, run, ref_seq=None):
         return out
 
     if case.healthy:
-        out.certainty = "none"
-        if base.rc != 0:
-            out.fail("exit status %d without culprit" % base.rc)
-        check_process(out, base, run, "under culprit")
-        if run.stdout != base.stdout:
-            out.fail("stdout differs under culprit (%d bytes vs %d)" % (len(run.stdout), len(base.stdout)))
-        if run.reports:
-            out.fail("a report was written for a healthy program: %s" % os.path.basename(run.reports[0][0]))
+        judge_healthy(out, base, run, check_process)
         return out
 
     if base.rc == 0:
@@ -549,14 +555,7 @@ def judge_py(case, want_line, surface_line, base, run):
         return out
 
     if case.healthy:
-        out.certainty = "none"
-        if base.rc != 0:
-            out.fail("exit status %d without culprit" % base.rc)
-        py_check_process(out, base, run, "under culprit")
-        if run.stdout != base.stdout:
-            out.fail("stdout differs under culprit (%d bytes vs %d)" % (len(run.stdout), len(base.stdout)))
-        if run.reports:
-            out.fail("a report was written for a healthy program: %s" % os.path.basename(run.reports[0][0]))
+        judge_healthy(out, base, run, py_check_process)
         if case.stdout_count:
             m = re.search(case.stdout_count, base.stdout.decode("utf-8", "replace"))
             if not m or int(m.group(1)) <= 0:

@@ -40,4 +40,12 @@ static inline void report_error(error_name_fn get_name, const char *call, CUresu
     exit(1);
 }
 
+/* Checks a driver call of a program linked with -lcuda; on failure prints the error and exits like an
+ * application would. */
+#define CK_DRIVER(call)                                                                                        \
+    do {                                                                                                       \
+        CUresult rc_ = (call);                                                                                 \
+        if (rc_ != CUDA_SUCCESS) report_error(cuGetErrorName, #call, rc_, 0);                                  \
+    } while (0)
+
 #endif

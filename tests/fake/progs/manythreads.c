@@ -8,11 +8,7 @@
 
 #include "common.h"
 
-#define CK(call)                                                                                               \
-  do {                                                                                                         \
-    CUresult rc_ = (call);                                                                                     \
-    if (rc_ != CUDA_SUCCESS) report_error(cuGetErrorName, #call, rc_, 0);                                      \
-  } while (0)
+#define CK(call) CK_DRIVER(call)
 
 static CUfunction f_step;
 static CUcontext g_ctx;
