@@ -737,7 +737,8 @@ int symbolize_load(const char *path, struct json **doc, char *why, size_t whylen
     int fd, rc;
 
     *doc = NULL;
-    fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* non-blocking, so that a FIFO named like a report is refused below instead of waiting for a writer */
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0 || fstat(fd, &sb) != 0) {
         snprintf(why, whylen, "cannot read %s: %s", path, strerror(errno));
         rc = SYMBOLIZE_EREAD;
@@ -807,8 +808,19 @@ int symbolize_save(const char *path, const struct json *doc, char *why, size_t w
     const char *base = slash ? slash + 1 : path;
     size_t dirlen = slash ? (size_t)(slash - path) + 1 : 0, off = 0;
     int fd = -1, rc = SYMBOLIZE_EWRITE;
+    mode_t mode = 0600;
+    struct stat sb;
 
     jw_init(&w);
+    /* Only a regular file of one's own is replaced: rename() would turn a symlink into a file and hand
+     * someone else's report (in a shared directory) over to the caller. The file keeps its mode. */
+    if (lstat(path, &sb) == 0) {
+        if (!S_ISREG(sb.st_mode) || sb.st_uid != geteuid()) {
+            snprintf(why, whylen, "left %s as it is: it is not a regular file of yours", path);
+            goto out;
+        }
+        mode = sb.st_mode & 0777;
+    }
     w.pretty = 1;
     if (json_dump(doc, &w) != JSON_OK) {
         snprintf(why, whylen, "out of memory writing %s", path);
@@ -830,7 +842,7 @@ int symbolize_save(const char *path, const struct json *doc, char *why, size_t w
         tmp = NULL;
         goto out;
     }
-    if (fchmod(fd, 0600) != 0)
+    if (fchmod(fd, mode) != 0)
         goto fail;
     while (off < w.len) {
         ssize_t put = write(fd, w.buf + off, w.len - off);

@@ -22,8 +22,8 @@ enum {
 #define SYMBOLIZE_TIMEOUT_S 30       /* addr2line is killed after this long */
 #define SYMBOLIZE_MAX_REPORT (256u << 20) /* larger files are refused as reports */
 
-/* Reads the report at path, symbolizes it and writes it back atomically (same directory, mode 0600) when
- * anything was added. Returns a SYMBOLIZE_* code. */
+/* Reads the report at path, symbolizes it and writes it back atomically (same directory, same mode) when
+ * anything was added and the report is a regular file owned by the caller. Returns a SYMBOLIZE_* code. */
 int symbolize_report(const char *path);
 
 /* The same, and on failure writes one sentence naming the file and the problem into why[0..whylen). */

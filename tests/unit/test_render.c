@@ -430,9 +430,10 @@ static int test_symbolize(void)
         CHECK(before && !strstr(before, "\"line\""), "no lines without addr2line");
         free(before);
 
+        CHECK(chmod(path, 0640) == 0, "chmod the test report");
         rc = symbolize_report(path);
         CHECK(rc == SYMBOLIZE_OK, "symbolize_report rc %d", rc);
-        CHECK(stat(path, &sb) == 0 && (sb.st_mode & 0777) == 0600, "report mode is 0600 (%o)",
+        CHECK(stat(path, &sb) == 0 && (sb.st_mode & 0777) == 0640, "report keeps its mode 0640 (%o)",
               (unsigned)(sb.st_mode & 0777));
         CHECK(symbolize_load(path, &doc, why, sizeof why) == SYMBOLIZE_OK, "symbolized report loads: %s", why);
         fr = json_at(json_get(json_get(doc, "error"), "stack"), 0);
@@ -483,6 +484,26 @@ static int test_symbolize(void)
         write_file(bad, "{\"schema\":\"other\"}");
         CHECK(symbolize_file(bad, why, sizeof why) == SYMBOLIZE_ESCHEMA, "not a culprit report: %s", why);
         unlink(bad);
+
+        /* a FIFO named like a report is refused at once instead of waiting for a writer */
+        CHECK(mkfifo(bad, 0600) == 0, "mkfifo: %s", strerror(errno));
+        CHECK(symbolize_file(bad, why, sizeof why) == SYMBOLIZE_EREAD && strstr(why, "not a regular file"),
+              "fifo: %s", why);
+        unlink(bad);
+
+        /* a symlink to a report is read, but never replaced by a file of its own */
+        {
+            struct json *doc = NULL;
+            struct stat sb;
+            CHECK(symlink(path, bad) == 0, "symlink: %s", strerror(errno));
+            CHECK(symbolize_load(bad, &doc, why, sizeof why) == SYMBOLIZE_OK, "load through a symlink: %s", why);
+            CHECK(doc && symbolize_save(bad, doc, why, sizeof why) == SYMBOLIZE_EWRITE &&
+                      strstr(why, "not a regular file of yours"),
+                  "save through a symlink refused: %s", why);
+            CHECK(lstat(bad, &sb) == 0 && S_ISLNK(sb.st_mode), "the symlink stays a symlink");
+            json_free(doc);
+            unlink(bad);
+        }
     }
 
     snprintf(text, sizeof text, "rm -rf '%s'", dir);
