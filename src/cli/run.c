@@ -88,12 +88,16 @@ static int cli_prepend_env(const char *name, const char *item)
 
 /* Child side of fork: set the environment and exec. On failure the errno goes back through errfd. */
 static void cli_child_exec(const struct cli_run_opts *o, const char *lib, const char *dir, int errfd,
-                           const sigset_t *oldmask, const struct cli_watch *w)
+                           const sigset_t *oldmask, const struct sigaction *old, const struct sigaction *oldchld,
+                           const struct cli_watch *w)
 {
     size_t i;
     int e;
+    /* The command starts with the dispositions culprit was given: a signal ignored by nohup stays ignored,
+     * and so does SIGCHLD if the caller ignored it. */
     for (i = 0; i < CLI_NFWD; i++)
-        signal(cli_fwd_signals[i], SIG_DFL);
+        signal(cli_fwd_signals[i], old[i].sa_handler == SIG_IGN ? SIG_IGN : SIG_DFL);
+    signal(SIGCHLD, oldchld->sa_handler == SIG_IGN ? SIG_IGN : SIG_DFL);
     sigprocmask(SIG_SETMASK, oldmask, NULL);
     e = watch_child(w);
     if (e == 0 && (cli_prepend_env("LD_PRELOAD", lib) || setenv("CULPRIT_DIR", dir, 1) ||
@@ -250,7 +254,7 @@ static int cli_show_report(const char *path, int brief, const struct cli_watch *
 int cli_run_command(const struct cli_run_opts *o, int *wstatus)
 {
     char lib[PATH_MAX], abs[PATH_MAX], rel[PATH_MAX];
-    struct sigaction sa, old[CLI_NFWD];
+    struct sigaction sa, old[CLI_NFWD], oldchld, dfl;
     struct cli_watch *w = NULL;
     struct cli_seen *seen = NULL;
     size_t nseen = 0, i, n = 0, shown = 0;
@@ -271,18 +275,18 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus)
         rc = CLI_EXIT_FAIL;
         goto out;
     }
-    if (pipe2(errpipe, O_CLOEXEC) != 0) {
-        cli_err("cannot start %s: %s", o->argv[0], strerror(errno));
-        rc = CLI_EXIT_FAIL;
-        goto out;
-    }
     /* Device asserts reach only the process's own stdout/stderr, so culprit stands between them and the
      * original descriptors. Without a watch (--no-watch) the command simply inherits them. */
     w = calloc(1, sizeof *w);
     if (!w || (!o->no_watch && watch_setup(w) != 0)) {
         cli_err("out of memory");
-        close(errpipe[0]);
-        close(errpipe[1]);
+        rc = CLI_EXIT_FAIL;
+        goto out;
+    }
+    /* after the watch, which looks at what fd 1 and 2 are, and above them should either be closed */
+    if (pipe2(errpipe, O_CLOEXEC) != 0 || (errpipe[0] = watch_high(errpipe[0])) < 0 ||
+        (errpipe[1] = watch_high(errpipe[1])) < 0) {
+        cli_err("cannot start %s: %s", o->argv[0], strerror(errno));
         rc = CLI_EXIT_FAIL;
         goto out;
     }
@@ -297,20 +301,30 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus)
     sa.sa_sigaction = cli_forward;
     sa.sa_flags = SA_SIGINFO | SA_RESTART;
     sigemptyset(&sa.sa_mask);
-    for (i = 0; i < CLI_NFWD; i++)
-        sigaction(cli_fwd_signals[i], &sa, &old[i]);
+    for (i = 0; i < CLI_NFWD; i++) {
+        sigaction(cli_fwd_signals[i], NULL, &old[i]);
+        /* A signal the caller ignores (nohup) is not forwarded: the command ignores it too. */
+        if (old[i].sa_handler != SIG_IGN)
+            sigaction(cli_fwd_signals[i], &sa, NULL);
+    }
+    /* With SIGCHLD ignored the kernel reaps the child itself and its exit status would be lost. */
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(SIGCHLD, &dfl, &oldchld);
 
     fflush(NULL);
     pid = fork();
     if (pid == 0) {
         close(errpipe[0]);
-        cli_child_exec(o, lib, abs, errpipe[1], &oldmask, w);
+        cli_child_exec(o, lib, abs, errpipe[1], &oldmask, old, &oldchld, w);
     }
     close(errpipe[1]);
     if (pid < 0) {
         e = errno;
         for (i = 0; i < CLI_NFWD; i++)
             sigaction(cli_fwd_signals[i], &old[i], NULL);
+        sigaction(SIGCHLD, &oldchld, NULL);
         sigprocmask(SIG_SETMASK, &oldmask, NULL);
         close(errpipe[0]);
         watch_finish(w);
@@ -333,8 +347,10 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus)
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
             ;
     cli_child_pid = 0;
+    watch_scan_files(w);
     for (i = 0; i < CLI_NFWD; i++)
         sigaction(cli_fwd_signals[i], &old[i], NULL);
+    sigaction(SIGCHLD, &oldchld, NULL);
     watch_finish(w);
 
     if (got == (ssize_t)sizeof e) {

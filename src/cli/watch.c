@@ -38,7 +38,7 @@ static volatile pid_t watch_winch_pid;
 
 /* Moves fd above 2 (close-on-exec), so that a closed stdout or stderr in culprit never gets reused by a pipe
  * end and culprit's own messages cannot land in the child's channel. */
-static int watch_high(int fd)
+int watch_high(int fd)
 {
     int hi;
     if (fd < 0 || fd > 2)
@@ -148,6 +148,23 @@ int watch_setup(struct cli_watch *w)
                 w->ch[0].targets |= 2;
                 w->ch[0].name = "stdout+stderr";
             }
+            continue;
+        }
+        if (S_ISREG(sb[fd - 1].st_mode)) {
+            struct watch_file *f = &w->files[w->nfiles++];
+            int fl = fcntl(fd, F_GETFL);
+            char self[64];
+            f->name = fd == 1 ? "stdout" : "stderr";
+            if (fd == 1 && open_[1] && watch_same(&sb[0], &sb[1])) {
+                f->name = "stdout+stderr";
+                open_[1] = 0;
+            }
+            /* with O_APPEND the writes land at the end, wherever the offset is */
+            f->start = fl >= 0 && (fl & O_APPEND) ? sb[fd - 1].st_size : lseek(fd, 0, SEEK_CUR);
+            if (f->start < 0)
+                f->start = sb[fd - 1].st_size;
+            snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+            f->rd = watch_high(open(self, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
             continue;
         }
         c = &w->ch[w->nch];
@@ -432,9 +449,50 @@ void watch_finish(struct cli_watch *w)
     }
 }
 
+void watch_scan_files(struct cli_watch *w)
+{
+    static struct watch_chan c;  /* only its line buffer is used */
+    static char buf[WATCH_CHUNK];
+    int i;
+    for (i = 0; i < w->nfiles; i++) {
+        struct watch_file *f = &w->files[i];
+        struct stat sb;
+        off_t at;
+        if (f->rd < 0)
+            continue;
+        if (fstat(f->rd, &sb) == 0 && sb.st_size > f->start) {
+            at = f->start;
+            if (sb.st_size - at > WATCH_FILE_SCAN_MAX)
+                at = sb.st_size - WATCH_FILE_SCAN_MAX;
+            memset(&c, 0, sizeof c);
+            c.name = f->name;
+            /* a window that starts mid-file starts mid-line: that first piece is not a whole line */
+            c.skip = at != f->start;
+            while (at < sb.st_size) {
+                ssize_t got = pread(f->rd, buf, sizeof buf, at);
+                if (got < 0 && errno == EINTR)
+                    continue;
+                if (got <= 0)
+                    break;
+                watch_scan(w, &c, buf, (size_t)got);
+                at += got;
+            }
+            watch_keep(w, &c);
+        }
+        close(f->rd);
+        f->rd = -1;
+    }
+    w->nfiles = 0;
+}
+
 void watch_free(struct cli_watch *w)
 {
     size_t i;
+    int k;
+    for (k = 0; k < w->nfiles; k++)
+        if (w->files[k].rd >= 0)
+            close(w->files[k].rd);
+    w->nfiles = 0;
     for (i = 0; i < w->nasserts; i++) {
         free(w->asserts[i].file);
         free(w->asserts[i].kernel);

@@ -38,16 +38,29 @@ struct watch_chan {
     int skip;                   /* the current line outgrew line: pass it through unscanned until its end */
 };
 
+/* A descriptor of the child that is a regular file: inherited as it is (so seeking, truncating and the
+ * file's offset behave as without culprit) and read back after the run from where it stood at the start. */
+struct watch_file {
+    int rd;                     /* the file opened again for reading; -1 when that was not possible */
+    off_t start;                /* where the command's writes began */
+    const char *name;           /* "stdout", "stderr" or "stdout+stderr" */
+};
+
+#define WATCH_FILE_SCAN_MAX (64LL << 20) /* bytes of a file read back at most: the end of the run's output */
+
 /* The watch over one run. */
 struct cli_watch {
     struct watch_chan ch[WATCH_CHANNELS]; /* the channels in use, first nch of them */
     int nch;                    /* channels in use; 0 means the child simply inherits fd 1 and 2 */
+    struct watch_file files[WATCH_CHANNELS]; /* regular files among fd 1 and 2, first nfiles of them */
+    int nfiles;                 /* entries of files in use */
     struct watch_assert asserts[WATCH_MAX_ASSERTS]; /* assert lines in the order they came */
     size_t nasserts;            /* entries of asserts in use */
     size_t seen;                /* assert lines seen, kept or not */
 };
 
-/* Before fork: sets up a channel for fd 1 and fd 2 where they are open (a pty for a terminal, else a pipe).
+/* Before fork: sets up a channel for fd 1 and fd 2 where they are open (a pty for a terminal, else a pipe;
+ * a regular file is left to the child and read back afterwards).
  * When a channel cannot be made, that descriptor is inherited as it is and one note says so. Returns 0, or
  * an errno value when out of memory. */
 int watch_setup(struct cli_watch *w);
@@ -60,11 +73,19 @@ int watch_child(const struct cli_watch *w);
  * by closing its channel) and SIGWINCH is forwarded when a pty is in use. */
 void watch_relay(struct cli_watch *w, pid_t pid, int *status);
 
+/* After the child exited: scans what it wrote into regular files among fd 1 and 2 (bounded by
+ * WATCH_FILE_SCAN_MAX) and closes them. */
+void watch_scan_files(struct cli_watch *w);
+
 /* After watch_relay: channels still held open by processes the child left running are handed to a small
  * background relay so their later output still arrives; then everything is released. */
 void watch_finish(struct cli_watch *w);
 
-/* Frees the assert texts. */
+/* Moves fd above 2 (close-on-exec), closing the original, so that a descriptor culprit opens never takes the
+ * place of a closed stdout or stderr. Returns the new descriptor, fd itself when already above 2, or -1. */
+int watch_high(int fd);
+
+/* Frees the assert texts and closes what watch_scan_files did not. */
 void watch_free(struct cli_watch *w);
 
 /* Adds "device_asserts" to a report (those naming its culprit or candidates first) and, when the verdict is

@@ -1487,6 +1487,107 @@ def _(b):
                                   "/home/u/proj/kern.cu:8, block [3,0,0], thread [9,0,0]")
 
 
+def run_with(b, cmd, preexec, stdout=subprocess.PIPE, env=None):
+    """Runs cmd with a custom start (preexec runs in the child before exec); stderr is captured."""
+    def start():
+        _no_core()
+        preexec()
+    proc = subprocess.Popen(cmd, env=_base_env(b, env), cwd=b.newdir("cli"), stdin=subprocess.DEVNULL,
+                            stdout=stdout, stderr=subprocess.PIPE, preexec_fn=start)
+    try:
+        out, err = proc.communicate(timeout=RUN_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise CaseFailed("%s did not finish within %d s (hang?)" % (" ".join(cmd), RUN_TIMEOUT))
+    return Result(cmd, proc, out or b"", err)
+
+
+@case("watch_assert_file")
+def _(b):
+    # stdout redirected to a regular file: the program gets the file itself (it can seek, the offset and
+    # O_APPEND behave as without culprit), and culprit reads back what the run wrote there for the assert. An
+    # assert line already in the file from before the run is not counted.
+    env = {"FAKECUDA_FAULT": "launch=3,code=710"}
+    probe = 'if [ -f /dev/stdout ]; then echo "stdout is a file" >&2; fi; exec "$@"'
+    argv = ["/bin/sh", "-c", probe, "sh", b.prog("linked"), "legacy", "ctxsync"]
+    old = (ASSERT_LINE % "old_kernel") + "\n"
+    outputs = {}
+    for who in ("plain", "culprit"):
+        for append in (False, True):
+            path = os.path.join(b.newdir("out"), "out.txt")
+            with open(path, "w") as f:
+                f.write("from before the run\n" + old)
+            fd = os.open(path, os.O_WRONLY | (os.O_APPEND if append else 0))
+            if not append:
+                os.lseek(fd, 0, os.SEEK_END)
+            rdir = b.newdir("reports")
+            cmd = argv if who == "plain" else [b.cli, "run", "--dir", rdir, "--"] + argv
+            try:
+                res = run_with(b, cmd, lambda: None, stdout=fd, env=env)
+            finally:
+                os.close(fd)
+            with open(path, "rb") as f:
+                outputs[who, append] = (res.rc, f.read())
+            check("stdout is a file" in res.err_text, "%s (append %s): the program's stdout is not the file "
+                  "itself\n%s" % (who, append, res.describe()))
+            if who == "plain":
+                check((ASSERT_LINE % "step").encode() in outputs[who, append][1], "scenario broken")
+                continue
+            check(outputs[who, append] == outputs["plain", append], "append %s: the file's content or the exit "
+                  "status differ under culprit run\n--- without\n%r\n--- with\n%r" % (
+                      append, outputs["plain", append], outputs[who, append]))
+            rep = load_report(rdir)
+            asserts = rep.get("device_asserts")
+            check(isinstance(asserts, list) and len(asserts) == 1, "append %s: device_asserts is %r (the old "
+                  "line must not count)" % (append, asserts))
+            expect_assert(asserts[0], "void step(...)", "stdout", "assert read back from the file")
+
+
+@case("cli_ignored_signals")
+def _(b):
+    # Started under nohup (SIGHUP ignored) with SIGCHLD ignored too: the program inherits both ignored, as it
+    # would without culprit, a SIGHUP sent to culprit changes nothing, and the exit status still comes through
+    # (an ignored SIGCHLD would have let the kernel reap the child and lose it).
+    prog = ("import os, signal, time\n"
+            "print('hup', signal.getsignal(signal.SIGHUP) == signal.SIG_IGN, flush=True)\n"
+            "print('chld', signal.getsignal(signal.SIGCHLD) == signal.SIG_IGN, flush=True)\n"
+            "print('term', signal.getsignal(signal.SIGTERM) == signal.SIG_DFL, flush=True)\n"
+            "os.kill(os.getppid(), signal.SIGHUP)\n"
+            "time.sleep(0.3)\n"
+            "raise SystemExit(5)\n")
+    def ignore():
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    for opts in ((), ("--no-watch",)):
+        cmd = [b.cli, "run", "--dir", b.newdir("reports")] + list(opts) + ["--", sys.executable, "-c", prog]
+        res = run_with(b, cmd, ignore)
+        # with the watch, the SIGHUP goes to culprit; with --no-watch the parent is culprit as well
+        check(res.rc == 5, "exit status %r, expected the program's 5 (%s)\n%s" % (res.rc, opts, res.describe()))
+        check(res.out_text.split("\n")[:3] == ["hup True", "chld True", "term True"],
+              "the program's dispositions differ from culprit's start (%s): %r" % (opts, res.out_text))
+
+
+@case("cli_closed_stdout")
+def _(b):
+    # culprit started with stdout closed: the program finds it closed too (nothing of culprit's takes its
+    # place), and culprit's own lines still go to stderr.
+    prog = ("import os, sys\n"
+            "try:\n"
+            "    os.fstat(1)\n"
+            "    sys.stderr.write('stdout open\\n')\n"
+            "except OSError:\n"
+            "    sys.stderr.write('stdout closed\\n')\n"
+            "raise SystemExit(3)\n")
+    for opts in ((), ("--no-watch",)):
+        cmd = [b.cli, "run", "--dir", b.newdir("reports")] + list(opts) + ["--", sys.executable, "-c", prog]
+        res = run_with(b, cmd, lambda: os.close(1), stdout=None)
+        check(res.rc == 3, "exit status %r, expected 3 (%s)\n%s" % (res.rc, opts, res.describe()))
+        check(program_stderr(res) == ["stdout closed"], "the program saw %r (%s)" % (program_stderr(res), opts))
+        check(any("no sticky CUDA error" in l for l in culprit_lines(res)),
+              "culprit's closing line is missing from stderr (%s)\n%s" % (opts, res.describe()))
+
+
 @case("watch_narrow_candidates")
 def _(b):
     # Four streams with unfinished work: record mode can only list candidates, one per stream. The device assert
