@@ -755,6 +755,63 @@ static int watch_narrow_node(const struct cli_watch *w, struct json *doc, int *c
     return 0;
 }
 
+#define WATCH_HISTORY 8  /* launches before the culprit kept in "history", as the library keeps them */
+
+static int watch_cmp_seq(const void *a, const void *b)
+{
+    long long x = json_get_int(*(struct json *const *)a, "seq", -1);
+    long long y = json_get_int(*(struct json *const *)b, "seq", -1);
+    return x < y ? -1 : x > y;
+}
+
+/* After narrowing: the former candidates launched before the new culprit on its stream are launches before it,
+ * so "history" gets them (oldest first, the last WATCH_HISTORY kept); they stay in candidates_before_assert. */
+static int watch_extend_history(struct json *doc, const struct json *chosen, const struct json *others)
+{
+    const char *stream = json_get_str(chosen, "stream");
+    long long seq = json_get_int(chosen, "seq", -1), dev = json_get_int(chosen, "device", -1);
+    struct json *hist = (struct json *)json_get(doc, "history");
+    size_t i, drop;
+
+    if (!stream || seq < 0)
+        return 0;
+    if (!json_is(hist, JSON_ARR)) {
+        hist = json_new(JSON_ARR);
+        if (!hist || json_set(doc, "history", hist) != 0) {
+            json_free(hist);
+            return ENOMEM;
+        }
+    }
+    for (i = 0; i < json_len(others); i++) {
+        const struct json *o = json_at(others, i);
+        const char *s = json_get_str(o, "stream");
+        long long q = json_get_int(o, "seq", -1);
+        struct json *copy;
+        size_t k;
+        int dup = 0;
+        if (!s || strcmp(s, stream) != 0 || json_get_int(o, "device", -1) != dev || q < 0 || q >= seq)
+            continue;
+        for (k = 0; k < hist->len; k++)
+            dup |= json_get_int(hist->kids[k], "seq", -2) == q;
+        if (dup)
+            continue;
+        copy = watch_copy(o);
+        if (!copy || json_append(hist, copy) != 0) {
+            json_free(copy);
+            return ENOMEM;
+        }
+    }
+    qsort(hist->kids, hist->len, sizeof *hist->kids, watch_cmp_seq);
+    if (hist->len > WATCH_HISTORY) {
+        drop = hist->len - WATCH_HISTORY;
+        for (i = 0; i < drop; i++)
+            json_free(hist->kids[i]);
+        memmove(hist->kids, hist->kids + drop, WATCH_HISTORY * sizeof *hist->kids);
+        hist->len = WATCH_HISTORY;
+    }
+    return 0;
+}
+
 /* verdict "candidates" and exactly one candidate named by an assert: that one becomes the culprit. */
 static int watch_narrow(const struct cli_watch *w, struct json *doc, int *changed)
 {
@@ -811,6 +868,8 @@ static int watch_narrow(const struct cli_watch *w, struct json *doc, int *change
         return ENOMEM;
     }
     free(why);
+    if (watch_extend_history(doc, chosen, others) != 0)
+        return ENOMEM;
     if (seq >= 0) {
         /* the window spans the verdict's launches, now just this one */
         window = json_new(JSON_OBJ);
