@@ -526,8 +526,10 @@ def py_check_process(out, base, run, what):
 
 
 def check_library_history(out, report):
-    """The history (and candidates) must name at least one cuBLAS/cuDNN kernel; notes what was seen."""
-    launches = [l for l in (report.get("history") or []) + (report.get("candidates") or []) if isinstance(l, dict)]
+    """The launches the report lists besides the culprit (history, candidates, and the candidates a device assert
+    ruled out) must name at least one cuBLAS/cuDNN kernel; notes what was seen."""
+    launches = [l for key in ("history", "candidates", "candidates_before_assert") for l in (report.get(key) or [])
+                if isinstance(l, dict)]
     names = [str(l.get("kernel") or l.get("mangled") or "") for l in launches]
     unnamed = sum(1 for n in names if not n)
     hits = [n for n in names if LIBRARY_KERNEL.search(n)]
