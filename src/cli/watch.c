@@ -130,6 +130,17 @@ static int watch_open_pipe(int *rd, int *wr)
     return 0;
 }
 
+/* Where the command's writes to the regular file at fd will begin. */
+static off_t watch_file_start(int fd, const struct stat *sb)
+{
+    int fl = fcntl(fd, F_GETFL);
+    off_t at;
+    if (fl >= 0 && (fl & O_APPEND))
+        return sb->st_size;  /* with O_APPEND the writes land at the end, wherever the offset is */
+    at = lseek(fd, 0, SEEK_CUR);
+    return at < 0 ? sb->st_size : at;
+}
+
 int watch_setup(struct cli_watch *w)
 {
     struct stat sb[2];
@@ -151,18 +162,24 @@ int watch_setup(struct cli_watch *w)
             continue;
         }
         if (S_ISREG(sb[fd - 1].st_mode)) {
-            struct watch_file *f = &w->files[w->nfiles++];
-            int fl = fcntl(fd, F_GETFL);
+            struct watch_file *f;
+            if (fd == 2 && open_[0] && sb[0].st_dev == sb[1].st_dev && sb[0].st_ino == sb[1].st_ino &&
+                w->nfiles == 1) {
+                /* one file opened twice (separate offsets): read back once, from the earlier start */
+                off_t p2 = watch_file_start(2, &sb[1]);
+                if (p2 < w->files[0].start)
+                    w->files[0].start = p2;
+                w->files[0].name = "stdout+stderr";
+                continue;
+            }
+            f = &w->files[w->nfiles++];
             char self[64];
             f->name = fd == 1 ? "stdout" : "stderr";
             if (fd == 1 && open_[1] && watch_same(&sb[0], &sb[1])) {
                 f->name = "stdout+stderr";
                 open_[1] = 0;
             }
-            /* with O_APPEND the writes land at the end, wherever the offset is */
-            f->start = fl >= 0 && (fl & O_APPEND) ? sb[fd - 1].st_size : lseek(fd, 0, SEEK_CUR);
-            if (f->start < 0)
-                f->start = sb[fd - 1].st_size;
+            f->start = watch_file_start(fd, &sb[fd - 1]);
             snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
             f->rd = watch_high(open(self, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
             continue;

@@ -1487,13 +1487,13 @@ def _(b):
                                   "/home/u/proj/kern.cu:8, block [3,0,0], thread [9,0,0]")
 
 
-def run_with(b, cmd, preexec, stdout=subprocess.PIPE, env=None):
-    """Runs cmd with a custom start (preexec runs in the child before exec); stderr is captured."""
+def run_with(b, cmd, preexec, stdout=subprocess.PIPE, env=None, stderr=subprocess.PIPE):
+    """Runs cmd with a custom start (preexec runs in the child before exec); stderr is captured by default."""
     def start():
         _no_core()
         preexec()
     proc = subprocess.Popen(cmd, env=_base_env(b, env), cwd=b.newdir("cli"), stdin=subprocess.DEVNULL,
-                            stdout=stdout, stderr=subprocess.PIPE, preexec_fn=start)
+                            stdout=stdout, stderr=stderr, preexec_fn=start)
     try:
         out, err = proc.communicate(timeout=RUN_TIMEOUT)
     except subprocess.TimeoutExpired:
@@ -1542,6 +1542,24 @@ def _(b):
             check(isinstance(asserts, list) and len(asserts) == 1, "append %s: device_asserts is %r (the old "
                   "line must not count)" % (append, asserts))
             expect_assert(asserts[0], "void step(...)", "stdout", "assert read back from the file")
+    # `>>out 2>>out` opens one file twice (two offsets): it is read back once, from where the run began, and the
+    # assert counted once.
+    path = os.path.join(b.newdir("out"), "both.txt")
+    with open(path, "w") as f:
+        f.write(old)
+    fd1, fd2 = os.open(path, os.O_WRONLY | os.O_APPEND), os.open(path, os.O_WRONLY | os.O_APPEND)
+    os.lseek(fd1, 0, os.SEEK_END)  # offsets differ; writes still land at the end
+    rdir = b.newdir("reports")
+    try:
+        res = run_with(b, [b.cli, "run", "--dir", rdir, "--"] + argv, lambda: None, stdout=fd1, env=env,
+                       stderr=fd2)
+    finally:
+        os.close(fd1)
+        os.close(fd2)
+    asserts = load_report(rdir).get("device_asserts")
+    check(isinstance(asserts, list) and len(asserts) == 1, "one file as stdout and stderr: device_asserts is %r"
+          % asserts)
+    expect_assert(asserts[0], "void step(...)", "stdout+stderr", "one file opened twice")
 
 
 @case("cli_ignored_signals")
