@@ -280,13 +280,23 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus)
     w = calloc(1, sizeof *w);
     if (!w || (!o->no_watch && watch_setup(w) != 0)) {
         cli_err("out of memory");
+        if (w)
+            watch_finish(w);
+        cli_remove_dir(abs, created, created_parent);
         rc = CLI_EXIT_FAIL;
         goto out;
     }
     /* after the watch, which looks at what fd 1 and 2 are, and above them should either be closed */
+    errpipe[0] = errpipe[1] = -1;
     if (pipe2(errpipe, O_CLOEXEC) != 0 || (errpipe[0] = watch_high(errpipe[0])) < 0 ||
         (errpipe[1] = watch_high(errpipe[1])) < 0) {
-        cli_err("cannot start %s: %s", o->argv[0], strerror(errno));
+        e = errno;
+        for (i = 0; i < 2; i++)
+            if (errpipe[i] >= 0)
+                close(errpipe[i]);
+        watch_finish(w);
+        cli_err("cannot start %s: %s", o->argv[0], strerror(e));
+        cli_remove_dir(abs, created, created_parent);
         rc = CLI_EXIT_FAIL;
         goto out;
     }

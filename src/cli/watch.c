@@ -130,15 +130,50 @@ static int watch_open_pipe(int *rd, int *wr)
     return 0;
 }
 
-/* Where the command's writes to the regular file at fd will begin. */
-static off_t watch_file_start(int fd, const struct stat *sb)
+/* A regular file at fd that the command writes through a plain (not O_APPEND) offset: those writes can be
+ * told from anyone else's after the run, because culprit's fd shares that offset. Returns it, or -1. */
+static off_t watch_file_offset(int fd)
 {
     int fl = fcntl(fd, F_GETFL);
-    off_t at;
-    if (fl >= 0 && (fl & O_APPEND))
-        return sb->st_size;  /* with O_APPEND the writes land at the end, wherever the offset is */
-    at = lseek(fd, 0, SEEK_CUR);
-    return at < 0 ? sb->st_size : at;
+    if (fl < 0 || (fl & O_APPEND))
+        return -1;  /* appended lines of other processes (ranks sharing a log) would look like the command's */
+    return lseek(fd, 0, SEEK_CUR);
+}
+
+/* Takes fd (a regular file) as a file to read back after the run, or joins it to the entry of the same file.
+ * Returns 0, or -1 when it must be relayed instead. */
+static int watch_add_file(struct cli_watch *w, int fd, const struct stat *sb)
+{
+    struct watch_file *f;
+    char self[64];
+    off_t at = watch_file_offset(fd);
+    int k, rd;
+
+    if (at < 0)
+        return -1;
+    for (k = 0; k < w->nfiles; k++) {
+        f = &w->files[k];
+        if (f->dev == sb->st_dev && f->ino == sb->st_ino) {
+            /* the same file as stdout, through the same or its own offset: one read-back over both ranges */
+            if (at < f->start)
+                f->start = at;
+            f->fds |= 1 << (fd - 1);
+            f->name = "stdout+stderr";
+            return 0;
+        }
+    }
+    snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+    rd = open(self, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (rd < 0 || (rd = watch_high(rd)) < 0)
+        return -1;  /* no /proc, or a file we may not read: watch it through a pipe like any other output */
+    f = &w->files[w->nfiles++];
+    f->rd = rd;
+    f->start = at;
+    f->fds = 1 << (fd - 1);
+    f->dev = sb->st_dev;
+    f->ino = sb->st_ino;
+    f->name = fd == 1 ? "stdout" : "stderr";
+    return 0;
 }
 
 int watch_setup(struct cli_watch *w)
@@ -154,34 +189,13 @@ int watch_setup(struct cli_watch *w)
         int e, targets = 1 << (fd - 1);
         if (!open_[fd - 1])
             continue;  /* a closed descriptor stays closed in the child */
+        if (S_ISREG(sb[fd - 1].st_mode) && watch_add_file(w, fd, &sb[fd - 1]) == 0)
+            continue;
         if (fd == 2 && open_[0] && watch_same(&sb[0], &sb[1])) {
             if (w->nch && w->ch[0].targets == 1) {
                 w->ch[0].targets |= 2;
                 w->ch[0].name = "stdout+stderr";
             }
-            continue;
-        }
-        if (S_ISREG(sb[fd - 1].st_mode)) {
-            struct watch_file *f;
-            if (fd == 2 && open_[0] && sb[0].st_dev == sb[1].st_dev && sb[0].st_ino == sb[1].st_ino &&
-                w->nfiles == 1) {
-                /* one file opened twice (separate offsets): read back once, from the earlier start */
-                off_t p2 = watch_file_start(2, &sb[1]);
-                if (p2 < w->files[0].start)
-                    w->files[0].start = p2;
-                w->files[0].name = "stdout+stderr";
-                continue;
-            }
-            f = &w->files[w->nfiles++];
-            char self[64];
-            f->name = fd == 1 ? "stdout" : "stderr";
-            if (fd == 1 && open_[1] && watch_same(&sb[0], &sb[1])) {
-                f->name = "stdout+stderr";
-                open_[1] = 0;
-            }
-            f->start = watch_file_start(fd, &sb[fd - 1]);
-            snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
-            f->rd = watch_high(open(self, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
             continue;
         }
         c = &w->ch[w->nch];
@@ -475,18 +489,32 @@ void watch_scan_files(struct cli_watch *w)
         struct watch_file *f = &w->files[i];
         struct stat sb;
         off_t at;
+        off_t end = f->start;
+        int fd;
         if (f->rd < 0)
             continue;
-        if (fstat(f->rd, &sb) == 0 && sb.st_size > f->start) {
+        /* the command's writes end where the shared offset stands now (the furthest, for two of them) */
+        for (fd = 1; fd <= 2; fd++) {
+            off_t e = (f->fds & (1 << (fd - 1))) ? lseek(fd, 0, SEEK_CUR) : -1;
+            if (e > end)
+                end = e;
+        }
+        if (fstat(f->rd, &sb) == 0 && end > sb.st_size)
+            end = sb.st_size;  /* truncated meanwhile */
+        if (end > f->start) {
+            char prev = '\n';
             at = f->start;
-            if (sb.st_size - at > WATCH_FILE_SCAN_MAX)
-                at = sb.st_size - WATCH_FILE_SCAN_MAX;
+            if (end - at > WATCH_FILE_SCAN_MAX)
+                at = end - WATCH_FILE_SCAN_MAX;
             memset(&c, 0, sizeof c);
             c.name = f->name;
-            /* a window that starts mid-file starts mid-line: that first piece is not a whole line */
-            c.skip = at != f->start;
-            while (at < sb.st_size) {
-                ssize_t got = pread(f->rd, buf, sizeof buf, at);
+            /* a window that starts after the run's first byte may start mid-line: that piece is not a line */
+            if (at != f->start && pread(f->rd, &prev, 1, at - 1) != 1)
+                prev = 0;
+            c.skip = prev != '\n';
+            while (at < end) {
+                ssize_t got = pread(f->rd, buf, (size_t)(end - at) < sizeof buf ? (size_t)(end - at) : sizeof buf,
+                                    at);
                 if (got < 0 && errno == EINTR)
                     continue;
                 if (got <= 0)
@@ -799,6 +827,18 @@ static int watch_extend_history(struct json *doc, const struct json *chosen, con
             return ENOMEM;
         }
     }
+    /* The library's history ran up to the first candidate, which may be on another stream or later than the
+     * chosen one: only launches before the culprit on its stream stay. */
+    for (i = drop = 0; i < hist->len; i++) {
+        struct json *h = hist->kids[i];
+        const char *s = json_get_str(h, "stream");
+        long long q = json_get_int(h, "seq", -1);
+        if (s && strcmp(s, stream) == 0 && json_get_int(h, "device", -1) == dev && q >= 0 && q < seq)
+            hist->kids[drop++] = h;
+        else
+            json_free(h);
+    }
+    hist->len = drop;
     for (i = 0; i < json_len(others); i++) {
         const struct json *o = json_at(others, i);
         const char *s = json_get_str(o, "stream");

@@ -38,11 +38,15 @@ struct watch_chan {
     int skip;                   /* the current line outgrew line: pass it through unscanned until its end */
 };
 
-/* A descriptor of the child that is a regular file: inherited as it is (so seeking, truncating and the
- * file's offset behave as without culprit) and read back after the run from where it stood at the start. */
+/* A descriptor of the child that is a regular file written through its own offset (not O_APPEND): inherited
+ * as it is (so seeking and truncating behave as without culprit) and read back after the run, from where its
+ * offset stood at the start to where it stands at the end, which culprit's descriptor shares. */
 struct watch_file {
-    int rd;                     /* the file opened again for reading; -1 when that was not possible */
+    int rd;                     /* the file opened again for reading */
     off_t start;                /* where the command's writes began */
+    int fds;                    /* culprit's descriptors sharing the child's offsets: bit 0 fd 1, bit 1 fd 2 */
+    dev_t dev;                  /* the file, to join stdout and stderr when both lead to it */
+    ino_t ino;
     const char *name;           /* "stdout", "stderr" or "stdout+stderr" */
 };
 
@@ -60,7 +64,7 @@ struct cli_watch {
 };
 
 /* Before fork: sets up a channel for fd 1 and fd 2 where they are open (a pty for a terminal, else a pipe;
- * a regular file is left to the child and read back afterwards).
+ * a regular file not in append mode is left to the child and read back afterwards).
  * When a channel cannot be made, that descriptor is inherited as it is and one note says so. Returns 0, or
  * an errno value when out of memory. */
 int watch_setup(struct cli_watch *w);

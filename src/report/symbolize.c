@@ -800,7 +800,14 @@ out:
     return rc;
 }
 
+static int symbolize_save_file(const char *path, const struct json *doc, char *why, size_t whylen, int resolved);
+
 int symbolize_save(const char *path, const struct json *doc, char *why, size_t whylen)
+{
+    return symbolize_save_file(path, doc, why, whylen, 0);
+}
+
+static int symbolize_save_file(const char *path, const struct json *doc, char *why, size_t whylen, int resolved)
 {
     struct jw w;
     char *tmp = NULL;
@@ -812,8 +819,17 @@ int symbolize_save(const char *path, const struct json *doc, char *why, size_t w
     struct stat sb;
 
     jw_init(&w);
-    /* Only a regular file of one's own is replaced: rename() would turn a symlink into a file and hand
-     * someone else's report (in a shared directory) over to the caller. The file keeps its mode. */
+    /* A symlink is followed to the report it names (rename() would replace the link itself); only a regular
+     * file of one's own is replaced, or someone else's report in a shared directory would become the
+     * caller's. The file keeps its mode. */
+    if (!resolved && lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode)) {
+        char *real = realpath(path, NULL);
+        if (real) {
+            rc = symbolize_save_file(real, doc, why, whylen, 1);
+            free(real);
+            return rc;
+        }
+    }
     if (lstat(path, &sb) == 0) {
         if (!S_ISREG(sb.st_mode) || sb.st_uid != geteuid()) {
             snprintf(why, whylen, "left %s as it is: it is not a regular file of yours", path);

@@ -1505,21 +1505,24 @@ def run_with(b, cmd, preexec, stdout=subprocess.PIPE, env=None, stderr=subproces
 
 @case("watch_assert_file")
 def _(b):
-    # stdout redirected to a regular file: the program gets the file itself (it can seek, the offset and
-    # O_APPEND behave as without culprit), and culprit reads back what the run wrote there for the assert. An
-    # assert line already in the file from before the run is not counted.
+    # stdout redirected to a regular file: the program gets the file itself (it can seek; the offset behaves as
+    # without culprit), and culprit reads back the bytes the run wrote there for the assert. An assert line in
+    # the file from before the run, or left past the end of what the run wrote, is not counted. A file in
+    # append mode (a log other processes may append to as well) is relayed instead, so only the command's own
+    # lines are seen.
     env = {"FAKECUDA_FAULT": "launch=3,code=710"}
     probe = 'if [ -f /dev/stdout ]; then echo "stdout is a file" >&2; fi; exec "$@"'
     argv = ["/bin/sh", "-c", probe, "sh", b.prog("linked"), "legacy", "ctxsync"]
     old = (ASSERT_LINE % "old_kernel") + "\n"
     outputs = {}
+    # how: "end" = opened at its end, "append" = O_APPEND, "over" = at offset 0 over old content (1<>file)
     for who in ("plain", "culprit"):
-        for append in (False, True):
+        for how in ("end", "append", "over"):
             path = os.path.join(b.newdir("out"), "out.txt")
             with open(path, "w") as f:
-                f.write("from before the run\n" + old)
-            fd = os.open(path, os.O_WRONLY | (os.O_APPEND if append else 0))
-            if not append:
+                f.write(("x" * 4000 + "\n" + old) if how == "over" else ("from before the run\n" + old))
+            fd = os.open(path, os.O_WRONLY | (os.O_APPEND if how == "append" else 0))
+            if how == "end":
                 os.lseek(fd, 0, os.SEEK_END)
             rdir = b.newdir("reports")
             cmd = argv if who == "plain" else [b.cli, "run", "--dir", rdir, "--"] + argv
@@ -1528,27 +1531,29 @@ def _(b):
             finally:
                 os.close(fd)
             with open(path, "rb") as f:
-                outputs[who, append] = (res.rc, f.read())
-            check("stdout is a file" in res.err_text, "%s (append %s): the program's stdout is not the file "
-                  "itself\n%s" % (who, append, res.describe()))
+                outputs[who, how] = (res.rc, f.read())
             if who == "plain":
-                check((ASSERT_LINE % "step").encode() in outputs[who, append][1], "scenario broken")
+                check((ASSERT_LINE % "step").encode() in outputs[who, how][1], "scenario broken")
                 continue
-            check(outputs[who, append] == outputs["plain", append], "append %s: the file's content or the exit "
-                  "status differ under culprit run\n--- without\n%r\n--- with\n%r" % (
-                      append, outputs["plain", append], outputs[who, append]))
+            if how != "append":
+                check("stdout is a file" in res.err_text, "%s: the program's stdout is not the file itself\n%s"
+                      % (how, res.describe()))
+            check(outputs[who, how] == outputs["plain", how], "%s: the file's content or the exit status differ "
+                  "under culprit run\n--- without\n%r\n--- with\n%r" % (how, outputs["plain", how],
+                                                                     outputs[who, how]))
             rep = load_report(rdir)
             asserts = rep.get("device_asserts")
-            check(isinstance(asserts, list) and len(asserts) == 1, "append %s: device_asserts is %r (the old "
-                  "line must not count)" % (append, asserts))
-            expect_assert(asserts[0], "void step(...)", "stdout", "assert read back from the file")
-    # `>>out 2>>out` opens one file twice (two offsets): it is read back once, from where the run began, and the
-    # assert counted once.
+            check(isinstance(asserts, list) and len(asserts) == 1, "%s: device_asserts is %r (the old line must "
+                  "not count)" % (how, asserts))
+            expect_assert(asserts[0], "void step(...)", "stdout", "%s: assert read back from the file" % how)
+    # One file as stdout and stderr through two offsets (stderr's far beyond stdout's): read back once, from
+    # the earlier start to the later end, the assert counted once.
     path = os.path.join(b.newdir("out"), "both.txt")
     with open(path, "w") as f:
         f.write(old)
-    fd1, fd2 = os.open(path, os.O_WRONLY | os.O_APPEND), os.open(path, os.O_WRONLY | os.O_APPEND)
-    os.lseek(fd1, 0, os.SEEK_END)  # offsets differ; writes still land at the end
+    fd1, fd2 = os.open(path, os.O_WRONLY), os.open(path, os.O_WRONLY)
+    os.lseek(fd1, 0, os.SEEK_END)
+    os.lseek(fd2, 100000, os.SEEK_SET)
     rdir = b.newdir("reports")
     try:
         res = run_with(b, [b.cli, "run", "--dir", rdir, "--"] + argv, lambda: None, stdout=fd1, env=env,
@@ -1556,10 +1561,14 @@ def _(b):
     finally:
         os.close(fd1)
         os.close(fd2)
+    with open(path, "rb") as f:
+        both = f.read()
+    check(b"no sticky" not in both and b"culprit: " in both[100000:], "culprit's lines are not after the "
+          "command's stderr")
     asserts = load_report(rdir).get("device_asserts")
     check(isinstance(asserts, list) and len(asserts) == 1, "one file as stdout and stderr: device_asserts is %r"
           % asserts)
-    expect_assert(asserts[0], "void step(...)", "stdout+stderr", "one file opened twice")
+    expect_assert(asserts[0], "void step(...)", "stdout+stderr", "one file through two offsets")
 
 
 @case("cli_ignored_signals")
@@ -1628,6 +1637,10 @@ def _(b):
     check(sorted(x.get("seq") for x in before) == [13, 14, 16] and all(x.get("mangled") == STEP for x in before),
           "candidates_before_assert %s" % [brief(x) for x in before])
     check(not rep.get("candidates"), "candidates still listed: %r" % [brief(x) for x in rep.get("candidates")])
+    # the library's history ran up to the first candidate, on another stream: none of it is "before" #15
+    hist = rep.get("history") or []
+    check(all(h.get("stream") == c.get("stream") and h.get("seq") < 15 for h in hist),
+          "history after narrowing holds other streams' or later launches: %s" % [brief(h) for h in hist])
     expect_assert((rep.get("device_asserts") or [None])[0], "void write_oob(...)", "stdout", "narrowed")
     rendered_assert_under_culprit(res, "write_oob(int*, int)",
                                   "`idx < n` failed at fake.cu:8, block [1,0,0], thread [3,0,0]")

@@ -491,16 +491,28 @@ static int test_symbolize(void)
               "fifo: %s", why);
         unlink(bad);
 
-        /* a symlink to a report is read, but never replaced by a file of its own */
+        /* a symlink to a report: the report it names is rewritten, the link stays a link */
         {
             struct json *doc = NULL;
             struct stat sb;
+            char *saved;
             CHECK(symlink(path, bad) == 0, "symlink: %s", strerror(errno));
             CHECK(symbolize_load(bad, &doc, why, sizeof why) == SYMBOLIZE_OK, "load through a symlink: %s", why);
-            CHECK(doc && symbolize_save(bad, doc, why, sizeof why) == SYMBOLIZE_EWRITE &&
-                      strstr(why, "not a regular file of yours"),
-                  "save through a symlink refused: %s", why);
+            CHECK(doc && json_set(doc, "marker", json_new_str("through the link")) == 0, "mark the report");
+            CHECK(doc && symbolize_save(bad, doc, why, sizeof why) == SYMBOLIZE_OK, "save through a symlink: %s",
+                  why);
             CHECK(lstat(bad, &sb) == 0 && S_ISLNK(sb.st_mode), "the symlink stays a symlink");
+            saved = read_all(path);
+            CHECK(saved && strstr(saved, "through the link"), "the report the link names was rewritten");
+            free(saved);
+            json_free(doc);
+            unlink(bad);
+            /* a dangling link is not turned into a file either */
+            CHECK(symlink("/nonexistent/culprit-x.json", bad) == 0, "symlink: %s", strerror(errno));
+            doc = json_new(JSON_OBJ);
+            CHECK(doc && symbolize_save(bad, doc, why, sizeof why) == SYMBOLIZE_EWRITE &&
+                      strstr(why, "not a regular file of yours") && lstat(bad, &sb) == 0 && S_ISLNK(sb.st_mode),
+                  "save through a dangling link refused: %s", why);
             json_free(doc);
             unlink(bad);
         }
