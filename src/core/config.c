@@ -34,7 +34,13 @@ static int parse_u64(const char *s, uint64_t *out) {
 int cfg_parse_window(const char *s, uint64_t *lo, uint64_t *hi) {
   const char *colon = strchr(s, ':');
   char a[32], b[32];
-  if (!colon || strchr(colon + 1, ':')) return -1;
+  if (!colon) {
+    /* "N" is the single launch N */
+    if (parse_u64(s, lo) || *lo == 0) return -1;
+    *hi = *lo;
+    return 0;
+  }
+  if (strchr(colon + 1, ':')) return -1;
   size_t la = (size_t)(colon - s), lb = strlen(colon + 1);
   if (la >= sizeof a || lb >= sizeof b) return -1;
   memcpy(a, s, la);
@@ -88,7 +94,7 @@ int cfg_parse(struct cp_config *c, cfg_getenv_fn get, char *err, size_t errlen) 
   }
   if ((v = get("CULPRIT_LAUNCHES")) && *v) {
     if (cfg_parse_window(v, &c->launch_lo, &c->launch_hi))
-      return bad(err, errlen, "CULPRIT_LAUNCHES", v, "use A:B with 1 <= A <= B; either side may be empty");
+      return bad(err, errlen, "CULPRIT_LAUNCHES", v, "use A:B with 1 <= A <= B, either side may be empty, or N for launch N alone");
   }
   if ((v = get("CULPRIT_RING")) && *v) {
     if (parse_u64(v, &n) || n < 16 || n > 1048576)

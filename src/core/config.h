@@ -32,7 +32,7 @@ typedef const char *(*cfg_getenv_fn)(const char *name);
 
 /* Fills *c from the variables. Returns 0, or -1 with one sentence in err naming the variable and its value. */
 int cfg_parse(struct cp_config *c, cfg_getenv_fn get, char *err, size_t errlen);
-/* Parses "A:B" (either side may be empty) into an inclusive window; returns 0 or -1. */
+/* Parses "A:B" (either side may be empty) or "N" (N:N) into an inclusive window; returns 0 or -1. */
 int cfg_parse_window(const char *s, uint64_t *lo, uint64_t *hi);
 /* Mode name for reports. */
 const char *cfg_mode_name(int mode);

@@ -1069,6 +1069,8 @@ def _(b):
         expect_surfaced_at_launch(res, rep, 13, FILL)
     synced = synchronized_launches(b, dict(env, CULPRIT_LAUNCHES="5:8"))
     check(synced == {5, 6, 7, 8}, "with CULPRIT_LAUNCHES=5:8 culprit synchronized after launches %s" % sorted(synced))
+    synced = synchronized_launches(b, dict(env, CULPRIT_LAUNCHES="6"))
+    check(synced == {6}, "with CULPRIT_LAUNCHES=6 culprit synchronized after launches %s" % sorted(synced))
     synced = synchronized_launches(b, dict(env, CULPRIT_LAUNCHES="17:"))
     check(synced == {17, 18, 19}, "with CULPRIT_LAUNCHES=17: culprit synchronized after launches %s" % sorted(synced))
     synced = synchronized_launches(b, {"CULPRIT_MODE": "record"})

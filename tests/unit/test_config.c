@@ -43,7 +43,7 @@ int main(void) {
   const char *bad[][3] = {{"CULPRIT_MODE", "fast", NULL},       {"CULPRIT_RING", "abc", NULL},
                           {"CULPRIT_RING", "15", NULL},         {"CULPRIT_RING", "1048577", NULL},
                           {"CULPRIT_RING", "-5", NULL},         {"CULPRIT_RING", "99999999999999999999999", NULL},
-                          {"CULPRIT_STACK_DEPTH", "65", NULL},  {"CULPRIT_LAUNCHES", "5", NULL},
+                          {"CULPRIT_STACK_DEPTH", "65", NULL},  {"CULPRIT_LAUNCHES", "0", NULL},
                           {"CULPRIT_LAUNCHES", "9:3", NULL},    {"CULPRIT_LAUNCHES", "0:3", NULL},
                           {"CULPRIT_LAUNCHES", "1:2:3", NULL},  {"CULPRIT_LAUNCHES", "a:b", NULL},
                           {"CULPRIT_QUIET", "maybe", NULL},     {"CULPRIT_STATS", "2", NULL}};
@@ -60,5 +60,8 @@ int main(void) {
   CHECK(cfg_parse_window("7:", &lo, &hi) == 0 && lo == 7 && hi == UINT64_MAX);
   CHECK(cfg_parse_window(":", &lo, &hi) == 0 && lo == 1 && hi == UINT64_MAX);
   CHECK(cfg_parse_window("3:3", &lo, &hi) == 0 && lo == 3 && hi == 3);
+  CHECK(cfg_parse_window("42", &lo, &hi) == 0 && lo == 42 && hi == 42);
+  CHECK(cfg_parse_window("0", &lo, &hi) != 0);
+  CHECK(cfg_parse_window("4x", &lo, &hi) != 0);
   return CHECK_DONE();
 }
