@@ -43,16 +43,12 @@ __version__ = "0.1.0"
 
 __all__ = [
     "blocking", "paused", "recording", "precise", "Scope", "mode", "loaded", "status", "depth", "launches",
-    "last_report", "last_report_path", "CulpritWarning", "CulpritError",
+    "last_report", "last_report_path", "CulpritWarning",
 ]
 
 
 class CulpritWarning(RuntimeWarning):
     """Warned (once per process) when a scope does nothing because the library is not loaded or disabled."""
-
-
-class CulpritError(RuntimeError):
-    """The library refused a scope: the mode stack is full (scopes nested deeper than 64 levels)."""
 
 
 # ---- state of the library --------------------------------------------------------------------------------------
@@ -204,6 +200,21 @@ def _caller_level():
     return level - 1
 
 
+def _warn(msg):
+    """Warns as CulpritWarning, at the user's line. A warnings filter that turns it into an error (python -W error,
+    pytest's filterwarnings) must not stop the user's code or replace its exception: the text goes to stderr."""
+    try:
+        warnings.warn(msg, CulpritWarning, stacklevel=_caller_level())
+    except Exception:  # noqa: BLE001 - whatever the filter raised
+        try:
+            sys.stderr.write("%s\n" % msg)
+        except Exception:  # noqa: BLE001 - no stderr: nothing more to do
+            pass
+
+
+_stack_warned = False      # the "mode stack is full" warning was given
+
+
 def _warn_noop(scope_name, disabled):
     global _warned
     with _lock:
@@ -219,11 +230,13 @@ def _warn_noop(scope_name, disabled):
         script = " ".join(argv) if argv[0].endswith(".py") else "your_script.py"
         msg = ("culprit: %s does nothing: libculprit.so is not loaded in this process; to find the kernel that "
                "failed, run the program under culprit: culprit run -- python %s" % (scope_name, script))
-    warnings.warn(msg, CulpritWarning, stacklevel=_caller_level())
+    _warn(msg)
 
 
 def _push(scope_name, frame):
-    """Pushes frame and returns it, or returns None (after the one warning) when the library is not there."""
+    """Pushes frame and returns it, or returns None (after the one warning) when the library is not there or its
+    mode stack is full."""
+    global _stack_warned
     a = _lib.api()
     if a is None:
         _warn_noop(scope_name, disabled=False)
@@ -243,8 +256,14 @@ def _push(scope_name, frame):
         _warn_noop(scope_name, disabled=True)
         return None
     if rc == _lib.ESTACK:
-        raise CulpritError("culprit: %s: the mode stack is full (%d levels): scopes are nested too deeply, or "
-                           "modes were pushed and never popped" % (scope_name, _lib.STACK_MAX))
+        # Many scopes open at once (a pool of 64+ threads or asyncio tasks in decorated functions) or deep
+        # nesting: the code still runs, in the mode already in force; failing the user's call is worse.
+        with _lock:
+            first, _stack_warned = not _stack_warned, True
+        if first:
+            _warn("culprit: %s runs without its mode: the library's mode stack is full (%d scopes open at once in "
+                  "this process, or modes pushed and never popped); said once" % (scope_name, _lib.STACK_MAX))
+        return None
     raise ValueError("culprit: %s: the library refused kernels=%r, launches %d..%d (error %d)"
                      % (scope_name, frame.kernels.decode("utf-8", "replace"), frame.first, frame.last, rc))
 
@@ -284,7 +303,7 @@ def _pop(frame):
                         "popped with it" % foreign)
         _retop(a)
     if note:
-        warnings.warn("culprit: " + note, CulpritWarning, stacklevel=_caller_level())
+        _warn("culprit: " + note)
 
 
 # ---- scopes ---------------------------------------------------------------------------------------------------
@@ -341,7 +360,7 @@ class Scope:
         self._mode = mode
         self._kernels = kernels
         self._first, self._last = window
-        self._local = threading.local()  # frames of the `with` statements open in each thread
+        self._open = []  # (thread id, frame) of the `with` statements open on this object, oldest first
 
     @property
     def kernels(self):
@@ -362,12 +381,22 @@ class Scope:
 
     def __enter__(self):
         frame = self._enter()
-        stack = self._local.__dict__.setdefault("frames", [])
-        stack.append(frame)
+        with _lock:
+            self._open.append((threading.get_ident(), frame))
         return self
 
     def __exit__(self, exc_type, exc, tb):
-        self._leave(self._local.frames.pop())
+        # The newest `with` of this thread; a generator suspended inside the block may be resumed (and the block
+        # left) on another thread, and then the newest one open at all is the one closing.
+        me = threading.get_ident()
+        with _lock:
+            k = next((i for i in range(len(self._open) - 1, -1, -1) if self._open[i][0] == me),
+                     len(self._open) - 1)
+            frame = self._open.pop(k)[1] if k >= 0 else None
+        try:
+            self._leave(frame)
+        except Exception as e:  # noqa: BLE001 - never replace the block's own exception or result
+            _warn("culprit: %s could not restore the previous mode: %r" % (self._name, e))
         return False
 
     def __call__(self, func):
@@ -399,10 +428,23 @@ class Scope:
         def run(*args, **kwargs):
             frame = self._enter()
             try:
-                return func(*args, **kwargs)
+                result = func(*args, **kwargs)
             finally:
                 self._leave(frame)
+            if inspect.isawaitable(result) and not inspect.isgenerator(result):
+                # An async callable that is not an async function (an object with `async def __call__`, or one
+                # wrapped by a plain decorator): the work runs when the result is awaited, so the scope holds
+                # then too.
+                return self._awaiting(result)
+            return result
         return run
+
+    async def _awaiting(self, awaitable):
+        frame = self._enter()
+        try:
+            return await awaitable
+        finally:
+            self._leave(frame)
 
     def __repr__(self):
         if self._mode == _lib.BLOCKING:
@@ -440,17 +482,18 @@ def blocking(kernels=None, launches=None):
     return Scope("blocking()", _lib.BLOCKING, _check_kernels(kernels), _check_window(launches))
 
 
-def paused():
+def paused(func=None):
     """Mode off for a block of code: launches in it are not recorded (sticky errors are still detected and
     reported). Context manager and decorator.
 
         with culprit.paused():
             warmup()          # thousands of launches not worth a record
     """
-    return Scope("paused()", _lib.OFF)
+    scope = Scope("paused()", _lib.OFF)
+    return scope(func) if func is not None else scope  # also @culprit.paused without parentheses
 
 
-def recording():
+def recording(func=None):
     """Record mode (the default) for a block of code, e.g. to leave blocking mode for a part of a blocking scope.
     Context manager and decorator.
 
@@ -459,17 +502,19 @@ def recording():
             with culprit.recording():
                 logging_hooks()   # not worth a synchronize after each launch
     """
-    return Scope("recording()", _lib.RECORD)
+    scope = Scope("recording()", _lib.RECORD)
+    return scope(func) if func is not None else scope  # also @culprit.recording without parentheses
 
 
-def precise():
+def precise(func=None):
     """Precise mode for a block of code: a breadcrumb after every launch (and inside graphs captured in it), so
     a fault is named exactly without a rerun, for about a microsecond per launch. Context manager and decorator.
 
         with culprit.precise():
             model(batch)      # the suspect region: exact names, no synchronization
     """
-    return Scope("precise()", _lib.PRECISE)
+    scope = Scope("precise()", _lib.PRECISE)
+    return scope(func) if func is not None else scope  # also @culprit.precise without parentheses
 
 
 # ---- exit check -----------------------------------------------------------------------------------------------
