@@ -143,7 +143,7 @@ def last_report():
 class _Frame:
     """One mode this package pushed."""
 
-    __slots__ = ("mode", "kernels", "first", "last", "depth")
+    __slots__ = ("mode", "kernels", "first", "last", "depth", "owner")
 
     def __init__(self, mode, kernels, first, last):
         self.mode = mode        # _lib.RECORD / BLOCKING / OFF
@@ -151,6 +151,7 @@ class _Frame:
         self.first = first      # launch window, inclusive
         self.last = last
         self.depth = 0          # its level on the library's stack once pushed (1 = first push)
+        self.owner = threading.get_ident()  # the thread that opened it
 
     def push(self, a):
         rc = a.push(self.mode, self.kernels, self.first, self.last)
@@ -569,6 +570,14 @@ def _after_fork_in_child():
     _lock = threading.RLock()  # another thread may have held it at the fork
     _covered = 0
     _mark = 0
+    # Scopes opened by other threads never close here (those threads do not exist in the child): their modes
+    # would stay in force for the child's whole life. The forking thread's own scopes stay.
+    me = threading.get_ident()
+    for f in [f for f in _frames if f.owner != me]:
+        try:
+            _pop(f)
+        except Exception:  # noqa: BLE001 - the child must start whatever happens here
+            pass
 
 
 atexit.register(_at_exit)

@@ -284,3 +284,33 @@ def test_many_threads(run_py):
         print(json.dumps([errors, culprit.mode(), culprit.depth()]))
     """)
     assert res == [[], "record", 0]
+
+
+def test_fork_drops_other_threads_scopes(run_py):
+    # A thread holds a blocking scope while the main thread (inside a paused scope) forks: the child keeps the
+    # forking thread's scope and not the other thread's, whose thread does not exist there.
+    res, r = run_json(run_py, """
+        import json, os, threading, culprit
+        opened, done = threading.Event(), threading.Event()
+        def hold():
+            with culprit.blocking():
+                opened.set()
+                done.wait()
+        t = threading.Thread(target=hold)
+        t.start()
+        opened.wait()
+        with culprit.paused():
+            rd, wr = os.pipe()
+            pid = os.fork()
+            if pid == 0:
+                os.write(wr, json.dumps([culprit.mode(), culprit.depth()]).encode())
+                os._exit(0)
+            os.close(wr)
+            child = json.loads(os.read(rd, 1000))
+            os.waitpid(pid, 0)
+            parent = [culprit.mode(), culprit.depth()]
+        done.set()
+        t.join()
+        print(json.dumps([child, parent, culprit.mode(), culprit.depth()]))
+    """)
+    assert res == [["off", 1], ["off", 2], "record", 0], r.err
