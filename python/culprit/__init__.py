@@ -32,6 +32,7 @@ import atexit
 import functools
 import inspect
 import json
+import operator
 import os
 import sys
 import threading
@@ -132,9 +133,10 @@ def last_report():
         return None
     try:
         with open(path, "rb") as f:
-            return json.loads(f.read().decode("utf-8", "replace"))
+            doc = json.loads(f.read().decode("utf-8", "replace"))
     except (OSError, ValueError):
         return None
+    return doc if isinstance(doc, dict) else None
 
 
 # ---- the mode stack -------------------------------------------------------------------------------------------
@@ -326,9 +328,11 @@ def _check_window(launches):
     if launches is None:
         return 1, _lib.LAUNCH_MAX
     if isinstance(launches, range):
-        if launches.step != 1 or len(launches) == 0 or launches.start < 1:
+        # (no len(): it overflows for ranges beyond 2**63)
+        if launches.step != 1 or launches.stop <= launches.start or launches.start < 1 \
+                or launches.stop - 1 > _lib.LAUNCH_MAX:
             raise ValueError("culprit: launches=%r: use a non-empty range with step 1 starting at 1 or later "
-                             "(launch numbers count from 1)" % (launches,))
+                             "(launch numbers count from 1, up to %d)" % (launches, _lib.LAUNCH_MAX))
         return launches.start, launches.stop - 1
     if isinstance(launches, (tuple, list)) and len(launches) == 2:
         first, last = launches
@@ -336,9 +340,12 @@ def _check_window(launches):
             first = 1
         if last is None:
             last = _lib.LAUNCH_MAX
-        if not isinstance(first, int) or not isinstance(last, int) or isinstance(first, bool) \
-                or isinstance(last, bool):
+        if isinstance(first, bool) or isinstance(last, bool):
             raise TypeError("culprit: launches=%r: the bounds must be integers (or None)" % (launches,))
+        try:  # any integer type (numpy, torch scalars) through __index__
+            first, last = operator.index(first), operator.index(last)
+        except TypeError:
+            raise TypeError("culprit: launches=%r: the bounds must be integers (or None)" % (launches,)) from None
         if not 1 <= first <= last <= _lib.LAUNCH_MAX:
             raise ValueError("culprit: launches=%r: need 1 <= first <= last (launch numbers count from 1; both "
                              "ends are included)" % (launches,))

@@ -5,6 +5,16 @@ import pytest
 import culprit
 
 
+class Index:
+    """An integer type that is not int, as numpy.int64 or a torch scalar is."""
+
+    def __init__(self, v):
+        self.v = v
+
+    def __index__(self):
+        return self.v
+
+
 @pytest.mark.parametrize("launches, window", [
     (None, (1, None)),
     (range(100, 200), (100, 199)),
@@ -12,6 +22,7 @@ import culprit
     ([5, None], (5, None)),
     ((None, 7), (1, 7)),
     ((3, 3), (3, 3)),
+    ((Index(4), Index(6)), (4, 6)),  # integer types of other libraries (numpy, torch) through __index__
 ])
 def test_windows(launches, window):
     assert culprit.blocking(launches=launches).launches == window
@@ -21,6 +32,8 @@ def test_windows(launches, window):
     (range(0, 5), ValueError),
     (range(5, 5), ValueError),
     (range(1, 10, 2), ValueError),
+    (range(1, 2**64 + 1), ValueError),  # beyond the library's launch numbers (len() would overflow)
+    (range(2**64, 2**64 + 5), ValueError),
     ((0, 5), ValueError),
     ((9, 5), ValueError),
     ((1, 2**64), ValueError),
