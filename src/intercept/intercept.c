@@ -128,15 +128,19 @@ static inline void driver_ready(void) {
 
 /* ---- generic wrappers: call, and report a sticky error ---- */
 
+/* Calls the driver's sym; a failure goes to the verdict (which acts on sticky codes only). Declares rc. */
+#define CALL_REAL(sym, P, A)                                                                                   \
+  CUresult (*real) P = (CUresult(*) P)real_of(H_##sym);                                                        \
+  if (!real) return CUDA_ERROR_NOT_FOUND;                                                                      \
+  CUresult rc = real A;                                                                                        \
+  if (rc != CUDA_SUCCESS) {                                                                                    \
+    driver_ready();                                                                                            \
+    cp_result((int)rc, #sym);                                                                                  \
+  }
+
 #define SURFACE(sym, base, ptds, minver, P, A)                                                                 \
   CP_EXPORT CUresult CUDAAPI sym P {                                                                           \
-    CUresult (*real) P = (CUresult(*) P)real_of(H_##sym);                                                      \
-    if (!real) return CUDA_ERROR_NOT_FOUND;                                                                    \
-    CUresult rc = real A;                                                                                      \
-    if (rc != CUDA_SUCCESS) {                                                                                  \
-      driver_ready();                                                                                          \
-      cp_result((int)rc, #sym);                                                                                \
-    }                                                                                                          \
+    CALL_REAL(sym, P, A)                                                                                       \
     return rc;                                                                                                 \
   }
 #define NOTHING(sym, base, ptds, minver, P, A)
@@ -195,15 +199,6 @@ DEF_LAUNCHLIKE(cuGraphLaunch, (CUgraphExec g, CUstream s), (g, s), GRAPH_DESC(cu
 DEF_LAUNCHLIKE(cuGraphLaunch_ptsz, (CUgraphExec g, CUstream s), (g, s), GRAPH_DESC(cuGraphLaunch_ptsz, 1))
 
 /* ---- stream life, capture, module unload ---- */
-
-#define CALL_REAL(sym, P, A)                                                                                   \
-  CUresult (*real) P = (CUresult(*) P)real_of(H_##sym);                                                        \
-  if (!real) return CUDA_ERROR_NOT_FOUND;                                                                      \
-  CUresult rc = real A;                                                                                        \
-  if (rc != CUDA_SUCCESS) {                                                                                    \
-    driver_ready();                                                                                            \
-    cp_result((int)rc, #sym);                                                                                  \
-  }
 
 CP_EXPORT CUresult CUDAAPI cuStreamCreate(CUstream *ps, unsigned int fl) {
   CALL_REAL(cuStreamCreate, (CUstream *, unsigned int), (ps, fl));
