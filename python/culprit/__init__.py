@@ -29,6 +29,7 @@ is always that of the most recently opened scope that is still open.
 """
 
 import atexit
+import contextlib
 import functools
 import inspect
 import json
@@ -168,6 +169,27 @@ _covered = 0               # launches that ran under a blocking scope of this pa
 _mark = 0                  # launch count when the frame in force last changed
 _counting = None           # the frame in force if it counts towards _covered, else None
 _warned = False            # the "scope does nothing" warning was given
+_busy = threading.local()  # .on: this thread is changing the state above (under _changing())
+_deferred = []             # frames whose pop came while their thread was busy, popped right after
+
+
+@contextlib.contextmanager
+def _changing():
+    """_lock held while the frames and counters change. The garbage collector may run in there and finish a
+    decorated generator of this same thread, whose pop would then change the frames halfway through a change
+    (the lock is re-entrant): such a pop waits in _deferred until the change is done."""
+    with _lock:
+        _busy.on = True
+        try:
+            yield
+        finally:
+            _busy.on = False
+    while _deferred:
+        try:
+            frame = _deferred.pop()
+        except IndexError:  # another thread took it
+            break
+        _pop(frame)
 
 
 def _settle(a):
@@ -244,7 +266,7 @@ def _push(scope_name, frame):
     if a is None:
         _warn_noop(scope_name, disabled=False)
         return None
-    with _lock:
+    with _changing():
         if a.mode() < 0:
             rc = _lib.EDISABLED
         else:
@@ -279,8 +301,11 @@ def _pop(frame):
     a = _lib.api()
     if a is None:
         return
+    if getattr(_busy, "on", False):
+        _deferred.append(frame)  # reached from the garbage collector inside a change of this thread
+        return
     note = None
-    with _lock:
+    with _changing():
         if frame not in _frames:
             return
         _settle(a)
@@ -535,7 +560,7 @@ def _exit_message():
     a = _lib.api()
     if a is None or a.mode() < 0:
         return None
-    with _lock:
+    with _changing():
         _settle(a)
         covered = _covered
         total = int(a.launches())

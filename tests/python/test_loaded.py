@@ -314,3 +314,51 @@ def test_fork_drops_other_threads_scopes(run_py):
         print(json.dumps([child, parent, culprit.mode(), culprit.depth()]))
     """)
     assert res == [["off", 1], ["off", 2], "record", 0], r.err
+
+
+def test_scope_finished_by_the_garbage_collector(run_py):
+    # Decorated generators left suspended inside reference cycles are finished by the collector, which (with a
+    # threshold of 1) runs in the middle of other scopes' pushes and pops: the stack must still come out right.
+    res, r = run_json(run_py, """
+        import gc, json, culprit
+
+        @culprit.blocking
+        def gen():
+            yield culprit.mode()
+            yield 2
+
+        seen = set()
+        gc.set_threshold(1)
+        for i in range(300):
+            g = gen()
+            seen.add(next(g))
+            cycle = [g]
+            cycle.append(cycle)  # only the collector frees g now
+            del g, cycle
+            with culprit.paused():
+                seen.add(culprit.mode())
+                with culprit.recording():
+                    pass
+        gc.set_threshold(700)
+        gc.collect()
+        print(json.dumps([sorted(seen), culprit.mode(), culprit.depth()]))
+    """)
+    assert res == [["blocking", "off"], "record", 0], r.err
+
+
+def test_pop_inside_a_change_waits(run_py):
+    # What the collector does when it finishes a decorated generator while this thread is changing the frames:
+    # the pop arrives inside the change. It must wait until the change is done, then happen.
+    res, r = run_json(run_py, """
+        import json, culprit
+        s = culprit.blocking()
+        s.__enter__()
+        frame = culprit._frames[-1]
+        with culprit._changing():
+            culprit._pop(frame)
+            inside = [culprit.mode(), culprit.depth()]
+        after = [culprit.mode(), culprit.depth()]
+        s.__exit__(None, None, None)  # the scope's own exit finds its frame gone and does nothing more
+        print(json.dumps([inside, after, culprit.mode(), culprit.depth()]))
+    """)
+    assert res == [["blocking", 1], ["record", 0], "record", 0], r.err
