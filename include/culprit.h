@@ -30,7 +30,15 @@ enum culprit_mode {
 #define CULPRIT_ESTACK (-3)     /* push beyond 64 levels, or pop with nothing pushed */
 #define CULPRIT_EDISABLED (-4)  /* loaded but disabled (bad configuration or CULPRIT_MODE=off) */
 
-static inline void *culprit__sym(const char *name) { return dlsym(RTLD_DEFAULT, name); }
+/* The interface these calls speak; the library answers culprit_api_version() with its own. A library of
+ * another interface counts as not loaded, so no call is made with a prototype it does not have. */
+#define CULPRIT_API_VERSION 1
+
+static inline void *culprit__sym(const char *name) {
+  typedef int (*vfn)(void);
+  vfn v = (vfn)dlsym(RTLD_DEFAULT, "culprit_api_version");
+  return v && v() == CULPRIT_API_VERSION ? dlsym(RTLD_DEFAULT, name) : (void *)0;
+}
 
 /* Pushes a mode for launch numbers first..last (inclusive; 1 and ~0ULL for all) of kernels matching the
  * glob (NULL or "*" for all). */

@@ -250,6 +250,9 @@ def _warn_noop(scope_name, disabled):
         msg = ("culprit: %s does nothing: libculprit.so is loaded but disabled in this process (CULPRIT_MODE=off, "
                "or a bad CULPRIT_* setting: see the line 'culprit: ... culprit is off for this process' on stderr); "
                "the program runs normally without culprit" % scope_name)
+    elif _lib.mismatch is not None:
+        msg = ("culprit: %s does nothing: the libculprit.so in this process speaks interface %d and this package %d; "
+               "use the Python package of the same culprit build" % (scope_name, _lib.mismatch, _lib.API_VERSION))
     else:
         argv = getattr(sys, "argv", None) or [""]
         script = " ".join(argv) if argv[0].endswith(".py") else "your_script.py"

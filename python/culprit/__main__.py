@@ -17,6 +17,10 @@ import culprit
 def main():
     st = culprit.status()
     head = "culprit %s: " % culprit.__version__
+    if st == "absent" and culprit._lib.mismatch is not None:
+        print(head + "the loaded libculprit.so speaks interface %d, this package %d: use the package of the same "
+                     "build" % (culprit._lib.mismatch, culprit._lib.API_VERSION))
+        return 1
     if st == "absent":
         print(head + "library not loaded; run the program under culprit: culprit run -- python your_script.py")
         return 1

@@ -21,8 +21,10 @@ MODE_NAMES = {RECORD: "record", BLOCKING: "blocking", OFF: "off", PRECISE: "prec
 PATTERN_MAX = 255      # longest kernel pattern the library accepts (bytes)
 LAUNCH_MAX = 2**64 - 1  # "no upper bound" for a launch window
 STACK_MAX = 64          # deepest nesting of pushes
+API_VERSION = 1         # the interface spoken here: CULPRIT_API_VERSION of include/culprit.h
 
 _SIGNATURES = {
+    "culprit_api_version": (ctypes.c_int, []),
     "culprit_api_push": (ctypes.c_int, [ctypes.c_int, ctypes.c_char_p, ctypes.c_ulonglong, ctypes.c_ulonglong]),
     "culprit_api_pop": (ctypes.c_int, []),
     "culprit_api_mode": (ctypes.c_int, []),
@@ -41,6 +43,15 @@ class Api:
             fn.restype = restype
             fn.argtypes = argtypes
             setattr(self, name[len("culprit_api_"):], fn)
+        if self.version() != API_VERSION:
+            raise Mismatch(self.version())
+
+
+class Mismatch(Exception):
+    """The preloaded library speaks another interface than this package."""
+
+
+mismatch = None  # the library's interface version when it is not this package's, else None
 
 
 _api = None
@@ -50,7 +61,7 @@ _look_lock = threading.Lock()
 
 def api():
     """The library's entry points, or None when libculprit.so is not in this process (looked up once)."""
-    global _api, _looked
+    global _api, _looked, mismatch
     if _looked:
         return _api
     with _look_lock:
@@ -59,6 +70,8 @@ def api():
                 _api = Api(ctypes.CDLL(None))
             except (OSError, AttributeError):
                 _api = None  # not preloaded, or a library too old to have the whole API
+            except Mismatch as e:
+                _api, mismatch = None, e.args[0]
             _looked = True
     return _api
 

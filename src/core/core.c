@@ -12,6 +12,7 @@
 #include "ring.h"
 #include "verdict.h"
 #include "../report/demangle.h"
+#include "../../include/culprit.h"
 #include "../stack/pystack.h"
 #include "../stack/stack.h"
 
@@ -571,6 +572,8 @@ CP_EXPORT int culprit_api_depth(void) {
 CP_EXPORT const char *culprit_api_last_report(void) {
   return atomic_load(&g_report) == 2 && g_report_path[0] ? g_report_path : NULL;
 }
+
+CP_EXPORT int culprit_api_version(void) { return CULPRIT_API_VERSION; }
 
 CP_EXPORT unsigned long long culprit_api_launches(void) {
   return (unsigned long long)(atomic_load(&g_seq) - atomic_load(&g_fork_seq));

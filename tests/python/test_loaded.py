@@ -362,3 +362,26 @@ def test_pop_inside_a_change_waits(run_py):
         print(json.dumps([inside, after, culprit.mode(), culprit.depth()]))
     """)
     assert res == [["blocking", 1], ["record", 0], "record", 0], r.err
+
+
+def test_interface_mismatch(run_py):
+    # A library of another interface is not called: the package runs as without it and says why once.
+    r = run_py("""
+        import json, culprit
+        culprit._lib.API_VERSION = 99  # as if this package were of another build
+        with culprit.blocking():
+            inside = culprit.mode()
+        print(json.dumps([culprit.status(), inside, culprit._lib.mismatch]))
+    """).ok()
+    assert json.loads(r.out.splitlines()[-1]) == ["absent", None, 1]
+    assert r.err.count("speaks interface 1 and this package 99") == 1, r.err
+
+
+def test_interface_version_agrees():
+    import os
+    import re
+    import culprit._lib as lib
+    header = os.path.join(os.path.dirname(__file__), "..", "..", "include", "culprit.h")
+    with open(header) as f:
+        m = re.search(r"#define CULPRIT_API_VERSION (\d+)", f.read())
+    assert m and int(m.group(1)) == lib.API_VERSION
