@@ -251,6 +251,15 @@ static int cli_show_report(const char *path, int brief, const struct cli_watch *
     return 0;
 }
 
+/* Puts back the dispositions cli_run_command found for the forwarded signals and SIGCHLD. */
+static void cli_restore_signals(const struct sigaction *old, const struct sigaction *oldchld)
+{
+    size_t i;
+    for (i = 0; i < CLI_NFWD; i++)
+        sigaction(cli_fwd_signals[i], &old[i], NULL);
+    sigaction(SIGCHLD, oldchld, NULL);
+}
+
 int cli_run_command(const struct cli_run_opts *o, int *wstatus)
 {
     char lib[PATH_MAX], abs[PATH_MAX], rel[PATH_MAX];
@@ -272,19 +281,14 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus)
         return rc;
     if (cli_snapshot(abs, &seen, &nseen) != 0) {
         cli_err("out of memory");
-        rc = CLI_EXIT_FAIL;
-        goto out;
+        goto not_started;
     }
     /* Device asserts reach only the process's own stdout/stderr, so culprit stands between them and the
      * original descriptors. Without a watch (--no-watch) the command simply inherits them. */
     w = calloc(1, sizeof *w);
     if (!w || (!o->no_watch && watch_setup(w) != 0)) {
         cli_err("out of memory");
-        if (w)
-            watch_finish(w);
-        cli_remove_dir(abs, created, created_parent);
-        rc = CLI_EXIT_FAIL;
-        goto out;
+        goto not_started;
     }
     /* after the watch, which looks at what fd 1 and 2 are, and above them should either be closed */
     errpipe[0] = errpipe[1] = -1;
@@ -294,11 +298,8 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus)
         for (i = 0; i < 2; i++)
             if (errpipe[i] >= 0)
                 close(errpipe[i]);
-        watch_finish(w);
         cli_err("cannot start %s: %s", o->argv[0], strerror(e));
-        cli_remove_dir(abs, created, created_parent);
-        rc = CLI_EXIT_FAIL;
-        goto out;
+        goto not_started;
     }
 
     /* The handlers go in before fork with the signals blocked, so no signal can find the child pid unset in
@@ -332,16 +333,11 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus)
     close(errpipe[1]);
     if (pid < 0) {
         e = errno;
-        for (i = 0; i < CLI_NFWD; i++)
-            sigaction(cli_fwd_signals[i], &old[i], NULL);
-        sigaction(SIGCHLD, &oldchld, NULL);
+        cli_restore_signals(old, &oldchld);
         sigprocmask(SIG_SETMASK, &oldmask, NULL);
         close(errpipe[0]);
-        watch_finish(w);
         cli_err("cannot start %s: %s", o->argv[0], strerror(e));
-        cli_remove_dir(abs, created, created_parent);
-        rc = CLI_EXIT_FAIL;
-        goto out;
+        goto not_started;
     }
     cli_child_pid = pid;
     sigprocmask(SIG_SETMASK, &oldmask, NULL);
@@ -358,9 +354,7 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus)
             ;
     cli_child_pid = 0;
     watch_scan_files(w);
-    for (i = 0; i < CLI_NFWD; i++)
-        sigaction(cli_fwd_signals[i], &old[i], NULL);
-    sigaction(SIGCHLD, &oldchld, NULL);
+    cli_restore_signals(old, &oldchld);
     watch_finish(w);
 
     if (got == (ssize_t)sizeof e) {
@@ -386,6 +380,13 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus)
         cli_remove_dir(abs, created, created_parent);
     }
     rc = 0;
+    goto out;
+not_started:
+    /* the command never ran: release the watch and the report directory made for it */
+    if (w)
+        watch_finish(w);
+    cli_remove_dir(abs, created, created_parent);
+    rc = CLI_EXIT_FAIL;
 out:
     if (w) {
         watch_free(w);
