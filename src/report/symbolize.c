@@ -800,14 +800,8 @@ out:
     return rc;
 }
 
-static int symbolize_save_file(const char *path, const struct json *doc, char *why, size_t whylen, int resolved);
-
-int symbolize_save(const char *path, const struct json *doc, char *why, size_t whylen)
-{
-    return symbolize_save_file(path, doc, why, whylen, 0);
-}
-
-static int symbolize_save_file(const char *path, const struct json *doc, char *why, size_t whylen, int resolved)
+/* Replaces the report at path (not a symlink) with doc, atomically. */
+static int symbolize_write(const char *path, const struct json *doc, char *why, size_t whylen)
 {
     struct jw w;
     char *tmp = NULL;
@@ -819,17 +813,8 @@ static int symbolize_save_file(const char *path, const struct json *doc, char *w
     struct stat sb;
 
     jw_init(&w);
-    /* A symlink is followed to the report it names (rename() would replace the link itself); only a regular
-     * file of one's own is replaced, or someone else's report in a shared directory would become the
-     * caller's. The file keeps its mode. */
-    if (!resolved && lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode)) {
-        char *real = realpath(path, NULL);
-        if (real) {
-            rc = symbolize_save_file(real, doc, why, whylen, 1);
-            free(real);
-            return rc;
-        }
-    }
+    /* Only a regular file of one's own is replaced, or someone else's report in a shared directory would become
+     * the caller's. The file keeps its mode. */
     if (lstat(path, &sb) == 0) {
         if (!S_ISREG(sb.st_mode) || sb.st_uid != geteuid()) {
             snprintf(why, whylen, "left %s as it is: it is not a regular file of yours", path);
@@ -890,6 +875,20 @@ out:
         close(fd);
     free(tmp);
     jw_free(&w);
+    return rc;
+}
+
+int symbolize_save(const char *path, const struct json *doc, char *why, size_t whylen)
+{
+    /* A symlink is followed to the report it names: rename() would replace the link itself. A dangling one
+     * stays as it is (symbolize_write refuses anything but a regular file). */
+    struct stat sb;
+    char *real = NULL;
+    int rc;
+    if (lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode))
+        real = realpath(path, NULL);
+    rc = symbolize_write(real ? real : path, doc, why, whylen);
+    free(real);
     return rc;
 }
 
