@@ -10,6 +10,7 @@
 #include "../report/demangle.h"
 #include "../report/jsonw.h"
 #include "../report/json.h"
+#include "../report/render.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -480,6 +481,14 @@ void watch_finish(struct cli_watch *w)
     }
 }
 
+static void watch_close_files(struct cli_watch *w)
+{
+    int i;
+    for (i = 0; i < w->nfiles; i++)
+        close(w->files[i].rd);
+    w->nfiles = 0;
+}
+
 void watch_scan_files(struct cli_watch *w)
 {
     static struct watch_chan c;  /* only its line buffer is used */
@@ -491,8 +500,6 @@ void watch_scan_files(struct cli_watch *w)
         off_t at;
         off_t end = f->start;
         int fd;
-        if (f->rd < 0)
-            continue;
         /* the command's writes end where the shared offset stands now (the furthest, for two of them) */
         for (fd = 1; fd <= 2; fd++) {
             off_t e = (f->fds & (1 << (fd - 1))) ? lseek(fd, 0, SEEK_CUR) : -1;
@@ -524,20 +531,14 @@ void watch_scan_files(struct cli_watch *w)
             }
             watch_keep(w, &c);
         }
-        close(f->rd);
-        f->rd = -1;
     }
-    w->nfiles = 0;
+    watch_close_files(w);
 }
 
 void watch_free(struct cli_watch *w)
 {
     size_t i;
-    int k;
-    for (k = 0; k < w->nfiles; k++)
-        if (w->files[k].rd >= 0)
-            close(w->files[k].rd);
-    w->nfiles = 0;
+    watch_close_files(w);
     for (i = 0; i < w->nasserts; i++) {
         free(w->asserts[i].file);
         free(w->asserts[i].kernel);
@@ -800,8 +801,6 @@ static int watch_narrow_node(const struct cli_watch *w, struct json *doc, int *c
     return 0;
 }
 
-#define WATCH_HISTORY 8  /* launches before the culprit kept in "history", as the library keeps them */
-
 static int watch_cmp_seq(const void *a, const void *b)
 {
     long long x = json_get_int(*(struct json *const *)a, "seq", -1);
@@ -809,16 +808,24 @@ static int watch_cmp_seq(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* Whether launch l ran before the culprit on the culprit's stream. */
+static int watch_before(const struct json *l, const struct json *culprit)
+{
+    const char *s = json_get_str(l, "stream"), *stream = json_get_str(culprit, "stream");
+    long long q = json_get_int(l, "seq", -1);
+    return s && stream && strcmp(s, stream) == 0 &&
+           json_get_int(l, "device", -1) == json_get_int(culprit, "device", -1) && q >= 0 &&
+           q < json_get_int(culprit, "seq", -1);
+}
+
 /* After narrowing: the former candidates launched before the new culprit on its stream are launches before it,
- * so "history" gets them (oldest first, the last WATCH_HISTORY kept); they stay in candidates_before_assert. */
+ * so "history" gets them (oldest first, the last REPORT_HISTORY kept); they stay in candidates_before_assert. */
 static int watch_extend_history(struct json *doc, const struct json *chosen, const struct json *others)
 {
-    const char *stream = json_get_str(chosen, "stream");
-    long long seq = json_get_int(chosen, "seq", -1), dev = json_get_int(chosen, "device", -1);
     struct json *hist = (struct json *)json_get(doc, "history");
     size_t i, drop;
 
-    if (!stream || seq < 0)
+    if (!json_get_str(chosen, "stream") || json_get_int(chosen, "seq", -1) < 0)
         return 0;
     if (!json_is(hist, JSON_ARR)) {
         hist = json_new(JSON_ARR);
@@ -830,23 +837,19 @@ static int watch_extend_history(struct json *doc, const struct json *chosen, con
     /* The library's history ran up to the first candidate, which may be on another stream or later than the
      * chosen one: only launches before the culprit on its stream stay. */
     for (i = drop = 0; i < hist->len; i++) {
-        struct json *h = hist->kids[i];
-        const char *s = json_get_str(h, "stream");
-        long long q = json_get_int(h, "seq", -1);
-        if (s && strcmp(s, stream) == 0 && json_get_int(h, "device", -1) == dev && q >= 0 && q < seq)
-            hist->kids[drop++] = h;
+        if (watch_before(hist->kids[i], chosen))
+            hist->kids[drop++] = hist->kids[i];
         else
-            json_free(h);
+            json_free(hist->kids[i]);
     }
     hist->len = drop;
     for (i = 0; i < json_len(others); i++) {
         const struct json *o = json_at(others, i);
-        const char *s = json_get_str(o, "stream");
         long long q = json_get_int(o, "seq", -1);
         struct json *copy;
         size_t k;
         int dup = 0;
-        if (!s || strcmp(s, stream) != 0 || json_get_int(o, "device", -1) != dev || q < 0 || q >= seq)
+        if (!watch_before(o, chosen))
             continue;
         for (k = 0; k < hist->len; k++)
             dup |= json_get_int(hist->kids[k], "seq", -2) == q;
@@ -859,12 +862,12 @@ static int watch_extend_history(struct json *doc, const struct json *chosen, con
         }
     }
     qsort(hist->kids, hist->len, sizeof *hist->kids, watch_cmp_seq);
-    if (hist->len > WATCH_HISTORY) {
-        drop = hist->len - WATCH_HISTORY;
+    if (hist->len > REPORT_HISTORY) {
+        drop = hist->len - REPORT_HISTORY;
         for (i = 0; i < drop; i++)
             json_free(hist->kids[i]);
-        memmove(hist->kids, hist->kids + drop, WATCH_HISTORY * sizeof *hist->kids);
-        hist->len = WATCH_HISTORY;
+        memmove(hist->kids, hist->kids + drop, REPORT_HISTORY * sizeof *hist->kids);
+        hist->len = REPORT_HISTORY;
     }
     return 0;
 }

@@ -27,7 +27,6 @@
 #include <unistd.h>
 
 #define MAX_CANDIDATES 64
-#define HISTORY 8
 #define MAX_STREAMS_LISTED 64
 
 extern char **environ;
@@ -538,10 +537,10 @@ int verdict_emit(const struct verdict_input *in, char *path, unsigned pathlen) {
   jw_key(&w, "history");
   jw_arr_begin(&w);
   if (p.culprit) {
-    const struct cp_rec *chain[HISTORY];
+    const struct cp_rec *chain[REPORT_HISTORY];
     int nc = 0;
     uint64_t prev = p.culprit->prev;
-    while (prev > in->after_seq && nc < HISTORY) {
+    while (prev > in->after_seq && nc < REPORT_HISTORY) {
       const struct cp_rec *r = find_seq(&s, prev);
       if (!r) break;
       chain[nc++] = r;

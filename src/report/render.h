@@ -9,6 +9,8 @@
 
 struct json;
 
+#define REPORT_HISTORY 8 /* launches before the culprit on its stream that a report's "history" lists, at most */
+
 /* What to render besides the report itself. */
 struct render_opts {
     int brief;             /* non-zero: one line instead of the full verdict */
