@@ -271,13 +271,20 @@ def one_report(run, what):
     return report, None
 
 
-def check_process(out, base, run, what):
-    """Exit status, timeout and the program's own error message under culprit, compared with the plain run."""
+def check_exit(out, base, run, what):
+    """Timeout and exit status under culprit, compared with the plain run. False when it timed out."""
     if run.timed_out:
         out.fail("%s: timed out" % what)
-        return
+        return False
     if run.rc != base.rc:
         out.fail("%s: exit status %d, %d without culprit" % (what, run.rc, base.rc))
+    return True
+
+
+def check_process(out, base, run, what):
+    """Exit status, timeout and the program's own error message under culprit, compared with the plain run."""
+    if not check_exit(out, base, run, what):
+        return
     wanted = program_messages(base.stderr)
     got = program_messages(run.stderr)
     if wanted and wanted[-1] not in got:
@@ -515,11 +522,8 @@ def py_skip_reason(run):
 
 def py_check_process(out, base, run, what):
     """Exit status, timeout and the script's own exception under culprit, compared with the plain run."""
-    if run.timed_out:
-        out.fail("%s: timed out" % what)
+    if not check_exit(out, base, run, what):
         return
-    if run.rc != base.rc:
-        out.fail("%s: exit status %d, %d without culprit" % (what, run.rc, base.rc))
     wanted = exception_line(base.stderr)
     if wanted and wanted not in run.stderr:
         out.fail("%s: the script's own exception %r is missing from stderr" % (what, shorten(wanted, 80)))
