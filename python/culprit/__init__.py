@@ -489,6 +489,12 @@ class Scope:
         return "culprit.%s" % self._name
 
 
+def _scope(name, mode, func):
+    """A Scope, or func decorated with one when the scope function was used bare (@culprit.paused)."""
+    scope = Scope(name, mode)
+    return scope(func) if func is not None else scope
+
+
 def blocking(kernels=None, launches=None):
     """Blocking mode for a block of code: after each launch of a matching kernel the library synchronizes, so
     the first launch that fails is named exactly (and the launch call itself returns the error). It is slow:
@@ -514,7 +520,7 @@ def blocking(kernels=None, launches=None):
     is the usual reason a run got much slower.
     """
     if callable(kernels) and launches is None:  # @culprit.blocking without parentheses
-        return Scope("blocking()", _lib.BLOCKING)(kernels)
+        return _scope("blocking()", _lib.BLOCKING, kernels)
     return Scope("blocking()", _lib.BLOCKING, _check_kernels(kernels), _check_window(launches))
 
 
@@ -525,8 +531,7 @@ def paused(func=None):
         with culprit.paused():
             warmup()          # thousands of launches not worth a record
     """
-    scope = Scope("paused()", _lib.OFF)
-    return scope(func) if func is not None else scope  # also @culprit.paused without parentheses
+    return _scope("paused()", _lib.OFF, func)
 
 
 def recording(func=None):
@@ -538,8 +543,7 @@ def recording(func=None):
             with culprit.recording():
                 logging_hooks()   # not worth a synchronize after each launch
     """
-    scope = Scope("recording()", _lib.RECORD)
-    return scope(func) if func is not None else scope  # also @culprit.recording without parentheses
+    return _scope("recording()", _lib.RECORD, func)
 
 
 def precise(func=None):
@@ -549,8 +553,7 @@ def precise(func=None):
         with culprit.precise():
             model(batch)      # the suspect region: exact names, no synchronization
     """
-    scope = Scope("precise()", _lib.PRECISE)
-    return scope(func) if func is not None else scope  # also @culprit.precise without parentheses
+    return _scope("precise()", _lib.PRECISE, func)
 
 
 # ---- exit check -----------------------------------------------------------------------------------------------
