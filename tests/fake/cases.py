@@ -128,17 +128,23 @@ def _base_env(b, extra):
     return env
 
 
-def _execute(b, argv, env, cwd):
-    proc = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, preexec_fn=_no_core)
+def _execute(b, argv, env, cwd, preexec=None, stdout=subprocess.PIPE, stderr=subprocess.PIPE):
+    """Runs argv without a core file (preexec, when given, also runs in the child before exec); stdout and
+    stderr are captured unless given other destinations."""
+    def start():
+        _no_core()
+        if preexec:
+            preexec()
+    proc = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
+                            preexec_fn=start)
     try:
         out, err = proc.communicate(timeout=RUN_TIMEOUT)
     except subprocess.TimeoutExpired:
         proc.kill()
         out, err = proc.communicate()
         raise CaseFailed("%s did not finish within %d s (hang?)\n--- stderr\n%s" % (
-            " ".join(argv), RUN_TIMEOUT, err.decode("utf-8", "replace")))
-    return Result(argv, proc, out, err)
+            " ".join(argv), RUN_TIMEOUT, (err or b"").decode("utf-8", "replace")))
+    return Result(argv, proc, out or b"", err or b"")
 
 
 def plain(b, argv, env=None):
@@ -1491,18 +1497,7 @@ def _(b):
 
 def run_with(b, cmd, preexec, stdout=subprocess.PIPE, env=None, stderr=subprocess.PIPE):
     """Runs cmd with a custom start (preexec runs in the child before exec); stderr is captured by default."""
-    def start():
-        _no_core()
-        preexec()
-    proc = subprocess.Popen(cmd, env=_base_env(b, env), cwd=b.newdir("cli"), stdin=subprocess.DEVNULL,
-                            stdout=stdout, stderr=stderr, preexec_fn=start)
-    try:
-        out, err = proc.communicate(timeout=RUN_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        raise CaseFailed("%s did not finish within %d s (hang?)" % (" ".join(cmd), RUN_TIMEOUT))
-    return Result(cmd, proc, out or b"", err)
+    return _execute(b, cmd, _base_env(b, env), b.newdir("cli"), preexec, stdout, stderr)
 
 
 @case("watch_assert_file")
