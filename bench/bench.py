@@ -1,35 +1,44 @@
 """culprit's benchmark driver: runs every workload under every configuration, interleaved (each repetition
-runs all configurations of a workload back to back, so drift of the machine hits them alike), and prints one
-markdown table: median, min-max and the ratio to "no tool" measured in the same run.
+runs every configuration back to back, so drift of the machine hits them alike), and prints one markdown table:
+median, min-max and the ratio to "no tool" measured in the same run, then the peak resident memory of each
+process and what culprit added to it.
 
 usage: python3 bench/bench.py [--build DIR] [--reps N] [--seconds S] [--workloads a,b] [--configs a,b]
-                              [--extra NAME:VAR=VAL,VAR=VAL ...] [--seed-table]
+                              [--extra NAME:VAR=VAL,VAR=VAL ...] [--seed-table] [--budget S]
 
-Configurations: none, clb (CUDA_LAUNCH_BLOCKING=1), record, precise, blocking (culprit's modes, preloaded with
-the report directory in a temporary folder). --extra adds configurations of culprit with more variables, for
-exploring knobs. --seed-table also runs ResNet50 async / sync / sync+anomaly detection (the seed article's table)."""
+The torch workloads of one repetition and configuration run in one process, one after the other (torch is
+imported once); the launch loop is a C program of its own. Configurations: none, clb (CUDA_LAUNCH_BLOCKING=1),
+record, precise, blocking (culprit's modes, preloaded with the report directory in a temporary folder). --extra
+adds configurations of culprit with more variables, for exploring knobs. --seed-table also runs ResNet50 async /
+sync / sync+anomaly detection (the seed article's table). --budget stops starting repetitions after S seconds;
+the table then says how many ran."""
 import argparse
 import datetime
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 C_WORKLOADS = {"launch_loop": ["{build}/bin/bench_launch_loop", "200000"]}
-PY_WORKLOADS = ["resnet50", "smallop", "triton", "multistream"]
+PY_WORKLOADS = ["smallop", "resnet50", "triton", "multistream"]
 CULPRIT_MODES = {"record": {"CULPRIT_MODE": "record"}, "precise": {"CULPRIT_MODE": "precise"},
                  "blocking": {"CULPRIT_MODE": "blocking"}}
+CONFIG_TITLES = {"none": "none", "clb": "CUDA_LAUNCH_BLOCKING=1", "clb_anomaly": "CLB + anomaly detection",
+                 "record": "culprit record", "precise": "culprit precise", "blocking": "culprit blocking"}
 
 
-def workload_cmd(name, build, seconds):
-    if name in C_WORKLOADS:
-        return [a.format(build=build) for a in C_WORKLOADS[name]]
-    return [sys.executable, os.path.join(HERE, "workloads.py"), name, "--seconds", str(seconds)]
+def group_cmd(workloads, build, seconds):
+    """The command running WORKLOADS (one C workload, or any number of torch ones) in one process."""
+    if len(workloads) == 1 and workloads[0] in C_WORKLOADS:
+        return [a.format(build=build) for a in C_WORKLOADS[workloads[0]]]
+    return [sys.executable, os.path.join(HERE, "workloads.py"), ",".join(workloads), "--seconds", str(seconds)]
 
 
 def config_env(name, build, extras, tmp):
@@ -58,26 +67,46 @@ def config_env(name, build, extras, tmp):
     return env
 
 
-def parse(out):
+def parse(out, workloads):
+    """{workload: (value, unit, better)} from a run's stdout."""
+    found = {}
     for line in out.splitlines():
         if line.startswith("launch_us="):
-            return float(line.split("=", 1)[1]), "us/launch", "lower"
-        if line.startswith("metric="):
-            f = dict(p.split("=", 1) for p in line.split())
-            return float(f["value"]), f["unit"], f["better"]
-    return None
+            found[workloads[0]] = (float(line.split("=", 1)[1]), "us/launch", "lower")
+        elif line.startswith("metric="):
+            f = dict(p.split("=", 1) for p in line.split() if "=" in p)
+            found[f.get("workload", workloads[0])] = (float(f["value"]), f["unit"], f["better"])
+    return found
 
 
-def run_one(cmd, env, timeout):
+def run_one(cmd, env, timeout, workloads, tmp):
+    """Runs CMD; returns ({workload: result}, peak RSS in MiB or None, error or None)."""
+    out_path, err_path = os.path.join(tmp, "stdout"), os.path.join(tmp, "stderr")
     try:
-        p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                           timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return None, "timed out"
-    r = parse(p.stdout)
-    if p.returncode != 0 or r is None:
-        return None, "exit %d: %s" % (p.returncode, p.stderr.strip().splitlines()[-1:] if p.stderr else "")
-    return r, None
+        with open(out_path, "w") as out, open(err_path, "w") as err:
+            p = subprocess.Popen(cmd, env=env, stdout=out, stderr=err, start_new_session=True)
+    except OSError as e:
+        return {}, None, "cannot run %s: %s" % (cmd[0], e.strerror)
+    deadline = time.monotonic() + timeout
+    while True:
+        pid, status, usage = os.wait4(p.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.monotonic() > deadline:
+            os.killpg(p.pid, signal.SIGKILL)
+            os.wait4(p.pid, 0)
+            return {}, None, "timed out after %g s" % timeout
+        time.sleep(0.05)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    with open(out_path) as f:
+        found = parse(f.read(), workloads)
+    with open(err_path) as f:
+        err_tail = f.read().strip().splitlines()[-1:]
+    rss = usage.ru_maxrss / 1024.0  # kilobytes on Linux
+    missing = [w for w in workloads if w not in found]
+    if p.returncode != 0 or missing:
+        return found, rss, "exit %d, no result for %s: %s" % (p.returncode, ",".join(missing) or "-", err_tail)
+    return found, rss, None
 
 
 def gpu_line():
@@ -89,6 +118,15 @@ def gpu_line():
         return "unknown GPU"
 
 
+def ratio_text(med, bmed, better):
+    if not bmed:
+        return ""
+    text = "%.3f" % ((med / bmed) if better == "higher" else (bmed / med))
+    if better == "lower":
+        text += " (%+.2f us)" % (med - bmed)
+    return text
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
@@ -98,61 +136,95 @@ def main():
     ap.add_argument("--configs", default="none,clb,record,precise,blocking")
     ap.add_argument("--extra", nargs="*", default=[])
     ap.add_argument("--seed-table", action="store_true")
-    ap.add_argument("--timeout", type=float, default=240)
+    ap.add_argument("--timeout", type=float, default=300)
+    ap.add_argument("--budget", type=float, default=0, help="seconds after which no repetition starts (0: none)")
     a = ap.parse_args()
+    if a.reps < 1 or a.seconds <= 0 or a.timeout <= 0 or a.budget < 0:
+        ap.error("--reps, --seconds and --timeout must be positive, --budget not negative")
     build = os.path.abspath(a.build)
     extras = {}
     for e in a.extra:
         name, _, kvs = e.partition(":")
+        if not name or not kvs:
+            ap.error("--extra takes NAME:VAR=VAL[,VAR=VAL...], not %r" % e)
         extras[name] = dict(kv.split("=", 1) for kv in kvs.split(",") if kv)
     configs = a.configs.split(",") + list(extras)
     if configs[0] != "none":
-        raise SystemExit("the first configuration must be none (ratios are taken against it)")
-    tmp = tempfile.mkdtemp(prefix="culprit-bench.")
-    results = {}
-    failures = []
-    plan = [(w, configs) for w in a.workloads.split(",")]
+        ap.error("the first configuration must be none (ratios are taken against it)")
+    workloads = a.workloads.split(",")
+    unknown = [w for w in workloads if w not in C_WORKLOADS and w not in PY_WORKLOADS]
+    if unknown:
+        ap.error("unknown workload %s (known: %s)" % (", ".join(unknown), ", ".join(list(C_WORKLOADS) + PY_WORKLOADS)))
+
+    # Groups of workloads sharing a process, each with the configurations it runs under.
+    groups = [((w,), tuple(configs)) for w in workloads if w in C_WORKLOADS]
+    py = tuple(w for w in PY_WORKLOADS if w in workloads)
+    if py:
+        groups.append((py, tuple(configs)))
     if a.seed_table:
-        plan.append(("resnet50", ["none", "clb", "clb_anomaly"]))
+        groups.append((("resnet50",), ("none", "clb", "clb_anomaly")))
+
+    tmp = tempfile.mkdtemp(prefix="culprit-bench.")
+    results, rss, failures = {}, {}, []
+    t_start, reps_done = time.monotonic(), 0
     try:
-        for w, cfgs in plan:
-            for rep in range(a.reps):
+        for rep in range(a.reps):
+            if rep and a.budget and time.monotonic() - t_start > a.budget:
+                print("budget of %g s spent: stopping after %d repetitions" % (a.budget, rep), file=sys.stderr)
+                break
+            for wl, cfgs in groups:
                 for c in cfgs:
-                    cmd = workload_cmd(w, build, a.seconds)
-                    r, err = run_one(cmd, config_env(c, build, extras, tmp), a.timeout)
-                    key = (w, c, tuple(cfgs))
-                    if r is None:
-                        failures.append("%s/%s rep %d: %s" % (w, c, rep + 1, err))
-                        print("  %s %s rep %d: FAILED %s" % (w, c, rep + 1, err), file=sys.stderr)
-                        continue
-                    results.setdefault(key, []).append(r)
-                    print("  %s %s rep %d: %.4g %s" % (w, c, rep + 1, r[0], r[1]), file=sys.stderr)
-                    shutil.rmtree(os.path.join(tmp, "reports"), ignore_errors=True)
+                    found, peak, err = run_one(group_cmd(list(wl), build, a.seconds),
+                                               config_env(c, build, extras, tmp), a.timeout, list(wl), tmp)
+                    if peak is not None and not err:
+                        rss.setdefault((wl, cfgs, c), []).append(peak)
+                    for w, r in found.items():
+                        results.setdefault((w, cfgs, c), []).append(r)
+                        print("  rep %d %s %s: %.4g %s" % (rep + 1, w, c, r[0], r[1]), file=sys.stderr)
+                    if err:
+                        failures.append("%s/%s rep %d: %s" % ("+".join(wl), c, rep + 1, err))
+                        print("  rep %d %s %s: FAILED %s" % (rep + 1, "+".join(wl), c, err), file=sys.stderr)
+                    reports = os.path.join(tmp, "reports")
+                    if os.path.isdir(reports) and os.listdir(reports):
+                        failures.append("%s/%s rep %d: culprit wrote a report for a healthy workload: %s"
+                                        % ("+".join(wl), c, rep + 1, ", ".join(sorted(os.listdir(reports)))))
+                    shutil.rmtree(reports, ignore_errors=True)
+            reps_done = rep + 1
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
     print("culprit benchmark, %s, %s, %d interleaved reps, median (min-max), ratio = speed relative to no tool"
-          % (datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M UTC"), gpu_line(), a.reps))
+          % (datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), gpu_line(), reps_done))
     print()
     print("| workload | config | median | min-max | unit | ratio to no tool |")
     print("|---|---|---|---|---|---|")
-    for w, cfgs in plan:
-        base = results.get((w, "none", tuple(cfgs)))
-        bmed = statistics.median(v for v, _, _ in base) if base else None
+    for wl, cfgs in groups:
+        for w in wl:
+            base = results.get((w, cfgs, "none"))
+            bmed = statistics.median(v for v, _, _ in base) if base else None
+            for c in cfgs:
+                title = CONFIG_TITLES.get(c, c)
+                rs = results.get((w, cfgs, c))
+                if not rs:
+                    print("| %s | %s | failed | | | |" % (w, title))
+                    continue
+                vals = [v for v, _, _ in rs]
+                med = statistics.median(vals)
+                print("| %s | %s | %.4g | %.4g-%.4g | %s | %s |" % (w, title, med, min(vals), max(vals), rs[0][1],
+                                                                  ratio_text(med, bmed, rs[0][2])))
+    print()
+    print("| process | config | peak RSS MiB (median) | added to no tool |")
+    print("|---|---|---|---|")
+    for wl, cfgs in groups:
+        base = rss.get((wl, cfgs, "none"))
+        bmed = statistics.median(base) if base else None
         for c in cfgs:
-            rs = results.get((w, c, tuple(cfgs)))
-            if not rs:
-                print("| %s | %s | failed | | | |" % (w, c))
+            vals = rss.get((wl, cfgs, c))
+            if not vals:
                 continue
-            vals = [v for v, _, _ in rs]
             med = statistics.median(vals)
-            unit, better = rs[0][1], rs[0][2]
-            ratio = ""
-            if bmed:
-                ratio = "%.3f" % ((med / bmed) if better == "higher" else (bmed / med))
-                if better == "lower":
-                    ratio += " (%+.2f us)" % (med - bmed)
-            print("| %s | %s | %.4g | %.4g-%.4g | %s | %s |" % (w, c, med, min(vals), max(vals), unit, ratio))
+            added = "%+.1f" % (med - bmed) if bmed is not None else ""
+            print("| %s | %s | %.1f | %s |" % ("+".join(wl), CONFIG_TITLES.get(c, c), med, added))
     if failures:
         print()
         print("failed runs:")

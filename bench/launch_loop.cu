@@ -1,5 +1,5 @@
 // Launch-cost benchmark: a loop of tiny kernel launches on one stream, then one synchronization, timed on the
-// host with clock_gettime. Prints one machine-readable line, launch_us=<microseconds per launch>. bench/run.sh
+// host with clock_gettime. Prints one machine-readable line, launch_us=<microseconds per launch>. bench/bench.py
 // runs it without a tool, under CUDA_LAUNCH_BLOCKING=1 and under culprit's modes.
 #include <cstdio>
 #include <cstdlib>

@@ -1,5 +1,6 @@
 """Benchmark workloads for culprit, each printing one machine-readable line `metric=<name> value=<number>
-unit=<unit> better=<higher|lower>`. Run one per process: `python3 bench/workloads.py NAME [--seconds S]`.
+unit=<unit> better=<higher|lower> workload=<name>`. `python3 bench/workloads.py NAME[,NAME...] [--seconds S]` runs
+the named workloads one after the other in this process (torch is imported once).
 
   resnet50     torchvision ResNet50 training, batch 32, fp32, synthetic data (images/s)
   smallop      a 64x64 tensor through 20 elementwise ops per step (steps/s)
@@ -113,15 +114,23 @@ WORKLOADS = {"resnet50": resnet50, "smallop": smallop, "triton": triton_loop, "m
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("name", choices=sorted(WORKLOADS))
+    ap.add_argument("names", help="comma-separated: " + ",".join(sorted(WORKLOADS)))
     ap.add_argument("--seconds", type=float, default=6.0)
     a = ap.parse_args()
+    names = a.names.split(",")
+    unknown = [n for n in names if n not in WORKLOADS]
+    if unknown:
+        ap.error("unknown workload %s (known: %s)" % (", ".join(unknown), ", ".join(sorted(WORKLOADS))))
+    if a.seconds <= 0:
+        ap.error("--seconds must be positive")
     if os.environ.get("BENCH_ANOMALY") == "1":
         import torch
         torch.autograd.set_detect_anomaly(True)
-    metric, value, unit, better = WORKLOADS[a.name](a.seconds)
-    print("metric=%s value=%.4f unit=%s better=%s" % (metric, value, unit.replace(" ", "_"), better))
-    sys.stdout.flush()
+    for name in names:
+        metric, value, unit, better = WORKLOADS[name](a.seconds)
+        print("metric=%s value=%.4f unit=%s better=%s workload=%s" % (metric, value, unit.replace(" ", "_"),
+                                                                      better, name))
+        sys.stdout.flush()
 
 
 if __name__ == "__main__":
