@@ -240,6 +240,15 @@ int cp_launch_begin(struct cp_launch_ctx *lc, const struct cp_launch_desc *d) {
   rec->name = d->kind == CP_KIND_GRAPH ? NULL : names_get(d->func, names_lookup);
   rec->nframes = (uint8_t)stack_capture(rec->frames, g_cfg.stack_depth);
   rec->npy = (uint8_t)pystack_capture(rec->py, PYSTACK_MAX);
+  if (rec->npy == 0) {
+    /* a thread without Python (the autograd engine, a library's helper): the frames of the one waiting on it */
+    unsigned long long waiting = 0;
+    rec->npy = (uint8_t)pystack_waiting(rec->py, PYSTACK_MAX, &waiting);
+    if (rec->npy) {
+      rec->flags |= CP_REC_PY_WAITING;
+      rec->py_thread = waiting;
+    }
+  }
   struct cp_stream *s = lc->stream =
       crumb_stream(d->stream, d->ptds, rec->tid, !atomic_load_explicit(&g_captures, memory_order_relaxed));
   if (s) {

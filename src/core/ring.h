@@ -18,14 +18,17 @@ enum {
   CP_REC_RETURNED_ERROR = 2,      /* the launch call itself returned a sticky error */
   CP_REC_CAPTURED = 4,            /* launched into a stream being captured into a graph */
   CP_REC_UNCRUMBED = 8,           /* no breadcrumb by design (CULPRIT_CRUMB_EVERY > 1): completion unknown */
-  CP_REC_RACY = 16                /* another thread launched on the same stream at the same time: the order of
+  CP_REC_RACY = 16,               /* another thread launched on the same stream at the same time: the order of
                                    * launch numbers may differ from the order on the stream */
+  CP_REC_PY_WAITING = 32          /* the launching thread runs no Python: py holds the frames of the Python thread
+                                   * py_thread, which waited on it (PyTorch's autograd engine during backward()) */
 };
 
 struct cp_rec {
   _Atomic uint64_t seq;           /* launch number; 0 while the record is being written or unused */
   uint64_t prev;                  /* seq of the previous launch on the same stream, 0 if none */
   uint64_t time_ns;               /* CLOCK_MONOTONIC at launch */
+  uint64_t py_thread;             /* with CP_REC_PY_WAITING: Python thread id of the frames in py */
   const struct cp_kname *name;    /* interned kernel name, NULL for graphs */
   void *func;                     /* CUfunction/CUkernel, or CUgraphExec for graph launches */
   void *stream;                   /* stream handle as the program passed it */
@@ -42,7 +45,8 @@ struct cp_rec {
   uint8_t flags;                  /* CP_REC_* */
   uint8_t nframes;                /* valid entries in frames */
   uint8_t npy;                    /* valid entries in py */
-  struct pystack_ref py[PYSTACK_MAX]; /* Python frames of the launching thread, innermost first */
+  struct pystack_ref py[PYSTACK_MAX]; /* Python frames of the launching thread (or, with CP_REC_PY_WAITING, of
+                                       * the thread waiting on it), innermost first */
   void *frames[];                 /* native return addresses, innermost first */
 };
 

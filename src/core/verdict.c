@@ -191,11 +191,16 @@ static void emit_launch(struct jw *w, const struct cp_rec *r) {
     if (r->flags & CP_REC_CAPTURED) jw_str(w, "captured");
     if (r->flags & CP_REC_UNCRUMBED) jw_str(w, "no-breadcrumb");
     if (r->flags & CP_REC_RACY) jw_str(w, "concurrent-launch");
+    if (r->flags & CP_REC_PY_WAITING) jw_str(w, "python-of-waiting-thread");
     jw_arr_end(w);
   }
   if (r->npy) {
     jw_key(w, "python");
     emit_python(w, r->py, r->npy);
+    if (r->flags & CP_REC_PY_WAITING) {
+      jw_key(w, "python_thread");
+      jw_uint(w, r->py_thread);
+    }
   }
   jw_key(w, "stack");
   emit_frames(w, r->frames, r->nframes);

@@ -388,7 +388,12 @@ static void render_origin(struct render_buf *b, const struct json *obj, const ch
 {
     if (json_len(json_get(obj, "python"))) {
         /* for a Python program the C++ frames matter less: the innermost few, the rest are in the report */
-        render_line(b, "%s (Python):", head);
+        if (json_get(obj, "python_thread"))
+            /* the launching thread runs no Python (PyTorch's autograd engine): the thread that waited on it */
+            render_line(b, "%s (Python, of the thread waiting on it, threading id %lld; the launching thread "
+                        "runs no Python):", head, json_get_int(obj, "python_thread", 0));
+        else
+            render_line(b, "%s (Python):", head);
         render_python(b, json_get(obj, "python"), "    ");
         render_line(b, "  native stack:");
         render_stack_max(b, json_get(obj, "stack"), "    ", 3);

@@ -26,6 +26,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #define PYS_SLOTS (1u << 15)          /* hash slots; power of two */
@@ -43,6 +44,7 @@
 struct pys_layout {
   int minor;              /* 3.<minor> */
   int ts_frame;           /* PyThreadState: 3.10 frame, 3.11/3.12 cframe, 3.13 current_frame */
+  int ts_thread_id;       /* PyThreadState.thread_id (unsigned long): threading.get_ident() of the thread */
   int cf_current;         /* _PyCFrame.current_frame (3.11/3.12), -1 when the thread state points at frames */
   int fr_code;            /* frame: f_code (3.10 PyFrameObject, 3.11/3.12), f_executable (3.13) */
   int fr_previous;        /* frame: f_back (3.10) or previous */
@@ -69,10 +71,10 @@ struct pys_layout {
 #define PYS_UNI_ASCII 0x40u   /* state.ascii */
 
 static const struct pys_layout g_layouts[] = {
-  {10, 24, -1, 32, 24, 96, -1, 104, 112, 40, 120, -1, -1, 48, 48, 56},
-  {11, 56, 8, 32, 48, 56, 69, 112, 128, 72, 136, 184, 168, 48, 48, 56},
-  {12, 56, 0, 0, 8, 56, 70, 112, 128, 68, 136, 192, 176, 40, 40, 48},
-  {13, 72, -1, 0, 8, 56, 70, 112, 128, 68, 136, 200, 184, 40, 40, 48},
+  {10, 24, 176, -1, 32, 24, 96, -1, 104, 112, 40, 120, -1, -1, 48, 48, 56},
+  {11, 56, 152, 8, 32, 48, 56, 69, 112, 128, 72, 136, 184, 168, 48, 48, 56},
+  {12, 56, 136, 0, 0, 8, 56, 70, 112, 128, 68, 136, 192, 176, 40, 40, 48},
+  {13, 72, 152, -1, 0, 8, 56, 70, 112, 128, 68, 136, 200, 184, 40, 40, 48},
 };
 
 enum pys_state {
@@ -108,7 +110,6 @@ static pys_int_fn g_is_initialized;       /* Py_IsInitialized */
 static pys_tstate_fn g_this_tstate;       /* PyGILState_GetThisThreadState */
 static void *(*g_interp_head)(void);       /* PyInterpreterState_Head */
 static void *(*g_thread_head)(void *);     /* PyInterpreterState_ThreadHead */
-static unsigned long (*g_thread_ident)(void *); /* PyThreadState_GetID (3.9+), 0 where missing */
 static uintptr_t g_code_type;             /* &PyCode_Type: every frame's code object must carry it */
 static uintptr_t g_frame_type;            /* &PyFrame_Type (3.10 frame objects) */
 static uintptr_t g_unicode_type;          /* &PyUnicode_Type */
@@ -169,7 +170,6 @@ static void pys_probe(void) {
   if (!get_version || !g_is_initialized || !g_this_tstate) return; /* PYS_NONE */
   *(void **)&g_interp_head = dlsym(RTLD_DEFAULT, "PyInterpreterState_Head");
   *(void **)&g_thread_head = dlsym(RTLD_DEFAULT, "PyInterpreterState_ThreadHead");
-  *(void **)&g_thread_ident = dlsym(RTLD_DEFAULT, "PyThreadState_GetID");
   g_code_type = (uintptr_t)dlsym(RTLD_DEFAULT, "PyCode_Type");
   g_frame_type = (uintptr_t)dlsym(RTLD_DEFAULT, "PyFrame_Type");
   g_unicode_type = (uintptr_t)dlsym(RTLD_DEFAULT, "PyUnicode_Type");
@@ -396,8 +396,7 @@ int pystack_other_threads(struct pystack_thread *out, int max) {
     uintptr_t next = rd_ptr(ts, PYS_TS_NEXT);
     if (tls_fault) break;
     if (ts != self) {
-      /* the id is read by CPython's accessor, now that the thread state is known to be mapped */
-      out[n].id = g_thread_ident ? g_thread_ident((void *)ts) : 0;
+      out[n].id = rd_ptr(ts, g_lay->ts_thread_id);
       out[n].n = g_lay->minor == 10 ? pys_walk_310(ts, out[n].refs, PYSTACK_MAX)
                                     : pys_walk_311(ts, out[n].refs, PYSTACK_MAX);
       tls_fault = 0;                  /* a torn walk of one thread does not end the list */
@@ -407,6 +406,123 @@ int pystack_other_threads(struct pystack_thread *out, int max) {
   }
   tls_safe = 0;
   tls_fault = 0;
+  return n;
+}
+
+/* The innermost frame of thread state TS and its instruction, read through guarded reads (tls_safe set). */
+static void pys_top(uintptr_t ts, uintptr_t *frame, uintptr_t *instr) {
+  const struct pys_layout *l = g_lay;
+  uintptr_t f = rd_ptr(ts, l->ts_frame);
+  if (l->cf_current >= 0 && f) f = rd_ptr(f, l->cf_current);
+  *frame = f;
+  *instr = f ? (l->minor == 10 ? (uintptr_t)(unsigned)rd_int(f, l->fr_instr) : rd_ptr(f, l->fr_instr)) : 0;
+}
+
+/* Whether any of these frames runs code from torch.autograd (where backward() waits for the engine). */
+static bool pys_in_autograd(const struct pystack_ref *refs, int n) {
+  for (int i = 0; i < n; i++) {
+    if (!refs[i].code || refs[i].code > PYS_MAX_CODES) continue;
+    const struct pys_code *e = atomic_load_explicit(&g_entries[refs[i].code - 1], memory_order_acquire);
+    if (e && strstr(e->file, "/torch/autograd/")) return true;
+  }
+  return false;
+}
+
+#define PYS_WAIT_REWALK_NS 1000000ull /* a calling thread walks the other threads at most once a millisecond */
+
+/* One launching thread's choice of waiting thread; allocated on its first launch without Python. */
+struct pys_wait {
+  uintptr_t ts, frame, instr;         /* the chosen thread state, its innermost frame and instruction */
+  unsigned long long id;              /* its Python thread id */
+  int n;                              /* frames in refs; 0 = no choice */
+  bool autograd;                      /* chosen because it waits in torch.autograd */
+  uint32_t hits;                      /* uses of the choice since it was made */
+  uint64_t walked_ns;                 /* when the other threads were last walked */
+  struct pystack_ref refs[PYSTACK_MAX];
+  struct pystack_thread cand;         /* scratch for the walk */
+};
+static __thread struct pys_wait *tls_wait;
+
+static uint64_t pys_now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/* Walks every other Python thread and makes a new choice in w. Guarded reads (tls_safe) are on. */
+static void pys_choose(struct pys_wait *w) {
+  struct pystack_thread *cand = &w->cand;
+  void *interp = g_interp_head();
+  uintptr_t self = (uintptr_t)g_this_tstate();
+  uintptr_t ts = interp ? (uintptr_t)g_thread_head(interp) : 0;
+  w->n = 0;
+  w->autograd = false;
+  for (int k = 0; ts && k < PYS_MAX_THREADS; k++) {
+    tls_fault = 0;
+    uintptr_t next = rd_ptr(ts, PYS_TS_NEXT);
+    if (tls_fault) break;
+    if (ts != self) {
+      uintptr_t frame, instr;
+      pys_top(ts, &frame, &instr);
+      cand->n = tls_fault ? 0 : g_lay->minor == 10 ? pys_walk_310(ts, cand->refs, PYSTACK_MAX)
+                                                   : pys_walk_311(ts, cand->refs, PYSTACK_MAX);
+      if (cand->n > 0 && !tls_fault) {
+        bool autograd = pys_in_autograd(cand->refs, cand->n);
+        /* the list runs newest first: a later thread without autograd frames is older, a better default */
+        if (autograd || !w->autograd) {
+          w->ts = ts;
+          w->frame = frame;
+          w->instr = instr;
+          w->id = rd_ptr(ts, g_lay->ts_thread_id);
+          w->n = cand->n;
+          w->autograd = autograd;
+          memcpy(w->refs, cand->refs, sizeof(struct pystack_ref) * (size_t)cand->n);
+        }
+        if (autograd) break;
+      }
+    }
+    ts = next;
+  }
+  tls_fault = 0;
+  w->hits = 0;
+}
+
+int pystack_waiting(struct pystack_ref *out, int max, unsigned long long *thread_id) {
+  pthread_once(&g_once, pys_probe);
+  if (g_state != PYS_READY || max <= 0 || !g_interp_head || !g_thread_head || !g_is_initialized()) return 0;
+  struct pys_wait *w = tls_wait;
+  if (!w) {
+    w = pys_map(sizeof *w); /* once per launching thread without Python; never freed (one page) */
+    if (!w) return 0;
+    tls_wait = w;
+  }
+  tls_safe = 1;
+  tls_fault = 0;
+  bool same = false;
+  if (w->n > 0) {
+    uintptr_t frame, instr;
+    pys_top(w->ts, &frame, &instr);
+    same = !tls_fault && frame == w->frame && instr == w->instr;
+  }
+  /* a choice made by default (no thread in torch.autograd) is looked at again now and then, in case another
+   * thread starts waiting there */
+  bool due = w->n > 0 && !w->autograd && w->hits >= 256;
+  if (!same || due) {
+    uint64_t now = pys_now_ns();
+    if (!w->walked_ns || now - w->walked_ns >= PYS_WAIT_REWALK_NS) {
+      w->walked_ns = now;
+      pys_choose(w);
+    } else if (!same) {
+      w->n = 0; /* the waiting thread moved within the millisecond: no frames rather than stale ones */
+    }
+  }
+  tls_safe = 0;
+  tls_fault = 0;
+  if (w->n <= 0) return 0;
+  w->hits++;
+  int n = w->n < max ? w->n : max;
+  memcpy(out, w->refs, sizeof(struct pystack_ref) * (size_t)n);
+  if (thread_id) *thread_id = w->id;
   return n;
 }
 
