@@ -48,6 +48,9 @@ static _Atomic int g_captures;                /* stream captures in progress */
 static _Atomic int g_report;                  /* 0 none, 1 being written, 2 written */
 static char g_report_path[CFG_DIR_MAX + 64];  /* last report written */
 static _Atomic uint64_t g_ns_in_culprit;      /* CULPRIT_STATS: time spent in the launch path */
+static _Atomic uint64_t g_ns_native;          /* CULPRIT_STATS: of which in native stack capture */
+static _Atomic uint64_t g_ns_python;          /* CULPRIT_STATS: of which in Python frame capture */
+static _Atomic uint64_t g_py_waiting;         /* launches that took the frames of a waiting Python thread */
 static _Atomic uint64_t g_blocking_syncs;     /* synchronizations blocking mode made */
 static pthread_key_t g_thread_key;            /* releases a thread's ring at exit */
 
@@ -238,7 +241,9 @@ int cp_launch_begin(struct cp_launch_ctx *lc, const struct cp_launch_desc *d) {
   memcpy(rec->block, d->block, sizeof rec->block);
   rec->smem = d->smem;
   rec->name = d->kind == CP_KIND_GRAPH ? NULL : names_get(d->func, names_lookup);
+  uint64_t t1 = lc->t0 ? now_ns() : 0;
   rec->nframes = (uint8_t)stack_capture(rec->frames, g_cfg.stack_depth);
+  uint64_t t2 = lc->t0 ? now_ns() : 0;
   rec->npy = (uint8_t)pystack_capture(rec->py, PYSTACK_MAX);
   if (rec->npy == 0) {
     /* a thread without Python (the autograd engine, a library's helper): the frames of the one waiting on it */
@@ -247,7 +252,12 @@ int cp_launch_begin(struct cp_launch_ctx *lc, const struct cp_launch_desc *d) {
     if (rec->npy) {
       rec->flags |= CP_REC_PY_WAITING;
       rec->py_thread = waiting;
+      if (lc->t0) atomic_fetch_add_explicit(&g_py_waiting, 1, memory_order_relaxed);
     }
+  }
+  if (lc->t0) {
+    atomic_fetch_add_explicit(&g_ns_native, t2 - t1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&g_ns_python, now_ns() - t2, memory_order_relaxed);
   }
   struct cp_stream *s = lc->stream =
       crumb_stream(d->stream, d->ptds, rec->tid, !atomic_load_explicit(&g_captures, memory_order_relaxed));
@@ -287,6 +297,7 @@ int cp_launch_begin(struct cp_launch_ctx *lc, const struct cp_launch_desc *d) {
   if (m->mode == CP_MODE_BLOCKING &&
       blocking_applies(m, rec, atomic_load_explicit(&g_seq, memory_order_relaxed) + 1))
     blocking_lock(lc);
+  if (lc->t0) lc->spent = now_ns() - lc->t0;  /* the driver's own launch time is not culprit's */
   return 1;
 }
 
@@ -308,6 +319,7 @@ static int blocking_applies(const struct mode_frame *m, const struct cp_rec *rec
 static void report(int code, const char *api, uint64_t exact_seq);
 
 int cp_launch_end(struct cp_launch_ctx *lc, int rc) {
+  uint64_t t_end = lc->t0 ? now_ns() : 0;
   struct cp_rec *rec = lc->rec;
   uint64_t seq;
   if (lc->inflight && rc != 0) atomic_fetch_sub_explicit(&lc->stream->inflight, 1, memory_order_seq_cst);
@@ -362,7 +374,7 @@ int cp_launch_end(struct cp_launch_ctx *lc, int rc) {
   } else if (lc->serialized) {
     pthread_mutex_unlock(&g_blocking_lock);
   }
-  if (lc->t0) atomic_fetch_add_explicit(&g_ns_in_culprit, now_ns() - lc->t0, memory_order_relaxed);
+  if (lc->t0) atomic_fetch_add_explicit(&g_ns_in_culprit, lc->spent + now_ns() - t_end, memory_order_relaxed);
   return rc;
 }
 
@@ -507,16 +519,18 @@ static void report(int code, const char *api, uint64_t exact_seq) {
 
 __attribute__((destructor)) static void cp_dtor(void) {
   if (cp_state <= 0 || !g_cfg.stats) return;
-  char msg[400];
+  char msg[512];
   uint64_t n = atomic_load(&g_seq) - atomic_load(&g_fork_seq);
-  double per = n ? (double)atomic_load(&g_ns_in_culprit) / 1000.0 / (double)n : 0.0;
+  double us = n ? 1000.0 * (double)n : 1.0;  /* ns totals to microseconds per launch */
   snprintf(msg, sizeof msg,
            "stats: pid %d: %llu launches, %llu breadcrumbs (%llu refused), %llu blocking syncs (%llu not "
-           "serialized), %llu records overwritten, %d threads, %.2f us per launch in culprit",
+           "serialized), %llu records overwritten, %d threads, %.2f us per launch in culprit (native stack %.2f, "
+           "Python frames %.2f; %llu launches with a waiting thread's frames)",
            (int)getpid(), (unsigned long long)n, (unsigned long long)crumb_written(),
            (unsigned long long)crumb_failures(), (unsigned long long)atomic_load(&g_blocking_syncs),
-           (unsigned long long)atomic_load(&g_unserialized),
-           (unsigned long long)ring_total_overwritten(), ring_count(), per);
+           (unsigned long long)atomic_load(&g_unserialized), (unsigned long long)ring_total_overwritten(),
+           ring_count(), (double)atomic_load(&g_ns_in_culprit) / us, (double)atomic_load(&g_ns_native) / us,
+           (double)atomic_load(&g_ns_python) / us, (unsigned long long)atomic_load(&g_py_waiting));
   say(msg);
 }
 

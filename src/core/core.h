@@ -26,6 +26,7 @@ struct cp_launch_ctx {
   struct cp_stream *stream;       /* stream entry, NULL if untracked */
   const struct cp_launch_desc *d; /* the launch */
   uint64_t t0;                    /* start of culprit's own work, for CULPRIT_STATS */
+  uint64_t spent;                 /* CULPRIT_STATS: time culprit spent before the real launch */
   int serialized;                 /* blocking mode: holds the launch lock until the synchronize is done */
   int inflight;                   /* counted in stream->inflight, to be released in cp_launch_end */
   uint64_t overlaps0;             /* stream->overlaps when this launch began */

@@ -409,15 +409,6 @@ int pystack_other_threads(struct pystack_thread *out, int max) {
   return n;
 }
 
-/* The innermost frame of thread state TS and its instruction, read through guarded reads (tls_safe set). */
-static void pys_top(uintptr_t ts, uintptr_t *frame, uintptr_t *instr) {
-  const struct pys_layout *l = g_lay;
-  uintptr_t f = rd_ptr(ts, l->ts_frame);
-  if (l->cf_current >= 0 && f) f = rd_ptr(f, l->cf_current);
-  *frame = f;
-  *instr = f ? (l->minor == 10 ? (uintptr_t)(unsigned)rd_int(f, l->fr_instr) : rd_ptr(f, l->fr_instr)) : 0;
-}
-
 /* Whether any of these frames runs code from torch.autograd (where backward() waits for the engine). */
 static bool pys_in_autograd(const struct pystack_ref *refs, int n) {
   for (int i = 0; i < n; i++) {
@@ -429,10 +420,14 @@ static bool pys_in_autograd(const struct pystack_ref *refs, int n) {
 }
 
 #define PYS_WAIT_REWALK_NS 1000000ull /* a calling thread walks the other threads at most once a millisecond */
+#define PYS_WAIT_RECHECK_NS 100000ull /* a choice checked this recently is used without reading again */
 
 /* One launching thread's choice of waiting thread; allocated on its first launch without Python. */
 struct pys_wait {
-  uintptr_t ts, frame, instr;         /* the chosen thread state, its innermost frame and instruction */
+  uintptr_t ts;                       /* the chosen thread state */
+  uintptr_t addr[3], val[3];          /* where its innermost frame and instruction are found, and what was there */
+  int naddr;                          /* entries in addr */
+  uint64_t checked_ns;                /* when addr last held val */
   unsigned long long id;              /* its Python thread id */
   int n;                              /* frames in refs; 0 = no choice */
   bool autograd;                      /* chosen because it waits in torch.autograd */
@@ -449,6 +444,33 @@ static uint64_t pys_now_ns(void) {
   return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
+/* Reads the watched words of w's choice into vals with one system call. Returns 0 if all were readable. */
+static int pys_watch_read(const struct pys_wait *w, uintptr_t *vals) {
+  struct iovec local[3], remote[3];
+  for (int i = 0; i < w->naddr; i++) {
+    local[i] = (struct iovec){&vals[i], sizeof vals[i]};
+    remote[i] = (struct iovec){(void *)w->addr[i], sizeof vals[i]};
+  }
+  return process_vm_readv(getpid(), local, (unsigned long)w->naddr, remote, (unsigned long)w->naddr, 0) ==
+                 (ssize_t)(sizeof vals[0] * (size_t)w->naddr) ? 0 : -1;
+}
+
+/* Finds the words that move when the chosen thread's innermost frame or instruction does: the thread state's
+ * frame pointer (3.11/3.12: its _PyCFrame's too) and the frame's instruction. Guarded reads are on. */
+static int pys_watch_set(struct pys_wait *w) {
+  const struct pys_layout *l = g_lay;
+  int k = 0;
+  w->addr[k++] = w->ts + (uintptr_t)l->ts_frame;
+  uintptr_t f = rd_ptr(w->ts, l->ts_frame);
+  if (l->cf_current >= 0 && f) {
+    w->addr[k++] = f + (uintptr_t)l->cf_current;
+    f = rd_ptr(f, l->cf_current);
+  }
+  if (f) w->addr[k++] = f + (uintptr_t)l->fr_instr;
+  w->naddr = k;
+  return tls_fault ? -1 : pys_watch_read(w, w->val);
+}
+
 /* Walks every other Python thread and makes a new choice in w. Guarded reads (tls_safe) are on. */
 static void pys_choose(struct pys_wait *w) {
   struct pystack_thread *cand = &w->cand;
@@ -462,8 +484,6 @@ static void pys_choose(struct pys_wait *w) {
     uintptr_t next = rd_ptr(ts, PYS_TS_NEXT);
     if (tls_fault) break;
     if (ts != self) {
-      uintptr_t frame, instr;
-      pys_top(ts, &frame, &instr);
       cand->n = tls_fault ? 0 : g_lay->minor == 10 ? pys_walk_310(ts, cand->refs, PYSTACK_MAX)
                                                    : pys_walk_311(ts, cand->refs, PYSTACK_MAX);
       if (cand->n > 0 && !tls_fault) {
@@ -471,8 +491,6 @@ static void pys_choose(struct pys_wait *w) {
         /* the list runs newest first: a later thread without autograd frames is older, a better default */
         if (autograd || !w->autograd) {
           w->ts = ts;
-          w->frame = frame;
-          w->instr = instr;
           w->id = rd_ptr(ts, g_lay->ts_thread_id);
           w->n = cand->n;
           w->autograd = autograd;
@@ -483,6 +501,8 @@ static void pys_choose(struct pys_wait *w) {
     }
     ts = next;
   }
+  tls_fault = 0;
+  if (w->n > 0 && pys_watch_set(w)) w->n = 0;
   tls_fault = 0;
   w->hits = 0;
 }
@@ -496,22 +516,27 @@ int pystack_waiting(struct pystack_ref *out, int max, unsigned long long *thread
     if (!w) return 0;
     tls_wait = w;
   }
-  tls_safe = 1;
-  tls_fault = 0;
+  uint64_t now = pys_now_ns();
   bool same = false;
   if (w->n > 0) {
-    uintptr_t frame, instr;
-    pys_top(w->ts, &frame, &instr);
-    same = !tls_fault && frame == w->frame && instr == w->instr;
+    uintptr_t vals[3];
+    if (now - w->checked_ns < PYS_WAIT_RECHECK_NS) {
+      same = true;
+    } else if (pys_watch_read(w, vals) == 0 && memcmp(vals, w->val, sizeof vals[0] * (size_t)w->naddr) == 0) {
+      same = true;
+      w->checked_ns = now;
+    }
   }
   /* a choice made by default (no thread in torch.autograd) is looked at again now and then, in case another
    * thread starts waiting there */
   bool due = w->n > 0 && !w->autograd && w->hits >= 256;
+  tls_safe = 1;
+  tls_fault = 0;
   if (!same || due) {
-    uint64_t now = pys_now_ns();
     if (!w->walked_ns || now - w->walked_ns >= PYS_WAIT_REWALK_NS) {
       w->walked_ns = now;
       pys_choose(w);
+      w->checked_ns = now;
     } else if (!same) {
       w->n = 0; /* the waiting thread moved within the millisecond: no frames rather than stale ones */
     }

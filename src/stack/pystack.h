@@ -37,10 +37,11 @@ int pystack_other_threads(struct pystack_thread *out, int max);
  * thread): fills out[0..max) with the frames of the Python thread that waits on it, as they are at this moment,
  * and *thread_id with that thread's Python id. The waiting thread is one whose frames are in torch.autograd
  * (backward() waits there while the engine launches), else the oldest Python thread. Returns the count, 0 when
- * there is none or it could not be read cheaply: the choice is cached per calling thread and checked with three
- * guarded reads while the waiting thread stays where it was (as it does, blocked, for a whole backward());
- * a new walk of the other threads is made at most once a millisecond per calling thread. Never blocks, never takes
- * the GIL, cannot crash on a thread state or frame freed meanwhile. */
+ * there is none or it could not be read cheaply: the choice is cached per calling thread, used as it is for
+ * 100 microseconds after it was last checked, then checked with one guarded read of the words that move when
+ * that thread's innermost frame or instruction does (it stays put, blocked, for a whole backward()); a new walk
+ * of the other threads is made at most once a millisecond per calling thread. Never blocks, never takes the
+ * GIL, cannot crash on a thread state or frame freed meanwhile. */
 int pystack_waiting(struct pystack_ref *out, int max, unsigned long long *thread_id);
 /* One short phrase for the report: "CPython 3.12", "no Python in this process", or
  * "CPython 3.14 is not supported: no Python stacks". */
