@@ -5,14 +5,17 @@ started the work, marked as that thread's (python_thread, flag python-of-waiting
   engine  the engine thread's own synchronize returns the error while the Python thread still waits
   caller  the engine finished; the Python thread synchronizes later from another line (as loss.item() after
           backward() returned), so only the frames kept at launch time can name the backward() line
+  autograd  a second Python thread starts the engine from a module under torch/autograd/ while the main thread
+          waits elsewhere: the thread inside torch.autograd is the waiting one, not the older main thread
 
-usage: python3 engine_helper.py LIBENGINE REPORT_DIR engine|caller   (libculprit preloaded, the simulated
+usage: python3 engine_helper.py LIBENGINE REPORT_DIR engine|caller|autograd   (libculprit preloaded, the simulated
 driver on LD_LIBRARY_PATH, FAKECUDA_FAULT=launch=2)"""
 import ctypes
 import glob
 import json
 import os
 import sys
+import tempfile
 import threading
 
 
@@ -42,9 +45,35 @@ def idle(stop):
     stop.wait()  # another Python thread, waiting on something else: it must not be taken for the waiting one
 
 
+AUTOGRAD_MODULE = """
+def run_backward(lib):
+    return lib.run_engine(0)
+"""
+
+
+def autograd_module():
+    """A module whose file lies under .../torch/autograd/, as torch's own backward() entry does."""
+    root = tempfile.mkdtemp(prefix="culprit-engine.")
+    os.makedirs(os.path.join(root, "torch", "autograd"))
+    path = os.path.join(root, "torch", "autograd", "graph_stub.py")
+    with open(path, "w") as f:
+        f.write(AUTOGRAD_MODULE)
+    namespace = {}
+    exec(compile(AUTOGRAD_MODULE, path, "exec"), namespace)
+    return namespace["run_backward"], path
+
+
+def worker_backward(lib, result):
+    run_backward, _ = autograd_module()
+    result.append(run_backward(lib))  # WORKER-BACKWARD
+    result.append(threading.get_ident())
+
+
 def main():
     lib = ctypes.CDLL(sys.argv[1])
     scenario = sys.argv[3]
+    if scenario == "autograd":
+        return main_autograd(lib)
     stop = threading.Event()
     other = threading.Thread(target=idle, args=(stop,))
     other.start()
@@ -80,6 +109,29 @@ def main():
         err = (rep.get("error") or {}).get("python") or []
         check(err and err[0].get("line") == marker_line("CALLER-SYNC"), "error frames %r" % err)
     print("engine/%s: the waiting Python line is the launch's" % scenario)
+
+
+def main_autograd(lib):
+    result = []
+    worker = threading.Thread(target=worker_backward, args=(lib, result))
+    worker.start()
+    worker.join()  # the main thread waits here, in C, and is the oldest Python thread
+    check(result and result[0] == 0, "the engine's launches returned %r" % result)
+    rc = item(lib)
+    check(rc == 700, "the caller's synchronize returned %r, expected 700" % rc)
+    reports = glob.glob(os.path.join(sys.argv[2], "culprit-%d.json" % os.getpid()))
+    check(len(reports) == 1, "no report")
+    c = json.load(open(reports[0])).get("culprit") or {}
+    check(c.get("seq") == 2, "culprit seq %r" % c.get("seq"))
+    check(c.get("python_thread") == result[1], "python_thread %r, expected the worker %r (main %r)" % (
+        c.get("python_thread"), result[1], threading.main_thread().ident))
+    frames = c.get("python") or []
+    files = [f.get("file", "") for f in frames]
+    check(files and files[0].endswith(os.path.join("torch", "autograd", "graph_stub.py")), "frames %r" % frames)
+    me = os.path.basename(__file__)
+    check(any(os.path.basename(f.get("file", "")) == me and f.get("line") == marker_line("WORKER-BACKWARD")
+              for f in frames), "the worker's line is missing from %r" % frames)
+    print("engine/autograd: the thread inside torch.autograd is the waiting one")
 
 
 if __name__ == "__main__":
