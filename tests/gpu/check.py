@@ -26,6 +26,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, "fixtures")
 MARKER = "// CULPRIT-LAUNCH"
+CAPTURE_MARKER = "// CULPRIT-CAPTURE"  # graph cases: the line where the faulting node was captured
 SKIP_STATUS = 77  # what a test program returns where there is no CUDA device
 STICKY = tuple(range(700, 720))  # CUDA's sticky (context-corrupting) error codes
 SCHEMA = "culprit.report/1"
@@ -37,7 +38,7 @@ class Case:
     """One scenario: a program (with arguments and environment), how culprit runs it, and what must come out."""
 
     def __init__(self, name, prog, kernel=None, codes=(700,), api=r"Launch", args=(), env=None, mode=None,
-                 stream_kind=None, rerun=None, same_as=None, healthy=False, src=None, note=""):
+                 stream_kind=None, rerun=None, same_as=None, healthy=False, src=None, graph=False, note=""):
         self.name = name            # case name in the table
         self.prog = prog            # program gpu_<prog>_<cudart>, source tests/gpu/<prog>.cu
         self.src = src or prog + ".cu"  # source file holding the CULPRIT-LAUNCH marker
@@ -53,6 +54,11 @@ class Case:
                                     # rerun of the whole program (launch numbers differ between runs)
         self.same_as = same_as      # another case whose culprit seq this case must repeat
         self.healthy = healthy      # no fault: identical stdout, exit 0, no report
+        self.graph = graph          # the fault is in a node of a replayed graph: the culprit is the graph launch
+                                    # (at the marker), and `kernel` is the faulting node's, captured at the
+                                    # CULPRIT-CAPTURE line
+        self.need_node = mode in ("precise", "blocking")  # graph cases: the report must name the node itself
+        self.capture_line = 0       # graph cases: the CULPRIT-CAPTURE line, filled in by the suite
         self.note = note            # what the case is about
 
 
@@ -88,6 +94,10 @@ CASES = [
          note="driver API (cuModuleLoadData + cuLaunchKernel), linked with -lcuda"),
     Case("launch_ex", "launch_ex", "tile_copy", api=r"Synchronize|Launch", stream_kind="created",
          note="cudaLaunchKernelEx with a cluster attribute"),
+    Case("graph", "graph", "scatter_tokens", api=r"Synchronize|Launch", stream_kind="created", graph=True,
+         note="fault in a node of a replayed CUDA graph (stream capture)"),
+    Case("graph_precise", "graph", "scatter_tokens", api=r"Synchronize|Launch", stream_kind="created", graph=True,
+         mode="precise", note="the same in precise mode: graph breadcrumbs name the faulting node"),
     Case("healthy", "healthy", healthy=True, note="no fault: same stdout, exit 0, no report"),
 ]
 CASE_BY_NAME = {c.name: c for c in CASES}
@@ -209,11 +219,11 @@ class Outcome:
         self.reasons.append(reason)
 
 
-def marker_line(text, src="source"):
-    """Returns the 1-based line holding the CULPRIT-LAUNCH marker; exactly one must exist."""
-    lines = [i + 1 for i, line in enumerate(text.splitlines()) if line.rstrip().endswith(MARKER)]
+def marker_line(text, src="source", marker=MARKER):
+    """Returns the 1-based line holding the marker (CULPRIT-LAUNCH unless told); exactly one must exist."""
+    lines = [i + 1 for i, line in enumerate(text.splitlines()) if line.rstrip().endswith(marker)]
     if len(lines) != 1:
-        raise ValueError("%s: expected one %r line, found %d" % (src, MARKER, len(lines)))
+        raise ValueError("%s: expected one %r line, found %d" % (src, marker, len(lines)))
     return lines[0]
 
 
@@ -226,21 +236,49 @@ def frame_file(frame):
     return os.path.basename(str(frame.get("file") or ""))
 
 
+def line_problems(launch, case, line, what="launch"):
+    """Whether LAUNCH's native stack has a frame in the case's source at LINE."""
+    frames = launch.get("stack") or []
+    in_src = [f for f in frames if isinstance(f, dict) and frame_file(f) == case.src]
+    if not in_src:
+        return ["no %s frame in %s" % ("stack" if what == "launch" else what, case.src)]
+    if not any(f.get("line") == line for f in in_src):
+        return ["%s line %s:%s, expected %s:%d" % (what, case.src, in_src[0].get("line"), case.src, line)]
+    return []
+
+
+def graph_node_problems(launch, case):
+    """A graph case: the faulting node (named by the report, or found among the graph's nodes unless the case
+    needs it named) must be the case's kernel, captured at the CULPRIT-CAPTURE line."""
+    if launch.get("kind") != "graph":
+        return ["kind %r, expected the graph launch" % launch.get("kind")]
+    node = launch.get("node")
+    if not isinstance(node, dict):
+        if case.need_node:
+            return ["the faulting node is not named (no \"node\")"]
+        nodes = [n for n in launch.get("graph_nodes") or [] if isinstance(n, dict)
+                 and case.kernel in str(n.get("kernel") or n.get("mangled") or "")]
+        if not nodes:
+            return ["no node of kernel %s among the graph's nodes" % case.kernel]
+        node = nodes[0]
+    kernel = str(node.get("kernel") or node.get("mangled") or "")
+    if case.kernel not in kernel:
+        return ["node kernel %r is not %s" % (kernel, case.kernel)]
+    return line_problems(node, case, case.capture_line, "capture")
+
+
 def launch_problems(launch, case, want_line):
     """What is wrong with a LAUNCH object as the culprit of case; an empty list when it is the faulty launch."""
     problems = []
     if not isinstance(launch, dict):
         return ["no launch object"]
-    kernel = str(launch.get("kernel") or launch.get("mangled") or "")
-    if case.kernel not in kernel:
-        problems.append("kernel %r is not %s" % (kernel, case.kernel))
-    frames = launch.get("stack") or []
-    in_src = [f for f in frames if isinstance(f, dict) and frame_file(f) == case.src]
-    if not in_src:
-        problems.append("no stack frame in %s" % case.src)
-    elif not any(f.get("line") == want_line for f in in_src):
-        problems.append("launch line %s:%s, expected %s:%d" % (case.src, in_src[0].get("line"), case.src,
-                                                                want_line))
+    if case.graph:
+        problems += graph_node_problems(launch, case)
+    else:
+        kernel = str(launch.get("kernel") or launch.get("mangled") or "")
+        if case.kernel not in kernel:
+            problems.append("kernel %r is not %s" % (kernel, case.kernel))
+    problems += line_problems(launch, case, want_line)
     if case.stream_kind and launch.get("stream_kind") != case.stream_kind:
         problems.append("stream_kind %r, expected %r" % (launch.get("stream_kind"), case.stream_kind))
     return problems
@@ -358,6 +396,8 @@ def judge(case, cudart, want_line, base, run, ref_seq=None):
         out.named = str((culprit or {}).get("kernel", "-"))
         out.line = launch_where(culprit, case, want_line)
         out.seq = (culprit or {}).get("seq")
+        if case.graph:
+            graph_note(out, culprit)
         problems = launch_problems(culprit, case, want_line)
         for p in problems:
             out.fail("culprit: " + p)
@@ -370,7 +410,8 @@ def judge(case, cudart, want_line, base, run, ref_seq=None):
         out.named = "%d candidates" % len(candidates)
         hits = [c for c in candidates if not launch_problems(c, case, want_line)]
         if not hits:
-            near = [c for c in candidates if case.kernel in str(c.get("kernel") or c.get("mangled") or "")]
+            near = [c for c in candidates if case.kernel in str(c.get("kernel") or c.get("mangled") or "")
+                    or (case.graph and c.get("kind") == "graph")]
             if near:
                 out.line = launch_where(near[0], case, want_line)
                 out.fail("candidate #%s is the faulty kernel, but: %s" % (
@@ -423,10 +464,14 @@ def settle_rerun(out, base, rerun, check_proc, where, problems):
 
 
 def judge_rerun(out, want_line, base, rerun):
-    """The C group's blocking rerun."""
-    case = out.case
-    settle_rerun(out, base, rerun, check_process, lambda c: launch_where(c, case, want_line),
-                 lambda c, report: launch_problems(c, case, want_line))
+    """The C group's blocking rerun (which, for a graph, must name the node: blocking mode adds breadcrumb nodes
+    to the graphs captured under it)."""
+    case = copy.copy(out.case)
+    case.need_node = True
+    report = settle_rerun(out, base, rerun, check_process, lambda c: launch_where(c, case, want_line),
+                          lambda c, report: launch_problems(c, case, want_line))
+    if report is not None and case.graph:
+        graph_note(out, report.get("culprit"))
     return out
 
 
@@ -495,8 +540,13 @@ def graph_note(out, launch):
     if not isinstance(launch, dict):
         return
     node = launch.get("node")
-    if launch.get("kind") == "graph" and node:
-        out.notes.append("node-level: graph launch, node %s" % json.dumps(node, sort_keys=True)[:120])
+    if launch.get("kind") == "graph" and isinstance(node, dict):
+        where = [f for f in (node.get("python") or []) + (node.get("stack") or [])
+                 if isinstance(f, dict) and f.get("line")]
+        out.notes.append("node-level: graph launch #%s, node #%s %s%s (%s)" % (
+            launch.get("seq"), node.get("seq"), str(node.get("kernel") or node.get("mangled") or "?")[:60],
+            ", captured at %s:%s" % (frame_file(where[0]) or where[0].get("file"), where[0].get("line"))
+            if where else "", launch.get("node_source") or "?"))
     elif launch.get("kind") == "graph":
         out.notes.append("graph-level: the culprit is the graph launch %r" % launch.get("kernel"))
     else:
@@ -819,9 +869,14 @@ def suite(args):
         case = copy.copy(case)
         if args.mode is None and not case.healthy and case.mode is None and case.rerun is None:
             case.rerun = "window"
+        if args.mode in ("precise", "blocking"):
+            case.need_node = True
         try:
             with open(os.path.join(HERE, case.src), encoding="utf-8") as f:
-                lines[case.name] = marker_line(f.read(), case.src) if not case.healthy else 0
+                text = f.read()
+            lines[case.name] = marker_line(text, case.src) if not case.healthy else 0
+            if case.graph:
+                case.capture_line = marker_line(text, case.src, CAPTURE_MARKER)
         except (OSError, ValueError) as e:
             for cudart in CUDARTS:
                 o = Outcome(case, cudart)
@@ -1015,6 +1070,8 @@ MSG_TRAP = "gpu-test: CUDA error at cudaDeviceSynchronize() (trap.cu:40): unspec
 MSG_FREE = "gpu-test: CUDA error at cudaFree(b) (surface.cu:66): an illegal memory access was encountered\n"
 MSG_THREADS = ("gpu-test: CUDA error at cudaDeviceSynchronize() (threads8.cu:69): an illegal memory access was "
                "encountered\n")
+MSG_GRAPH = ("gpu-test: CUDA error at cudaStreamSynchronize(st) (graph.cu:61): an illegal memory access was "
+             "encountered\n")
 MSG_STREAMS = ("gpu-test: CUDA error at cudaDeviceSynchronize() (streams4.cu:78): an illegal memory access was "
                "encountered\n")
 
@@ -1025,11 +1082,29 @@ def selftests():
     threads, healthy = CASE_BY_NAME["threads8"], CASE_BY_NAME["healthy"]
     free, blocking = CASE_BY_NAME["surface_free"], CASE_BY_NAME["oob_blocking"]
     fail_base = Run(rc=1, stderr=MSG_700)
+    graph, graph_precise = copy.copy(CASE_BY_NAME["graph"]), copy.copy(CASE_BY_NAME["graph_precise"])
+    graph.capture_line = graph_precise.capture_line = 50
+    graph_base = Run(rc=1, stderr=MSG_GRAPH)
 
     def under(name, rc=1, stderr=MSG_700):
         return Run(rc=rc, stderr="culprit: verdict ...\n" + stderr, reports=[fixture(name)])
 
     return [
+        ("graph: the node named, captured at the marker", graph_precise, 60, graph_base,
+         under("graph_node.json", stderr=MSG_GRAPH), None, None, "pass", ""),
+        ("graph, record mode: the node found among the graph's nodes", graph, 60, graph_base,
+         under("graph_no_node.json", stderr=MSG_GRAPH), None, None, "pass", ""),
+        ("graph, precise mode: the node must be named", graph_precise, 60, graph_base,
+         under("graph_no_node.json", stderr=MSG_GRAPH), None, None, "fail", "faulting node is not named"),
+        ("graph: node captured at another line", graph_precise, 60, graph_base,
+         under("graph_node_wrong_line.json", stderr=MSG_GRAPH), None, None, "fail",
+         "capture line graph.cu:44, expected graph.cu:50"),
+        ("graph: another node named", graph_precise, 60, graph_base,
+         under("graph_node_wrong_kernel.json", stderr=MSG_GRAPH), None, None, "fail", "is not scatter_tokens"),
+        ("graph: replay line wrong", graph_precise, 59, graph_base,
+         under("graph_node.json", stderr=MSG_GRAPH), None, None, "fail", "launch line graph.cu:60, expected"),
+        ("graph: a kernel culprit is not the graph launch", graph, 80, fail_base, under("oob_exact.json"), None,
+         None, "fail", "expected the graph launch"),
         ("exact verdict at the marker line", oob, 80, fail_base, under("oob_exact.json"), None, None,
          "pass", ""),
         ("inlined wrapper frame before the launching frame", oob, 80, fail_base, under("oob_inlined.json"), None,
@@ -1246,7 +1321,8 @@ def selftest():
     except ValueError:
         pass
     results.append(("marker line found, missing marker refused", ok, ""))
-    ok = all(os.path.exists(os.path.join(HERE, c.src)) and (c.healthy or _has_marker(c.src)) for c in CASES)
+    ok = all(os.path.exists(os.path.join(HERE, c.src)) and (c.healthy or _has_marker(c.src)) and
+             (not c.graph or _has_marker(c.src, CAPTURE_MARKER)) for c in CASES)
     results.append(("every case's source exists and has one marker", ok, ""))
 
     for title, case, line, base, run, rerun, ref, want_status, want_text in selftests():
@@ -1274,10 +1350,10 @@ def selftest():
     return 1 if failures else 0
 
 
-def _has_marker(src):
+def _has_marker(src, marker=MARKER):
     with open(os.path.join(HERE, src), encoding="utf-8") as f:
         try:
-            marker_line(f.read(), src)
+            marker_line(f.read(), src, marker)
             return True
         except ValueError:
             return False
