@@ -1128,6 +1128,14 @@ def _(b):
     lines = culprit_lines(res)
     check(len(lines) == 1, "CULPRIT_STATS=1 must print one summary line at exit, printed:\n" + res.err_text)
     check(re.search(r"\b12\b", lines[0]), "the summary does not count the 12 launches: %r" % lines[0])
+    # Processes that launch nothing (the shell around the program, its helpers) print no summary: one line
+    # per process that used the GPU, not one per process of the job.
+    argv = ["/bin/sh", "-c", '/bin/true; "$0" healthy; /bin/true', b.prog("linked")]
+    res = preloaded(b, argv, {"CULPRIT_STATS": "1"}, b.newdir("reports"))
+    lines = culprit_lines(res)
+    check(len(lines) == 1 and re.search(r"\b12 launches\b", lines[0]),
+          "a shell running the program and two launch-less commands must give one summary line, printed:\n" +
+          res.err_text)
 
 
 @case("stack_depth")
