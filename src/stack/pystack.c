@@ -45,6 +45,7 @@ struct pys_layout {
   int minor;              /* 3.<minor> */
   int ts_frame;           /* PyThreadState: 3.10 frame, 3.11/3.12 cframe, 3.13 current_frame */
   int ts_thread_id;       /* PyThreadState.thread_id (unsigned long): threading.get_ident() of the thread */
+  int ts_native_id;       /* PyThreadState.native_thread_id (unsigned long, the kernel's id), -1 in 3.10 */
   int cf_current;         /* _PyCFrame.current_frame (3.11/3.12), -1 when the thread state points at frames */
   int fr_code;            /* frame: f_code (3.10 PyFrameObject, 3.11/3.12), f_executable (3.13) */
   int fr_previous;        /* frame: f_back (3.10) or previous */
@@ -71,10 +72,10 @@ struct pys_layout {
 #define PYS_UNI_ASCII 0x40u   /* state.ascii */
 
 static const struct pys_layout g_layouts[] = {
-  {10, 24, 176, -1, 32, 24, 96, -1, 104, 112, 40, 120, -1, -1, 48, 48, 56},
-  {11, 56, 152, 8, 32, 48, 56, 69, 112, 128, 72, 136, 184, 168, 48, 48, 56},
-  {12, 56, 136, 0, 0, 8, 56, 70, 112, 128, 68, 136, 192, 176, 40, 40, 48},
-  {13, 72, 152, -1, 0, 8, 56, 70, 112, 128, 68, 136, 200, 184, 40, 40, 48},
+  {10, 24, 176, -1, -1, 32, 24, 96, -1, 104, 112, 40, 120, -1, -1, 48, 48, 56},
+  {11, 56, 152, 160, 8, 32, 48, 56, 69, 112, 128, 72, 136, 184, 168, 48, 48, 56},
+  {12, 56, 136, 144, 0, 0, 8, 56, 70, 112, 128, 68, 136, 192, 176, 40, 40, 48},
+  {13, 72, 152, 160, -1, 0, 8, 56, 70, 112, 128, 68, 136, 200, 184, 40, 40, 48},
 };
 
 enum pys_state {
@@ -124,12 +125,13 @@ static char *g_arena, *g_arena_end;       /* current arena chunk's free part; on
 /* Reading another thread's frames (at report time only) goes through process_vm_readv on this process: a frame
  * that thread frees meanwhile makes a read fail instead of crashing the program. The calling thread's own frames
  * are alive and are read directly. */
+static pid_t g_pid;                       /* this process, for process_vm_readv (getpid is a system call) */
 static __thread int tls_safe;             /* reads go through pys_safe_read */
 static __thread int tls_fault;            /* a safe read failed: the walk stops */
 
 static int pys_safe_read(uintptr_t addr, void *dst, size_t n) {
   struct iovec local = {dst, n}, remote = {(void *)addr, n};
-  if (!addr || process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != (ssize_t)n) {
+  if (!addr || process_vm_readv(g_pid, &local, 1, &remote, 1, 0) != (ssize_t)n) {
     memset(dst, 0, n);
     tls_fault = 1;
     return -1;
@@ -156,7 +158,12 @@ static inline int rd_int(uintptr_t base, int off) {
 
 /* A forked child inherits the lock in whatever state another thread left it; a half-made insert is harmless
  * because its slot was never published. */
-static void pys_atfork_child(void) { pthread_mutex_init(&g_lock, NULL); }
+static void pys_forget_waiting(void);
+static void pys_atfork_child(void) {
+  pthread_mutex_init(&g_lock, NULL);
+  g_pid = getpid();
+  pys_forget_waiting();             /* the thread it waited on stayed in the parent */
+}
 
 static void *pys_map(size_t len) {
   void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -202,6 +209,7 @@ static void pys_probe(void) {
     snprintf(g_status, sizeof g_status, "CPython %d.%d: no memory for Python stacks", major, minor);
     return;
   }
+  g_pid = getpid();
   pthread_atfork(NULL, NULL, pys_atfork_child);
   snprintf(g_status, sizeof g_status, "CPython %d.%d", major, minor);
   g_state = PYS_READY;
@@ -333,30 +341,62 @@ static inline uint32_t pys_code_id(uintptr_t code) {
   return pys_insert(code, sig, h);
 }
 
-/* 3.10: tstate->frame is a chain of PyFrameObjects; f_lasti counts code units, -1 before the first one. */
-static int pys_walk_310(uintptr_t tstate, struct pystack_ref *out, int max) {
+/* The words of another thread's memory that a walk of its frames depended on (frame links and instruction
+ * pointers) and what they held: while they hold the same, the walk would give the same frames. */
+#define PYS_WATCH_MAX 128
+#define PYS_RANGES_MAX 16             /* a check reads the watched words in at most this many ranges, */
+#define PYS_RANGE_GAP 1024            /* merging words closer than this (frames sit together in their chunk), */
+#define PYS_CHECK_BYTES (32u << 10)   /* and this many bytes in all: one system call of a few ranges costs about
+                                       * what one word does, each extra range a third of that */
+struct pys_watch {
+  int n;                              /* entries; -1 when the walk needed more than PYS_WATCH_MAX */
+  uintptr_t addr[PYS_WATCH_MAX];
+  uintptr_t val[PYS_WATCH_MAX];
+  uint32_t off[PYS_WATCH_MAX];        /* where each word lands in the check's buffer */
+  int nr;                             /* ranges; 0 = not planned or not possible */
+  uintptr_t rlo[PYS_RANGES_MAX];
+  uint32_t rlen[PYS_RANGES_MAX];
+};
+
+static inline uintptr_t pys_watched(struct pys_watch *wt, uintptr_t base, int off) {
+  uintptr_t v = rd_ptr(base, off);
+  if (wt && wt->n >= 0) {
+    if (wt->n == PYS_WATCH_MAX) {
+      wt->n = -1;
+    } else {
+      wt->addr[wt->n] = base + (uintptr_t)off;
+      wt->val[wt->n++] = v;
+    }
+  }
+  return v;
+}
+
+/* 3.10: tstate->frame is a chain of PyFrameObjects; f_lasti counts code units, -1 before the first one.
+ * With WT, the words the walk depended on are noted there. */
+static int pys_walk_310(uintptr_t tstate, struct pystack_ref *out, int max, struct pys_watch *wt) {
   const struct pys_layout *l = g_lay;
-  uintptr_t f = rd_ptr(tstate, l->ts_frame);
+  uintptr_t f = pys_watched(wt, tstate, l->ts_frame);
   int n = 0;
   for (int links = 0; f && n < max && links < PYS_MAX_LINKS && !tls_fault; links++) {
     if (rd_ptr(f, PYS_OB_TYPE) != g_frame_type) break;
     uintptr_t code = rd_ptr(f, l->fr_code);
     if (!code || rd_ptr(code, PYS_OB_TYPE) != g_code_type) break;
     int lasti = rd_int(f, l->fr_instr);
+    if (wt) pys_watched(wt, f, l->fr_instr);
     out[n].code = pys_code_id(code);
     out[n].lasti = lasti >= 0 && lasti < (1 << 29) ? lasti * 2 : -1;
     n++;
-    f = rd_ptr(f, l->fr_previous);
+    f = pys_watched(wt, f, l->fr_previous);
   }
   return n;
 }
 
 /* 3.11-3.13: _PyInterpreterFrame chain. Frames owned by the C stack (3.12+ entry shims) and incomplete frames
  * (still running their prologue) are skipped, as CPython's own traceback code skips them. */
-static int pys_walk_311(uintptr_t tstate, struct pystack_ref *out, int max) {
+static int pys_walk_311(uintptr_t tstate, struct pystack_ref *out, int max, struct pys_watch *wt) {
   const struct pys_layout *l = g_lay;
-  uintptr_t f = rd_ptr(tstate, l->ts_frame);
-  if (l->cf_current >= 0 && f) f = rd_ptr(f, l->cf_current);
+  uintptr_t f = pys_watched(wt, tstate, l->ts_frame);
+  if (l->cf_current >= 0 && f) f = pys_watched(wt, f, l->cf_current);
   int n = 0;
   for (int links = 0; f && n < max && links < PYS_MAX_LINKS && !tls_fault; links++) {
     char owner;
@@ -365,7 +405,7 @@ static int pys_walk_311(uintptr_t tstate, struct pystack_ref *out, int max) {
       uintptr_t code = rd_ptr(f, l->fr_code);
       if (!code || rd_ptr(code, PYS_OB_TYPE) != g_code_type) break;
       uintptr_t start = code + (uintptr_t)l->co_code;
-      uintptr_t instr = rd_ptr(f, l->fr_instr);
+      uintptr_t instr = pys_watched(wt, f, l->fr_instr);
       intptr_t units = (intptr_t)rd_ptr(code, PYS_OB_SIZE);
       bool incomplete = owner != PYS_OWNED_BY_GENERATOR &&
                         instr < start + 2u * (uintptr_t)rd_int(code, l->co_firsttraceable);
@@ -375,9 +415,15 @@ static int pys_walk_311(uintptr_t tstate, struct pystack_ref *out, int max) {
         n++;
       }
     }
-    f = rd_ptr(f, l->fr_previous);
+    f = pys_watched(wt, f, l->fr_previous);
   }
   return n;
+}
+
+/* The frames of thread state TS, innermost first; with WT, what the walk depended on. */
+static int pys_walk(uintptr_t ts, struct pystack_ref *out, int max, struct pys_watch *wt) {
+  if (wt) wt->n = 0;
+  return g_lay->minor == 10 ? pys_walk_310(ts, out, max, wt) : pys_walk_311(ts, out, max, wt);
 }
 
 #define PYS_TS_NEXT 8                 /* PyThreadState.next, the second pointer in every supported version */
@@ -397,8 +443,7 @@ int pystack_other_threads(struct pystack_thread *out, int max) {
     if (tls_fault) break;
     if (ts != self) {
       out[n].id = rd_ptr(ts, g_lay->ts_thread_id);
-      out[n].n = g_lay->minor == 10 ? pys_walk_310(ts, out[n].refs, PYSTACK_MAX)
-                                    : pys_walk_311(ts, out[n].refs, PYSTACK_MAX);
+      out[n].n = pys_walk(ts, out[n].refs, PYSTACK_MAX, NULL);
       tls_fault = 0;                  /* a torn walk of one thread does not end the list */
       if (out[n].n > 0) n++;
     }
@@ -419,24 +464,30 @@ static bool pys_in_autograd(const struct pystack_ref *refs, int n) {
   return false;
 }
 
-#define PYS_WAIT_REWALK_NS 1000000ull /* a calling thread walks the other threads at most once a millisecond */
-#define PYS_WAIT_RECHECK_NS 100000ull /* a choice checked this recently is used without reading again */
+#define PYS_WAIT_REWALK_NS 1000000ull /* a calling thread walks the other threads once a millisecond on average, */
+#define PYS_WAIT_REWALK_BURST 8       /* with up to this many walks in a row */
+#define PYS_WAIT_RECHOOSE_NS 10000000ull /* a choice made by default is made again after 10 ms */
 
 /* One launching thread's choice of waiting thread; allocated on its first launch without Python. */
 struct pys_wait {
-  uintptr_t ts;                       /* the chosen thread state */
-  uintptr_t addr[3], val[3];          /* where its innermost frame and instruction are found, and what was there */
-  int naddr;                          /* entries in addr */
-  uint64_t checked_ns;                /* when addr last held val */
-  unsigned long long id;              /* its Python thread id */
+  unsigned long long id;              /* the chosen thread's Python thread id */
   int n;                              /* frames in refs; 0 = no choice */
   bool autograd;                      /* chosen because it waits in torch.autograd */
-  uint32_t hits;                      /* uses of the choice since it was made */
-  uint64_t walked_ns;                 /* when the other threads were last walked */
+  uint64_t chosen_ns;                 /* when the choice was made */
+  clockid_t clock;                    /* the chosen thread's CPU-time clock; 0 where unknown (3.10) */
+  uint64_t cpu_ns;                    /* its CPU time when its frames were last known to be as cached; 0 = none */
+  uint64_t walk_tat;                  /* rate of walks (GCRA): the time at which the walk budget is spent */
   struct pystack_ref refs[PYSTACK_MAX];
+  struct pys_watch watch;             /* what the chosen thread's walk depended on */
+  struct pys_watch cand_watch;        /* scratch for the walk */
   struct pystack_thread cand;         /* scratch for the walk */
+  unsigned char check[PYS_CHECK_BYTES]; /* what a check reads */
 };
 static __thread struct pys_wait *tls_wait;
+
+static void pys_forget_waiting(void) {
+  if (tls_wait) tls_wait->n = 0;
+}
 
 static uint64_t pys_now_ns(void) {
   struct timespec t;
@@ -444,31 +495,76 @@ static uint64_t pys_now_ns(void) {
   return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
-/* Reads the watched words of w's choice into vals with one system call. Returns 0 if all were readable. */
-static int pys_watch_read(const struct pys_wait *w, uintptr_t *vals) {
-  struct iovec local[3], remote[3];
-  for (int i = 0; i < w->naddr; i++) {
-    local[i] = (struct iovec){&vals[i], sizeof vals[i]};
-    remote[i] = (struct iovec){(void *)w->addr[i], sizeof vals[i]};
+/* Groups the watched words into a few ranges read by one system call. Every page a range covers holds a
+ * watched word (the gaps are shorter than a page), so it was mapped when the walk read it. */
+static void pys_watch_plan(struct pys_watch *wt) {
+  int order[PYS_WATCH_MAX];
+  wt->nr = 0;
+  if (wt->n <= 0) return;
+  for (int i = 0; i < wt->n; i++) { /* insertion sort by address: a few dozen entries, once per walk */
+    int j = i;
+    for (; j > 0 && wt->addr[order[j - 1]] > wt->addr[i]; j--) order[j] = order[j - 1];
+    order[j] = i;
   }
-  return process_vm_readv(getpid(), local, (unsigned long)w->naddr, remote, (unsigned long)w->naddr, 0) ==
-                 (ssize_t)(sizeof vals[0] * (size_t)w->naddr) ? 0 : -1;
+  uint32_t total = 0;
+  for (int k = 0; k < wt->n; k++) {
+    uintptr_t a = wt->addr[order[k]];
+    if (wt->nr > 0 && a < wt->rlo[wt->nr - 1] + wt->rlen[wt->nr - 1] + PYS_RANGE_GAP) {
+      uintptr_t end = a + sizeof(uintptr_t), lo = wt->rlo[wt->nr - 1];
+      if (end > lo + wt->rlen[wt->nr - 1]) {
+        total += (uint32_t)(end - (lo + wt->rlen[wt->nr - 1]));
+        wt->rlen[wt->nr - 1] = (uint32_t)(end - lo);
+      }
+    } else {
+      if (wt->nr == PYS_RANGES_MAX) {
+        wt->nr = 0;
+        return;
+      }
+      wt->rlo[wt->nr] = a;
+      wt->rlen[wt->nr++] = sizeof(uintptr_t);
+      total += sizeof(uintptr_t);
+    }
+    if (total > PYS_CHECK_BYTES) {
+      wt->nr = 0;
+      return;
+    }
+    /* offset of this word: the bytes of the earlier ranges, then its place in its own */
+    uint32_t before = 0;
+    for (int r = 0; r < wt->nr - 1; r++) before += wt->rlen[r];
+    wt->off[order[k]] = before + (uint32_t)(a - wt->rlo[wt->nr - 1]);
+  }
 }
 
-/* Finds the words that move when the chosen thread's innermost frame or instruction does: the thread state's
- * frame pointer (3.11/3.12: its _PyCFrame's too) and the frame's instruction. Guarded reads are on. */
-static int pys_watch_set(struct pys_wait *w) {
-  const struct pys_layout *l = g_lay;
-  int k = 0;
-  w->addr[k++] = w->ts + (uintptr_t)l->ts_frame;
-  uintptr_t f = rd_ptr(w->ts, l->ts_frame);
-  if (l->cf_current >= 0 && f) {
-    w->addr[k++] = f + (uintptr_t)l->cf_current;
-    f = rd_ptr(f, l->cf_current);
+/* Whether every word the walk of the choice depended on still holds what it held: one system call. */
+static bool pys_watch_same(const struct pys_watch *wt, unsigned char *buf) {
+  struct iovec remote[PYS_RANGES_MAX];
+  size_t total = 0;
+  if (wt->n <= 0 || wt->nr <= 0) return false;
+  for (int r = 0; r < wt->nr; r++) {
+    remote[r] = (struct iovec){(void *)wt->rlo[r], wt->rlen[r]};
+    total += wt->rlen[r];
   }
-  if (f) w->addr[k++] = f + (uintptr_t)l->fr_instr;
-  w->naddr = k;
-  return tls_fault ? -1 : pys_watch_read(w, w->val);
+  struct iovec local = {buf, total};
+  if (process_vm_readv(g_pid, &local, 1, remote, (unsigned long)wt->nr, 0) != (ssize_t)total) return false;
+  for (int i = 0; i < wt->n; i++)
+    if (memcmp(buf + wt->off[i], &wt->val[i], sizeof wt->val[i])) return false;
+  return true;
+}
+
+/* CPU time consumed so far by the thread with this clock, or 0 if it cannot be read (the thread is gone). A
+ * thread whose CPU time has not moved has not run, so its frames cannot have changed: reading this clock is a
+ * third of the cost of reading the frames. */
+static uint64_t pys_cpu_ns(clockid_t clock) {
+  struct timespec t;
+  if (!clock || clock_gettime(clock, &t)) return 0;
+  return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec + 1; /* +1: never 0 once read */
+}
+
+/* The CPU-time clock of the thread with kernel id TID (what pthread_getcpuclockid makes, without touching the
+ * thread's pthread structure, which may be gone). */
+static clockid_t pys_thread_clock(unsigned long tid) {
+  if (!tid || tid > 0x3fffffff) return 0;
+  return (clockid_t)((~(unsigned)tid << 3) | 6u); /* CPUCLOCK_PERTHREAD_MASK | CPUCLOCK_SCHED */
 }
 
 /* Walks every other Python thread and makes a new choice in w. Guarded reads (tls_safe) are on. */
@@ -484,13 +580,18 @@ static void pys_choose(struct pys_wait *w) {
     uintptr_t next = rd_ptr(ts, PYS_TS_NEXT);
     if (tls_fault) break;
     if (ts != self) {
-      cand->n = tls_fault ? 0 : g_lay->minor == 10 ? pys_walk_310(ts, cand->refs, PYSTACK_MAX)
-                                                   : pys_walk_311(ts, cand->refs, PYSTACK_MAX);
-      if (cand->n > 0 && !tls_fault) {
+      clockid_t clock = g_lay->ts_native_id >= 0 ? pys_thread_clock(rd_ptr(ts, g_lay->ts_native_id)) : 0;
+      uint64_t cpu = pys_cpu_ns(clock);
+      cand->n = pys_walk(ts, cand->refs, PYSTACK_MAX, &w->cand_watch);
+      if (cand->n > 0 && !tls_fault && w->cand_watch.n > 0) {
         bool autograd = pys_in_autograd(cand->refs, cand->n);
         /* the list runs newest first: a later thread without autograd frames is older, a better default */
         if (autograd || !w->autograd) {
-          w->ts = ts;
+          w->watch = w->cand_watch;
+          pys_watch_plan(&w->watch);
+          w->clock = clock;
+          /* the CPU time vouches for the frames only if the thread did not run while they were read */
+          w->cpu_ns = cpu && pys_cpu_ns(clock) == cpu ? cpu : 0;
           w->id = rd_ptr(ts, g_lay->ts_thread_id);
           w->n = cand->n;
           w->autograd = autograd;
@@ -502,9 +603,6 @@ static void pys_choose(struct pys_wait *w) {
     ts = next;
   }
   tls_fault = 0;
-  if (w->n > 0 && pys_watch_set(w)) w->n = 0;
-  tls_fault = 0;
-  w->hits = 0;
 }
 
 int pystack_waiting(struct pystack_ref *out, int max, unsigned long long *thread_id) {
@@ -512,39 +610,38 @@ int pystack_waiting(struct pystack_ref *out, int max, unsigned long long *thread
   if (g_state != PYS_READY || max <= 0 || !g_interp_head || !g_thread_head || !g_is_initialized()) return 0;
   struct pys_wait *w = tls_wait;
   if (!w) {
-    w = pys_map(sizeof *w); /* once per launching thread without Python; never freed (one page) */
+    w = pys_map(sizeof *w); /* once per launching thread without Python; never freed (~40 KiB, touched as used) */
     if (!w) return 0;
     tls_wait = w;
   }
-  uint64_t now = pys_now_ns();
   bool same = false;
   if (w->n > 0) {
-    uintptr_t vals[3];
-    if (now - w->checked_ns < PYS_WAIT_RECHECK_NS) {
-      same = true;
-    } else if (pys_watch_read(w, vals) == 0 && memcmp(vals, w->val, sizeof vals[0] * (size_t)w->naddr) == 0) {
-      same = true;
-      w->checked_ns = now;
+    uint64_t cpu = pys_cpu_ns(w->clock);
+    if (cpu && cpu == w->cpu_ns) {
+      same = true;                    /* it has not run since its frames were read or checked */
+    } else {
+      same = pys_watch_same(&w->watch, w->check);
+      w->cpu_ns = same ? cpu : 0;     /* read before the check: if it ran during it, the next call checks again */
     }
   }
+  uint64_t now = pys_now_ns();
   /* a choice made by default (no thread in torch.autograd) is looked at again now and then, in case another
    * thread starts waiting there */
-  bool due = w->n > 0 && !w->autograd && w->hits >= 256;
+  bool due = same && !w->autograd && now - w->chosen_ns >= PYS_WAIT_RECHOOSE_NS;
   tls_safe = 1;
   tls_fault = 0;
   if (!same || due) {
-    if (!w->walked_ns || now - w->walked_ns >= PYS_WAIT_REWALK_NS) {
-      w->walked_ns = now;
+    if (now + (PYS_WAIT_REWALK_BURST - 1) * PYS_WAIT_REWALK_NS >= w->walk_tat) {
+      w->walk_tat = (w->walk_tat > now ? w->walk_tat : now) + PYS_WAIT_REWALK_NS;
       pys_choose(w);
-      w->checked_ns = now;
+      w->chosen_ns = now;
     } else if (!same) {
-      w->n = 0; /* the waiting thread moved within the millisecond: no frames rather than stale ones */
+      w->n = 0; /* walks used up (a thread running Python moves all the time): no frames rather than stale ones */
     }
   }
   tls_safe = 0;
   tls_fault = 0;
   if (w->n <= 0) return 0;
-  w->hits++;
   int n = w->n < max ? w->n : max;
   memcpy(out, w->refs, sizeof(struct pystack_ref) * (size_t)n);
   if (thread_id) *thread_id = w->id;
@@ -559,7 +656,7 @@ int pystack_capture(struct pystack_ref *out, int max) {
   if (!g_is_initialized()) return 0;
   uintptr_t tstate = (uintptr_t)g_this_tstate();
   if (!tstate) return 0;
-  return g_lay->minor == 10 ? pys_walk_310(tstate, out, max) : pys_walk_311(tstate, out, max);
+  return pys_walk(tstate, out, max, NULL);
 }
 
 static uint32_t pys_varint(const uint8_t *p, size_t n, size_t *i) {

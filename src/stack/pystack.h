@@ -37,11 +37,12 @@ int pystack_other_threads(struct pystack_thread *out, int max);
  * thread): fills out[0..max) with the frames of the Python thread that waits on it, as they are at this moment,
  * and *thread_id with that thread's Python id. The waiting thread is one whose frames are in torch.autograd
  * (backward() waits there while the engine launches), else the oldest Python thread. Returns the count, 0 when
- * there is none or it could not be read cheaply: the choice is cached per calling thread, used as it is for
- * 100 microseconds after it was last checked, then checked with one guarded read of the words that move when
- * that thread's innermost frame or instruction does (it stays put, blocked, for a whole backward()); a new walk
- * of the other threads is made at most once a millisecond per calling thread. Never blocks, never takes the
- * GIL, cannot crash on a thread state or frame freed meanwhile. */
+ * there is none or it could not be read cheaply. The choice is cached per calling thread with every word of
+ * the chosen thread's memory its walk depended on (frame links and instruction pointers). A call first reads the
+ * chosen thread's CPU-time clock (one cheap system call): unchanged means it has not run, so its frames are as
+ * cached. Otherwise one guarded read of those words decides. If they moved, the other threads are walked again,
+ * once a millisecond on average (up to 8 in a row), and a call over that budget gets no frames rather than
+ * stale ones. Never blocks, never takes the GIL, cannot crash on a thread state or frame freed meanwhile. */
 int pystack_waiting(struct pystack_ref *out, int max, unsigned long long *thread_id);
 /* One short phrase for the report: "CPython 3.12", "no Python in this process", or
  * "CPython 3.14 is not supported: no Python stacks". */

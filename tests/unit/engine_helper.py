@@ -7,9 +7,12 @@ started the work, marked as that thread's (python_thread, flag python-of-waiting
           backward() returned), so only the frames kept at launch time can name the backward() line
   autograd  a second Python thread starts the engine from a module under torch/autograd/ while the main thread
           waits elsewhere: the thread inside torch.autograd is the waiting one, not the older main thread
+  twice   one persistent engine thread serves two calls made back to back from two lines of one function,
+          through the same helper (as two backward() calls both wait inside torch's one run_backward line); the
+          faulty launch belongs to the second call, so the second line must be named, not the first
 
-usage: python3 engine_helper.py LIBENGINE REPORT_DIR engine|caller|autograd   (libculprit preloaded, the simulated
-driver on LD_LIBRARY_PATH, FAKECUDA_FAULT=launch=2)"""
+usage: python3 engine_helper.py LIBENGINE REPORT_DIR engine|caller|autograd|twice   (libculprit preloaded, the simulated
+driver on LD_LIBRARY_PATH, FAKECUDA_FAULT=launch=2; twice: launch=5)"""
 import ctypes
 import glob
 import json
@@ -69,11 +72,39 @@ def worker_backward(lib, result):
     result.append(threading.get_ident())
 
 
+def run_backward(lib, n):
+    return lib.engine_run(n)  # the one line every call waits at, like torch's _engine_run_backward
+
+
+def two_steps(lib):
+    first = run_backward(lib, 3)  # FIRST-CALL
+    second = run_backward(lib, 3)  # SECOND-CALL
+    return first, second
+
+
+def main_twice(lib):
+    rc = two_steps(lib)
+    check(rc == (0, 0), "the engine's launches returned %r" % (rc,))
+    rc = item(lib)
+    check(rc == 700, "the caller's synchronize returned %r, expected 700" % rc)
+    reports = glob.glob(os.path.join(sys.argv[2], "culprit-%d.json" % os.getpid()))
+    check(len(reports) == 1, "no report")
+    c = json.load(open(reports[0])).get("culprit") or {}
+    check(c.get("seq") == 5, "culprit seq %r, expected launch #5 (the second call's second)" % c.get("seq"))
+    me = os.path.basename(__file__)
+    lines = [f.get("line") for f in c.get("python") or [] if os.path.basename(f.get("file", "")) == me]
+    check(marker_line("SECOND-CALL") in lines and marker_line("FIRST-CALL") not in lines,
+          "the launch's lines %r: expected the second call's line %d" % (lines, marker_line("SECOND-CALL")))
+    print("engine/twice: the second call's line is named")
+
+
 def main():
     lib = ctypes.CDLL(sys.argv[1])
     scenario = sys.argv[3]
     if scenario == "autograd":
         return main_autograd(lib)
+    if scenario == "twice":
+        return main_twice(lib)
     stop = threading.Event()
     other = threading.Thread(target=idle, args=(stop,))
     other.start()

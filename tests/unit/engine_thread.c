@@ -13,10 +13,13 @@ static CUcontext g_ctx;                          /* the engine's context, for sy
 static __typeof__(&cuCtxSetCurrent) g_set_current;
 static __typeof__(&cuCtxSynchronize) g_synchronize;
 
-static void *engine(void *arg) {
-  int sync = arg != NULL;
+static CUfunction g_f;                           /* the kernel every launch runs */
+static __typeof__(&cuLaunchKernel) g_launch;
+
+/* Loads the driver, makes the primary context current on the calling thread and finds the kernel. */
+static int engine_setup(void) {
   void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!h) return NULL;
+  if (!h) return -1;
 #define GET(name) __typeof__(&name) p_##name = (__typeof__(&name))dlsym(h, #name)
   GET(cuInit);
   GET(cuDeviceGet);
@@ -28,18 +31,26 @@ static void *engine(void *arg) {
   GET(cuCtxSynchronize);
 #undef GET
   CUdevice dev;
-  CUcontext ctx;
   CUmodule mod;
-  CUfunction f;
-  if (p_cuInit(0) || p_cuDeviceGet(&dev, 0) || p_cuDevicePrimaryCtxRetain(&ctx, dev) || p_cuCtxSetCurrent(ctx) ||
-      p_cuModuleLoadData(&mod, "fakecubin:_Z12grad_scatterPfi") || p_cuModuleGetFunction(&f, mod, "_Z12grad_scatterPfi"))
-    return NULL;
-  for (int i = 0; i < 3; i++)
-    if (p_cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL)) return NULL;
-  g_ctx = ctx;
+  if (p_cuInit(0) || p_cuDeviceGet(&dev, 0) || p_cuDevicePrimaryCtxRetain(&g_ctx, dev) || p_cuCtxSetCurrent(g_ctx) ||
+      p_cuModuleLoadData(&mod, "fakecubin:_Z12grad_scatterPfi") || p_cuModuleGetFunction(&g_f, mod, "_Z12grad_scatterPfi"))
+    return -1;
+  g_launch = p_cuLaunchKernel;
   g_set_current = p_cuCtxSetCurrent;
   g_synchronize = p_cuCtxSynchronize;
-  g_rc = sync ? (int)p_cuCtxSynchronize() : 0;
+  return 0;
+}
+
+static int launch_n(int n) {
+  for (int i = 0; i < n; i++)
+    if (g_launch(g_f, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL)) return -1;
+  return 0;
+}
+
+static void *engine(void *arg) {
+  int sync = arg != NULL;
+  if (engine_setup() || launch_n(3)) return NULL;
+  g_rc = sync ? (int)g_synchronize() : 0;
   return NULL;
 }
 
@@ -54,4 +65,48 @@ __attribute__((visibility("default"))) int run_engine(int sync) {
 __attribute__((visibility("default"))) int sync_now(void) {
   if (!g_synchronize || g_set_current(g_ctx)) return -1;
   return (int)g_synchronize();
+}
+
+/* A persistent engine thread, as PyTorch's device threads are: engine_run(n) hands it n launches and waits in C
+ * until they are made. The same native thread serves every call, so what it remembers between calls is tested. */
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_cv = PTHREAD_COND_INITIALIZER;
+static int g_todo, g_done, g_result, g_started;
+
+static void *persistent(void *arg) {
+  (void)arg;
+  int setup_failed = engine_setup();
+  pthread_mutex_lock(&g_mu);
+  for (;;) {
+    while (g_todo == 0) pthread_cond_wait(&g_cv, &g_mu);
+    int n = g_todo;
+    pthread_mutex_unlock(&g_mu);
+    int rc = setup_failed ? -1 : launch_n(n);
+    pthread_mutex_lock(&g_mu);
+    g_result = rc;
+    g_todo = 0;
+    g_done = 1;
+    pthread_cond_broadcast(&g_cv);
+  }
+  return NULL;
+}
+
+__attribute__((visibility("default"))) int engine_run(int n) {
+  pthread_mutex_lock(&g_mu);
+  if (!g_started) {
+    pthread_t t;
+    if (pthread_create(&t, NULL, persistent, NULL)) {
+      pthread_mutex_unlock(&g_mu);
+      return -1;
+    }
+    pthread_detach(t);
+    g_started = 1;
+  }
+  g_done = 0;
+  g_todo = n > 0 ? n : 1;
+  pthread_cond_broadcast(&g_cv);
+  while (!g_done) pthread_cond_wait(&g_cv, &g_mu);
+  int rc = g_result;
+  pthread_mutex_unlock(&g_mu);
+  return rc;
 }
