@@ -522,7 +522,7 @@ __attribute__((destructor)) static void cp_dtor(void) {
   char msg[512];
   uint64_t n = atomic_load(&g_seq) - atomic_load(&g_fork_seq);
   if (n == 0) return; /* one line per process that launched, not one per process of the job (shells, helpers) */
-  double us = n ? 1000.0 * (double)n : 1.0;  /* ns totals to microseconds per launch */
+  double us = 1000.0 * (double)n;  /* ns totals to microseconds per launch */
   snprintf(msg, sizeof msg,
            "stats: pid %d: %llu launches, %llu breadcrumbs (%llu refused), %llu blocking syncs (%llu not "
            "serialized), %llu records overwritten, %d threads, %.2f us per launch in culprit (native stack %.2f, "

@@ -390,8 +390,8 @@ static void render_origin(struct render_buf *b, const struct json *obj, const ch
         /* for a Python program the C++ frames matter less: the innermost few, the rest are in the report */
         if (json_get(obj, "python_thread"))
             /* the launching thread runs no Python (PyTorch's autograd engine): the thread that waited on it */
-            render_line(b, "%s (Python, of the thread waiting on it, threading id %lld; the launching thread "
-                        "runs no Python):", head, json_get_int(obj, "python_thread", 0));
+            render_line(b, "%s (Python, of thread %lld, which waited on it):", head,
+                        json_get_int(obj, "python_thread", 0));
         else
             render_line(b, "%s (Python):", head);
         render_python(b, json_get(obj, "python"), "    ");

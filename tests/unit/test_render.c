@@ -124,6 +124,30 @@ static void test_exact(void)
     free(t);
 }
 
+/* A launch made by a thread without Python (the autograd engine) carries the frames of the thread waiting on it. */
+static void test_waiting_thread(void)
+{
+    static const char report[] =
+        "{\"schema\":\"culprit.report/1\",\"error\":{\"code\":710,\"name\":\"CUDA_ERROR_ASSERT\","
+        "\"api\":\"cuStreamSynchronize\",\"thread\":693},"
+        "\"verdict\":{\"certainty\":\"exact\",\"reason\":\"the device assert names indexFuncLargeIndex\"},"
+        "\"culprit\":{\"seq\":27,\"api\":\"cuLaunchKernel\",\"kind\":\"kernel\",\"kernel\":\"indexFuncLargeIndex\","
+        "\"stream\":\"0x0\",\"stream_kind\":\"legacy\",\"device\":0,\"thread\":719,"
+        "\"flags\":[\"python-of-waiting-thread\"],\"python_thread\":139910125058112,"
+        "\"python\":[{\"file\":\"/home/u/train.py\",\"function\":\"main\",\"line\":46}],\"stack\":[]},"
+        "\"candidates\":[],\"history\":[]}";
+    char *t = render_text(report, strlen(report), 0);
+    CHECK(t != NULL, "renders: %s", render_error());
+    if (!t)
+        return;
+    lines_ok(t, 100, "waiting thread");
+    CHECK(find(t, "launched from (Python, of thread 139910125058112, which waited on it):"),
+          "names the thread whose frames these are:\n%s", t);
+    CHECK(find(t, "/home/u/train.py:46 in main"), "the waiting line:\n%s", t);
+    CHECK(find(t, "thread 719"), "the launching thread stays named:\n%s", t);
+    free(t);
+}
+
 static void test_candidates(void)
 {
     char *t = render_text(candidates_report, strlen(candidates_report), 0);
@@ -528,6 +552,7 @@ int main(void)
 {
     int symbolized;
     test_exact();
+    test_waiting_thread();
     test_candidates();
     test_window_runs();
     test_unknown_and_missing();
