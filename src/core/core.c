@@ -342,12 +342,15 @@ int cp_launch_end(struct cp_launch_ctx *lc, int rc) {
     uint64_t dslot = graph_capture_slot(lc->d->stream);
     if (dslot && crumb_write_to(lc->d->stream, lc->d->ptds, dslot, seq)) rec->flags |= CP_REC_CRUMB_FAILED;
   }
+  struct mode_frame *m = atomic_load_explicit(&g_mode, memory_order_acquire);
+  /* blocking mode synchronizes after this launch: that is its completion bound, so no breadcrumb is queued (it
+   * would make the GPU drain the stream once more for nothing) */
+  int sync_after = m && blocking_applies(m, rec, seq);
   if (s) {
     rec->prev = atomic_exchange_explicit(&s->last_launched, seq, memory_order_relaxed);
     uint64_t nth = atomic_fetch_add_explicit(&s->launches, 1, memory_order_relaxed) + 1;
-    struct mode_frame *cm = atomic_load_explicit(&g_mode, memory_order_relaxed);
-    int every = cm && cm->mode != CP_MODE_RECORD ? 1 : (int)g_cfg.crumb_every;
-    if (s->slot && (every == 1 || nth % (uint64_t)every == 0)) {
+    int every = m && m->mode != CP_MODE_RECORD ? 1 : (int)g_cfg.crumb_every;
+    if (s->slot && !sync_after && (every == 1 || nth % (uint64_t)every == 0)) {
       if (crumb_write(s, lc->d->stream, lc->d->ptds, seq)) rec->flags |= CP_REC_CRUMB_FAILED;
     } else if (s->slot) {
       rec->flags |= CP_REC_UNCRUMBED;
@@ -361,11 +364,11 @@ int cp_launch_end(struct cp_launch_ctx *lc, int rc) {
   }
   ring_publish(lc->ring, rec, seq);
 
-  struct mode_frame *m = atomic_load_explicit(&g_mode, memory_order_acquire);
-  if (m && blocking_applies(m, rec, seq)) {
+  if (sync_after) {
     int src = lc->d->ptds && cp_drv.stream_sync_ptsz ? cp_drv.stream_sync_ptsz(lc->d->stream)
                                                       : cp_drv.stream_sync(lc->d->stream);
     atomic_fetch_add_explicit(&g_blocking_syncs, 1, memory_order_relaxed);
+    if (src == 0 && s) crumb_note_synced(s, seq);  /* everything on the stream up to this launch completed */
     if (lc->serialized) pthread_mutex_unlock(&g_blocking_lock);
     if (src && cp_is_sticky(src)) {
       report(src, lc->d->api, seq);

@@ -1025,14 +1025,14 @@ def _(b):
 SYNC_APIS = ("cuStreamSynchronize", "cuStreamQuery", "cuCtxSynchronize", "cuEventSynchronize", "cuEventQuery")
 
 
-def synchronized_launches(b, env, count=10):
+def launches_followed_by(b, env, apis, count=10):
     """Run the healthy phases program with FAKECUDA_TRACE=1 and return the set of launch numbers that were
-    followed by a synchronizing driver call before the next launch (the last launch is left out: the program's
-    own cuCtxSynchronize follows it)."""
+    followed by a call of one of APIS before the next launch (the last launch is left out: the program's own
+    cuCtxSynchronize follows it)."""
     argv = [b.prog("linked"), "phases", str(count)]
     res = preloaded(b, argv, dict(env, FAKECUDA_TRACE="1"), b.newdir("reports"))
     check(res.rc == 0, "the healthy phases run failed\n" + res.describe())
-    launches, synced = 0, set()
+    launches, followed = 0, set()
     for line in res.err_text.splitlines():
         m = re.match(r"fakecuda: (\w+) -> ", line)
         if not m:
@@ -1040,11 +1040,16 @@ def synchronized_launches(b, env, count=10):
         api = base_api(m.group(1))
         if api == "cuLaunchKernel":
             launches += 1
-        elif api in SYNC_APIS and launches:
-            synced.add(launches)
+        elif api in apis and launches:
+            followed.add(launches)
     check(launches == 2 * count, "the trace shows %d launches, expected %d" % (launches, 2 * count))
-    synced.discard(2 * count)
-    return synced
+    followed.discard(2 * count)
+    return followed
+
+
+def synchronized_launches(b, env, count=10):
+    """The launches culprit (or the program) synchronized after."""
+    return launches_followed_by(b, env, SYNC_APIS, count)
 
 
 @case("blocking_kernels")
@@ -1063,6 +1068,11 @@ def _(b):
     synced = synchronized_launches(b, {"CULPRIT_MODE": "blocking"})
     check(synced == set(range(1, 20)), "in blocking mode culprit synchronized after launches %s, expected all"
           % sorted(synced))
+    # A launch blocking mode synchronizes after needs no breadcrumb (the synchronize is its completion bound);
+    # the others get one after every launch, as in precise mode.
+    crumbed = launches_followed_by(b, env, ("cuStreamWriteValue64",))
+    check(crumbed == set(range(11, 20)), "with CULPRIT_KERNELS=*step* breadcrumbs followed launches %s, expected "
+          "11-19 (the fill kernels)" % sorted(crumbed))
 
 
 @case("blocking_launches")
