@@ -346,6 +346,16 @@ def check_error(out, case, report):
         out.notes.append("error.code %s (%s)" % (code, error.get("name", "?")))
 
 
+def checked_report(out, case, run):
+    """The single report of a faulty run under culprit, its error checked; None when there is none."""
+    report, problem = one_report(run, "under culprit")
+    if problem:
+        out.fail(problem)
+    if report is not None:
+        check_error(out, case, report)
+    return report
+
+
 def judge_healthy(out, base, run, check_proc):
     """A healthy program: it succeeds without culprit, behaves the same under it (check_proc is the group's
     process check), prints the same stdout, and gets no report."""
@@ -381,12 +391,9 @@ def judge(case, cudart, want_line, base, run, ref_seq=None):
     if not program_messages(base.stderr):
         out.fail("the program printed no CUDA error without culprit")
     check_process(out, base, run, "under culprit")
-    report, problem = one_report(run, "under culprit")
-    if problem:
-        out.fail(problem)
+    report = checked_report(out, case, run)
     if report is None:
         return out
-    check_error(out, case, report)
 
     verdict = report.get("verdict") or {}
     certainty = verdict.get("certainty")
@@ -623,12 +630,9 @@ def judge_py(case, want_line, surface_line, base, run):
     if base.rc == 0:
         out.fail("the script did not fail without culprit")
     py_check_process(out, base, run, "under culprit")
-    report, problem = one_report(run, "under culprit")
-    if problem:
-        out.fail(problem)
+    report = checked_report(out, case, run)
     if report is None:
         return out
-    check_error(out, case, report)
     status = report.get("python_status")
     error = report.get("error") or {}
     where = python_where(error.get("python"), case.script, surface_line or 0)
