@@ -35,6 +35,7 @@ struct cp_driver cp_drv;
 int cp_state;
 
 struct mode_frame {
+  uint64_t gen;                               /* unique per push: keys the kernel filter's cached answers */
   int mode;                                   /* enum cp_mode */
   char kernels[CFG_PATTERN_MAX];              /* blocking filter */
   uint64_t lo, hi;                            /* blocking launch window */
@@ -59,6 +60,7 @@ static struct mode_frame g_frames[MODE_FRAMES]; /* cycled; a frame is reused onl
 static unsigned g_frame_next;                 /* next frame to fill, under g_mode_lock */
 static struct mode_frame *g_stack[MODE_DEPTH + 1]; /* g_stack[0] is the configured mode */
 static int g_depth;                           /* under g_mode_lock */
+static uint64_t g_frame_gen;                  /* generations handed to frames, under g_mode_lock */
 static _Atomic(struct mode_frame *) g_mode;   /* in force; read on every launch */
 
 /* Blocking mode runs matching launches one at a time across threads, so that a synchronize that reports the
@@ -158,6 +160,7 @@ static void init_once(void) {
   const char *ring_env = getenv("CULPRIT_RING");
   ring_configure(g_cfg.ring, g_cfg.stack_depth, ring_env && *ring_env);
   struct mode_frame *f = &g_frames[g_frame_next++];
+  f->gen = ++g_frame_gen;
   f->mode = g_cfg.mode;
   snprintf(f->kernels, sizeof f->kernels, "%s", g_cfg.kernels);
   f->lo = g_cfg.launch_lo;
@@ -307,12 +310,22 @@ static int blocking_applies(const struct mode_frame *m, const struct cp_rec *rec
   if (atomic_load_explicit(&g_captures, memory_order_relaxed)) return 0; /* a sync would break a capture */
   if (!strcmp(m->kernels, "*")) return 1;
   if (rec->kind == CP_KIND_GRAPH) return 0;
-  const char *name = rec->name ? rec->name->mangled : "";
-  if (fnmatch(m->kernels, name, 0) == 0) return 1;
-  /* Also try the demangled name, so "*nll_loss*" or "softmax*" work as a user would write them. */
-  char *dn = demangle_name(name);
-  int hit = dn && fnmatch(m->kernels, dn, 0) == 0;
-  free(dn);
+  /* The answer is remembered per kernel name and pattern (frame generation): demangling a template-heavy
+   * PyTorch name on every launch costs microseconds. Interned names are writable; only match is written. */
+  struct cp_kname *k = (struct cp_kname *)rec->name;
+  if (k) {
+    uint64_t c = atomic_load_explicit(&k->match, memory_order_relaxed);
+    if (c >> 1 == m->gen) return (int)(c & 1);
+  }
+  const char *name = k ? k->mangled : "";
+  int hit = fnmatch(m->kernels, name, 0) == 0;
+  if (!hit) {
+    /* Also try the demangled name, so "*nll_loss*" or "softmax*" work as a user would write them. */
+    char *dn = demangle_name(name);
+    hit = dn && fnmatch(m->kernels, dn, 0) == 0;
+    free(dn);
+  }
+  if (k) atomic_store_explicit(&k->match, m->gen << 1 | (uint64_t)hit, memory_order_relaxed);
   return hit;
 }
 
@@ -558,6 +571,7 @@ CP_EXPORT int culprit_api_push(int mode, const char *kernels, unsigned long long
     for (int i = 0; i <= g_depth && !used; i++) used = g_stack[i] == f;
     if (!used) break;
   }
+  f->gen = ++g_frame_gen;
   f->mode = mode;
   snprintf(f->kernels, sizeof f->kernels, "%s", kernels && *kernels ? kernels : "*");
   f->lo = first;

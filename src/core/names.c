@@ -73,8 +73,9 @@ static const struct cp_kname *probe(void *func, uint32_t gen) {
   return NULL;
 }
 
-static const struct cp_kname g_unknown = {"<unnamed kernel>"};
-static const struct cp_kname g_full = {"<kernel name table full: more than 6144 kernels>"};
+/* not const: the launch path caches the blocking filter's answer in them too */
+static struct cp_kname g_unknown = {"<unnamed kernel>", 0};
+static struct cp_kname g_full = {"<kernel name table full: more than 6144 kernels>", 0};
 
 const struct cp_kname *names_get(void *func, names_lookup_fn fn) {
   uint32_t gen = atomic_load_explicit(&g_gen, memory_order_acquire);
@@ -99,6 +100,7 @@ const struct cp_kname *names_get(void *func, names_lookup_fn fn) {
   const char *s = nk ? intern_locked(raw) : NULL;
   if (!nk || !s) { k = &g_unknown; goto out; }
   nk->mangled = s;
+  atomic_init(&nk->match, 0);
   k = nk;
   /* Only empty slots are filled: an entry of an older generation is never rewritten under a reader's feet (it
    * just stops matching), so a reader that matches func and gen reads the name stored with them. */

@@ -3,8 +3,13 @@
 #ifndef CULPRIT_NAMES_H
 #define CULPRIT_NAMES_H
 
+#include <stdatomic.h>
+#include <stdint.h>
+
 struct cp_kname {
   const char *mangled;            /* as the driver reports it (Itanium-mangled for C++ kernels) */
+  _Atomic uint64_t match;         /* blocking mode's filter, remembered: (mode frame's generation << 1) | matched;
+                                   * 0 = not asked yet. Written by the launch path (the only mutable field) */
 };
 
 /* Asks the driver for a name; returns 0 and sets *name, or nonzero. */

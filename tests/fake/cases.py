@@ -1032,6 +1032,15 @@ def launches_followed_by(b, env, apis, count=10):
     argv = [b.prog("linked"), "phases", str(count)]
     res = preloaded(b, argv, dict(env, FAKECUDA_TRACE="1"), b.newdir("reports"))
     check(res.rc == 0, "the healthy phases run failed\n" + res.describe())
+    launches, followed = traced_launches(res, apis)
+    check(launches == 2 * count, "the trace shows %d launches, expected %d" % (launches, 2 * count))
+    followed.discard(2 * count)
+    return followed
+
+
+def traced_launches(res, apis):
+    """From a FAKECUDA_TRACE=1 run: the number of launches, and the set of launch numbers followed by a call of
+    one of APIS before the next launch."""
     launches, followed = 0, set()
     for line in res.err_text.splitlines():
         m = re.match(r"fakecuda: (\w+) -> ", line)
@@ -1042,9 +1051,7 @@ def launches_followed_by(b, env, apis, count=10):
             launches += 1
         elif api in apis and launches:
             followed.add(launches)
-    check(launches == 2 * count, "the trace shows %d launches, expected %d" % (launches, 2 * count))
-    followed.discard(2 * count)
-    return followed
+    return launches, followed
 
 
 def synchronized_launches(b, env, count=10):
@@ -1073,6 +1080,16 @@ def _(b):
     crumbed = launches_followed_by(b, env, ("cuStreamWriteValue64",))
     check(crumbed == set(range(11, 20)), "with CULPRIT_KERNELS=*step* breadcrumbs followed launches %s, expected "
           "11-19 (the fill kernels)" % sorted(crumbed))
+
+
+@case("blocking_scoped_filters")
+def _(b):
+    # Each scope's filter decides, though the answer for a kernel name is remembered between launches.
+    res = preloaded(b, [b.prog("bounds"), "filters"], {"FAKECUDA_TRACE": "1"}, b.newdir("reports"))
+    check(res.rc == 0, "the run failed\n" + res.describe())
+    launches, synced = traced_launches(res, ("cuStreamSynchronize",))
+    check(launches == 6, "the trace shows %d launches, expected 6" % launches)
+    check(synced == {1, 2, 5, 6}, "culprit synchronized after launches %s, expected 1, 2, 5 and 6" % sorted(synced))
 
 
 @case("blocking_launches")

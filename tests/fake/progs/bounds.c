@@ -1,6 +1,7 @@
 /* Completion bounds without breadcrumbs: work on the legacy stream that the program itself proved complete (an
  * event it synchronized or queried, a stream query that answered "done") must drop out of record mode's
- * window of suspects; and a device reset in the middle. Usage: bounds eventsync|eventquery|streamquery|reset;
+ * window of suspects; and a device reset in the middle; scoped blocking filters (filters). Usage:
+ * bounds eventsync|eventquery|streamquery|reset|paused|graphglobal|filters;
  * the fault is scripted as launch=19. */
 #include <cuda.h>
 #include <stdio.h>
@@ -56,6 +57,22 @@ int main(int argc, char **argv) {
     printf("bounds: graph captured and replayed\n");
     return 0;
   }
+  if (strcmp(how, "filters") == 0) {
+    /* Scoped blocking with kernel filters that change: the filter's answer, remembered per kernel name, must
+     * follow each scope (launches 1-2 and 5-6 match, 3-4 do not). */
+    culprit_push(CULPRIT_BLOCKING, "*step*");
+    launches(2, buf, len);
+    culprit_pop();
+    culprit_push(CULPRIT_BLOCKING, "*nomatch*");
+    launches(2, buf, len);
+    culprit_pop();
+    culprit_push(CULPRIT_BLOCKING, "*step*");
+    launches(2, buf, len);
+    culprit_pop();
+    CK(cuCtxSynchronize());
+    printf("bounds: done\n");
+    return 0;
+  }
   if (strcmp(how, "paused") == 0) {
     /* The faulting launch is made while recording is paused: culprit never saw it, so it must not blame the
      * launch after it on the same stream. */
@@ -92,7 +109,7 @@ int main(int argc, char **argv) {
     CK(cuMemAlloc(&dbuf, NELEM * sizeof(float)));
     buf = (float *)(uintptr_t)dbuf;
   } else {
-    fprintf(stderr, "usage: bounds eventsync|eventquery|streamquery|reset|paused|graphglobal\n");
+    fprintf(stderr, "usage: bounds eventsync|eventquery|streamquery|reset|paused|graphglobal|filters\n");
     return 2;
   }
   launches(3, buf, len);
