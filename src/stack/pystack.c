@@ -429,28 +429,38 @@ static int pys_walk(uintptr_t ts, struct pystack_ref *out, int max, struct pys_w
 #define PYS_TS_NEXT 8                 /* PyThreadState.next, the second pointer in every supported version */
 #define PYS_MAX_THREADS 256           /* thread states followed, in case the list is corrupt or cyclic */
 
+/* The thread states of the interpreter other than the caller's, newest first (the list's order): fills out with
+ * up to max and returns the count. Guarded reads must be on; a list that cannot be read ends there. */
+static int pys_other_states(uintptr_t *out, int max) {
+  void *interp = g_interp_head();
+  uintptr_t self = (uintptr_t)g_this_tstate();
+  uintptr_t ts = interp ? (uintptr_t)g_thread_head(interp) : 0;
+  int n = 0;
+  tls_fault = 0;
+  for (int k = 0; ts && n < max && k < PYS_MAX_THREADS; k++) {
+    uintptr_t next = rd_ptr(ts, PYS_TS_NEXT);
+    if (tls_fault) break;
+    if (ts != self) out[n++] = ts;
+    ts = next;
+  }
+  tls_fault = 0;
+  return n;
+}
+
 int pystack_other_threads(struct pystack_thread *out, int max) {
   pthread_once(&g_once, pys_probe);
   if (g_state != PYS_READY || max <= 0 || !g_interp_head || !g_thread_head || !g_is_initialized()) return 0;
-  void *interp = g_interp_head();
-  uintptr_t self = (uintptr_t)g_this_tstate();
+  uintptr_t states[PYS_MAX_THREADS];
   int n = 0;
   tls_safe = 1;
-  tls_fault = 0;
-  uintptr_t ts = interp ? (uintptr_t)g_thread_head(interp) : 0;
-  for (int k = 0; ts && n < max && k < PYS_MAX_THREADS && !tls_fault; k++) {
-    uintptr_t next = rd_ptr(ts, PYS_TS_NEXT);
-    if (tls_fault) break;
-    if (ts != self) {
-      out[n].id = rd_ptr(ts, g_lay->ts_thread_id);
-      out[n].n = pys_walk(ts, out[n].refs, PYSTACK_MAX, NULL);
-      tls_fault = 0;                  /* a torn walk of one thread does not end the list */
-      if (out[n].n > 0) n++;
-    }
-    ts = next;
+  int nts = pys_other_states(states, PYS_MAX_THREADS);
+  for (int i = 0; i < nts && n < max; i++) {
+    out[n].id = rd_ptr(states[i], g_lay->ts_thread_id);
+    out[n].n = pys_walk(states[i], out[n].refs, PYSTACK_MAX, NULL);
+    tls_fault = 0;                    /* a torn walk of one thread does not end the list */
+    if (out[n].n > 0) n++;
   }
   tls_safe = 0;
-  tls_fault = 0;
   return n;
 }
 
@@ -506,33 +516,26 @@ static void pys_watch_plan(struct pys_watch *wt) {
     for (; j > 0 && wt->addr[order[j - 1]] > wt->addr[i]; j--) order[j] = order[j - 1];
     order[j] = i;
   }
-  uint32_t total = 0;
+  uint32_t base = 0;                  /* where the current range starts in the check's buffer */
   for (int k = 0; k < wt->n; k++) {
     uintptr_t a = wt->addr[order[k]];
-    if (wt->nr > 0 && a < wt->rlo[wt->nr - 1] + wt->rlen[wt->nr - 1] + PYS_RANGE_GAP) {
-      uintptr_t end = a + sizeof(uintptr_t), lo = wt->rlo[wt->nr - 1];
-      if (end > lo + wt->rlen[wt->nr - 1]) {
-        total += (uint32_t)(end - (lo + wt->rlen[wt->nr - 1]));
-        wt->rlen[wt->nr - 1] = (uint32_t)(end - lo);
-      }
+    int r = wt->nr - 1;
+    if (r >= 0 && a < wt->rlo[r] + wt->rlen[r] + PYS_RANGE_GAP) {
+      uint32_t len = (uint32_t)(a + sizeof(uintptr_t) - wt->rlo[r]);
+      if (len > wt->rlen[r]) wt->rlen[r] = len;
     } else {
-      if (wt->nr == PYS_RANGES_MAX) {
-        wt->nr = 0;
-        return;
-      }
-      wt->rlo[wt->nr] = a;
-      wt->rlen[wt->nr++] = sizeof(uintptr_t);
-      total += sizeof(uintptr_t);
+      if (wt->nr == PYS_RANGES_MAX) goto unplanned;
+      if (r >= 0) base += wt->rlen[r];
+      r = wt->nr++;
+      wt->rlo[r] = a;
+      wt->rlen[r] = sizeof(uintptr_t);
     }
-    if (total > PYS_CHECK_BYTES) {
-      wt->nr = 0;
-      return;
-    }
-    /* offset of this word: the bytes of the earlier ranges, then its place in its own */
-    uint32_t before = 0;
-    for (int r = 0; r < wt->nr - 1; r++) before += wt->rlen[r];
-    wt->off[order[k]] = before + (uint32_t)(a - wt->rlo[wt->nr - 1]);
+    if (base + wt->rlen[r] > PYS_CHECK_BYTES) goto unplanned;
+    wt->off[order[k]] = base + (uint32_t)(a - wt->rlo[r]);
   }
+  return;
+unplanned:
+  wt->nr = 0;
 }
 
 /* Whether every word the walk of the choice depended on still holds what it held: one system call. */
@@ -570,39 +573,33 @@ static clockid_t pys_thread_clock(unsigned long tid) {
 /* Walks every other Python thread and makes a new choice in w. Guarded reads (tls_safe) are on. */
 static void pys_choose(struct pys_wait *w) {
   struct pystack_thread *cand = &w->cand;
-  void *interp = g_interp_head();
-  uintptr_t self = (uintptr_t)g_this_tstate();
-  uintptr_t ts = interp ? (uintptr_t)g_thread_head(interp) : 0;
+  uintptr_t states[PYS_MAX_THREADS];
+  int nts = pys_other_states(states, PYS_MAX_THREADS);
   w->n = 0;
   w->autograd = false;
-  for (int k = 0; ts && k < PYS_MAX_THREADS; k++) {
-    tls_fault = 0;
-    uintptr_t next = rd_ptr(ts, PYS_TS_NEXT);
-    if (tls_fault) break;
-    if (ts != self) {
-      clockid_t clock = g_lay->ts_native_id >= 0 ? pys_thread_clock(rd_ptr(ts, g_lay->ts_native_id)) : 0;
-      uint64_t cpu = pys_cpu_ns(clock);
-      cand->n = pys_walk(ts, cand->refs, PYSTACK_MAX, &w->cand_watch);
-      if (cand->n > 0 && !tls_fault && w->cand_watch.n > 0) {
-        bool autograd = pys_in_autograd(cand->refs, cand->n);
-        /* the list runs newest first: a later thread without autograd frames is older, a better default */
-        if (autograd || !w->autograd) {
-          w->watch = w->cand_watch;
-          pys_watch_plan(&w->watch);
-          w->clock = clock;
-          /* the CPU time vouches for the frames only if the thread did not run while they were read */
-          w->cpu_ns = cpu && pys_cpu_ns(clock) == cpu ? cpu : 0;
-          w->id = rd_ptr(ts, g_lay->ts_thread_id);
-          w->n = cand->n;
-          w->autograd = autograd;
-          memcpy(w->refs, cand->refs, sizeof(struct pystack_ref) * (size_t)cand->n);
-        }
-        if (autograd) break;
+  for (int i = 0; i < nts; i++) {
+    uintptr_t ts = states[i];
+    clockid_t clock = g_lay->ts_native_id >= 0 ? pys_thread_clock(rd_ptr(ts, g_lay->ts_native_id)) : 0;
+    uint64_t cpu = pys_cpu_ns(clock);
+    cand->n = pys_walk(ts, cand->refs, PYSTACK_MAX, &w->cand_watch);
+    if (cand->n > 0 && !tls_fault && w->cand_watch.n > 0) {
+      bool autograd = pys_in_autograd(cand->refs, cand->n);
+      /* the list runs newest first: a later thread without autograd frames is older, a better default */
+      if (autograd || !w->autograd) {
+        w->watch = w->cand_watch;
+        pys_watch_plan(&w->watch);
+        w->clock = clock;
+        /* the CPU time vouches for the frames only if the thread did not run while they were read */
+        w->cpu_ns = cpu && pys_cpu_ns(clock) == cpu ? cpu : 0;
+        w->id = rd_ptr(ts, g_lay->ts_thread_id);
+        w->n = cand->n;
+        w->autograd = autograd;
+        memcpy(w->refs, cand->refs, sizeof(struct pystack_ref) * (size_t)cand->n);
       }
+      if (autograd) break;
     }
-    ts = next;
+    tls_fault = 0;
   }
-  tls_fault = 0;
 }
 
 int pystack_waiting(struct pystack_ref *out, int max, unsigned long long *thread_id) {
