@@ -87,6 +87,12 @@ def run_one(cmd, env, timeout, workloads, tmp):
             p = subprocess.Popen(cmd, env=env, stdout=out, stderr=err, start_new_session=True)
     except OSError as e:
         return {}, None, "cannot run %s: %s" % (cmd[0], e.strerror)
+
+    def kill():
+        os.killpg(p.pid, signal.SIGKILL)
+        os.wait4(p.pid, 0)
+        p.returncode = -signal.SIGKILL  # reaped here (wait4 gives its resource usage): Popen must not wait
+
     deadline = time.monotonic() + timeout
     try:
         while True:
@@ -94,13 +100,11 @@ def run_one(cmd, env, timeout, workloads, tmp):
             if pid:
                 break
             if time.monotonic() > deadline:
-                os.killpg(p.pid, signal.SIGKILL)
-                os.wait4(p.pid, 0)
+                kill()
                 return {}, None, "timed out after %g s" % timeout
             time.sleep(0.05)
     except Stopped:
-        os.killpg(p.pid, signal.SIGKILL)
-        os.wait4(p.pid, 0)
+        kill()
         raise
     p.returncode = os.waitstatus_to_exitcode(status)
     with open(out_path) as f:
