@@ -36,6 +36,14 @@ def marker_line(tag):
     raise SystemExit("marker missing")
 
 
+def this_report():
+    """This process's report, which must exist."""
+    reports = glob.glob(os.path.join(sys.argv[2], "culprit-%d.json" % os.getpid()))
+    check(len(reports) == 1, "no report")
+    with open(reports[0]) as f:
+        return json.load(f)
+
+
 def backward(lib, sync):
     return lib.run_engine(sync)  # ENGINE-WAIT
 
@@ -87,9 +95,7 @@ def main_twice(lib):
     check(rc == (0, 0), "the engine's launches returned %r" % (rc,))
     rc = item(lib)
     check(rc == 700, "the caller's synchronize returned %r, expected 700" % rc)
-    reports = glob.glob(os.path.join(sys.argv[2], "culprit-%d.json" % os.getpid()))
-    check(len(reports) == 1, "no report")
-    c = json.load(open(reports[0])).get("culprit") or {}
+    c = this_report().get("culprit") or {}
     check(c.get("seq") == 5, "culprit seq %r, expected launch #5 (the second call's second)" % c.get("seq"))
     me = os.path.basename(__file__)
     lines = [f.get("line") for f in c.get("python") or [] if os.path.basename(f.get("file", "")) == me]
@@ -120,9 +126,7 @@ def main():
     finally:
         stop.set()
         other.join()
-    reports = glob.glob(os.path.join(sys.argv[2], "culprit-%d.json" % os.getpid()))
-    check(len(reports) == 1, "no report")
-    rep = json.load(open(reports[0]))
+    rep = this_report()
     c = rep.get("culprit") or {}
     check(c.get("seq") == 2, "culprit %r (it must be the engine's launch #2)" % ({k: c.get(k) for k in (
         "seq", "kernel")},))
@@ -150,9 +154,7 @@ def main_autograd(lib):
     check(result and result[0] == 0, "the engine's launches returned %r" % result)
     rc = item(lib)
     check(rc == 700, "the caller's synchronize returned %r, expected 700" % rc)
-    reports = glob.glob(os.path.join(sys.argv[2], "culprit-%d.json" % os.getpid()))
-    check(len(reports) == 1, "no report")
-    c = json.load(open(reports[0])).get("culprit") or {}
+    c = this_report().get("culprit") or {}
     check(c.get("seq") == 2, "culprit seq %r" % c.get("seq"))
     check(c.get("python_thread") == result[1], "python_thread %r, expected the worker %r (main %r)" % (
         c.get("python_thread"), result[1], threading.main_thread().ident))
