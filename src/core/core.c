@@ -52,6 +52,7 @@ static _Atomic uint64_t g_ns_in_culprit;      /* CULPRIT_STATS: time spent in th
 static _Atomic uint64_t g_ns_native;          /* CULPRIT_STATS: of which in native stack capture */
 static _Atomic uint64_t g_ns_python;          /* CULPRIT_STATS: of which in Python frame capture */
 static _Atomic uint64_t g_py_waiting;         /* launches that took the frames of a waiting Python thread */
+static _Atomic uint64_t g_stack_reused;       /* launches whose native chain was still the cached one */
 static _Atomic uint64_t g_blocking_syncs;     /* synchronizations blocking mode made */
 static pthread_key_t g_thread_key;            /* releases a thread's ring at exit */
 
@@ -245,7 +246,9 @@ int cp_launch_begin(struct cp_launch_ctx *lc, const struct cp_launch_desc *d) {
   rec->smem = d->smem;
   rec->name = d->kind == CP_KIND_GRAPH ? NULL : names_get(d->func, names_lookup);
   uint64_t t1 = lc->t0 ? now_ns() : 0;
-  rec->nframes = (uint8_t)stack_capture(rec->frames, g_cfg.stack_depth);
+  int reused = 0;
+  rec->nframes = (uint8_t)stack_capture_launch(rec->frames, g_cfg.stack_depth, &reused);
+  if (lc->t0 && reused) atomic_fetch_add_explicit(&g_stack_reused, 1, memory_order_relaxed);
   uint64_t t2 = lc->t0 ? now_ns() : 0;
   rec->npy = (uint8_t)pystack_capture(rec->py, PYSTACK_MAX);
   if (rec->npy == 0) {
@@ -542,12 +545,13 @@ __attribute__((destructor)) static void cp_dtor(void) {
   snprintf(msg, sizeof msg,
            "stats: pid %d: %llu launches, %llu breadcrumbs (%llu refused), %llu blocking syncs (%llu not "
            "serialized), %llu records overwritten, %d threads, %.2f us per launch in culprit (native stack %.2f, "
-           "Python frames %.2f; %llu launches with a waiting thread's frames)",
+           "Python frames %.2f; %llu launches with a waiting thread's frames; %llu native stacks reused)",
            (int)getpid(), (unsigned long long)n, (unsigned long long)crumb_written(),
            (unsigned long long)crumb_failures(), (unsigned long long)atomic_load(&g_blocking_syncs),
            (unsigned long long)atomic_load(&g_unserialized), (unsigned long long)ring_total_overwritten(),
            ring_count(), (double)atomic_load(&g_ns_in_culprit) / us, (double)atomic_load(&g_ns_native) / us,
-           (double)atomic_load(&g_ns_python) / us, (unsigned long long)atomic_load(&g_py_waiting));
+           (double)atomic_load(&g_ns_python) / us, (unsigned long long)atomic_load(&g_py_waiting),
+           (unsigned long long)atomic_load(&g_stack_reused));
   say(msg);
 }
 

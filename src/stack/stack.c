@@ -1,7 +1,14 @@
 /* Native stack capture. With libunwind (opened privately, see open_unwinder), unw_backtrace walks .eh_frame with
  * cached unwind info (a fraction of a microsecond for a deep stack); without it glibc's backtrace() is used,
  * which is correct but far slower.
- * Frames inside libculprit are dropped by address range so reports start at the caller's code. */
+ * Frames inside libculprit are dropped by address range so reports start at the caller's code.
+ *
+ * Launch stacks repeat: a training step launches from the same few hundred call chains over and over. Each
+ * launching thread keeps the chains it saw (stack_capture_launch): a chain is the return addresses and the
+ * stack slots they were read from, keyed by the stack pointer at the capture. When the stack pointer is the same
+ * and every slot still holds its return address, the caller's frames are the same ones (each frame's place
+ * follows from the one inside it and its return address), so the chain is copied instead of unwound: a few
+ * dozen loads from the thread's own stack instead of a walk of the unwind tables. */
 #define _GNU_SOURCE
 #include "stack.h"
 
@@ -10,7 +17,9 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
+#include <unwind.h>
 
 #include <execinfo.h>
 
@@ -63,9 +72,14 @@ static void open_unwinder(void) {
   if (h) *(void **)&g_unw_backtrace = dlsym(h, "unw_backtrace");
 }
 
+static pthread_key_t g_cache_key;           /* unmaps a thread's chain cache when it exits */
+static int g_cache_key_ok;
+static void sc_thread_gone(void *cache);
+
 static void init_self(void) {
   dl_iterate_phdr(find_self, (void *)(uintptr_t)&stack_capture);
   open_unwinder();
+  g_cache_key_ok = pthread_key_create(&g_cache_key, sc_thread_gone) == 0;
 }
 
 const char *stack_unwinder(void) {
@@ -87,6 +101,188 @@ int stack_capture(void **pcs, int max) {
   n -= skip;
   if (n > max) n = max;
   memcpy(pcs, buf + skip, (size_t)n * sizeof(void *));
+  return n;
+}
+
+/* ---- the launching thread's chain cache ---- */
+
+#define SC_SETS 256                          /* sets of the cache, by stack pointer */
+#define SC_WAYS 4                            /* chains per set, replaced in turn */
+#define SC_DEPTH_MAX 64                      /* deepest chain cached */
+#define SC_WINDOW 256                        /* a window of captures in which more than half missed: */
+#define SC_BYPASS 8192                       /* this many unwind with libunwind without the cache (a miss costs
+                                              * several plain unwinds) before the cache is tried again, */
+#define SC_BACKOFF_MAX 5                     /* doubled for each such window in a row, up to 32 times */
+
+struct sc_entry {
+  uintptr_t sp;                              /* the capture's own frame; 0 while empty or being written */
+  uint32_t n;                                /* frames */
+  uint32_t pad;
+  /* then n pc words, then n uint32_t slot offsets above sp (the cache's depth of each, fixed per cache) */
+};
+
+struct sc_cache {
+  uintptr_t lo, hi;                          /* this thread's stack */
+  int depth;                                 /* frames an entry holds */
+  size_t esize;                              /* bytes per entry */
+  int busy;                                  /* a capture is inside the cache (a signal handler's waits) */
+  uint32_t window, missed;                   /* captures and misses in the current window */
+  uint32_t bypass;                           /* captures left that skip the cache (it missed too often) */
+  uint32_t backoff;                          /* windows in a row that missed too often, up to SC_BACKOFF_MAX */
+  unsigned char next[SC_SETS];               /* way to replace next, per set */
+  uint64_t entries[];                        /* SC_SETS * SC_WAYS entries of esize bytes */
+};
+
+static __thread struct sc_cache *tls_cache;
+static __thread int tls_cache_state;         /* 0: not made yet, 1: made, -1: not for this thread */
+
+static void sc_thread_gone(void *cache) {
+  struct sc_cache *c = cache;
+  tls_cache = NULL;
+  tls_cache_state = -1;                      /* a later destructor of this thread launching: unwound afresh */
+  if (c) munmap(c, sizeof *c + (size_t)SC_SETS * SC_WAYS * c->esize);
+}
+
+static struct sc_cache *sc_make(int depth) {
+  pthread_attr_t attr;
+  void *addr;
+  size_t size;
+  if (!g_cache_key_ok || pthread_getattr_np(pthread_self(), &attr)) return NULL;
+  int bad = pthread_attr_getstack(&attr, &addr, &size);
+  pthread_attr_destroy(&attr);
+  if (bad || !size) return NULL;
+  size_t esize = (sizeof(struct sc_entry) + (size_t)depth * (sizeof(uintptr_t) + sizeof(uint32_t)) + 7) & ~(size_t)7;
+  size_t len = sizeof(struct sc_cache) + (size_t)SC_SETS * SC_WAYS * esize;
+  struct sc_cache *c = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (c == MAP_FAILED) return NULL;
+  c->lo = (uintptr_t)addr;
+  c->hi = (uintptr_t)addr + size;
+  c->depth = depth;
+  c->esize = esize;
+  if (pthread_setspecific(g_cache_key, c)) {
+    munmap(c, len);
+    return NULL;
+  }
+  return c;
+}
+
+static inline struct sc_entry *sc_at(struct sc_cache *c, unsigned set, unsigned way) {
+  return (struct sc_entry *)((char *)c->entries + ((size_t)set * SC_WAYS + way) * c->esize);
+}
+static inline uintptr_t *sc_pcs(struct sc_entry *e) { return (uintptr_t *)(e + 1); }
+static inline uint32_t *sc_slots(struct sc_cache *c, struct sc_entry *e) {
+  return (uint32_t *)(sc_pcs(e) + c->depth);
+}
+static inline unsigned sc_set(uintptr_t sp) {
+  return (unsigned)(((sp >> 3) * 0x9E3779B97F4A7C15ull) >> 56) & (SC_SETS - 1);
+}
+
+/* A walk with the libgcc unwinder, which also tells where each return address was read: the word below the
+ * canonical frame address of the frame that returns there (the CFA its context carries). */
+struct sc_walk {
+  int n, max;
+  uintptr_t pc[SC_DEPTH_MAX + SELF_SKIP_MAX];
+  uintptr_t slot[SC_DEPTH_MAX + SELF_SKIP_MAX]; /* 0: not known (a frame a signal interrupted) */
+};
+
+static _Unwind_Reason_Code sc_step(struct _Unwind_Context *ctx, void *arg) {
+  struct sc_walk *w = arg;
+  int before = 0;
+  uintptr_t ip = _Unwind_GetIPInfo(ctx, &before);
+  if (!ip || w->n >= w->max) return _URC_END_OF_STACK;
+  uintptr_t cfa = _Unwind_GetCFA(ctx);
+  w->pc[w->n] = ip;
+  w->slot[w->n] = cfa && !before ? cfa - sizeof(uintptr_t) : 0;
+  w->n++;
+  return _URC_NO_REASON;
+}
+
+/* Unwinds afresh and keeps the chain in C when every slot checks out. */
+static __attribute__((noinline)) int sc_miss(struct sc_cache *c, uintptr_t sp, void **pcs, int max) {
+  struct sc_walk w;
+  w.n = 0;
+  w.max = max + SELF_SKIP_MAX;
+  _Unwind_Backtrace(sc_step, &w);
+  int skip = 0;
+  while (skip < w.n && w.pc[skip] >= g_self_lo && w.pc[skip] < g_self_hi) skip++;
+  int n = w.n - skip;
+  if (n > max) n = max;
+  if (n <= 0) return 0;
+  memcpy(pcs, w.pc + skip, (size_t)n * sizeof(void *));
+  if (max != c->depth) return n;
+  /* every slot must lie above this frame, inside the thread's stack, in order, and hold its return address */
+  uintptr_t below = sp;
+  for (int i = 0; i < n; i++) {
+    uintptr_t a = w.slot[skip + i];
+    if (!a || a <= below || a + sizeof(uintptr_t) > c->hi || a - sp > UINT32_MAX ||
+        *(const uintptr_t *)a != w.pc[skip + i])
+      return n;
+    below = a;
+  }
+  unsigned set = sc_set(sp), way = c->next[set]++ % SC_WAYS;
+  struct sc_entry *e = sc_at(c, set, way);
+  e->sp = 0;
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  e->n = (uint32_t)n;
+  memcpy(sc_pcs(e), w.pc + skip, (size_t)n * sizeof(uintptr_t));
+  uint32_t *off = sc_slots(c, e);
+  for (int i = 0; i < n; i++) off[i] = (uint32_t)(w.slot[skip + i] - sp);
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  e->sp = sp;
+  return n;
+}
+
+int stack_capture_launch(void **pcs, int max, int *hit) {
+  *hit = 0;
+  if (max <= 0) return 0;
+  struct sc_cache *c = tls_cache;
+  if (__builtin_expect(!c, 0)) {
+    pthread_once(&g_once, init_self);
+    if (tls_cache_state != 0 || max > SC_DEPTH_MAX) return stack_capture(pcs, max);
+    tls_cache_state = -1;
+    c = tls_cache = sc_make(max);
+    if (!c) return stack_capture(pcs, max);
+    tls_cache_state = 1;
+  }
+  uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+  if (c->busy || max != c->depth || sp < c->lo || sp >= c->hi) return stack_capture(pcs, max);
+  if (__builtin_expect(c->bypass != 0, 0)) {
+    c->bypass--;
+    return stack_capture(pcs, max);
+  }
+  if (++c->window == SC_WINDOW) {
+    if (c->missed > SC_WINDOW / 2) {
+      c->bypass = SC_BYPASS << c->backoff;
+      if (c->backoff < SC_BACKOFF_MAX) c->backoff++;
+    } else {
+      c->backoff = 0;
+    }
+    c->window = c->missed = 0;
+  }
+  /* busy from here on: a signal handler launching meanwhile must not replace the entry being read or written */
+  c->busy = 1;
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  int n = -1;
+  unsigned set = sc_set(sp);
+  for (unsigned way = 0; way < SC_WAYS && n < 0; way++) {
+    struct sc_entry *e = sc_at(c, set, way);
+    if (e->sp != sp) continue;
+    const uintptr_t *pc = sc_pcs(e);
+    const uint32_t *off = sc_slots(c, e);
+    uint32_t k = e->n, i = 0;
+    while (i < k && *(const volatile uintptr_t *)(sp + off[i]) == pc[i]) i++;
+    if (i == k) {
+      memcpy(pcs, pc, (size_t)k * sizeof(void *));
+      *hit = 1;
+      n = (int)k;
+    }
+  }
+  if (n < 0) {
+    c->missed++;
+    n = sc_miss(c, sp, pcs, max);
+  }
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  c->busy = 0;
   return n;
 }
 

@@ -1,0 +1,12 @@
+/* The native stack capture built into a library of its own, so that the test program's frames are the
+ * "caller's" ones, as a program's are for libculprit (frames inside the library are left out of a capture). */
+#include "stack/stack.h"
+
+#define PROBE __attribute__((visibility("default")))
+
+PROBE int probe_launch(void **pcs, int max, int *hit) { return stack_capture_launch(pcs, max, hit); }
+
+PROBE int probe_fresh(void **pcs, int max, int *hit) {
+  *hit = 0;
+  return stack_capture(pcs, max);
+}

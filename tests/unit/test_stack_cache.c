@@ -1,0 +1,376 @@
+/* The launching thread's chain cache (stack_capture_launch): whatever the call chain, a launch's stack must be
+ * the one a fresh unwind gives, and a chain seen before must be reused. Scenarios: one site again and again,
+ * two sites whose frames have the same size, recursion of every depth, variable-length frames, the same stack
+ * pointer reached through different outer callers, chains deeper than the limit, many distinct chains (the
+ * cache gives way to plain unwinds), threads, thread exit (the cache is unmapped), fork, signal handlers on the
+ * thread's stack and on an alternate one, and a timer signal capturing while the thread is inside a capture.
+ *
+ * Each capture is taken twice through one call instruction, once through the cache and once afresh, so both
+ * see the same frames. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+
+#define DEPTH 24
+
+int probe_launch(void **pcs, int max, int *hit);
+int probe_fresh(void **pcs, int max, int *hit);
+
+typedef int (*cap_fn)(void **, int, int *);
+static cap_fn volatile g_fns[2] = {probe_launch, probe_fresh};
+static volatile int g_twice = 2;
+
+struct cap {
+  int n[2];
+  int hit;
+  void *pcs[2][DEPTH];
+};
+
+/* One indirect call instruction for both captures. */
+__attribute__((noinline)) static void leaf(int which, struct cap *c) {
+  int hit = 0;
+  c->n[which] = g_fns[which](c->pcs[which], DEPTH, &hit);
+  if (which == 0) c->hit = hit;
+}
+
+/* Both captures from one call instruction here too (the loop is not unrolled: its count is volatile). */
+__attribute__((noinline)) static void both(struct cap *c) {
+  for (int which = 0; which < g_twice; which++) leaf(which, c);
+  __asm__ volatile("" ::: "memory");
+}
+
+static int same(const struct cap *c) {
+  return c->n[0] == c->n[1] && c->n[0] > 0 && !memcmp(c->pcs[0], c->pcs[1], sizeof(void *) * (size_t)c->n[0]);
+}
+
+static void explain(const char *what, const struct cap *c) {
+  fprintf(stderr, "%s: cached %d frames, fresh %d\n", what, c->n[0], c->n[1]);
+  for (int i = 0; i < c->n[0] || i < c->n[1]; i++)
+    fprintf(stderr, "  %2d %p %p\n", i, i < c->n[0] ? c->pcs[0][i] : NULL, i < c->n[1] ? c->pcs[1][i] : NULL);
+}
+
+/* Captures at the end of a chain and checks it; returns whether the cache answered. */
+static int check_cap(const char *what, struct cap *c) {
+  int ok = same(c);
+  CHECK(ok, "%s: the cached capture differs from a fresh one", what);
+  if (!ok) explain(what, c);
+  return c->hit;
+}
+
+/* ---- chains ---- */
+
+__attribute__((noinline)) static int site_a(struct cap *c) {
+  volatile char pad[96];
+  pad[0] = 1;
+  both(c);
+  return pad[0];
+}
+
+__attribute__((noinline)) static int site_b(struct cap *c) {
+  volatile char pad[96];
+  pad[0] = 2;
+  both(c);
+  return pad[0];
+}
+
+__attribute__((noinline)) static int recurse(int d, struct cap *c) {
+  volatile char pad[48];
+  pad[0] = (char)d;
+  if (d > 0) return recurse(d - 1, c) + pad[0];
+  both(c);
+  return pad[0];
+}
+
+__attribute__((noinline)) static int vla(int size, struct cap *c) {
+  volatile char buf[size];
+  buf[0] = 1;
+  both(c);
+  return buf[0];
+}
+
+/* Same frame size, different callers: the inner frames sit at the same addresses. */
+__attribute__((noinline)) static int middle(struct cap *c) {
+  volatile int x = 1;
+  both(c);
+  return x;
+}
+__attribute__((noinline)) static int outer_1(struct cap *c) {
+  volatile char pad[64];
+  pad[0] = 1;
+  return middle(c) + pad[0];
+}
+__attribute__((noinline)) static int outer_2(struct cap *c) {
+  volatile char pad[64];
+  pad[0] = 2;
+  return middle(c) + pad[0];
+}
+
+/* ---- scenarios ---- */
+
+static void repeated(void) {
+  struct cap c;
+  int hits = 0, ok = 1;
+  for (int i = 0; i < 200; i++) {
+    site_a(&c);
+    ok &= same(&c);
+    hits += c.hit;
+  }
+  check_cap("one site", &c);
+  CHECK(ok, "one site: a capture differed");
+  CHECK(hits >= 199, "one site: only %d of 200 captures reused the chain", hits);
+}
+
+static void two_sites(void) {
+  struct cap c;
+  int hits = 0, ok = 1;
+  for (int i = 0; i < 200; i++) {
+    if (i & 1) site_b(&c);
+    else site_a(&c);
+    ok &= same(&c);
+    hits += c.hit;
+  }
+  CHECK(ok, "two sites: a capture differed");
+  CHECK(hits >= 190, "two sites: only %d of 200 captures reused a chain", hits);
+}
+
+static void depths(void) {
+  struct cap c;
+  int ok = 1, hits = 0;
+  for (int round = 0; round < 3; round++)
+    for (int d = 0; d < 40; d++) {
+      recurse(d, &c);
+      if (!same(&c)) {
+        ok = 0;
+        explain("depths", &c);
+      }
+      if (round > 0) hits += c.hit;
+    }
+  CHECK(ok, "recursion: a capture differed");
+  CHECK(hits >= 70, "recursion: only %d of 80 repeated chains were reused", hits);
+  recurse(100, &c);
+  check_cap("deeper than the limit", &c);
+  CHECK(c.n[0] == DEPTH, "a deep chain gave %d frames, not the limit %d", c.n[0], DEPTH);
+}
+
+static void variable_frames(void) {
+  struct cap c;
+  int ok = 1;
+  for (int round = 0; round < 3; round++)
+    for (int size = 16; size < 2048; size += 37) {
+      vla(size, &c);
+      ok &= same(&c);
+    }
+  CHECK(ok, "variable-length frames: a capture differed");
+}
+
+static void different_callers(void) {
+  struct cap c1, c2;
+  int ok = 1, differ = 0;
+  for (int i = 0; i < 50; i++) {
+    outer_1(&c1);
+    ok &= same(&c1);
+    outer_2(&c2);
+    ok &= same(&c2);
+    differ += memcmp(c1.pcs[0], c2.pcs[0], sizeof(void *) * (size_t)(c1.n[0] < c2.n[0] ? c1.n[0] : c2.n[0])) != 0;
+  }
+  CHECK(ok, "two callers at the same depth: a capture differed");
+  CHECK(differ == 50, "two callers: their chains matched %d times", 50 - differ);
+}
+
+static void many_chains(void) {
+  struct cap c;
+  int ok = 1;
+  /* more distinct chains than the cache holds, most of them missing: the cache steps aside for a while */
+  for (int round = 0; round < 2; round++)
+    for (int d = 0; d < 1500; d++) {
+      vla(16 + 16 * d, &c);
+      ok &= same(&c);
+    }
+  CHECK(ok, "many chains: a capture differed");
+  /* and comes back */
+  int hits = 0;
+  for (int i = 0; i < 40000; i++) {
+    site_a(&c);
+    ok &= same(&c);
+    hits += c.hit;
+  }
+  CHECK(ok, "after many chains: a capture differed");
+  CHECK(hits > 20000, "after many chains: the cache answered %d of 40000 captures of one chain", hits);
+}
+
+/* ---- threads ---- */
+
+struct thread_result {
+  int ok, hits;
+};
+
+static void *thread_body(void *arg) {
+  struct thread_result *r = arg;
+  struct cap c;
+  r->ok = 1;
+  for (int i = 0; i < 2000; i++) {
+    if (i % 3 == 0) site_b(&c);
+    else if (i % 3 == 1) recurse(i % 7, &c);
+    else site_a(&c);
+    r->ok &= same(&c);
+    r->hits += c.hit;
+  }
+  return NULL;
+}
+
+static void threads(void) {
+  pthread_t t[8];
+  struct thread_result r[8];
+  memset(r, 0, sizeof r);
+  for (int i = 0; i < 8; i++) pthread_create(&t[i], NULL, thread_body, &r[i]);
+  for (int i = 0; i < 8; i++) pthread_join(t[i], NULL);
+  for (int i = 0; i < 8; i++) {
+    CHECK(r[i].ok, "thread %d: a capture differed", i);
+    CHECK(r[i].hits >= 1900, "thread %d: only %d of 2000 captures reused a chain", i, r[i].hits);
+  }
+}
+
+/* The process's address space in KiB (VmSize): adjacent anonymous mappings merge, so counting them proves
+ * nothing; their total does. */
+static long vm_kib(void) {
+  FILE *f = fopen("/proc/self/status", "r");
+  char line[256];
+  long kib = -1;
+  if (!f) return -1;
+  while (fgets(line, sizeof line, f))
+    if (!strncmp(line, "VmSize:", 7)) kib = strtol(line + 7, NULL, 10);
+  fclose(f);
+  return kib;
+}
+
+static void *one_capture(void *arg) {
+  struct cap c;
+  site_a(&c);
+  *(int *)arg = same(&c);
+  return NULL;
+}
+
+static void thread_exit(void) {
+  /* a few threads first, so that the thread stacks glibc keeps for reuse exist before measuring */
+  int ok = 1;
+  for (int i = 0; i < 20; i++) {
+    pthread_t t;
+    int r = 0;
+    pthread_create(&t, NULL, one_capture, &r);
+    pthread_join(t, NULL);
+    ok &= r;
+  }
+  long before = vm_kib();
+  for (int i = 0; i < 300; i++) {
+    pthread_t t;
+    int r = 0;
+    pthread_create(&t, NULL, one_capture, &r);
+    pthread_join(t, NULL);
+    ok &= r;
+  }
+  long after = vm_kib();
+  CHECK(ok, "short-lived threads: a capture differed");
+  /* a cache is some hundreds of KiB: 300 left behind would be tens of MiB */
+  CHECK(before > 0 && after - before < 8192, "300 threads that exited left %ld KiB more address space (%ld, then %ld)",
+        after - before, before, after);
+}
+
+static void forked(void) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    struct cap c;
+    int ok = 1, hits = 0;
+    for (int i = 0; i < 100; i++) {
+      site_a(&c);
+      ok &= same(&c);
+      hits += c.hit;
+      recurse(3, &c);
+      ok &= same(&c);
+    }
+    _exit(ok && hits >= 99 ? 0 : 1);
+  }
+  int st = 0;
+  CHECK(pid > 0 && waitpid(pid, &st, 0) == pid, "fork or wait failed");
+  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "forked child: captures differed or missed (status %d)", st);
+}
+
+/* ---- signals ---- */
+
+static struct cap g_sig_cap;
+static volatile sig_atomic_t g_sig_ok = 1, g_sig_count;
+
+static void on_signal(int sig) {
+  (void)sig;
+  site_b(&g_sig_cap);
+  if (!same(&g_sig_cap)) g_sig_ok = 0;
+  g_sig_count++;
+}
+
+static void signals(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigaction(SIGUSR1, &sa, NULL);
+  for (int i = 0; i < 100; i++) raise(SIGUSR1);
+  CHECK(g_sig_count == 100 && g_sig_ok, "handler on the thread's stack: %d of 100 ran, captures %s",
+        (int)g_sig_count, g_sig_ok ? "agreed" : "differed");
+
+  /* an alternate signal stack lies outside the thread's: captured afresh */
+  stack_t ss;
+  ss.ss_sp = malloc(1 << 16);
+  ss.ss_size = 1 << 16;
+  ss.ss_flags = 0;
+  sigaltstack(&ss, NULL);
+  sa.sa_flags = SA_ONSTACK;
+  sigaction(SIGUSR1, &sa, NULL);
+  g_sig_count = 0;
+  for (int i = 0; i < 100; i++) raise(SIGUSR1);
+  CHECK(g_sig_count == 100 && g_sig_ok, "handler on an alternate stack: %d of 100 ran, captures %s",
+        (int)g_sig_count, g_sig_ok ? "agreed" : "differed");
+  ss.ss_flags = SS_DISABLE;
+  sigaltstack(&ss, NULL);
+
+  /* a timer signal that captures while the thread may be inside a capture of its own */
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGPROF, &sa, NULL);
+  struct itimerval it = {{0, 200}, {0, 200}};
+  g_sig_count = 0;
+  setitimer(ITIMER_PROF, &it, NULL);
+  struct cap c;
+  int ok = 1;
+  for (int i = 0; i < 200000 || g_sig_count < 20; i++) {
+    if (i & 1) site_a(&c);
+    else recurse(i % 5, &c);
+    ok &= same(&c);
+    if (i > 20000000) break;
+  }
+  memset(&it, 0, sizeof it);
+  setitimer(ITIMER_PROF, &it, NULL);
+  signal(SIGPROF, SIG_IGN);
+  CHECK(ok, "captures interrupted by a capturing signal handler differed");
+  CHECK(g_sig_ok, "captures inside the timer's handler differed");
+  CHECK(g_sig_count >= 20, "the timer's handler ran only %d times", (int)g_sig_count);
+}
+
+int main(void) {
+  repeated();
+  two_sites();
+  depths();
+  variable_frames();
+  different_callers();
+  many_chains();
+  threads();
+  thread_exit();
+  forked();
+  signals();
+  return CHECK_DONE();
+}
