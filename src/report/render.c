@@ -219,9 +219,29 @@ static const char *render_geometry(const struct json *launch, char *out, size_t 
     return out;
 }
 
+static int render_ends(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* The CUDA runtime linked into the program itself (cudart_static: its internal symbols are named after the
+ * library, its entry points cuda* without line information) and the launch stubs nvcc writes for <<<...>>>
+ * (inlined from the toolkit's headers): the program's module, but not the user's code. */
+static int render_is_cuda_code(const struct json *frame)
+{
+    const char *fn = json_get_str(frame, "function"), *file = json_get_str(frame, "file");
+    if (fn && (strncmp(fn, "libcudart_static_", 17) == 0 || strncmp(fn, "__device_stub__", 15) == 0))
+        return 1;
+    if (fn && !file && strncmp(fn, "cuda", 4) == 0 && fn[4] >= 'A' && fn[4] <= 'Z')
+        return 1;
+    return file && (strstr(file, "/include/crt/") || render_ends(file, "/cuda_runtime.h") ||
+                    render_ends(file, "/cuda_runtime_api.h") || render_ends(file, ".stub.c"));
+}
+
 /* Frames inside the CUDA runtime/driver, culprit itself and the C runtime say nothing about the user's code;
  * they are folded into one line so the user's own frames come first. */
-static int render_is_lib_frame(const struct json *frame)
+static int render_is_lib_module(const struct json *frame)
 {
     static const char *const libs[] = {
         "libcuda.so", "libcudart.so", "libcudart_static", "libculprit.so", "libnvidia-", "libc.so",
@@ -237,6 +257,22 @@ static int render_is_lib_frame(const struct json *frame)
         if (strncmp(mod, libs[i], strlen(libs[i])) == 0)
             return 1;
     return 0;
+}
+
+static int render_is_lib_frame(const struct json *frame)
+{
+    return render_is_lib_module(frame) || render_is_cuda_code(frame);
+}
+
+/* How a folded frame is named in the line that counts them. */
+static const char *render_lib_name(const struct json *frame)
+{
+    const char *fn = json_get_str(frame, "function");
+    if (render_is_lib_module(frame) || !render_is_cuda_code(frame))
+        return render_base(json_get_str(frame, "module"));
+    if (json_get_str(frame, "file") || (fn && strncmp(fn, "__device_stub__", 15) == 0))
+        return "nvcc launch stubs";
+    return "static CUDA runtime";
 }
 
 /* One frame: "main at demo.cu:51", "helper (app+0x11b2)", "libfoo.so+0x20", or the raw pc. */
@@ -300,7 +336,7 @@ static void render_stack_max(struct render_buf *b, const struct json *stack, con
             continue;
         }
         if (user && render_is_lib_frame(f)) {
-            const char *mod = render_base(json_get_str(f, "module"));
+            const char *mod = render_lib_name(f);
             folded++;
             /* name each folded library once, as long as the line stays short */
             if (mod && !strstr(libs, mod) && libslen + strlen(mod) + 3 < 60) {
@@ -403,13 +439,21 @@ static void render_origin(struct render_buf *b, const struct json *obj, const ch
     render_stack(b, json_get(obj, "stack"), "    ");
 }
 
-/* The first frame of a stack that belongs to the user's code, or NULL. */
-static const struct json *render_user_frame(const struct json *stack)
+/* The first frame of a launch's stack that belongs to the user's code, or NULL. For a <<<...>>> launch that is
+ * past the host-side function nvcc names after the kernel (its line is the kernel's definition): the launch
+ * site is where that was called. */
+static const struct json *render_user_frame(const struct json *launch)
 {
+    const struct json *stack = json_get(launch, "stack");
+    const char *kernel = json_get_str(launch, "kernel");
     size_t i;
-    for (i = 0; i < json_len(stack); i++)
-        if (!render_is_lib_frame(json_at(stack, i)))
-            return json_at(stack, i);
+    for (i = 0; i < json_len(stack); i++) {
+        const struct json *f = json_at(stack, i);
+        const char *fn = json_get_str(f, "function");
+        if (render_is_lib_frame(f) || (kernel && fn && strcmp(fn, kernel) == 0 && i + 1 < json_len(stack)))
+            continue;
+        return f;
+    }
     return NULL;
 }
 
@@ -609,8 +653,8 @@ static int render_same_launch(const struct json *a, const struct json *c)
     uc = render_user_pyframe(json_get(c, "python"));
     if (ua || uc)
         return ua && uc && strcmp(render_pyframe(ua, fa, sizeof fa), render_pyframe(uc, fc, sizeof fc)) == 0;
-    ua = render_user_frame(json_get(a, "stack"));
-    uc = render_user_frame(json_get(c, "stack"));
+    ua = render_user_frame(a);
+    uc = render_user_frame(c);
     if (!ua || !uc)
         return ua == uc;
     return strcmp(render_frame(ua, fa, sizeof fa), render_frame(uc, fc, sizeof fc)) == 0;
@@ -638,7 +682,7 @@ static void render_launch_item(struct render_buf *b, const struct json *launch, 
     render_line(b, "%s%s %s%s%s", indent, seq, shortname, geo[0] ? "  " : "", geo);
     if (where) {
         char place[200], text[1024];
-        const struct json *uf = render_user_frame(json_get(launch, "stack"));
+        const struct json *uf = render_user_frame(launch);
         render_place(launch, place, sizeof place);
         /* candidates on one stream are the common case: say where they ran once */
         if (place[0] && !(last_place && strcmp(last_place, place) == 0))

@@ -548,8 +548,10 @@ def graph_note(out, launch):
         return
     node = launch.get("node")
     if launch.get("kind") == "graph" and isinstance(node, dict):
+        # past nvcc's launch stubs (toolkit headers) and the kernel's own host function, as the report says it
         where = [f for f in (node.get("python") or []) + (node.get("stack") or [])
-                 if isinstance(f, dict) and f.get("line")]
+                 if isinstance(f, dict) and f.get("line") and "/include/crt/" not in str(f.get("file"))
+                 and not str(f.get("file")).endswith(".stub.c") and f.get("function") != node.get("kernel")]
         out.notes.append("node-level: graph launch #%s, node #%s %s%s (%s)" % (
             launch.get("seq"), node.get("seq"), str(node.get("kernel") or node.get("mangled") or "?")[:60],
             ", captured at %s:%s" % (frame_file(where[0]) or where[0].get("file"), where[0].get("line"))

@@ -148,6 +148,54 @@ static void test_waiting_thread(void)
     free(t);
 }
 
+/* A program built with the static CUDA runtime launching a captured graph (as on the GPU): the runtime's own
+ * functions and nvcc's launch stubs sit in the program's module but are folded with the libraries, and the
+ * faulting node is said to be launched from the line that launched it, not from the kernel's host stub. */
+static void test_static_runtime_graph(void)
+{
+#define APP "\"module\":\"/w/app\""
+#define CRT "\"file\":\"/usr/local/cuda/include/crt/device_functions.h\",\"line\":2963"
+    static const char report[] =
+        "{\"schema\":\"culprit.report/1\",\"error\":{\"code\":700,\"name\":\"CUDA_ERROR_ILLEGAL_ADDRESS\","
+        "\"api\":\"cuStreamSynchronize\",\"thread\":77,\"stack\":["
+        "{" APP ",\"offset\":\"0xcf93\",\"function\":\"libcudart_static_141dba54\"},"
+        "{" APP ",\"offset\":\"0x70710\",\"function\":\"cudaStreamSynchronize\"},"
+        "{" APP ",\"offset\":\"0x9000\",\"function\":\"main\",\"file\":\"graph.cu\",\"line\":61}]},"
+        "\"verdict\":{\"certainty\":\"exact\",\"reason\":\"launch #6 was the only unfinished work\"},"
+        "\"culprit\":{\"seq\":6,\"api\":\"cuGraphLaunch\",\"kind\":\"graph\",\"kernel\":\"CUDA graph 0x5566\","
+        "\"stream\":\"0x5500\",\"stream_kind\":\"created\",\"device\":0,\"thread\":77,\"stack\":["
+        "{" APP ",\"offset\":\"0x1ac9b\",\"function\":\"libcudart_static_9bbdd5ca\"},"
+        "{" APP ",\"offset\":\"0x7262b\",\"function\":\"cudaGraphLaunch\"},"
+        "{" APP ",\"offset\":\"0x8e00\",\"function\":\"main\",\"file\":\"graph.cu\",\"line\":60}],"
+        "\"node_source\":\"graph breadcrumbs\",\"node\":{\"seq\":2,\"api\":\"cuLaunchKernel\",\"kind\":\"kernel\","
+        "\"kernel\":\"scatter_tokens(float*, int)\",\"stream\":\"0x5500\",\"stream_kind\":\"created\",\"device\":0,"
+        "\"thread\":77,\"stack\":["
+        "{" APP ",\"offset\":\"0xe514\",\"function\":\"libcudart_static_4d8b33a1\"},"
+        "{" APP ",\"offset\":\"0x709f3\",\"function\":\"cudaLaunchKernel\"},"
+        "{" APP ",\"offset\":\"0x94a4\",\"function\":\"__device_stub__Z14scatter_tokensPfi(float*, int)\"," CRT "},"
+        "{" APP ",\"offset\":\"0x94a4\",\"function\":\"__device_stub__Z14scatter_tokensPfi(float*, int)\","
+        "\"file\":\"/tmp/tmpxft_54ef-6_graph.cudafe1.stub.c\",\"line\":1,\"inlined\":true},"
+        "{" APP ",\"offset\":\"0x8d9f\",\"function\":\"scatter_tokens(float*, int)\",\"file\":\"graph.cu\",\"line\":23},"
+        "{" APP ",\"offset\":\"0x8d9f\",\"function\":\"main\",\"file\":\"graph.cu\",\"line\":50,\"inlined\":true}]}},"
+        "\"candidates\":[],\"history\":[]}";
+#undef APP
+#undef CRT
+    char *t = render_text(report, strlen(report), 0);
+    CHECK(t != NULL, "renders: %s", render_error());
+    if (!t)
+        return;
+    lines_ok(t, 100, "static runtime graph");
+    CHECK(!find(t, "libcudart_static_"), "the static runtime's functions are folded:\n%s", t);
+    CHECK(!find(t, "cudaGraphLaunch") && !find(t, "cudaStreamSynchronize ("), "runtime entry points folded:\n%s", t);
+    CHECK(find(t, "static CUDA runtime"), "the folded frames are said to be the runtime's:\n%s", t);
+    CHECK(find(t, "main at graph.cu:60"), "the graph's launch line:\n%s", t);
+    CHECK(find(t, "main at graph.cu:61"), "the line where the error surfaced:\n%s", t);
+    CHECK(find(t, "launched from main at graph.cu:50"), "the node's launch line, past the stubs:\n%s", t);
+    CHECK(!find(t, "launched from __device_stub") && !find(t, "launched from scatter_tokens"),
+          "neither nvcc's stub nor the kernel's host function is the launch site:\n%s", t);
+    free(t);
+}
+
 static void test_candidates(void)
 {
     char *t = render_text(candidates_report, strlen(candidates_report), 0);
@@ -553,6 +601,7 @@ int main(void)
     int symbolized;
     test_exact();
     test_waiting_thread();
+    test_static_runtime_graph();
     test_candidates();
     test_window_runs();
     test_unknown_and_missing();
