@@ -53,6 +53,7 @@ static _Atomic uint64_t g_ns_native;          /* CULPRIT_STATS: of which in nati
 static _Atomic uint64_t g_ns_python;          /* CULPRIT_STATS: of which in Python frame capture */
 static _Atomic uint64_t g_py_waiting;         /* launches that took the frames of a waiting Python thread */
 static _Atomic uint64_t g_stack_reused;       /* launches whose native chain was still the cached one */
+static _Atomic uint64_t g_ns_reused;          /* CULPRIT_STATS: native stack time of those launches */
 static _Atomic uint64_t g_blocking_syncs;     /* synchronizations blocking mode made */
 static pthread_key_t g_thread_key;            /* releases a thread's ring at exit */
 
@@ -248,8 +249,11 @@ int cp_launch_begin(struct cp_launch_ctx *lc, const struct cp_launch_desc *d) {
   uint64_t t1 = lc->t0 ? now_ns() : 0;
   int reused = 0;
   rec->nframes = (uint8_t)stack_capture_launch(rec->frames, g_cfg.stack_depth, &reused);
-  if (lc->t0 && reused) atomic_fetch_add_explicit(&g_stack_reused, 1, memory_order_relaxed);
   uint64_t t2 = lc->t0 ? now_ns() : 0;
+  if (lc->t0 && reused) {
+    atomic_fetch_add_explicit(&g_stack_reused, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&g_ns_reused, t2 - t1, memory_order_relaxed);
+  }
   rec->npy = (uint8_t)pystack_capture(rec->py, PYSTACK_MAX);
   if (rec->npy == 0) {
     /* a thread without Python (the autograd engine, a library's helper): the frames of the one waiting on it */
@@ -542,16 +546,21 @@ __attribute__((destructor)) static void cp_dtor(void) {
   uint64_t n = atomic_load(&g_seq) - atomic_load(&g_fork_seq);
   if (n == 0) return; /* one line per process that launched, not one per process of the job (shells, helpers) */
   double us = 1000.0 * (double)n;  /* ns totals to microseconds per launch */
+  uint64_t reused = atomic_load(&g_stack_reused), ns_native = atomic_load(&g_ns_native);
+  uint64_t ns_reused = atomic_load(&g_ns_reused);
   snprintf(msg, sizeof msg,
            "stats: pid %d: %llu launches, %llu breadcrumbs (%llu refused), %llu blocking syncs (%llu not "
            "serialized), %llu records overwritten, %d threads, %.2f us per launch in culprit (native stack %.2f, "
-           "Python frames %.2f; %llu launches with a waiting thread's frames; %llu native stacks reused)",
+           "Python frames %.2f; %llu launches with a waiting thread's frames; native stacks: %llu reused at %.2f "
+           "us, %llu unwound at %.2f us)",
            (int)getpid(), (unsigned long long)n, (unsigned long long)crumb_written(),
            (unsigned long long)crumb_failures(), (unsigned long long)atomic_load(&g_blocking_syncs),
            (unsigned long long)atomic_load(&g_unserialized), (unsigned long long)ring_total_overwritten(),
-           ring_count(), (double)atomic_load(&g_ns_in_culprit) / us, (double)atomic_load(&g_ns_native) / us,
+           ring_count(), (double)atomic_load(&g_ns_in_culprit) / us, (double)ns_native / us,
            (double)atomic_load(&g_ns_python) / us, (unsigned long long)atomic_load(&g_py_waiting),
-           (unsigned long long)atomic_load(&g_stack_reused));
+           (unsigned long long)reused, reused ? (double)ns_reused / 1000.0 / (double)reused : 0.0,
+           (unsigned long long)(n - reused),
+           n > reused ? (double)(ns_native - ns_reused) / 1000.0 / (double)(n - reused) : 0.0);
   say(msg);
 }
 

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -116,46 +117,79 @@ __attribute__((noinline)) static int outer_2(struct cap *c) {
 
 /* ---- scenarios ---- */
 
-static void repeated(void) {
-  struct cap c;
-  int hits = 0, ok = 1;
-  for (int i = 0; i < 200; i++) {
-    site_a(&c);
-    ok &= same(&c);
-    hits += c.hit;
-  }
-  check_cap("one site", &c);
-  CHECK(ok, "one site: a capture differed");
-  CHECK(hits >= 199, "one site: only %d of 200 captures reused the chain", hits);
+/* Learning a chain is rate-limited (it takes the slow unwinder), so a scenario's set of chains is captured round
+ * after round until one round is answered from the cache almost entirely, for at most 10 s. */
+struct round {
+  int ok, hits, total;
+};
+typedef void (*round_fn)(struct round *);
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static void two_sites(void) {
+static void note(struct round *r, struct cap *c, const char *what) {
+  int ok = same(c);
+  if (!ok && r->ok) explain(what, c);
+  r->ok &= ok;
+  r->hits += c->hit;
+  r->total++;
+}
+
+/* Returns whether a round had at least share (in percent) of its captures answered from the cache; *ok says
+ * whether every capture of every round agreed with a fresh one. */
+static int rounds_until_learned(round_fn fn, int share, int *ok) {
+  double deadline = now_s() + 10;
+  *ok = 1;
+  for (;;) {
+    struct round r = {1, 0, 0};
+    fn(&r);
+    *ok &= r.ok;
+    if (r.hits * 100 >= r.total * share) return 1;
+    if (now_s() > deadline) return 0;
+  }
+}
+
+static void round_one_site(struct round *r) {
   struct cap c;
-  int hits = 0, ok = 1;
+  for (int i = 0; i < 200; i++) {
+    site_a(&c);
+    note(r, &c, "one site");
+  }
+}
+
+static void round_two_sites(struct round *r) {
+  struct cap c;
   for (int i = 0; i < 200; i++) {
     if (i & 1) site_b(&c);
     else site_a(&c);
-    ok &= same(&c);
-    hits += c.hit;
+    note(r, &c, "two sites");
   }
+}
+
+static void round_depths(struct round *r) {
+  struct cap c;
+  for (int d = 0; d < 40; d++) {
+    recurse(d, &c);
+    note(r, &c, "recursion");
+  }
+}
+
+static void repeated(void) {
+  int ok;
+  CHECK(rounds_until_learned(round_one_site, 99, &ok), "one site: the chain was never reused");
+  CHECK(ok, "one site: a capture differed");
+  CHECK(rounds_until_learned(round_two_sites, 99, &ok), "two sites: the chains were never reused");
   CHECK(ok, "two sites: a capture differed");
-  CHECK(hits >= 190, "two sites: only %d of 200 captures reused a chain", hits);
 }
 
 static void depths(void) {
-  struct cap c;
-  int ok = 1, hits = 0;
-  for (int round = 0; round < 3; round++)
-    for (int d = 0; d < 40; d++) {
-      recurse(d, &c);
-      if (!same(&c)) {
-        ok = 0;
-        explain("depths", &c);
-      }
-      if (round > 0) hits += c.hit;
-    }
+  int ok;
+  CHECK(rounds_until_learned(round_depths, 95, &ok), "recursion: the chains were never reused");
   CHECK(ok, "recursion: a capture differed");
-  CHECK(hits >= 70, "recursion: only %d of 80 repeated chains were reused", hits);
+  struct cap c;
   recurse(100, &c);
   check_cap("deeper than the limit", &c);
   CHECK(c.n[0] == DEPTH, "a deep chain gave %d frames, not the limit %d", c.n[0], DEPTH);
@@ -197,33 +231,29 @@ static void many_chains(void) {
     }
   CHECK(ok, "many chains: a capture differed");
   /* and comes back */
-  int hits = 0;
-  for (int i = 0; i < 40000; i++) {
-    site_a(&c);
-    ok &= same(&c);
-    hits += c.hit;
-  }
+  CHECK(rounds_until_learned(round_one_site, 99, &ok), "after many chains: the cache never answered again");
   CHECK(ok, "after many chains: a capture differed");
-  CHECK(hits > 20000, "after many chains: the cache answered %d of 40000 captures of one chain", hits);
 }
 
 /* ---- threads ---- */
 
+static void round_mixed(struct round *r) {
+  struct cap c;
+  for (int i = 0; i < 300; i++) {
+    if (i % 3 == 0) site_b(&c);
+    else if (i % 3 == 1) recurse(i % 7, &c);
+    else site_a(&c);
+    note(r, &c, "thread");
+  }
+}
+
 struct thread_result {
-  int ok, hits;
+  int ok, learned;
 };
 
 static void *thread_body(void *arg) {
   struct thread_result *r = arg;
-  struct cap c;
-  r->ok = 1;
-  for (int i = 0; i < 2000; i++) {
-    if (i % 3 == 0) site_b(&c);
-    else if (i % 3 == 1) recurse(i % 7, &c);
-    else site_a(&c);
-    r->ok &= same(&c);
-    r->hits += c.hit;
-  }
+  r->learned = rounds_until_learned(round_mixed, 95, &r->ok);
   return NULL;
 }
 
@@ -235,7 +265,7 @@ static void threads(void) {
   for (int i = 0; i < 8; i++) pthread_join(t[i], NULL);
   for (int i = 0; i < 8; i++) {
     CHECK(r[i].ok, "thread %d: a capture differed", i);
-    CHECK(r[i].hits >= 1900, "thread %d: only %d of 2000 captures reused a chain", i, r[i].hits);
+    CHECK(r[i].learned, "thread %d: its chains were never reused", i);
   }
 }
 
@@ -287,16 +317,9 @@ static void thread_exit(void) {
 static void forked(void) {
   pid_t pid = fork();
   if (pid == 0) {
-    struct cap c;
-    int ok = 1, hits = 0;
-    for (int i = 0; i < 100; i++) {
-      site_a(&c);
-      ok &= same(&c);
-      hits += c.hit;
-      recurse(3, &c);
-      ok &= same(&c);
-    }
-    _exit(ok && hits >= 99 ? 0 : 1);
+    int ok, ok2, learned = rounds_until_learned(round_one_site, 99, &ok);
+    learned &= rounds_until_learned(round_depths, 95, &ok2);
+    _exit(ok && ok2 && learned ? 0 : 1);
   }
   int st = 0;
   CHECK(pid > 0 && waitpid(pid, &st, 0) == pid, "fork or wait failed");
@@ -363,7 +386,6 @@ static void signals(void) {
 
 int main(void) {
   repeated();
-  two_sites();
   depths();
   variable_frames();
   different_callers();
