@@ -110,12 +110,8 @@ int stack_capture(void **pcs, int max) {
 #define SC_SETS 256                          /* sets of the cache, by stack pointer */
 #define SC_WAYS 4                            /* chains per set, replaced in turn */
 #define SC_DEPTH_MAX 64                      /* deepest chain cached */
-#define SC_WINDOW 256                        /* a window of captures in which more than half missed: */
-#define SC_BYPASS 8192                       /* this many unwind with libunwind without the cache (a miss costs
-                                              * several plain unwinds) before the cache is tried again, */
-#define SC_BACKOFF_MAX 5                     /* doubled for each such window in a row, up to 32 times */
 #define SC_WALK_SHARE 50                     /* walks that learn a chain take at most 1/this of the thread's time */
-#define SC_WALK_BURST_NS 20000000ull         /* beyond a first 20 ms of them */
+#define SC_WALK_BURST_NS 100000000ull        /* beyond a first 100 ms of them (a PyTorch model's chains) */
 
 struct sc_entry {
   uintptr_t sp;                              /* the capture's own frame; 0 while empty or being written */
@@ -129,9 +125,6 @@ struct sc_cache {
   int depth;                                 /* frames an entry holds */
   size_t esize;                              /* bytes per entry */
   int busy;                                  /* a capture is inside the cache (a signal handler's waits) */
-  uint32_t window, missed;                   /* captures and misses in the current window */
-  uint32_t bypass;                           /* captures left that skip the cache (it missed too often) */
-  uint32_t backoff;                          /* windows in a row that missed too often, up to SC_BACKOFF_MAX */
   uint64_t walk_tat;                         /* rate of learning walks (GCRA): when their budget is spent */
   unsigned char next[SC_SETS];               /* way to replace next, per set */
   uint64_t entries[];                        /* SC_SETS * SC_WAYS entries of esize bytes */
@@ -250,19 +243,6 @@ int stack_capture_launch(void **pcs, int max, int *hit) {
   }
   uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
   if (c->busy || max != c->depth || sp < c->lo || sp >= c->hi) return stack_capture(pcs, max);
-  if (__builtin_expect(c->bypass != 0, 0)) {
-    c->bypass--;
-    return stack_capture(pcs, max);
-  }
-  if (++c->window == SC_WINDOW) {
-    if (c->missed > SC_WINDOW / 2) {
-      c->bypass = SC_BYPASS << c->backoff;
-      if (c->backoff < SC_BACKOFF_MAX) c->backoff++;
-    } else {
-      c->backoff = 0;
-    }
-    c->window = c->missed = 0;
-  }
   /* busy from here on: a signal handler launching meanwhile must not replace the entry being read or written */
   c->busy = 1;
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
@@ -284,8 +264,8 @@ int stack_capture_launch(void **pcs, int max, int *hit) {
   if (n < 0) {
     /* Learning a chain takes the libgcc unwinder, which rereads the unwind tables every time: tens of
      * microseconds for a PyTorch stack against about one for libunwind's cached unwind. Learning walks are held
-     * to a share of the thread's time; past it, a miss is unwound by libunwind and not learned. */
-    c->missed++;
+     * to a share of the thread's time after a first allowance; past it, a miss is unwound by libunwind and not
+     * learned, so a program whose chains never repeat pays that share and a lookup per launch, no more. */
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;

@@ -223,7 +223,7 @@ static void different_callers(void) {
 static void many_chains(void) {
   struct cap c;
   int ok = 1;
-  /* more distinct chains than the cache holds, most of them missing: the cache steps aside for a while */
+  /* more distinct chains than the cache holds, most of them missing: learning walks run out of their budget */
   for (int round = 0; round < 2; round++)
     for (int d = 0; d < 1500; d++) {
       vla(16 + 16 * d, &c);
