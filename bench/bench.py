@@ -3,7 +3,7 @@ runs every configuration back to back, so drift of the machine hits them alike),
 median, min-max and the ratio to "no tool" measured in the same run, then the peak resident memory of each
 process and what culprit added to it.
 
-usage: python3 bench/bench.py [--build DIR] [--reps N] [--seconds S] [--workloads a,b] [--configs a,b]
+usage: python3 bench/bench.py [--build DIR] [--reps N] [--seconds S] [--warmup S] [--workloads a,b] [--configs a,b]
                               [--extra NAME:VAR=VAL,VAR=VAL ...] [--seed-table] [--budget S]
 
 The torch workloads of one repetition and configuration run in one process, one after the other (torch is
@@ -11,7 +11,8 @@ imported once); the launch loop is a C program of its own. Configurations: none,
 record, precise, blocking (culprit's modes, preloaded with the report directory in a temporary folder). --extra
 adds configurations of culprit with more variables, for exploring knobs. --seed-table also runs ResNet50 async /
 sync / sync+anomaly detection (the seed article's table). --budget stops starting repetitions after S seconds;
-the table then says how many ran."""
+the table then says how many ran. --warmup S runs each torch workload S seconds untimed before its measurement
+(culprit learns a program's call chains in its first seconds; without it every measurement includes that)."""
 import argparse
 import datetime
 import os
@@ -34,11 +35,12 @@ CONFIG_TITLES = {"none": "none", "clb": "CUDA_LAUNCH_BLOCKING=1", "clb_anomaly":
                  "record": "culprit record", "precise": "culprit precise", "blocking": "culprit blocking"}
 
 
-def group_cmd(workloads, build, seconds):
+def group_cmd(workloads, build, seconds, warmup):
     """The command running WORKLOADS (one C workload, or any number of torch ones) in one process."""
     if len(workloads) == 1 and workloads[0] in C_WORKLOADS:
         return [a.format(build=build) for a in C_WORKLOADS[workloads[0]]]
-    return [sys.executable, os.path.join(HERE, "workloads.py"), ",".join(workloads), "--seconds", str(seconds)]
+    return [sys.executable, os.path.join(HERE, "workloads.py"), ",".join(workloads), "--seconds", str(seconds),
+            "--warmup", str(warmup)]
 
 
 def config_env(name, build, extras, tmp):
@@ -149,6 +151,7 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=5.0)
+    ap.add_argument("--warmup", type=float, default=0.0, help="untimed seconds before each torch measurement")
     ap.add_argument("--workloads", default="launch_loop,smallop,resnet50,triton,multistream")
     ap.add_argument("--configs", default="none,clb,record,precise,blocking")
     ap.add_argument("--extra", nargs="*", default=[])
@@ -156,8 +159,8 @@ def main():
     ap.add_argument("--timeout", type=float, default=300)
     ap.add_argument("--budget", type=float, default=0, help="seconds after which no repetition starts (0: none)")
     a = ap.parse_args()
-    if a.reps < 1 or a.seconds <= 0 or a.timeout <= 0 or a.budget < 0:
-        ap.error("--reps, --seconds and --timeout must be positive, --budget not negative")
+    if a.reps < 1 or a.seconds <= 0 or a.timeout <= 0 or a.budget < 0 or a.warmup < 0:
+        ap.error("--reps, --seconds and --timeout must be positive, --budget and --warmup not negative")
     build = os.path.abspath(a.build)
     extras = {}
     for e in a.extra:
@@ -196,7 +199,7 @@ def main():
                 break
             for wl, cfgs in groups:
                 for c in cfgs:
-                    found, peak, err = run_one(group_cmd(list(wl), build, a.seconds),
+                    found, peak, err = run_one(group_cmd(list(wl), build, a.seconds, a.warmup),
                                                config_env(c, build, extras, tmp), a.timeout, list(wl), tmp)
                     if peak is not None and not err:
                         rss.setdefault((wl, cfgs, c), []).append(peak)
@@ -220,8 +223,10 @@ def main():
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         shutil.rmtree(tmp, ignore_errors=True)
 
-    print("culprit benchmark, %s, %s, %d interleaved reps, median (min-max), ratio = speed relative to no tool"
-          % (datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), gpu_line(), reps_done))
+    print("culprit benchmark, %s, %s, %d interleaved reps, %g s measured after %g s of warm-up, median (min-max), "
+          "ratio = speed relative to no tool"
+          % (datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), gpu_line(), reps_done,
+             a.seconds, a.warmup))
     print()
     print("| workload | config | median | min-max | unit | ratio to no tool |")
     print("|---|---|---|---|---|---|")

@@ -1,6 +1,8 @@
 """Benchmark workloads for culprit, each printing one machine-readable line `metric=<name> value=<number>
 unit=<unit> better=<higher|lower> workload=<name>`. `python3 bench/workloads.py NAME[,NAME...] [--seconds S]` runs
-the named workloads one after the other in this process (torch is imported once).
+the named workloads one after the other in this process (torch is imported once). `--warmup S` runs each
+workload for S seconds more before measuring (after its fixed warm-up steps), so that what a tool learns in a
+run's first seconds is not in the measurement.
 
   resnet50     torchvision ResNet50 training, batch 32, fp32, synthetic data (images/s)
   smallop      a 64x64 tensor through 20 elementwise ops per step (steps/s)
@@ -14,10 +16,18 @@ import sys
 import time
 
 
+WARMUP_SECONDS = 0.0
+
+
 def timed(step, warmup, seconds, sync):
     for _ in range(warmup):
         step()
     sync()
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < WARMUP_SECONDS:
+        for _ in range(10):
+            step()
+        sync()
     n = 0
     t0 = time.perf_counter()
     while True:
@@ -116,13 +126,16 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("names", help="comma-separated: " + ",".join(sorted(WORKLOADS)))
     ap.add_argument("--seconds", type=float, default=6.0)
+    ap.add_argument("--warmup", type=float, default=0.0, help="seconds of untimed running before each measurement")
     a = ap.parse_args()
     names = a.names.split(",")
     unknown = [n for n in names if n not in WORKLOADS]
     if unknown:
         ap.error("unknown workload %s (known: %s)" % (", ".join(unknown), ", ".join(sorted(WORKLOADS))))
-    if a.seconds <= 0:
-        ap.error("--seconds must be positive")
+    if a.seconds <= 0 or a.warmup < 0:
+        ap.error("--seconds must be positive and --warmup not negative")
+    global WARMUP_SECONDS
+    WARMUP_SECONDS = a.warmup
     if os.environ.get("BENCH_ANOMALY") == "1":
         import torch
         torch.autograd.set_detect_anomaly(True)
