@@ -229,6 +229,12 @@ static __attribute__((noinline)) int sc_miss(struct sc_cache *c, uintptr_t sp, v
   return n;
 }
 
+static uint64_t sc_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 int stack_capture_launch(void **pcs, int max, int *hit) {
   *hit = 0;
   if (max <= 0) return 0;
@@ -266,13 +272,10 @@ int stack_capture_launch(void **pcs, int max, int *hit) {
      * microseconds for a PyTorch stack against about one for libunwind's cached unwind. Learning walks are held
      * to a share of the thread's time after a first allowance; past it, a miss is unwound by libunwind and not
      * learned, so a program whose chains never repeat pays that share and a lookup per launch, no more. */
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    uint64_t now = sc_now_ns();
     if (now + SC_WALK_BURST_NS >= c->walk_tat) {
       n = sc_miss(c, sp, pcs, max);
-      clock_gettime(CLOCK_MONOTONIC, &ts);
-      uint64_t took = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec - now;
+      uint64_t took = sc_now_ns() - now;
       c->walk_tat = (c->walk_tat > now ? c->walk_tat : now) + took * SC_WALK_SHARE;
     } else {
       n = stack_capture(pcs, max);
