@@ -1,0 +1,177 @@
+"""The benchmark driver (bench/bench.py) without a GPU: its parsing, configurations and process handling, and
+whole runs against a stand-in launch loop (a shell script in a build folder of its own) whose speed depends on
+the configuration, so the table's medians, spreads, ratios and failure lines can be checked exactly."""
+
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+BENCH_DIR = os.path.join(REPO, "bench")
+sys.path.insert(0, BENCH_DIR)
+
+import bench  # noqa: E402
+
+
+def test_parse_reads_both_result_forms():
+    out = "noise\nlaunch_us=4.25\n"
+    assert bench.parse(out, ["launch_loop"]) == {"launch_loop": (4.25, "us/launch", "lower")}
+    out = ("metric=images_per_s value=1599.3301 unit=images/s better=higher workload=resnet50\n"
+           "culprit: stats: ...\n"
+           "metric=steps_per_s value=12.5 unit=steps/s better=higher workload=smallop\n")
+    assert bench.parse(out, ["resnet50", "smallop"]) == {"resnet50": (1599.3301, "images/s", "higher"),
+                                                         "smallop": (12.5, "steps/s", "higher")}
+
+
+def test_ratio_is_speed_relative_to_no_tool():
+    assert bench.ratio_text(800.0, 1000.0, "higher") == "0.800"
+    assert bench.ratio_text(5.0, 4.0, "lower") == "0.800 (+1.00 us)"
+    assert bench.ratio_text(3.0, 4.0, "lower") == "1.333 (-1.00 us)"
+    assert bench.ratio_text(5.0, None, "lower") == ""
+
+
+def test_configurations_set_only_their_own_variables(tmp_path, monkeypatch):
+    monkeypatch.setenv("CULPRIT_MODE", "blocking")
+    monkeypatch.setenv("LD_PRELOAD", "/elsewhere/lib.so")
+    monkeypatch.setenv("CUDA_LAUNCH_BLOCKING", "1")
+    build, tmp = str(tmp_path / "b"), str(tmp_path / "t")
+    none = bench.config_env("none", build, {}, tmp)
+    assert not any(k.startswith("CULPRIT_") for k in none)
+    assert "LD_PRELOAD" not in none and "CUDA_LAUNCH_BLOCKING" not in none
+    clb = bench.config_env("clb", build, {}, tmp)
+    assert clb["CUDA_LAUNCH_BLOCKING"] == "1" and "LD_PRELOAD" not in clb
+    rec = bench.config_env("precise", build, {}, tmp)
+    assert rec["LD_PRELOAD"] == os.path.join(build, "lib", "libculprit.so")
+    assert rec["CULPRIT_MODE"] == "precise" and rec["CULPRIT_DIR"] == os.path.join(tmp, "reports")
+    extra = bench.config_env("d0", build, {"d0": {"CULPRIT_STACK_DEPTH": "0"}}, tmp)
+    assert extra["CULPRIT_STACK_DEPTH"] == "0" and "CULPRIT_MODE" not in extra
+    with pytest.raises(SystemExit):
+        bench.config_env("bogus", build, {}, tmp)
+
+
+def alive(pid):
+    """Whether PID runs (a killed process whose parent died may linger as a zombie until reaped)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_run_one_result_failure_and_timeout(tmp_path):
+    env = dict(os.environ)
+    found, rss, err = bench.run_one(["sh", "-c", "echo launch_us=3.5"], env, 30, ["launch_loop"], str(tmp_path))
+    assert err is None and found == {"launch_loop": (3.5, "us/launch", "lower")} and rss > 0
+    found, rss, err = bench.run_one(["sh", "-c", "echo oops >&2; exit 3"], env, 30, ["launch_loop"],
+                                    str(tmp_path))
+    assert found == {} and "exit 3" in err and "oops" in err
+    # a run past its time is killed with everything it started
+    pidfile = tmp_path / "child.pid"
+    t0 = time.monotonic()
+    found, rss, err = bench.run_one(["sh", "-c", "sleep 30 & echo $! > %s; wait" % pidfile], env, 1,
+                                    ["launch_loop"], str(tmp_path))
+    assert err == "timed out after 1 s" and time.monotonic() - t0 < 10
+    child = int(pidfile.read_text())
+    time.sleep(0.2)
+    assert not alive(child), "the timed-out run's child still runs"
+    found, rss, err = bench.run_one([str(tmp_path / "missing")], env, 5, ["launch_loop"], str(tmp_path))
+    assert err.startswith("cannot run")
+
+
+# The stand-in launch loop: µs per launch by configuration, a different value in each repetition (so median
+# and spread are checked), a report written under blocking (a healthy program must not get one), and a hang
+# under precise when asked.
+LOOP = r"""#!/bin/sh
+count="$BENCH_TEST_DIR/count.$CULPRIT_MODE$CUDA_LAUNCH_BLOCKING"
+n=$(cat "$count" 2>/dev/null || echo 0); n=$((n + 1)); echo $n > "$count"
+if [ "$CUDA_LAUNCH_BLOCKING" = 1 ]; then echo launch_us=8; exit 0; fi
+case "$CULPRIT_MODE" in
+  record) echo launch_us=5 ;;
+  precise) [ -n "$BENCH_TEST_HANG" ] && exec sleep 60; echo launch_us=4.4 ;;
+  blocking) mkdir -p "$CULPRIT_DIR"; : > "$CULPRIT_DIR/culprit-1.json"; echo launch_us=9 ;;
+  *) case $n in 1) echo launch_us=4 ;; 2) echo launch_us=5 ;; *) echo launch_us=3 ;; esac ;;
+esac
+"""
+
+
+def fake_build(tmp_path):
+    build = tmp_path / "build"
+    (build / "bin").mkdir(parents=True)
+    (build / "lib").mkdir()
+    (build / "lib" / "libculprit.so").write_bytes(b"")  # preloading it fails harmlessly: the loader says so
+    loop = build / "bin" / "bench_launch_loop"
+    loop.write_text(LOOP)
+    loop.chmod(loop.stat().st_mode | stat.S_IXUSR)
+    return str(build)
+
+
+def run_bench(tmp_path, *args, **kw):
+    env = dict(os.environ, BENCH_TEST_DIR=str(tmp_path), **kw.pop("env", {}))
+    return subprocess.Popen([sys.executable, os.path.join(BENCH_DIR, "bench.py"), "--build", fake_build(tmp_path),
+                             "--workloads", "launch_loop", "--timeout", "30"] + list(args),
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+
+
+def rows(out):
+    """The main table's rows by (workload, config); the memory table's rows have four columns, not six."""
+    table = {}
+    for line in out.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("| launch_loop |") and len(cells) == 6:
+            table[(cells[0], cells[1])] = cells
+    return table
+
+
+def test_table_from_three_repetitions(tmp_path):
+    p = run_bench(tmp_path, "--reps", "3")
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 1, err  # blocking's reports are failures
+    assert "3 interleaved reps" in out
+    r = rows(out)
+    assert r[("launch_loop", "none")][2:6] == ["4", "3-5", "us/launch", "1.000 (+0.00 us)"]
+    assert r[("launch_loop", "CUDA_LAUNCH_BLOCKING=1")][2:6] == ["8", "8-8", "us/launch", "0.500 (+4.00 us)"]
+    assert r[("launch_loop", "culprit record")][5] == "0.800 (+1.00 us)"
+    assert r[("launch_loop", "culprit precise")][5] == "0.909 (+0.40 us)"
+    assert r[("launch_loop", "culprit blocking")][5] == "0.444 (+5.00 us)"
+    assert out.count("culprit wrote a report for a healthy workload") == 3
+    assert out.rstrip().endswith("15 passed, 3 failed")
+    # interleaved: each repetition ran every configuration before the next repetition began
+    order = [line.split()[1] for line in err.splitlines() if line.startswith("  rep ")]
+    assert order == ["1"] * 5 + ["2"] * 5 + ["3"] * 5
+
+
+def test_budget_stops_starting_repetitions(tmp_path):
+    p = run_bench(tmp_path, "--reps", "4", "--budget", "0.001", "--configs", "none,record")
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err
+    assert "stopping after 1 repetitions" in err
+    assert "1 interleaved reps" in out and out.rstrip().endswith("2 passed, 0 failed")
+
+
+def test_sigterm_prints_what_ran(tmp_path):
+    p = run_bench(tmp_path, "--reps", "2", "--configs", "none,clb,precise", env={"BENCH_TEST_HANG": "1"})
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "count.precise").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.2)
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 1
+    r = rows(out)
+    assert r[("launch_loop", "none")][2] == "4" and r[("launch_loop", "culprit precise")][2] == "failed"
+    assert "stopped by SIGTERM during repetition 1" in out
+    assert out.rstrip().endswith("2 passed, 1 failed")
+
+
+@pytest.mark.parametrize("args", [["--reps", "0"], ["--warmup", "-1"], ["--extra", "nocolon"],
+                                  ["--configs", "record,none"], ["--workloads", "nope"]])
+def test_bad_arguments_are_refused(tmp_path, args):
+    p = run_bench(tmp_path, *args)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 2 and "error:" in err and "| workload" not in out
