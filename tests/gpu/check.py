@@ -131,7 +131,8 @@ class PyCase:
     rerun = "window"  # a candidates verdict is settled by a blocking rerun over the candidates' window
 
     def __init__(self, name, script, kernel=None, codes=(710,), modules=("torch",), kind="fault", env=None,
-                 graph=False, library_history=False, stdout_count=None, note=""):
+                 graph=False, library_history=False, stdout_count=None, stdout_expect=(), surface_at_launch=False,
+                 note=""):
         self.name = name            # case name in the table
         self.script = script        # file in tests/gpu/frameworks (the sanitizer case: none)
         self.src = script           # where the markers are
@@ -143,6 +144,10 @@ class PyCase:
         self.graph = graph          # a CUDA graph launch at the marked line is an accepted culprit
         self.library_history = library_history  # history must hold a cuBLAS/cuDNN kernel
         self.stdout_count = stdout_count  # healthy: regular expression whose group 1 must be a count > 0
+        # regular expressions each of which must match a line of stdout under culprit; {report_name} stands for
+        # the file name of the report culprit wrote
+        self.stdout_expect = tuple(stdout_expect)
+        self.surface_at_launch = surface_at_launch  # the error must surface at the marked launch line itself
         self.note = note            # what the case is about
         self.healthy = kind == "healthy"
 
@@ -175,6 +180,10 @@ PY_CASES = [
     PyCase("lightning_embedding", "lightning_embedding.py", r"indexSelect|vectorized_gather",
            modules=("torch", "lightning|pytorch_lightning"),
            note="Lightning training_step embedding error at step 3"),
+    PyCase("package_scopes", "package_scopes.py", r"nll_loss", surface_at_launch=True,
+           stdout_expect=(r"^loaded True$", r"^mode while paused off$", r"^mode in scope blocking$",
+                          r"^mode after the exception record$", r"^last report \S*/{report_name}$"),
+           note="the culprit package: paused() warm-up, blocking(kernels='*nll*') reports at the launch"),
 ]
 PY_CASE_BY_NAME = {c.name: c for c in PY_CASES}
 GROUPS = {"c": [c.name for c in CASES], "frameworks": [c.name for c in PY_CASES]}
@@ -635,6 +644,13 @@ def judge_py(case, want_line, surface_line, base, run):
     report = checked_report(out, case, run)
     if report is None:
         return out
+    if case.surface_at_launch:
+        surface_line = want_line
+    stdout = run.stdout.decode("utf-8", "replace") if isinstance(run.stdout, bytes) else run.stdout
+    for pattern in case.stdout_expect:
+        pattern = pattern.replace("{report_name}", re.escape(os.path.basename(run.reports[0][0])))
+        if not re.search(pattern, stdout, re.M):
+            out.fail("stdout under culprit has no line matching %r" % pattern)
     status = report.get("python_status")
     error = report.get("error") or {}
     where = python_where(error.get("python"), case.script, surface_line or 0)
@@ -1178,6 +1194,8 @@ def selftests():
 PY_ASSERT = ("Traceback (most recent call last):\n  File \"x.py\", line 33, in main\n"
              "torch.AcceleratorError: CUDA error: device-side assert triggered\n"
              "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n\n")
+PACKAGE_OUT = (b"loaded True\nmode while paused off\nmode in scope blocking\nmode after the exception record\n"
+               b"last report /tmp/reports/py_package_blocking.json\n")
 SAN_PLAIN = ("========= COMPUTE-SANITIZER\n========= Invalid __global__ write of size 4 bytes\n"
              "=========     at scatter_grad(float *, const long *, int, int)+0x1b0 in oob.cu:37\n"
              "========= ERROR SUMMARY: 2 errors\n")
@@ -1190,7 +1208,14 @@ def py_selftests():
     graph, library = PY_CASE_BY_NAME["torch_cuda_graph"], PY_CASE_BY_NAME["torch_library_history"]
     select, jax = PY_CASE_BY_NAME["torch_index_select"], PY_CASE_BY_NAME["jax_healthy"]
     profiler = PY_CASE_BY_NAME["torch_profiler"]
+    # the package case's checks on the xent fixtures (its script and lines are xent_seg3d.py's here)
+    package = copy.copy(PY_CASE_BY_NAME["package_scopes"])
+    package.script = package.src = xent.script
     base = Run(rc=1, stderr=PY_ASSERT)
+
+    def with_stdout(run, stdout):
+        run.stdout = stdout
+        return run
 
     def under(name, rc=1, stderr=PY_ASSERT):
         return Run(rc=rc, stderr=stderr + "culprit: verdict ...\n", reports=[fixture(name)])
@@ -1251,6 +1276,19 @@ def py_selftests():
          Run(stdout=b"cuda kernel events: 12\n"), None, "pass", "", "pass", "cuda kernel events: 12"),
         ("python: profiler sees no kernels", profiler, 0, None, Run(stdout=b"cuda kernel events: 0\n"),
          Run(stdout=b"cuda kernel events: 0\n"), None, "fail", "count above 0", "FAIL", ""),
+        ("python: the package's lines and its report path", package, 32, None, base,
+         with_stdout(under("py_package_blocking.json"), PACKAGE_OUT), None, "pass", "", "pass", ""),
+        ("python: the package names another report", package, 32, None, base,
+         with_stdout(under("py_package_blocking.json"), PACKAGE_OUT.replace(b"py_package_blocking", b"culprit-99")),
+         None,
+         "fail", "no line matching '^last report", "FAIL", ""),
+        ("python: the package's mode not restored after the exception", package, 32, None, base,
+         with_stdout(under("py_package_blocking.json"),
+                     PACKAGE_OUT.replace(b"exception record", b"exception blocking")),
+         None, "fail", "mode after the exception record", "FAIL", ""),
+        ("python: blocking must report at the launch line", package, 32, None, base,
+         with_stdout(under("py_xent_exact.json"), PACKAGE_OUT.replace(b"py_package_blocking", b"py_xent_exact")),
+         None, "fail", "error: python line wrong: error frames at xent_seg3d.py:33", "FAIL(py)", ""),
     ]
 
 
