@@ -218,20 +218,28 @@ static void pys_probe(void) {
 /* Reads a str object's UTF-8 into dst (NUL-terminated, at most max bytes kept). Only compact strings are read:
  * ASCII ones hold their bytes inline; others only if CPython already cached a UTF-8 copy (making one would
  * allocate). Long names keep their tail, the informative end of a path. */
-static void pys_copy_str(uintptr_t s, char *dst, size_t max) {
-  const char *src = NULL;
-  size_t len = 0;
-  if (s && rd_ptr(s, PYS_OB_TYPE) == g_unicode_type) {
-    uint32_t state;
-    rd_bytes(s + PYS_UNI_STATE, &state, sizeof state);
-    if ((state & PYS_UNI_COMPACT) && (state & PYS_UNI_ASCII)) {
-      src = (const char *)(s + (uintptr_t)g_lay->uni_ascii_size);
-      len = (size_t)rd_ptr(s, PYS_UNI_LENGTH);
-    } else if (state & PYS_UNI_COMPACT) {
-      src = (const char *)rd_ptr(s, g_lay->uni_utf8); /* read once: another thread may be setting it */
-      len = (size_t)rd_ptr(s, g_lay->uni_utf8_length);
-    }
+/* Where a str object's UTF-8 bytes are (in the process that owns it) and how many, or NULL: compact ASCII
+ * strings hold them inline; others only where CPython already cached a UTF-8 copy (making one would allocate). */
+static inline const char *pys_str_bytes(uintptr_t s, size_t *len) {
+  *len = 0;
+  if (!s || rd_ptr(s, PYS_OB_TYPE) != g_unicode_type) return NULL;
+  uint32_t state;
+  rd_bytes(s + PYS_UNI_STATE, &state, sizeof state);
+  if ((state & PYS_UNI_COMPACT) && (state & PYS_UNI_ASCII)) {
+    *len = (size_t)rd_ptr(s, PYS_UNI_LENGTH);
+    return (const char *)(s + (uintptr_t)g_lay->uni_ascii_size);
   }
+  if (state & PYS_UNI_COMPACT) {
+    const char *src = (const char *)rd_ptr(s, g_lay->uni_utf8); /* read once: another thread may be setting it */
+    *len = (size_t)rd_ptr(s, g_lay->uni_utf8_length);
+    return src;
+  }
+  return NULL;
+}
+
+static void pys_copy_str(uintptr_t s, char *dst, size_t max) {
+  size_t len;
+  const char *src = pys_str_bytes(s, &len);
   if (!src) {
     memcpy(dst, "?", 2);
     return;
@@ -265,11 +273,52 @@ static void *pys_arena_alloc(size_t n) {
   return p;
 }
 
+/* A file name's text, reduced to a word: its length and first and last 8 bytes. Frames of one module share
+ * one file name object, so a walk remembers the last few it reduced (reset at each walk: within one walk the
+ * names are alive, held by the code objects of the frames being walked). */
+#define PYS_FILE_MEMO 4
+static __thread struct {
+  uintptr_t str, sig;
+} tls_files[PYS_FILE_MEMO];
+static __thread unsigned tls_files_next;
+
+static uintptr_t pys_file_sig(uintptr_t file) {
+  for (unsigned i = 0; i < PYS_FILE_MEMO; i++)
+    if (tls_files[i].str == file && file) return tls_files[i].sig;
+  size_t len;
+  uintptr_t sig = 0;
+  const char *text = pys_str_bytes(file, &len);
+  if (text && len > 0 && len < (1u << 20)) {
+    uint64_t head = 0, tail = 0;
+    if (len >= 8) {
+      head = rd_ptr((uintptr_t)text, 0);
+      tail = rd_ptr((uintptr_t)text + len - 8, 0);
+    } else {
+      rd_bytes((uintptr_t)text, &head, len);
+    }
+    sig = ((uintptr_t)len * 0x9E3779B97F4A7C15ull + head) * 0x9E3779B97F4A7C15ull + tail;
+  }
+  unsigned i = tls_files_next++ % PYS_FILE_MEMO;
+  tls_files[i].str = 0; /* a signal handler's walk meanwhile sees no entry rather than half of one */
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  tls_files[i].sig = sig;
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  tls_files[i].str = file;
+  return sig;
+}
+
+/* What a code object looks like, to tell it from one that lived at the same address before: the addresses of
+ * its file name, name and line table, its first line, and the file name's text (pys_file_sig). The text
+ * matters: code made and freed over and over (a notebook's cells, exec'd or generated code) gets the freed
+ * object's address and often its strings' addresses too, while its file name differs ("<ipython-input-6-...>",
+ * "<eval_with_key>.13"). */
 static inline uintptr_t pys_sig(uintptr_t code) {
   const struct pys_layout *l = g_lay;
-  uintptr_t s = rd_ptr(code, l->co_filename) * 31u + rd_ptr(code, l->co_name);
+  uintptr_t file = rd_ptr(code, l->co_filename);
+  uintptr_t s = file * 31u + rd_ptr(code, l->co_name);
   s = s * 31u + rd_ptr(code, l->co_linetable);
-  return s * 31u + (uint32_t)rd_int(code, l->co_firstlineno);
+  s = s * 31u + (uint32_t)rd_int(code, l->co_firstlineno);
+  return s * 0x9E3779B97F4A7C15ull + pys_file_sig(file);
 }
 
 static inline uint32_t pys_hash(uintptr_t code) {
@@ -423,6 +472,7 @@ static int pys_walk_311(uintptr_t tstate, struct pystack_ref *out, int max, stru
 /* The frames of thread state TS, innermost first; with WT, what the walk depended on. */
 static int pys_walk(uintptr_t ts, struct pystack_ref *out, int max, struct pys_watch *wt) {
   if (wt) wt->n = 0;
+  for (unsigned i = 0; i < PYS_FILE_MEMO; i++) tls_files[i].str = 0; /* names of an earlier walk may be gone */
   return g_lay->minor == 10 ? pys_walk_310(ts, out, max, wt) : pys_walk_311(ts, out, max, wt);
 }
 

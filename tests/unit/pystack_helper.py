@@ -275,6 +275,29 @@ def kept_after_free(p):
               "%s kept: innermost is %r" % (p.label, got[0]))
 
 
+CHURN_SOURCE = "def churn_fn(p):\n    return p.take()  # @churn\n"
+
+
+def churn_call(fn, p):
+    return fn(p)  # @churn_call
+
+
+def churned_code(p):
+    """Code objects made, called from one place (so their frames sit at one address) and freed, over and over:
+    a freed code object's address is soon another's, and each capture must name the code running now."""
+    wrong = []
+    for i in range(300):
+        ns = {}
+        exec(compile(CHURN_SOURCE, "<churn-%d>" % i, "exec"), ns)
+        got, truth = churn_call(ns["churn_fn"], p)
+        if len(got) < 2 or got[1][0] != "<churn-%d>" % i:
+            wrong.append((i, got[1] if len(got) > 1 else None))
+        del ns, got, truth
+        gc.collect()
+    check(not wrong, "%s churned code: %d of 300 captures named another code object, e.g. %r" %
+          (p.label, len(wrong), wrong[:3]))
+
+
 def main():
     if len(sys.argv) != 2:
         print("usage: pystack_helper.py libpystack_probe.so")
@@ -291,6 +314,7 @@ def main():
     pydll = Probe(ctypes.PyDLL(sys.argv[1]), "PyDLL")
     for p in (cdll, pydll):
         run_scenarios(p)
+        churned_code(p)
         second_thread(p)
         many_threads(p)
     kept_after_free(cdll)
