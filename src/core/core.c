@@ -129,6 +129,15 @@ static void after_fork_child(void) {
   names_after_fork();
   graph_after_fork();
   atomic_store(&g_fork_seq, atomic_load(&g_seq));
+  /* CULPRIT_STATS counts the child's own launches, and its time with them */
+  atomic_store(&g_ns_in_culprit, 0);
+  atomic_store(&g_ns_native, 0);
+  atomic_store(&g_ns_python, 0);
+  atomic_store(&g_py_waiting, 0);
+  atomic_store(&g_stack_reused, 0);
+  atomic_store(&g_ns_reused, 0);
+  atomic_store(&g_blocking_syncs, 0);
+  atomic_store(&g_unserialized, 0);
   atomic_store(&g_captures, 0);
   atomic_store(&g_unrecorded_after, 0);
   atomic_store(&g_report, 0);

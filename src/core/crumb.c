@@ -385,6 +385,8 @@ void crumb_after_fork(void) {
   /* Single-threaded here. The parent's host-mapped memory means nothing to a child's driver state. */
   memset(g_tab, 0, sizeof g_tab);
   memset(g_pools, 0, sizeof g_pools);
+  atomic_store(&g_written, 0);              /* CULPRIT_STATS counts the child's own */
+  atomic_store(&g_failures, 0);
   memset(g_ctx_synced, 0, sizeof g_ctx_synced);
   memset(g_events, 0, sizeof g_events);
   pthread_mutex_init(&g_event_lock, NULL);

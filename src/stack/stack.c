@@ -194,7 +194,7 @@ static _Unwind_Reason_Code sc_step(struct _Unwind_Context *ctx, void *arg) {
   return _URC_NO_REASON;
 }
 
-/* Unwinds afresh and keeps the chain in C when every slot checks out. */
+/* Unwinds afresh and keeps the chain in the cache when every slot checks out. */
 static __attribute__((noinline)) int sc_miss(struct sc_cache *c, uintptr_t sp, void **pcs, int max) {
   struct sc_walk w;
   w.n = 0;

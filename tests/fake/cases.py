@@ -1163,6 +1163,17 @@ def _(b):
     check(len(lines) == 1 and re.search(r"\b12 launches\b", lines[0]),
           "a shell running the program and two launch-less commands must give one summary line, printed:\n" +
           res.err_text)
+    # A forked child counts its own launches: its native stacks, reused and unwound, add up to them (counts
+    # carried over from the parent once made this line say 18446744073709551615 unwound).
+    res = preloaded(b, [b.prog("forker")], {"CULPRIT_STATS": "1", "CULPRIT_QUIET": "1"}, b.newdir("reports"))
+    stats = [l for l in culprit_lines(res) if "stats:" in l]
+    check(len(stats) == 2, "parent and child must each print a summary line, printed:\n" + res.err_text)
+    for line in stats:
+        m = re.search(r"(\d+) launches, (\d+) breadcrumbs.*native stacks: (\d+) reused at [\d.]+ us, (\d+) unwound",
+                      line)
+        check(m and int(m.group(3)) + int(m.group(4)) == int(m.group(1)),
+              "reused and unwound stacks do not add up to the launches: %r" % line)
+        check(m and int(m.group(2)) <= int(m.group(1)), "more breadcrumbs than launches: %r" % line)
 
 
 @case("stack_depth")
