@@ -8,7 +8,9 @@ usage: python3 bench/bench.py [--build DIR] [--reps N] [--seconds S] [--warmup S
 
 The torch workloads of one repetition and configuration run in one process, one after the other (torch is
 imported once); the launch loop is a C program of its own. Configurations: none, clb (CUDA_LAUNCH_BLOCKING=1),
-record, precise, blocking (culprit's modes, preloaded with the report directory in a temporary folder). --extra
+record, precise, blocking (culprit's modes, preloaded with the report directory in a temporary folder), and, when
+named in --configs, blocking_window (blocking over launches 2000:2015 only: the targeted rerun a verdict with
+candidates prints, to set beside CUDA_LAUNCH_BLOCKING, which blocks every launch). --extra
 adds configurations of culprit with more variables, for exploring knobs. --seed-table also runs ResNet50 async /
 sync / sync+anomaly detection (the seed article's table). --budget stops starting repetitions after S seconds;
 the table then says how many ran. --warmup S runs each torch workload S seconds untimed before its measurement
@@ -30,9 +32,12 @@ ROOT = os.path.dirname(HERE)
 C_WORKLOADS = {"launch_loop": ["{build}/bin/bench_launch_loop", "200000"]}
 PY_WORKLOADS = ["smallop", "resnet50", "triton", "multistream"]
 CULPRIT_MODES = {"record": {"CULPRIT_MODE": "record"}, "precise": {"CULPRIT_MODE": "precise"},
-                 "blocking": {"CULPRIT_MODE": "blocking"}}
+                 "blocking": {"CULPRIT_MODE": "blocking"},
+                 # the rerun a verdict with candidates prints: blocking over a window of 16 launches only
+                 "blocking_window": {"CULPRIT_MODE": "blocking", "CULPRIT_LAUNCHES": "2000:2015"}}
 CONFIG_TITLES = {"none": "none", "clb": "CUDA_LAUNCH_BLOCKING=1", "clb_anomaly": "CLB + anomaly detection",
-                 "record": "culprit record", "precise": "culprit precise", "blocking": "culprit blocking"}
+                 "record": "culprit record", "precise": "culprit precise", "blocking": "culprit blocking",
+                 "blocking_window": "culprit blocking, launches 2000:2015"}
 
 
 def group_cmd(workloads, build, seconds, warmup):

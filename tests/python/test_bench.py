@@ -46,6 +46,8 @@ def test_configurations_set_only_their_own_variables(tmp_path, monkeypatch):
     assert "LD_PRELOAD" not in none and "CUDA_LAUNCH_BLOCKING" not in none
     clb = bench.config_env("clb", build, {}, tmp)
     assert clb["CUDA_LAUNCH_BLOCKING"] == "1" and "LD_PRELOAD" not in clb
+    window = bench.config_env("blocking_window", build, {}, tmp)
+    assert window["CULPRIT_MODE"] == "blocking" and window["CULPRIT_LAUNCHES"] == "2000:2015"
     rec = bench.config_env("precise", build, {}, tmp)
     assert rec["LD_PRELOAD"] == os.path.join(build, "lib", "libculprit.so")
     assert rec["CULPRIT_MODE"] == "precise" and rec["CULPRIT_DIR"] == os.path.join(tmp, "reports")
