@@ -289,24 +289,24 @@ static void *one_capture(void *arg) {
   return NULL;
 }
 
+/* Runs n threads one after the other, each capturing once; returns whether every capture agreed. */
+static int short_threads(int n) {
+  int ok = 1;
+  for (int i = 0; i < n; i++) {
+    pthread_t t;
+    int r = 0;
+    pthread_create(&t, NULL, one_capture, &r);
+    pthread_join(t, NULL);
+    ok &= r;
+  }
+  return ok;
+}
+
 static void thread_exit(void) {
   /* a few threads first, so that the thread stacks glibc keeps for reuse exist before measuring */
-  int ok = 1;
-  for (int i = 0; i < 20; i++) {
-    pthread_t t;
-    int r = 0;
-    pthread_create(&t, NULL, one_capture, &r);
-    pthread_join(t, NULL);
-    ok &= r;
-  }
+  int ok = short_threads(20);
   long before = vm_kib();
-  for (int i = 0; i < 300; i++) {
-    pthread_t t;
-    int r = 0;
-    pthread_create(&t, NULL, one_capture, &r);
-    pthread_join(t, NULL);
-    ok &= r;
-  }
+  ok &= short_threads(300);
   long after = vm_kib();
   CHECK(ok, "short-lived threads: a capture differed");
   /* a cache is some hundreds of KiB: 300 left behind would be tens of MiB */
