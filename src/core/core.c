@@ -73,6 +73,7 @@ static pthread_mutex_t g_blocking_lock = PTHREAD_MUTEX_INITIALIZER;
 #define BLOCKING_WAIT_NS (200 * 1000 * 1000)
 static _Atomic uint64_t g_unserialized;       /* blocking launches that gave up waiting for the lock */
 static _Atomic uint64_t g_unrecorded_after;   /* g_seq at the newest launch culprit could not track (0: none) */
+static _Atomic uint64_t g_unrecorded_done;    /* the newest such mark a context synchronize has covered since */
 
 /* A launch culprit did not track (recording paused, no ring, no stream entry): any verdict that does not rule
  * it out (a context-wide synchronize after it) cannot be exact. */
@@ -140,6 +141,7 @@ static void after_fork_child(void) {
   atomic_store(&g_unserialized, 0);
   atomic_store(&g_captures, 0);
   atomic_store(&g_unrecorded_after, 0);
+  atomic_store(&g_unrecorded_done, 0);
   atomic_store(&g_report, 0);
   g_report_path[0] = '\0';
   pthread_mutex_init(&g_mode_lock, NULL);
@@ -419,10 +421,15 @@ void cp_sync_begin(struct cp_sync *c, void *stream, int ptds, int whole_ctx) {
   c->stream = NULL;
   c->ctx = NULL;
   c->upto = 0;
+  c->untracked = 0;
   if (!cp_active()) return;
   if (whole_ctx) {
     if (cp_drv.ctx_get_current && !cp_drv.ctx_get_current(&c->ctx))
       c->upto = atomic_load_explicit(&g_seq, memory_order_relaxed);
+    /* Launches made while recording was paused are not numbered; one made since the last recorded launch
+     * has a mark above upto, so it is covered here by its mark, not by upto. Their context is not known: as
+     * for recorded launches (crumb_ctx_synced_max), any context's synchronize counts. */
+    c->untracked = atomic_load_explicit(&g_unrecorded_after, memory_order_relaxed);
     return;
   }
   c->stream = crumb_find(stream, ptds, my_tid());
@@ -430,6 +437,13 @@ void cp_sync_begin(struct cp_sync *c, void *stream, int ptds, int whole_ctx) {
 }
 
 void cp_sync_end(const struct cp_sync *c, int rc) {
+  if (rc == 0 && c->untracked) {
+    uint64_t d = atomic_load_explicit(&g_unrecorded_done, memory_order_relaxed);
+    while (d < c->untracked && !atomic_compare_exchange_weak_explicit(&g_unrecorded_done, &d, c->untracked,
+                                                                      memory_order_relaxed,
+                                                                      memory_order_relaxed)) {
+    }
+  }
   if (rc != 0 || !c->upto) return;
   if (c->stream) crumb_note_synced(c->stream, c->upto);
   else crumb_note_ctx_synced(c->ctx, c->upto);
@@ -544,6 +558,7 @@ static void report(int code, const char *api, uint64_t exact_seq) {
       .launches = atomic_load(&g_seq) - atomic_load(&g_fork_seq),
       .launch_blocking = g_launch_blocking,
       .unrecorded_after = atomic_load(&g_unrecorded_after),
+      .unrecorded_done = atomic_load(&g_unrecorded_done),
   };
   verdict_emit(&in, g_report_path, sizeof g_report_path);
   atomic_store(&g_report, 2);

@@ -279,7 +279,7 @@ static void decide(const struct verdict_input *in, const struct snap *s, struct 
   }
   /* A launch culprit did not track, not proven complete since by a context-wide synchronize, may be the one. */
   int untracked = in->unrecorded_after && in->unrecorded_after > crumb_ctx_synced_max() &&
-                  in->unrecorded_after > in->after_seq;
+                  in->unrecorded_after > in->unrecorded_done && in->unrecorded_after > in->after_seq;
   if (untracked && p->ncand >= 1) {
     p->culprit = p->cand[0];
     p->certainty = "candidates";

@@ -101,3 +101,38 @@ def test_main_diagnostic_after_fault(run_py, tmp_path):
     assert "mode: record (0 pushed)" in r.out
     assert "launches: 3" in r.out
     assert "last report: %s" % (tmp_path / "reports" / "culprit-") in r.out
+
+
+def paused_then_fault(run_py, sync_after_paused):
+    """Launches 1 and 2 run while recording is paused; launch 3 (k1, blocking) faults. Returns the report."""
+    r = run_py("""
+        import json, culprit, fakegpu
+        gpu = fakegpu.Gpu()
+        k = gpu.kernels("k1", "k2")
+        with culprit.paused():
+            gpu.launch(k["k2"])
+            gpu.launch(k["k2"])
+            if %s:
+                gpu.sync()
+        with culprit.blocking(kernels="k1"):
+            rc = gpu.launch(k["k1"])
+        print(json.dumps({"rc": rc, "report": culprit.last_report()}))
+    """ % sync_after_paused, env=FAULT).ok()
+    res = json.loads(r.out)
+    assert res["rc"] == 700
+    return res["report"]
+
+
+def test_paused_launches_then_a_synchronize(run_py):
+    # The context synchronize after the paused launches proves them complete: the blocking launch is the culprit
+    # (it once stayed "candidates": the synchronize came before any recorded launch, so it covered nothing).
+    rep = paused_then_fault(run_py, True)
+    assert rep["verdict"]["certainty"] == "exact", rep["verdict"]
+    assert rep["culprit"]["kernel"] == "k1"
+
+
+def test_paused_launches_not_known_complete(run_py):
+    # Without it, an unrecorded launch may be the one that faulted: candidates, and the report says why.
+    rep = paused_then_fault(run_py, False)
+    assert rep["verdict"]["certainty"] == "candidates", rep["verdict"]
+    assert "did not record" in rep["verdict"]["reason"]

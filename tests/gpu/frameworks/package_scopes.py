@@ -1,6 +1,7 @@
 """The culprit package in a torch program (the package from this checkout's python/ folder).
 
-A warm-up forward pass runs under culprit.paused(); the loss is computed under
+A warm-up forward pass runs under culprit.paused() and ends with a device synchronize (without one, culprit
+cannot rule out the launches it did not record); the loss is computed under
 culprit.blocking(kernels="*nll*"), so only nll_loss's kernel is serialized: its device assert (a label equal
 to the number of classes) is reported by the launch itself, and torch raises at that line instead of at
 loss.item(). The script prints what the package says inside and after the scopes and, on the error,
@@ -35,7 +36,8 @@ def main():
     labels[2, 17] = C  # one label past the last class
     with culprit.paused():
         print("mode while paused %s" % culprit.mode())
-        model(x).sum().item()
+        model(x).sum()
+        torch.cuda.synchronize()  # the unrecorded launches are known complete: the verdict can be exact
     try:
         with culprit.blocking(kernels="*nll*"):
             print("mode in scope %s" % culprit.mode())
