@@ -72,14 +72,37 @@ static _Atomic(struct mode_frame *) g_mode;   /* in force; read on every launch 
 static pthread_mutex_t g_blocking_lock = PTHREAD_MUTEX_INITIALIZER;
 #define BLOCKING_WAIT_NS (200 * 1000 * 1000)
 static _Atomic uint64_t g_unserialized;       /* blocking launches that gave up waiting for the lock */
-static _Atomic uint64_t g_unrecorded_after;   /* g_seq at the newest launch culprit could not track (0: none) */
-static _Atomic uint64_t g_unrecorded_done;    /* the newest such mark a context synchronize has covered since */
+/* Launches culprit did not track (recording paused, no ring, no stream entry) are counted; each stream keeps
+ * the count at its newest one (crumb_note_untracked), and those on no known stream share g_untracked_loose. A
+ * successful synchronize covers the ones counted before it began: of its stream, or all for a context-wide one
+ * (their context is not known: as for recorded launches, any context's synchronize counts). A verdict that
+ * cannot rule one out is not exact. */
+static _Atomic uint64_t g_untracked_n;        /* untracked launches so far */
+static _Atomic uint64_t g_untracked_loose;    /* g_untracked_n at the newest one on no known stream (0: none) */
+static _Atomic uint64_t g_untracked_done;     /* g_untracked_n when the newest successful context sync began */
 
-/* A launch culprit did not track (recording paused, no ring, no stream entry): any verdict that does not rule
- * it out (a context-wide synchronize after it) cannot be exact. */
-static void note_unrecorded(void) {
-  atomic_store_explicit(&g_unrecorded_after, atomic_load_explicit(&g_seq, memory_order_relaxed) + 1,
-                        memory_order_relaxed);
+static void atomic_raise(_Atomic uint64_t *a, uint64_t v) {
+  uint64_t cur = atomic_load_explicit(a, memory_order_relaxed);
+  while (cur < v && !atomic_compare_exchange_weak_explicit(a, &cur, v, memory_order_relaxed, memory_order_relaxed)) {
+  }
+}
+
+static int my_tid(void);
+
+/* D: the launch, when its stream can be looked up (the driver is in use); NULL: none known. The stream's entry
+ * is made if need be (without its breadcrumb slot, which the first recorded launch there allocates), so that a
+ * synchronize of it can cover the launch. */
+static void note_untracked(const struct cp_launch_desc *d) {
+  uint64_t n = atomic_fetch_add_explicit(&g_untracked_n, 1, memory_order_relaxed) + 1;
+  struct cp_stream *s = d ? crumb_stream(d->stream, d->ptds, my_tid(), 0) : NULL;
+  if (s) crumb_note_untracked(s, n);
+  else atomic_raise(&g_untracked_loose, n);
+}
+
+/* Whether an untracked launch may still have been running at the fault. */
+static int untracked_pending(void) {
+  uint64_t done = atomic_load_explicit(&g_untracked_done, memory_order_relaxed);
+  return atomic_load_explicit(&g_untracked_loose, memory_order_relaxed) > done || crumb_untracked_pending(done);
 }
 
 /* Under CUDA_LAUNCH_BLOCKING=1 every launch that returns success has completed: a synchronize for free. The
@@ -101,7 +124,7 @@ static inline uint64_t now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static inline int my_tid(void) {
+static int my_tid(void) {
   if (__builtin_expect(!tls_tid, 0)) tls_tid = (int)syscall(SYS_gettid);
   return tls_tid;
 }
@@ -140,8 +163,9 @@ static void after_fork_child(void) {
   atomic_store(&g_blocking_syncs, 0);
   atomic_store(&g_unserialized, 0);
   atomic_store(&g_captures, 0);
-  atomic_store(&g_unrecorded_after, 0);
-  atomic_store(&g_unrecorded_done, 0);
+  atomic_store(&g_untracked_n, 0);
+  atomic_store(&g_untracked_loose, 0);
+  atomic_store(&g_untracked_done, 0);
   atomic_store(&g_report, 0);
   g_report_path[0] = '\0';
   pthread_mutex_init(&g_mode_lock, NULL);
@@ -233,12 +257,12 @@ static void blocking_lock(struct cp_launch_ctx *lc) {
 int cp_launch_begin(struct cp_launch_ctx *lc, const struct cp_launch_desc *d) {
   struct mode_frame *m = atomic_load_explicit(&g_mode, memory_order_acquire);
   if (!m || m->mode == CP_MODE_OFF) {
-    note_unrecorded();
+    note_untracked(m ? d : NULL);
     return 0;
   }
   struct cp_ring *r = my_ring();
   if (!r) {
-    note_unrecorded();
+    note_untracked(d);
     return 0;
   }
   pthread_once(&g_clb_once, read_clb);
@@ -288,7 +312,7 @@ int cp_launch_begin(struct cp_launch_ctx *lc, const struct cp_launch_desc *d) {
     rec->device = s->device;
     rec->stream_kind = (uint8_t)s->kind;
   } else {
-    note_unrecorded();                        /* recorded, but on no stream the verdict can follow */
+    note_untracked(NULL);                     /* recorded, but on no stream the verdict can follow */
     rec->stream_idx = UINT32_MAX;
     rec->ctx = NULL;
     rec->device = -1;
@@ -426,23 +450,20 @@ void cp_sync_begin(struct cp_sync *c, void *stream, int ptds, int whole_ctx) {
   if (whole_ctx) {
     if (cp_drv.ctx_get_current && !cp_drv.ctx_get_current(&c->ctx))
       c->upto = atomic_load_explicit(&g_seq, memory_order_relaxed);
-    /* Launches made while recording was paused are not numbered; one made since the last recorded launch
-     * has a mark above upto, so it is covered here by its mark, not by upto. Their context is not known: as
-     * for recorded launches (crumb_ctx_synced_max), any context's synchronize counts. */
-    c->untracked = atomic_load_explicit(&g_unrecorded_after, memory_order_relaxed);
+    c->untracked = atomic_load_explicit(&g_untracked_n, memory_order_relaxed);
     return;
   }
   c->stream = crumb_find(stream, ptds, my_tid());
-  if (c->stream) c->upto = atomic_load_explicit(&c->stream->last_launched, memory_order_relaxed);
+  if (c->stream) {
+    c->upto = atomic_load_explicit(&c->stream->last_launched, memory_order_relaxed);
+    c->untracked = atomic_load_explicit(&c->stream->untracked, memory_order_relaxed);
+  }
 }
 
 void cp_sync_end(const struct cp_sync *c, int rc) {
   if (rc == 0 && c->untracked) {
-    uint64_t d = atomic_load_explicit(&g_unrecorded_done, memory_order_relaxed);
-    while (d < c->untracked && !atomic_compare_exchange_weak_explicit(&g_unrecorded_done, &d, c->untracked,
-                                                                      memory_order_relaxed,
-                                                                      memory_order_relaxed)) {
-    }
+    if (c->stream) crumb_note_untracked_done(c->stream, c->untracked);
+    else atomic_raise(&g_untracked_done, c->untracked);
   }
   if (rc != 0 || !c->upto) return;
   if (c->stream) crumb_note_synced(c->stream, c->upto);
@@ -557,8 +578,7 @@ static void report(int code, const char *api, uint64_t exact_seq) {
       .mode = m ? m->mode : g_cfg.mode,
       .launches = atomic_load(&g_seq) - atomic_load(&g_fork_seq),
       .launch_blocking = g_launch_blocking,
-      .unrecorded_after = atomic_load(&g_unrecorded_after),
-      .unrecorded_done = atomic_load(&g_unrecorded_done),
+      .untracked_pending = untracked_pending(),
   };
   verdict_emit(&in, g_report_path, sizeof g_report_path);
   atomic_store(&g_report, 2);

@@ -60,7 +60,7 @@ struct cp_sync {
   struct cp_stream *stream;       /* synchronized stream, NULL for a context synchronize */
   void *ctx;                      /* synchronized context */
   uint64_t upto;                  /* newest launch covered */
-  uint64_t untracked;             /* context synchronize: the newest untracked launch's mark it covers, 0 none */
+  uint64_t untracked;             /* untracked launches it covers if it succeeds (count of the newest), 0 none */
 };
 void cp_sync_begin(struct cp_sync *c, void *stream, int ptds, int whole_ctx);
 void cp_sync_end(const struct cp_sync *c, int rc);

@@ -168,6 +168,19 @@ void crumb_note_synced(struct cp_stream *s, uint64_t upto) {
   if (s) atomic_max(&s->synced, upto);
 }
 
+void crumb_note_untracked(struct cp_stream *s, uint64_t n) { atomic_max(&s->untracked, n); }
+void crumb_note_untracked_done(struct cp_stream *s, uint64_t n) { atomic_max(&s->untracked_done, n); }
+
+int crumb_untracked_pending(uint64_t ctx_done) {
+  for (uint32_t i = 0; i < STREAM_SLOTS; i++) {
+    const struct cp_stream *s = &g_tab[i];
+    if (!atomic_load_explicit(&s->key_stream, memory_order_acquire)) continue;
+    uint64_t u = atomic_load_explicit(&s->untracked, memory_order_relaxed);
+    if (u > ctx_done && u > atomic_load_explicit(&s->untracked_done, memory_order_relaxed)) return 1;
+  }
+  return 0;
+}
+
 void crumb_note_ctx_synced(void *ctx, uint64_t upto) {
   if (!ctx) return;
   for (int i = 0; i < MAX_POOLS; i++) {

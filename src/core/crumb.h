@@ -25,6 +25,8 @@ struct cp_stream {
   _Atomic int needs_slot;         /* made during a capture: its slot is allocated after the capture */
   _Atomic int inflight;           /* launch calls on this stream between culprit's before and after */
   _Atomic uint64_t overlaps;      /* times a launch began while another was in flight on this stream */
+  _Atomic uint64_t untracked;     /* count (core.c) at the newest launch here culprit did not track, 0: none */
+  _Atomic uint64_t untracked_done; /* the newest such count a successful synchronize of this stream covered */
 };
 
 /* The stream a launch goes to, made on first sight; NULL when the table is full or the context is unknown.
@@ -36,6 +38,11 @@ struct cp_stream *crumb_find(void *handle, int ptds, int tid);
 /* A synchronize succeeded: launches up to upto on s (or on every stream of ctx) completed without error. */
 void crumb_note_synced(struct cp_stream *s, uint64_t upto);
 void crumb_note_ctx_synced(void *ctx, uint64_t upto);
+/* An untracked launch (its count n) went to s; a synchronize of s covered those up to n. */
+void crumb_note_untracked(struct cp_stream *s, uint64_t n);
+void crumb_note_untracked_done(struct cp_stream *s, uint64_t n);
+/* Whether a stream has an untracked launch covered neither by a synchronize of it nor by ctx_done. */
+int crumb_untracked_pending(uint64_t ctx_done);
 /* The highest seq a context-wide synchronize proved complete, over all contexts (0 if none). */
 uint64_t crumb_ctx_synced_max(void);
 /* The highest seq known complete on s: its breadcrumb, or a successful synchronize of it or its context. */

@@ -277,10 +277,8 @@ static void decide(const struct verdict_input *in, const struct snap *s, struct 
                (unsigned long long)done, (unsigned long)(uintptr_t)st->handle, in->cfg->ring);
     }
   }
-  /* A launch culprit did not track, not proven complete since by a context-wide synchronize, may be the one. */
-  int untracked = in->unrecorded_after && in->unrecorded_after > crumb_ctx_synced_max() &&
-                  in->unrecorded_after > in->unrecorded_done && in->unrecorded_after > in->after_seq;
-  if (untracked && p->ncand >= 1) {
+  /* A launch culprit did not track, not proven complete since by a synchronize, may be the one. */
+  if (in->untracked_pending && p->ncand >= 1) {
     p->culprit = p->cand[0];
     p->certainty = "candidates";
     snprintf(p->reason, sizeof p->reason,
@@ -323,7 +321,7 @@ static void decide(const struct verdict_input *in, const struct snap *s, struct 
   if (p->ncand == 0 && !lost) {
     /* No unfinished work seen: under CUDA_LAUNCH_BLOCKING the faulting launch returns the error itself.
      * Without it, a launch returning the error only reports an earlier fault culprit did not see. */
-    for (size_t i = in->launch_blocking && !untracked ? s->n : 0; i-- > 0;) {
+    for (size_t i = in->launch_blocking && !in->untracked_pending ? s->n : 0; i-- > 0;) {
       struct cp_rec *r = rec_at(s, i);
       if (r->flags & CP_REC_RETURNED_ERROR) {
         p->culprit = r;

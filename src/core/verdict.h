@@ -24,8 +24,7 @@ struct verdict_input {
   int mode;                       /* mode in force when it surfaced */
   uint64_t launches;              /* launches recorded */
   int launch_blocking;            /* CUDA_LAUNCH_BLOCKING=1: a launch that returns an error is the one that faulted */
-  uint64_t unrecorded_after;      /* launch number current at the newest launch culprit did not track, 0 if none */
-  uint64_t unrecorded_done;       /* the newest such mark a successful context synchronize covered, 0 if none */
+  int untracked_pending;          /* a launch culprit did not track may still have been running (core.c) */
 };
 
 /* Writes the report into cfg->dir and the verdict on stderr; path gets the report's path ("" if it could

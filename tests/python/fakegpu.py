@@ -5,6 +5,7 @@
     k = gpu.kernels("k1", "k2")               # cuModuleLoadData("fakecubin:k1,k2") + cuModuleGetFunction
     rc = gpu.launch(k["k1"])                  # cuLaunchKernel on the legacy stream: the driver's answer
     rc = gpu.sync()                           # cuCtxSynchronize
+    rc = gpu.stream_sync()                    # cuStreamSynchronize on the legacy default stream
 """
 
 import ctypes
@@ -32,6 +33,7 @@ class Gpu:
             "cuLaunchKernel": [ptr, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint,
                                ctypes.c_uint, ctypes.c_uint, ptr, ptr, ptr],
             "cuCtxSynchronize": [],
+            "cuStreamSynchronize": [ptr],
         }
         self.fn = {}
         for name, argtypes in sig.items():
@@ -66,3 +68,7 @@ class Gpu:
 
     def sync(self):
         return self.fn["cuCtxSynchronize"]()
+
+    def stream_sync(self, stream=None):
+        """cuStreamSynchronize (the legacy default stream when stream is None), as .item() ends with."""
+        return self.fn["cuStreamSynchronize"](stream)

@@ -103,21 +103,19 @@ def test_main_diagnostic_after_fault(run_py, tmp_path):
     assert "last report: %s" % (tmp_path / "reports" / "culprit-") in r.out
 
 
-def paused_then_fault(run_py, sync_after_paused):
-    """Launches 1 and 2 run while recording is paused; launch 3 (k1, blocking) faults. Returns the report."""
+def paused_then_fault(run_py, paused_code, fault="launch=3"):
+    """Launches in a culprit.paused() scope (paused_code, with gpu and k), then a blocking launch of k1 that
+    returns the error (it faulted, or an earlier launch did). Returns the report."""
     r = run_py("""
         import json, culprit, fakegpu
         gpu = fakegpu.Gpu()
         k = gpu.kernels("k1", "k2")
         with culprit.paused():
-            gpu.launch(k["k2"])
-            gpu.launch(k["k2"])
-            if %s:
-                gpu.sync()
+            %s
         with culprit.blocking(kernels="k1"):
             rc = gpu.launch(k["k1"])
         print(json.dumps({"rc": rc, "report": culprit.last_report()}))
-    """ % sync_after_paused, env=FAULT).ok()
+    """ % paused_code.replace("\n", "\n            "), env={"FAKECUDA_FAULT": fault}).ok()
     res = json.loads(r.out)
     assert res["rc"] == 700
     return res["report"]
@@ -126,13 +124,28 @@ def paused_then_fault(run_py, sync_after_paused):
 def test_paused_launches_then_a_synchronize(run_py):
     # The context synchronize after the paused launches proves them complete: the blocking launch is the culprit
     # (it once stayed "candidates": the synchronize came before any recorded launch, so it covered nothing).
-    rep = paused_then_fault(run_py, True)
+    rep = paused_then_fault(run_py, 'gpu.launch(k["k2"])\ngpu.launch(k["k2"])\ngpu.sync()')
+    assert rep["verdict"]["certainty"] == "exact", rep["verdict"]
+    assert rep["culprit"]["kernel"] == "k1"
+
+
+def test_paused_launches_then_a_stream_synchronize(run_py):
+    # So does a synchronize of the stream they ran on (what .item() ends with).
+    rep = paused_then_fault(run_py, 'gpu.launch(k["k2"])\ngpu.launch(k["k2"])\ngpu.stream_sync()')
     assert rep["verdict"]["certainty"] == "exact", rep["verdict"]
     assert rep["culprit"]["kernel"] == "k1"
 
 
 def test_paused_launches_not_known_complete(run_py):
     # Without it, an unrecorded launch may be the one that faulted: candidates, and the report says why.
-    rep = paused_then_fault(run_py, False)
+    rep = paused_then_fault(run_py, 'gpu.launch(k["k2"])\ngpu.launch(k["k2"])')
+    assert rep["verdict"]["certainty"] == "candidates", rep["verdict"]
+    assert "did not record" in rep["verdict"]["reason"]
+
+
+def test_paused_launch_after_the_synchronize(run_py):
+    # A synchronize covers only the launches before it: the paused launch after it (the one that faults here)
+    # keeps the verdict at candidates.
+    rep = paused_then_fault(run_py, 'gpu.launch(k["k2"])\ngpu.sync()\ngpu.launch(k["k2"])', fault="launch=2")
     assert rep["verdict"]["certainty"] == "candidates", rep["verdict"]
     assert "did not record" in rep["verdict"]["reason"]
