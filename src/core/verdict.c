@@ -214,6 +214,7 @@ struct pick {
   int ncand;                                 /* entries in cand */
   uint64_t win_lo, win_hi;                   /* launch numbers spanned by the candidates */
   int truncated;                             /* more candidates than cand holds */
+  int nsuspects;                             /* candidates found, listed or not */
   const char *certainty;                     /* exact | candidates | unknown */
   char reason[512];                          /* one sentence for the user */
 };
@@ -224,6 +225,7 @@ static void add_cand(struct pick *p, const struct cp_rec *r) {
     if (p->cand[i] == r) return;
   if (!p->win_lo || q < p->win_lo) p->win_lo = q;
   if (q > p->win_hi) p->win_hi = q;
+  p->nsuspects++;
   if (p->ncand < MAX_CANDIDATES) p->cand[p->ncand++] = r;
   else p->truncated = 1;
 }
@@ -350,14 +352,17 @@ static void decide(const struct verdict_input *in, const struct snap *s, struct 
   if (refused && k < (int)sizeof p->reason)
     k += snprintf(p->reason + k, sizeof p->reason - (size_t)k,
                   "%d suspect(s) had their breadcrumb refused by the driver; ", refused);
-  if (k < (int)sizeof p->reason)
+  if (p->truncated && k < (int)sizeof p->reason)
+    k += snprintf(p->reason + k, sizeof p->reason - (size_t)k,
+                  "%d stream(s) had unfinished work when the fault surfaced and one of %d suspect launches "
+                  "(#%llu..#%llu) faulted; only the first %d are listed",
+                  pending, p->nsuspects, (unsigned long long)p->win_lo, (unsigned long long)p->win_hi,
+                  MAX_CANDIDATES);
+  else if (k < (int)sizeof p->reason)
     k += snprintf(p->reason + k, sizeof p->reason - (size_t)k,
                   "%d stream(s) had unfinished work when the fault surfaced and one of the %d launch(es) listed "
                   "faulted",
                   pending, p->ncand);
-  if (p->truncated && k < (int)sizeof p->reason)
-    k += snprintf(p->reason + k, sizeof p->reason - (size_t)k, "; only the first %d of the suspects are listed",
-                  MAX_CANDIDATES);
   if (lost && k < (int)sizeof p->reason) snprintf(p->reason + k, sizeof p->reason - (size_t)k, "; %s", lost_note);
 }
 

@@ -463,12 +463,16 @@ def _(b):
 @case("shared_stream_threads")
 def _(b):
     """Eight threads launch on the legacy stream at once, one launch faults: in every run, precise or record,
-    the faulty launch is the culprit or among the candidates, and an innocent one is never called exact."""
+    the faulty launch is the culprit or among the candidates, and an innocent one is never called exact. Racing
+    threads' breadcrumbs can land out of order, so now and then the suspects outnumber the 64 a report lists:
+    that verdict must say so (unknown, with the whole window for the rerun), and it may not be the usual case."""
+    named = runs = 0
     for density in ("1", "16"):
         for _ in range(5):
             env = {"FAKECUDA_FAULT": "kernel=%s" % BAD, "CULPRIT_CRUMB_EVERY": density}
             res, rep = fault_run(b, "shared", [], env, "cuCtxSynchronize", cli=False)
             v = rep.get("verdict") or {}
+            runs += 1
             if v.get("certainty") == "exact":
                 c = rep.get("culprit") or {}
                 check(c.get("mangled") == BAD,
@@ -476,9 +480,19 @@ def _(b):
                           density, brief(c), c.get("flags"), v.get("reason"), json.dumps(rep.get("streams")),
                           [(h.get("seq"), h.get("mangled"), h.get("flags"), h.get("thread"))
                            for h in rep.get("history") or []]))
-            else:
-                names = [c.get("mangled") for c in rep.get("candidates") or []]
-                check(BAD in names, "the faulty launch is not among the candidates %s (%s)" % (names, v))
+                named += 1
+                continue
+            cands = rep.get("candidates") or []
+            names = [c.get("mangled") for c in cands]
+            if BAD in names:
+                named += 1
+                continue
+            w = v.get("window") or {}
+            listed_all = len(cands) < 64 or (w.get("last", 0) - w.get("first", 0) + 1 <= len(cands))
+            check(not listed_all and v.get("certainty") == "unknown" and
+                  "only the first 64 are listed" in (v.get("reason") or ""),
+                  "the faulty launch is not among the candidates %s (%s)" % (names, v))
+    check(named >= runs - 2, "the faulty launch was named or listed in only %d of %d runs" % (named, runs))
 
 
 @case("capture_no_alloc")
