@@ -72,39 +72,6 @@ static _Atomic(struct mode_frame *) g_mode;   /* in force; read on every launch 
 static pthread_mutex_t g_blocking_lock = PTHREAD_MUTEX_INITIALIZER;
 #define BLOCKING_WAIT_NS (200 * 1000 * 1000)
 static _Atomic uint64_t g_unserialized;       /* blocking launches that gave up waiting for the lock */
-/* Launches culprit did not track (recording paused, no ring, no stream entry) are counted; each stream keeps
- * the count at its newest one (crumb_note_untracked), and those on no known stream share g_untracked_loose. A
- * successful synchronize covers the ones counted before it began: of its stream, or all for a context-wide one
- * (their context is not known: as for recorded launches, any context's synchronize counts). A verdict that
- * cannot rule one out is not exact. */
-static _Atomic uint64_t g_untracked_n;        /* untracked launches so far */
-static _Atomic uint64_t g_untracked_loose;    /* g_untracked_n at the newest one on no known stream (0: none) */
-static _Atomic uint64_t g_untracked_done;     /* g_untracked_n when the newest successful context sync began */
-
-static void atomic_raise(_Atomic uint64_t *a, uint64_t v) {
-  uint64_t cur = atomic_load_explicit(a, memory_order_relaxed);
-  while (cur < v && !atomic_compare_exchange_weak_explicit(a, &cur, v, memory_order_relaxed, memory_order_relaxed)) {
-  }
-}
-
-static int my_tid(void);
-
-/* D: the launch, when its stream can be looked up (the driver is in use); NULL: none known. The stream's entry
- * is made if need be (without its breadcrumb slot, which the first recorded launch there allocates), so that a
- * synchronize of it can cover the launch. */
-static void note_untracked(const struct cp_launch_desc *d) {
-  uint64_t n = atomic_fetch_add_explicit(&g_untracked_n, 1, memory_order_relaxed) + 1;
-  struct cp_stream *s = d ? crumb_stream(d->stream, d->ptds, my_tid(), 0) : NULL;
-  if (s) crumb_note_untracked(s, n);
-  else atomic_raise(&g_untracked_loose, n);
-}
-
-/* Whether an untracked launch may still have been running at the fault. */
-static int untracked_pending(void) {
-  uint64_t done = atomic_load_explicit(&g_untracked_done, memory_order_relaxed);
-  return atomic_load_explicit(&g_untracked_loose, memory_order_relaxed) > done || crumb_untracked_pending(done);
-}
-
 /* Under CUDA_LAUNCH_BLOCKING=1 every launch that returns success has completed: a synchronize for free. The
  * driver reads the variable when it initializes, so culprit reads it at the first launch, not at load time (a
  * Python program may set or clear it before importing torch). */
@@ -124,9 +91,34 @@ static inline uint64_t now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static int my_tid(void) {
+static inline int my_tid(void) {
   if (__builtin_expect(!tls_tid, 0)) tls_tid = (int)syscall(SYS_gettid);
   return tls_tid;
+}
+
+/* Launches culprit did not track (recording paused, no ring, no stream entry) are counted; each stream keeps
+ * the count at its newest one (crumb_note_untracked), and those on no known stream share g_untracked_loose. A
+ * successful synchronize covers the ones counted before it began: of its stream, or all for a context-wide one
+ * (their context is not known: as for recorded launches, any context's synchronize counts). A verdict that
+ * cannot rule one out is not exact. */
+static _Atomic uint64_t g_untracked_n;        /* untracked launches so far */
+static _Atomic uint64_t g_untracked_loose;    /* g_untracked_n at the newest one on no known stream (0: none) */
+static _Atomic uint64_t g_untracked_done;     /* g_untracked_n when the newest successful context sync began */
+
+/* D: the launch, when its stream can be looked up (the driver is in use); NULL: none known. The stream's entry
+ * is made if need be (without its breadcrumb slot, which the first recorded launch there allocates), so that a
+ * synchronize of it can cover the launch. */
+static void note_untracked(const struct cp_launch_desc *d) {
+  uint64_t n = atomic_fetch_add_explicit(&g_untracked_n, 1, memory_order_relaxed) + 1;
+  struct cp_stream *s = d ? crumb_stream(d->stream, d->ptds, my_tid(), 0) : NULL;
+  if (s) crumb_note_untracked(s, n);
+  else atomic_max_u64(&g_untracked_loose, n);
+}
+
+/* Whether an untracked launch may still have been running at the fault. */
+static int untracked_pending(void) {
+  uint64_t done = atomic_load_explicit(&g_untracked_done, memory_order_relaxed);
+  return atomic_load_explicit(&g_untracked_loose, memory_order_relaxed) > done || crumb_untracked_pending(done);
 }
 
 static void say(const char *msg) {
@@ -463,7 +455,7 @@ void cp_sync_begin(struct cp_sync *c, void *stream, int ptds, int whole_ctx) {
 void cp_sync_end(const struct cp_sync *c, int rc) {
   if (rc == 0 && c->untracked) {
     if (c->stream) crumb_note_untracked_done(c->stream, c->untracked);
-    else atomic_raise(&g_untracked_done, c->untracked);
+    else atomic_max_u64(&g_untracked_done, c->untracked);
   }
   if (rc != 0 || !c->upto) return;
   if (c->stream) crumb_note_synced(c->stream, c->upto);

@@ -158,18 +158,12 @@ struct cp_stream *crumb_find(void *handle, int ptds, int tid) {
   return probe(ks, kc, kt);
 }
 
-static void atomic_max(_Atomic uint64_t *a, uint64_t v) {
-  uint64_t cur = atomic_load_explicit(a, memory_order_relaxed);
-  while (cur < v && !atomic_compare_exchange_weak_explicit(a, &cur, v, memory_order_relaxed, memory_order_relaxed)) {
-  }
-}
-
 void crumb_note_synced(struct cp_stream *s, uint64_t upto) {
-  if (s) atomic_max(&s->synced, upto);
+  if (s) atomic_max_u64(&s->synced, upto);
 }
 
-void crumb_note_untracked(struct cp_stream *s, uint64_t n) { atomic_max(&s->untracked, n); }
-void crumb_note_untracked_done(struct cp_stream *s, uint64_t n) { atomic_max(&s->untracked_done, n); }
+void crumb_note_untracked(struct cp_stream *s, uint64_t n) { atomic_max_u64(&s->untracked, n); }
+void crumb_note_untracked_done(struct cp_stream *s, uint64_t n) { atomic_max_u64(&s->untracked_done, n); }
 
 int crumb_untracked_pending(uint64_t ctx_done) {
   for (uint32_t i = 0; i < STREAM_SLOTS; i++) {
@@ -195,7 +189,7 @@ void crumb_note_ctx_synced(void *ctx, uint64_t upto) {
       c = ctx;
     }
     if (c == ctx) {
-      atomic_max(&g_ctx_synced[i].upto, upto);
+      atomic_max_u64(&g_ctx_synced[i].upto, upto);
       return;
     }
   }

@@ -7,6 +7,13 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+/* Raises *a to v if it is lower (relaxed): for "newest covered" marks (crumb.c, core.c). */
+static inline void atomic_max_u64(_Atomic uint64_t *a, uint64_t v) {
+  uint64_t cur = atomic_load_explicit(a, memory_order_relaxed);
+  while (cur < v && !atomic_compare_exchange_weak_explicit(a, &cur, v, memory_order_relaxed, memory_order_relaxed)) {
+  }
+}
+
 struct cp_stream {
   _Atomic uintptr_t key_stream;   /* identity: handle (or 1 legacy / 2 per-thread); 0 = empty slot */
   _Atomic uintptr_t key_ctx;      /* identity: context for default streams, 0 for created; ~0 = destroyed */

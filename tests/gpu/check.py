@@ -646,10 +646,9 @@ def judge_py(case, want_line, surface_line, base, run):
         return out
     if case.surface_at_launch:
         surface_line = want_line
-    stdout = run.stdout.decode("utf-8", "replace") if isinstance(run.stdout, bytes) else run.stdout
     for pattern in case.stdout_expect:
         pattern = pattern.replace("{report_name}", re.escape(os.path.basename(run.reports[0][0])))
-        if not re.search(pattern, stdout, re.M):
+        if not re.search(pattern, run.stdout.decode("utf-8", "replace"), re.M):
             out.fail("stdout under culprit has no line matching %r" % pattern)
     status = report.get("python_status")
     error = report.get("error") or {}
