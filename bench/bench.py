@@ -1,7 +1,8 @@
 """culprit's benchmark driver: runs every workload under every configuration, interleaved (each repetition
-runs every configuration back to back, so drift of the machine hits them alike), and prints one markdown table:
-median, min-max and the ratio to "no tool" measured in the same run, then the peak resident memory of each
-process and what culprit added to it.
+runs every configuration back to back, so drift of the machine hits them alike; every other repetition runs them
+in reverse order), and prints one markdown table: median, min-max, the ratio of medians to "no tool" measured in
+the same run, and the paired ratio (each repetition's run against the no-tool run of the same repetition: median
+and min-max of those pairs), then the peak resident memory of each process and what culprit added to it.
 
 usage: python3 bench/bench.py [--build DIR] [--reps N] [--seconds S] [--warmup S] [--workloads a,b] [--configs a,b]
                               [--extra NAME:VAR=VAL,VAR=VAL ...] [--seed-table] [--budget S]
@@ -137,10 +138,24 @@ def gpu_line():
 def ratio_text(med, bmed, better):
     if not bmed:
         return ""
-    text = "%.3f" % ((med / bmed) if better == "higher" else (bmed / med))
+    text = "%.3f" % speed_ratio(med, bmed, better)
     if better == "lower":
         text += " (%+.2f us)" % (med - bmed)
     return text
+
+
+def speed_ratio(value, base, better):
+    return value / base if better == "higher" else base / value
+
+
+def paired_text(rs, base):
+    """Median and min-max of the ratios of each repetition's run to the no-tool run of the same repetition:
+    drift of the machine between repetitions cancels in each pair. Empty without a pair."""
+    by_rep = {rep: v for v, _, _, rep in base or []}
+    pairs = [speed_ratio(v, by_rep[rep], better) for v, _, better, rep in rs if by_rep.get(rep)]
+    if not pairs:
+        return ""
+    return "%.3f (%.3f-%.3f)" % (statistics.median(pairs), min(pairs), max(pairs))
 
 
 class Stopped(Exception):
@@ -203,13 +218,15 @@ def main():
                 print("budget of %g s spent: stopping after %d repetitions" % (a.budget, rep), file=sys.stderr)
                 break
             for wl, cfgs in groups:
-                for c in cfgs:
+                # every other repetition runs the configurations in reverse order (none last), so a machine
+                # that speeds up or slows down during a repetition does not favour the configurations run first
+                for c in (cfgs if rep % 2 == 0 else cfgs[::-1]):
                     found, peak, err = run_one(group_cmd(list(wl), build, a.seconds, a.warmup),
                                                config_env(c, build, extras, tmp), a.timeout, list(wl), tmp)
                     if peak is not None and not err:
                         rss.setdefault((wl, cfgs, c), []).append(peak)
                     for w, r in found.items():
-                        results.setdefault((w, cfgs, c), []).append(r)
+                        results.setdefault((w, cfgs, c), []).append(r + (rep,))
                         print("  rep %d %s %s: %.4g %s" % (rep + 1, w, c, r[0], r[1]), file=sys.stderr)
                     if err:
                         failures.append("%s/%s rep %d: %s" % ("+".join(wl), c, rep + 1, err))
@@ -233,23 +250,24 @@ def main():
           % (datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), gpu_line(), reps_done,
              a.seconds, a.warmup))
     print()
-    print("| workload | config | median | min-max | unit | ratio to no tool |")
-    print("|---|---|---|---|---|---|")
+    print("| workload | config | median | min-max | unit | ratio to no tool | paired ratio (min-max) |")
+    print("|---|---|---|---|---|---|---|")
     py_cfgs = tuple(configs)
     for wl, cfgs in groups:
         for w in wl:
             base = results.get((w, cfgs, "none")) or results.get((w, py_cfgs, "none"))
-            bmed = statistics.median(v for v, _, _ in base) if base else None
+            bmed = statistics.median(v for v, _, _, _ in base) if base else None
             for c in cfgs:
                 title = CONFIG_TITLES.get(c, c)
                 rs = results.get((w, cfgs, c))
                 if not rs:
-                    print("| %s | %s | failed | | | |" % (w, title))
+                    print("| %s | %s | failed | | | | |" % (w, title))
                     continue
-                vals = [v for v, _, _ in rs]
+                vals = [v for v, _, _, _ in rs]
                 med = statistics.median(vals)
-                print("| %s | %s | %.4g | %.4g-%.4g | %s | %s |" % (w, title, med, min(vals), max(vals), rs[0][1],
-                                                                  ratio_text(med, bmed, rs[0][2])))
+                print("| %s | %s | %.4g | %.4g-%.4g | %s | %s | %s |"
+                      % (w, title, med, min(vals), max(vals), rs[0][1], ratio_text(med, bmed, rs[0][2]),
+                         paired_text(rs, base)))
     if a.seed_table:
         print()
         print("Seed table (ResNet50 bs32 fp32 training, images/s; async and sync are the rows above):")
@@ -257,13 +275,13 @@ def main():
         print("| setting | median | ratio to async |")
         print("|---|---|---|")
         base = results.get(("resnet50", py_cfgs, "none"))
-        bmed = statistics.median(v for v, _, _ in base) if base else None
+        bmed = statistics.median(v for v, _, _, _ in base) if base else None
         for title, key in (("async (no tool)", ("resnet50", py_cfgs, "none")),
                            ("sync (CUDA_LAUNCH_BLOCKING=1)", ("resnet50", py_cfgs, "clb")),
                            ("sync + anomaly detection", ("resnet50", ("clb_anomaly",), "clb_anomaly"))):
             rs = results.get(key)
             if rs:
-                med = statistics.median(v for v, _, _ in rs)
+                med = statistics.median(v for v, _, _, _ in rs)
                 print("| %s | %.4g | %s |" % (title, med, ratio_text(med, bmed, "higher")))
     print()
     print("| process | config | peak RSS MiB (median) | added to no tool |")

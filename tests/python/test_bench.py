@@ -121,11 +121,11 @@ def run_bench(tmp_path, *args, **kw):
 
 
 def rows(out):
-    """The main table's rows by (workload, config); the memory table's rows have four columns, not six."""
+    """The main table's rows by (workload, config); the memory table's rows have four columns, not seven."""
     table = {}
     for line in out.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if line.startswith("| launch_loop |") and len(cells) == 6:
+        if line.startswith("| launch_loop |") and len(cells) == 7:
             table[(cells[0], cells[1])] = cells
     return table
 
@@ -141,11 +141,27 @@ def test_table_from_three_repetitions(tmp_path):
     assert r[("launch_loop", "culprit record")][5] == "0.800 (+1.00 us)"
     assert r[("launch_loop", "culprit precise")][5] == "0.909 (+0.40 us)"
     assert r[("launch_loop", "culprit blocking")][5] == "0.444 (+5.00 us)"
+    # paired: no tool ran at 4, 5 and 3 us in the three repetitions, record at 5 each time: 0.8, 1.0 and 0.6
+    assert r[("launch_loop", "culprit record")][6] == "0.800 (0.600-1.000)"
+    assert r[("launch_loop", "CUDA_LAUNCH_BLOCKING=1")][6] == "0.500 (0.375-0.625)"
+    assert r[("launch_loop", "none")][6] == "1.000 (1.000-1.000)"
     assert out.count("culprit wrote a report for a healthy workload") == 3
     assert out.rstrip().endswith("15 passed, 3 failed")
-    # interleaved: each repetition ran every configuration before the next repetition began
-    order = [line.split()[1] for line in err.splitlines() if line.startswith("  rep ")]
-    assert order == ["1"] * 5 + ["2"] * 5 + ["3"] * 5
+    # interleaved: each repetition ran every configuration before the next repetition began, the second one in
+    # reverse order (no tool last)
+    runs = [(line.split()[1], line.split()[3].rstrip(":")) for line in err.splitlines() if line.startswith("  rep ")]
+    assert [rep for rep, _ in runs] == ["1"] * 5 + ["2"] * 5 + ["3"] * 5
+    configs = ["none", "clb", "record", "precise", "blocking"]
+    assert [c for _, c in runs] == configs + configs[::-1] + configs
+
+
+def test_paired_ratio_skips_repetitions_without_a_pair():
+    base = [(4.0, "us/launch", "lower", 0), (2.0, "us/launch", "lower", 2)]
+    rs = [(5.0, "us/launch", "lower", 0), (9.0, "us/launch", "lower", 1), (4.0, "us/launch", "lower", 2)]
+    assert bench.paired_text(rs, base) == "0.650 (0.500-0.800)"
+    assert bench.paired_text(rs, []) == ""
+    higher = [(900.0, "images/s", "higher", 0)]
+    assert bench.paired_text(higher, [(1000.0, "images/s", "higher", 0)]) == "0.900 (0.900-0.900)"
 
 
 def test_budget_stops_starting_repetitions(tmp_path):
