@@ -13,7 +13,13 @@
  *   slot.code = code        (release) ---->  c == code && slot.sig == sig -> slot.id
  *
  * A slot, once published, never changes; a reused code object address gets a new slot because its signature
- * (filename, name, first line, line table object) differs. */
+ * (filename, name, first line, line table object) differs.
+ *
+ * Each thread also keeps a memo of the code objects its last walks met (pys_memo): a code object that has not
+ * been freed since is the same object, so its id is reused without reading the object again. To know that,
+ * pystack makes its one write into the interpreter: at start it wraps the code type's deallocator so that
+ * every code object freed is counted (pys_code_dealloc). A memo entry holds while that count is what it was
+ * when the entry was made; any code object freed anywhere makes every entry stale. */
 #define _GNU_SOURCE
 #include "pystack.h"
 
@@ -38,6 +44,12 @@
 #define PYS_TABLE_MAX 65536           /* longest line table kept, bytes (longer ones are cut: late lines unknown) */
 #define PYS_OWNED_BY_GENERATOR 1      /* _frameowner values, 3.11-3.13 */
 #define PYS_OWNED_BY_CSTACK 3         /* 3.12+: the eval loop's entry shim, never a user frame */
+#define PYS_MEMO_SIZE 128             /* entries of a thread's memo of code objects; power of two */
+/* PyTypeObject, the same in every supported version (64-bit): the object head, then tp_name, tp_basicsize,
+ * tp_itemsize and tp_dealloc. */
+#define PYS_TP_NAME 24
+#define PYS_TP_BASICSIZE 32
+#define PYS_TP_DEALLOC 48
 
 /* Offsets, in bytes, into CPython's structures for one minor version (64-bit release build). Checked against
  * offsetof() on each version's own headers. -1 = the field does not exist in that version. */
@@ -122,6 +134,28 @@ static uint32_t g_ncodes;                 /* ids handed out; only under g_lock *
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER; /* serializes inserts and the arena */
 static char *g_arena, *g_arena_end;       /* current arena chunk's free part; only under g_lock */
 
+/* Code objects freed since pys_probe wrapped PyCode_Type's deallocator; only ever grows. */
+static _Atomic uint64_t g_code_frees;
+static void (*g_code_dealloc)(void *);    /* the interpreter's own deallocator, called by the wrapper */
+static bool g_frees_counted;              /* the wrapper is in place: memos may be used */
+
+/* What a thread's walks learned about one code object, valid while g_code_frees == frees. */
+struct pys_memo_entry {
+  uintptr_t code;                         /* code object address; 0 = empty */
+  uint64_t frees;                         /* g_code_frees when it was made */
+  uintptr_t code_bytes;                   /* 3.11+: bytes of its inline code units (2 * ob_size) */
+  uintptr_t traceable;                    /* 3.11+: byte offset of its first traceable instruction */
+  uint32_t id;                            /* its id in the shared table */
+};
+struct pys_memo {
+  int busy;                               /* a walk is using it: a signal handler's walk meanwhile goes without */
+  struct pys_memo_entry e[PYS_MEMO_SIZE]; /* direct-mapped by code address */
+};
+static __thread struct pys_memo *tls_memo;
+static __thread int tls_memo_state;       /* 0: not made yet, 1: made, -1: not for this thread */
+static pthread_key_t g_memo_key;          /* unmaps a thread's memo when it exits */
+static bool g_memo_key_ok;
+
 /* Reading another thread's frames (at report time only) goes through process_vm_readv on this process: a frame
  * that thread frees meanwhile makes a read fail instead of crashing the program. The calling thread's own frames
  * are alive and are read directly. */
@@ -170,6 +204,37 @@ static void *pys_map(size_t len) {
   return p == MAP_FAILED ? NULL : p;
 }
 
+/* Every code object freed passes here first. The count is raised before the object's memory can be reused: a
+ * walk that later finds another code object at that address sees the new count (the interpreter's lock orders
+ * the free before the allocation that reuses the address, and both before the frames the walk reads). */
+static void pys_code_dealloc(void *op) {
+  atomic_fetch_add_explicit(&g_code_frees, 1, memory_order_release); /* pairs with pys_memo_begin's acquire */
+  g_code_dealloc(op);
+}
+
+static void pys_memo_gone(void *memo) {
+  tls_memo = NULL;
+  tls_memo_state = -1;                    /* a later destructor of this thread launching: walks without a memo */
+  if (memo) munmap(memo, sizeof(struct pys_memo));
+}
+
+/* Wraps PyCode_Type's tp_dealloc, after checking that the type looks as this file expects (its name and size),
+ * so that a layout it does not know is never written to. One aligned pointer store: a deallocation running
+ * meanwhile calls either the old or the new function, both correct. */
+static void pys_count_frees(void) {
+  const char *name = (const char *)*(const uintptr_t *)(g_code_type + PYS_TP_NAME);
+  intptr_t basic = *(const intptr_t *)(g_code_type + PYS_TP_BASICSIZE);
+  void **slot = (void **)(g_code_type + PYS_TP_DEALLOC);
+  void *orig = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+  if (!name || strcmp(name, "code") || basic < 64 || basic > 1024 || !orig || orig == (void *)pys_code_dealloc)
+    return;
+  g_memo_key_ok = pthread_key_create(&g_memo_key, pys_memo_gone) == 0;
+  if (!g_memo_key_ok) return;
+  *(void **)&g_code_dealloc = orig;
+  __atomic_store_n(slot, (void *)pys_code_dealloc, __ATOMIC_RELEASE);
+  g_frees_counted = true;
+}
+
 static void pys_probe(void) {
   pys_str_fn get_version = (pys_str_fn)dlsym(RTLD_DEFAULT, "Py_GetVersion");
   g_is_initialized = (pys_int_fn)dlsym(RTLD_DEFAULT, "Py_IsInitialized");
@@ -211,6 +276,7 @@ static void pys_probe(void) {
   }
   g_pid = getpid();
   pthread_atfork(NULL, NULL, pys_atfork_child);
+  pys_count_frees();
   snprintf(g_status, sizeof g_status, "CPython %d.%d", major, minor);
   g_state = PYS_READY;
 }
@@ -420,19 +486,79 @@ static inline uintptr_t pys_watched(struct pys_watch *wt, uintptr_t base, int of
   return v;
 }
 
+/* The calling thread's memo for one walk of its own frames, or NULL (no deallocator wrapper, no memory, or a
+ * walk of this thread is already under way: a signal handler's capture). *frees gets the count to match. */
+static struct pys_memo *pys_memo_begin(uint64_t *frees) {
+  struct pys_memo *m = tls_memo;
+  if (__builtin_expect(!m, 0)) {
+    if (!g_frees_counted || tls_memo_state != 0) return NULL;
+    tls_memo_state = -1;
+    m = pys_map(sizeof *m);
+    if (!m) return NULL;
+    if (pthread_setspecific(g_memo_key, m)) {
+      munmap(m, sizeof *m);
+      return NULL;
+    }
+    tls_memo = m;
+    tls_memo_state = 1;
+  }
+  if (m->busy) return NULL;
+  m->busy = 1;
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  *frees = atomic_load_explicit(&g_code_frees, memory_order_acquire); /* pairs with pys_code_dealloc */
+  return m;
+}
+
+static void pys_memo_end(struct pys_memo *m) {
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  if (m) m->busy = 0;
+}
+
+static inline struct pys_memo_entry *pys_memo_at(struct pys_memo *m, uintptr_t code) {
+  return &m->e[((code >> 4) * 0x9E3779B97F4A7C15ull) >> 57 & (PYS_MEMO_SIZE - 1)];
+}
+
+/* The memo's entry for CODE if it still holds (no code object freed since it was made), else NULL. */
+static inline struct pys_memo_entry *pys_memo_hit(struct pys_memo *m, uintptr_t code, uint64_t frees) {
+  if (!m) return NULL;
+  struct pys_memo_entry *e = pys_memo_at(m, code);
+  return e->code == code && e->frees == frees && code ? e : NULL;
+}
+
+static inline void pys_memo_put(struct pys_memo *m, uintptr_t code, uint64_t frees, uint32_t id,
+                                uintptr_t code_bytes, uintptr_t traceable) {
+  if (!m || !id) return;
+  struct pys_memo_entry *e = pys_memo_at(m, code);
+  e->code = 0; /* a signal handler's walk meanwhile (were it to use the memo) sees no entry, not half of one */
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  e->frees = frees;
+  e->id = id;
+  e->code_bytes = code_bytes;
+  e->traceable = traceable;
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  e->code = code;
+}
+
 /* 3.10: tstate->frame is a chain of PyFrameObjects; f_lasti counts code units, -1 before the first one.
  * With WT, the words the walk depended on are noted there. */
-static int pys_walk_310(uintptr_t tstate, struct pystack_ref *out, int max, struct pys_watch *wt) {
+static int pys_walk_310(uintptr_t tstate, struct pystack_ref *out, int max, struct pys_watch *wt,
+                        struct pys_memo *memo, uint64_t frees) {
   const struct pys_layout *l = g_lay;
   uintptr_t f = pys_watched(wt, tstate, l->ts_frame);
   int n = 0;
   for (int links = 0; f && n < max && links < PYS_MAX_LINKS && !tls_fault; links++) {
     if (rd_ptr(f, PYS_OB_TYPE) != g_frame_type) break;
     uintptr_t code = rd_ptr(f, l->fr_code);
-    if (!code || rd_ptr(code, PYS_OB_TYPE) != g_code_type) break;
+    struct pys_memo_entry *known = pys_memo_hit(memo, code, frees);
+    if (!known && (!code || rd_ptr(code, PYS_OB_TYPE) != g_code_type)) break;
     int lasti = rd_int(f, l->fr_instr);
     if (wt) pys_watched(wt, f, l->fr_instr);
-    out[n].code = pys_code_id(code);
+    if (known) {
+      out[n].code = known->id;
+    } else {
+      out[n].code = pys_code_id(code);
+      pys_memo_put(memo, code, frees, out[n].code, 0, 0);
+    }
     out[n].lasti = lasti >= 0 && lasti < (1 << 29) ? lasti * 2 : -1;
     n++;
     f = pys_watched(wt, f, l->fr_previous);
@@ -442,7 +568,8 @@ static int pys_walk_310(uintptr_t tstate, struct pystack_ref *out, int max, stru
 
 /* 3.11-3.13: _PyInterpreterFrame chain. Frames owned by the C stack (3.12+ entry shims) and incomplete frames
  * (still running their prologue) are skipped, as CPython's own traceback code skips them. */
-static int pys_walk_311(uintptr_t tstate, struct pystack_ref *out, int max, struct pys_watch *wt) {
+static int pys_walk_311(uintptr_t tstate, struct pystack_ref *out, int max, struct pys_watch *wt,
+                        struct pys_memo *memo, uint64_t frees) {
   const struct pys_layout *l = g_lay;
   uintptr_t f = pys_watched(wt, tstate, l->ts_frame);
   if (l->cf_current >= 0 && f) f = pys_watched(wt, f, l->cf_current);
@@ -452,15 +579,22 @@ static int pys_walk_311(uintptr_t tstate, struct pystack_ref *out, int max, stru
     rd_bytes(f + (uintptr_t)l->fr_owner, &owner, 1);
     if (owner != PYS_OWNED_BY_CSTACK) {
       uintptr_t code = rd_ptr(f, l->fr_code);
-      if (!code || rd_ptr(code, PYS_OB_TYPE) != g_code_type) break;
+      struct pys_memo_entry *known = pys_memo_hit(memo, code, frees);
+      if (!known && (!code || rd_ptr(code, PYS_OB_TYPE) != g_code_type)) break;
       uintptr_t start = code + (uintptr_t)l->co_code;
       uintptr_t instr = pys_watched(wt, f, l->fr_instr);
-      intptr_t units = (intptr_t)rd_ptr(code, PYS_OB_SIZE);
-      bool incomplete = owner != PYS_OWNED_BY_GENERATOR &&
-                        instr < start + 2u * (uintptr_t)rd_int(code, l->co_firsttraceable);
+      /* both fixed for the life of the code object */
+      uintptr_t code_bytes = known ? known->code_bytes : 2u * (uintptr_t)rd_ptr(code, PYS_OB_SIZE);
+      uintptr_t traceable = known ? known->traceable : 2u * (uintptr_t)rd_int(code, l->co_firsttraceable);
+      bool incomplete = owner != PYS_OWNED_BY_GENERATOR && instr < start + traceable;
       if (!incomplete) {
-        out[n].code = pys_code_id(code);
-        out[n].lasti = instr >= start && instr < start + 2u * (uintptr_t)units ? (int32_t)(instr - start) : -1;
+        if (known) {
+          out[n].code = known->id;
+        } else {
+          out[n].code = pys_code_id(code);
+          pys_memo_put(memo, code, frees, out[n].code, code_bytes, traceable);
+        }
+        out[n].lasti = instr >= start && instr < start + code_bytes ? (int32_t)(instr - start) : -1;
         n++;
       }
     }
@@ -469,11 +603,14 @@ static int pys_walk_311(uintptr_t tstate, struct pystack_ref *out, int max, stru
   return n;
 }
 
-/* The frames of thread state TS, innermost first; with WT, what the walk depended on. */
-static int pys_walk(uintptr_t ts, struct pystack_ref *out, int max, struct pys_watch *wt) {
+/* The frames of thread state TS, innermost first; with WT, what the walk depended on; with MEMO (the calling
+ * thread's own frames only), code objects met before are known by address while FREES holds. */
+static int pys_walk(uintptr_t ts, struct pystack_ref *out, int max, struct pys_watch *wt, struct pys_memo *memo,
+                    uint64_t frees) {
   if (wt) wt->n = 0;
   for (unsigned i = 0; i < PYS_FILE_MEMO; i++) tls_files[i].str = 0; /* names of an earlier walk may be gone */
-  return g_lay->minor == 10 ? pys_walk_310(ts, out, max, wt) : pys_walk_311(ts, out, max, wt);
+  return g_lay->minor == 10 ? pys_walk_310(ts, out, max, wt, memo, frees)
+                            : pys_walk_311(ts, out, max, wt, memo, frees);
 }
 
 #define PYS_TS_NEXT 8                 /* PyThreadState.next, the second pointer in every supported version */
@@ -506,7 +643,7 @@ int pystack_other_threads(struct pystack_thread *out, int max) {
   int nts = pys_other_states(states, PYS_MAX_THREADS);
   for (int i = 0; i < nts && n < max; i++) {
     out[n].id = rd_ptr(states[i], g_lay->ts_thread_id);
-    out[n].n = pys_walk(states[i], out[n].refs, PYSTACK_MAX, NULL);
+    out[n].n = pys_walk(states[i], out[n].refs, PYSTACK_MAX, NULL, NULL, 0);
     tls_fault = 0;                    /* a torn walk of one thread does not end the list */
     if (out[n].n > 0) n++;
   }
@@ -631,7 +768,7 @@ static void pys_choose(struct pys_wait *w) {
     uintptr_t ts = states[i];
     clockid_t clock = g_lay->ts_native_id >= 0 ? pys_thread_clock(rd_ptr(ts, g_lay->ts_native_id)) : 0;
     uint64_t cpu = pys_cpu_ns(clock);
-    cand->n = pys_walk(ts, cand->refs, PYSTACK_MAX, &w->cand_watch);
+    cand->n = pys_walk(ts, cand->refs, PYSTACK_MAX, &w->cand_watch, NULL, 0);
     if (cand->n > 0 && !tls_fault && w->cand_watch.n > 0) {
       bool autograd = pys_in_autograd(cand->refs, cand->n);
       /* the list runs newest first: a later thread without autograd frames is older, a better default */
@@ -695,6 +832,10 @@ int pystack_waiting(struct pystack_ref *out, int max, unsigned long long *thread
   return n;
 }
 
+unsigned long long pystack_code_frees(void) {
+  return atomic_load_explicit(&g_code_frees, memory_order_relaxed);
+}
+
 int pystack_capture(struct pystack_ref *out, int max) {
   pthread_once(&g_once, pys_probe);
   if (g_state != PYS_READY || max <= 0) return 0;
@@ -703,7 +844,11 @@ int pystack_capture(struct pystack_ref *out, int max) {
   if (!g_is_initialized()) return 0;
   uintptr_t tstate = (uintptr_t)g_this_tstate();
   if (!tstate) return 0;
-  return pys_walk(tstate, out, max, NULL);
+  uint64_t frees = 0;
+  struct pys_memo *memo = pys_memo_begin(&frees);
+  int n = pys_walk(tstate, out, max, NULL, memo, frees);
+  pys_memo_end(memo);
+  return n;
 }
 
 static uint32_t pys_varint(const uint8_t *p, size_t n, size_t *i) {

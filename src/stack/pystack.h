@@ -1,7 +1,8 @@
 /* Python stacks: at launch time, record the calling thread's Python frames as (code id, instruction offset)
  * pairs by reading the interpreter's frame chain directly, without the GIL and without calling Python; at report
  * time, turn them into file, function and line from pystack's own copies. It does not see native frames (stack.h
- * does) and it never writes to the interpreter. */
+ * does). Its one write into the interpreter is made once, at start: the code type's deallocator is wrapped so
+ * that code objects freed are counted (see pystack.c); nothing else of the interpreter's is ever written. */
 #ifndef CULPRIT_PYSTACK_H
 #define CULPRIT_PYSTACK_H
 
@@ -44,6 +45,9 @@ int pystack_other_threads(struct pystack_thread *out, int max);
  * once a millisecond on average (up to 8 in a row), and a call over that budget gets no frames rather than
  * stale ones. Never blocks, never takes the GIL, cannot crash on a thread state or frame freed meanwhile. */
 int pystack_waiting(struct pystack_ref *out, int max, unsigned long long *thread_id);
+/* Code objects the interpreter has freed since pystack first looked at it (0 where it cannot count them). A
+ * thread's memo of code objects is valid while this stays the same; tests and statistics read it. */
+unsigned long long pystack_code_frees(void);
 /* One short phrase for the report: "CPython 3.12", "no Python in this process", or
  * "CPython 3.14 is not supported: no Python stacks". */
 const char *pystack_status(void);

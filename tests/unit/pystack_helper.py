@@ -44,6 +44,9 @@ class Probe:
         lib.pystack_probe_status.restype = ctypes.c_char_p
         lib.pystack_probe_bench.argtypes = [ctypes.c_int]
         lib.pystack_probe_bench.restype = ctypes.c_double
+        lib.pystack_probe_frees.restype = ctypes.c_ulonglong
+        lib.pystack_probe_signal_storm.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_int)]
+        lib.pystack_probe_signal_storm.restype = ctypes.c_int
 
     def take(self):
         """Captures the caller's stack; returns (pystack's frames, the interpreter's own frames), innermost first.
@@ -298,6 +301,79 @@ def churned_code(p):
           (p.label, len(wrong), wrong[:3]))
 
 
+def alternate_a(p):
+    return p.take()  # @alt_a
+
+
+def alternate_b(p):
+    first = p.take()  # @alt_b1
+    return first, p.take()  # @alt_b2
+
+
+def memo_repeats(p):
+    """The same code objects met again and again, from different lines, as a training loop's launches do: each
+    thread remembers them by address while none is freed, and every capture must still be exact."""
+    gc.collect()
+    frees0 = p.lib.pystack_probe_frees()
+    for i in range(200):
+        got, truth = alternate_a(p)
+        compare("%s memo a %d" % (p.label, i), got, truth, [(1, marker_line("alt_a"), "alternate_a")])
+        (got1, truth1), (got2, truth2) = alternate_b(p)
+        compare("%s memo b1 %d" % (p.label, i), got1, truth1, [(1, marker_line("alt_b1"), "alternate_b")])
+        compare("%s memo b2 %d" % (p.label, i), got2, truth2, [(1, marker_line("alt_b2"), "alternate_b")])
+        got, truth = recurse(p, i % 30)
+        compare("%s memo recursion %d" % (p.label, i), got, truth)
+        if FAILS:
+            return
+    # Nothing made or freed code meanwhile, so nothing was counted (the memo stayed valid the whole time).
+    check(p.lib.pystack_probe_frees() == frees0,
+          "%s memo: %d code objects counted as freed in a loop that freed none"
+          % (p.label, p.lib.pystack_probe_frees() - frees0))
+
+
+def frees_counted(p):
+    """Freeing a code object is counted: that is what makes every thread's memo stale."""
+    gc.collect()
+    before = p.lib.pystack_probe_frees()
+    ns = {}
+    exec(compile("def short_lived(x):\n    return x\n", "<short-lived>", "exec"), ns)
+    del ns
+    gc.collect()
+    after = p.lib.pystack_probe_frees()
+    check(after >= before + 2, "%s frees: %d -> %d after freeing a module's and a function's code"
+          % (p.label, before, after))
+
+
+def signal_storm_inner(p, caught):
+    return p.lib.pystack_probe_signal_storm(50, ctypes.byref(caught))  # @storm
+
+
+def signal_storm(p):
+    """A profiling timer's handler capturing on top of captures in progress (the memo is busy then): all
+    captures, the interrupted ones and the handler's, must be the same frames."""
+    caught = ctypes.c_int(0)
+    bad = signal_storm_inner(p, caught)
+    check(bad == 0, "%s signal storm: %d captures differed (handler captured %d times)" % (p.label, bad, caught.value))
+    check(caught.value >= 50, "%s signal storm: the handler captured %d times, wanted 50" % (p.label, caught.value))
+
+
+def forked_child(p):
+    """A child forked after captures (its memo and the count come from the parent): still exact there."""
+    import os
+    failed_before = len(FAILS)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            memo_repeats(p)
+            churned_code(p)
+        finally:
+            sys.stdout.flush()
+            os._exit(1 if len(FAILS) > failed_before else 0)
+    _, status = os.waitpid(pid, 0)
+    check(os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, "%s fork: the child's captures failed (see above)"
+          % p.label)
+
+
 def main():
     if len(sys.argv) != 2:
         print("usage: pystack_helper.py libpystack_probe.so")
@@ -317,6 +393,10 @@ def main():
         churned_code(p)
         second_thread(p)
         many_threads(p)
+        memo_repeats(p)
+        signal_storm(p)
+    frees_counted(cdll)
+    forked_child(cdll)
     kept_after_free(cdll)
     cdll.lib.pystack_probe_c_thread.restype = ctypes.c_int
     n = cdll.lib.pystack_probe_c_thread()

@@ -3,8 +3,10 @@
  * standalone test program; the checks live in the helper. */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/time.h>
 #include <time.h>
 
 #include "stack/pystack.h"
@@ -60,6 +62,59 @@ PROBE_EXPORT int pystack_probe_c_thread(void) {
   if (pthread_create(&t, NULL, c_thread_body, &n)) return -1;
   pthread_join(t, NULL);
   return n;
+}
+
+/* Code objects freed so far, as pystack counts them. */
+PROBE_EXPORT unsigned long long pystack_probe_frees(void) { return pystack_code_frees(); }
+
+/* Captures made while a profiling timer keeps interrupting: the handler captures too, on top of the same Python
+ * frames (the thread is inside this C call), sometimes in the middle of the loop's own capture. Every capture,
+ * the loop's and the handler's, must equal the one made before the timer started. */
+static struct pystack_ref g_storm_ref[PYSTACK_MAX]; /* the capture everything is compared with */
+static int g_storm_n;                               /* its frame count */
+static volatile sig_atomic_t g_storm_bad;           /* captures that differed from it */
+static volatile sig_atomic_t g_storm_caught;        /* handler captures made */
+
+static int storm_same(const struct pystack_ref *refs, int n) {
+  return n == g_storm_n && !memcmp(refs, g_storm_ref, sizeof(struct pystack_ref) * (size_t)n);
+}
+
+static void storm_handler(int sig) {
+  (void)sig;
+  struct pystack_ref refs[PYSTACK_MAX];
+  int n = pystack_capture(refs, PYSTACK_MAX);
+  if (!storm_same(refs, n)) g_storm_bad = g_storm_bad + 1;
+  g_storm_caught = g_storm_caught + 1;
+}
+
+/* Captures until the handler has captured WANT times (or 5 s have passed: the timer ticks with the kernel's
+ * clock, a few milliseconds). Returns the number of captures that differed (0 is a pass), or -1 if the timer
+ * could not be set up; *caught gets how many the handler made. */
+PROBE_EXPORT int pystack_probe_signal_storm(int want, int *caught) {
+  struct sigaction sa, old;
+  struct itimerval tv = {{0, 200}, {0, 200}}, off = {{0, 0}, {0, 0}};
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = storm_handler;
+  sa.sa_flags = SA_RESTART;
+  g_storm_n = pystack_capture(g_storm_ref, PYSTACK_MAX);
+  g_storm_bad = 0;
+  g_storm_caught = 0;
+  if (g_storm_n <= 0 || sigaction(SIGPROF, &sa, &old) || setitimer(ITIMER_PROF, &tv, NULL)) return -1;
+  int bad = 0;
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  do {
+    for (int i = 0; i < 1000; i++) {
+      struct pystack_ref refs[PYSTACK_MAX];
+      int n = pystack_capture(refs, PYSTACK_MAX);
+      if (!storm_same(refs, n)) bad++;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t);
+  } while (g_storm_caught < want && t.tv_sec - t0.tv_sec < 5);
+  setitimer(ITIMER_PROF, &off, NULL);
+  sigaction(SIGPROF, &old, NULL);
+  *caught = g_storm_caught;
+  return bad + g_storm_bad;
 }
 
 /* pystack_status's phrase, so the helper can tell "unsupported" (skip) from a failure. */
