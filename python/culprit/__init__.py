@@ -119,7 +119,8 @@ def last_report_path():
 
 def last_report():
     """The report the library wrote in this process, parsed (schema culprit.report/1, see docs/report.md), or
-    None when there is none (no error yet, no library) or it cannot be read.
+    None when there is none (no error yet, no library). When there is one but it cannot be read (removed,
+    unreadable, not a report), this also returns None and warns (CulpritWarning) with its path and why.
 
     >>> try:
     ...     loss.item()
@@ -135,9 +136,16 @@ def last_report():
     try:
         with open(path, "rb") as f:
             doc = json.loads(f.read().decode("utf-8", "replace"))
-    except (OSError, ValueError):
+    except OSError as e:
+        _warn("culprit: the report %s cannot be read: %s" % (path, e.strerror or e))
         return None
-    return doc if isinstance(doc, dict) else None
+    except ValueError as e:
+        _warn("culprit: %s is not a culprit report (not JSON: %s)" % (path, e))
+        return None
+    if not isinstance(doc, dict):
+        _warn("culprit: %s is not a culprit report (JSON, but not an object)" % path)
+        return None
+    return doc
 
 
 # ---- the mode stack -------------------------------------------------------------------------------------------

@@ -76,17 +76,40 @@ def test_blocking_filters(run_py):
 
 
 def test_unreadable_report(run_py):
-    # The report was removed (or moved) after it was written: last_report() is None, the path is still known.
+    # The report was written, then removed, replaced by garbage or by JSON that is no report: last_report() is
+    # None each time and says why with the path (CulpritWarning), unlike "no report yet" (None, silent).
     r = run_py("""
-        import json, os, culprit, fakegpu
+        import json, os, warnings, culprit, fakegpu
+        warnings.simplefilter("always")
         gpu = fakegpu.Gpu()
         f = gpu.kernels("k1")["k1"]
+        with warnings.catch_warnings(record=True) as before:
+            nothing = culprit.last_report()
         [gpu.launch(f) for _ in range(3)]
         gpu.sync()
-        os.remove(culprit.last_report_path())
-        print(json.dumps([culprit.last_report(), bool(culprit.last_report_path())]))
+        path = culprit.last_report_path()
+        seen = []
+        for content in (None, b"{truncated", b"[1, 2]"):
+            if content is None:
+                os.remove(path)
+            else:
+                with open(path, "wb") as out:
+                    out.write(content)
+            with warnings.catch_warnings(record=True) as w:
+                got = culprit.last_report()
+            seen.append([got, [(x.category.__name__, str(x.message)) for x in w]])
+        print(json.dumps({"before": [nothing, len(before)], "path": path, "seen": seen}))
     """, env=FAULT).ok()
-    assert json.loads(r.out) == [None, True]
+    res = json.loads(r.out)
+    assert res["before"] == [None, 0]
+    path = res["path"]
+    (gone, w_gone), (garbage, w_garbage), (array, w_array) = res["seen"]
+    assert gone is None and w_gone == [["CulpritWarning", "culprit: the report %s cannot be read: "
+                                        "No such file or directory" % path]]
+    assert garbage is None and len(w_garbage) == 1 and w_garbage[0][0] == "CulpritWarning"
+    assert w_garbage[0][1].startswith("culprit: %s is not a culprit report (not JSON: " % path)
+    assert array is None and w_array == [["CulpritWarning", "culprit: %s is not a culprit report (JSON, but not an "
+                                          "object)" % path]]
 
 
 def test_main_diagnostic_after_fault(run_py, tmp_path):
