@@ -5,7 +5,7 @@ the same run, and the paired ratio (each repetition's run against the no-tool ru
 and min-max of those pairs), then the peak resident memory of each process and what culprit added to it.
 
 usage: python3 bench/bench.py [--build DIR] [--reps N] [--seconds S] [--warmup S] [--workloads a,b] [--configs a,b]
-                              [--extra NAME:VAR=VAL,VAR=VAL ...] [--seed-table] [--budget S]
+                              [--extra NAME:VAR=VAL,VAR=VAL ...] [--seed-table] [--budget S] [--ab [PAIRS]]
 
 The torch workloads of one repetition and configuration run in one process, one after the other (torch is
 imported once); the launch loop is a C program of its own. Configurations: none, clb (CUDA_LAUNCH_BLOCKING=1),
@@ -15,7 +15,10 @@ candidates prints, to set beside CUDA_LAUNCH_BLOCKING, which blocks every launch
 adds configurations of culprit with more variables, for exploring knobs. --seed-table also runs ResNet50 async /
 sync / sync+anomaly detection (the seed article's table). --budget stops starting repetitions after S seconds;
 the table then says how many ran. --warmup S runs each torch workload S seconds untimed before its measurement
-(culprit learns a program's call chains in its first seconds; without it every measurement includes that)."""
+(culprit learns a program's call chains in its first seconds; without it every measurement includes that).
+--ab makes the torch workloads under record and precise also measure themselves against culprit.paused() in the
+same process (workloads.py --ab: pairs of windows, recording and paused), and prints a table of those ratios:
+the cost of recording with the drift between processes taken out."""
 import argparse
 import datetime
 import os
@@ -41,12 +44,16 @@ CONFIG_TITLES = {"none": "none", "clb": "CUDA_LAUNCH_BLOCKING=1", "clb_anomaly":
                  "blocking_window": "culprit blocking, launches 2000:2015"}
 
 
-def group_cmd(workloads, build, seconds, warmup):
-    """The command running WORKLOADS (one C workload, or any number of torch ones) in one process."""
+AB_CONFIGS = ("record", "precise")  # the configurations --ab measures against culprit.paused()
+
+
+def group_cmd(workloads, build, seconds, warmup, ab=0):
+    """The command running WORKLOADS (one C workload, or any number of torch ones) in one process; AB > 0: with
+    that many pairs of windows against culprit.paused() (torch workloads only)."""
     if len(workloads) == 1 and workloads[0] in C_WORKLOADS:
         return [a.format(build=build) for a in C_WORKLOADS[workloads[0]]]
     return [sys.executable, os.path.join(HERE, "workloads.py"), ",".join(workloads), "--seconds", str(seconds),
-            "--warmup", str(warmup)]
+            "--warmup", str(warmup)] + (["--ab", str(ab)] if ab else [])
 
 
 def config_env(name, build, extras, tmp):
@@ -85,6 +92,28 @@ def parse(out, workloads):
             f = dict(p.split("=", 1) for p in line.split() if "=" in p)
             found[f.get("workload", workloads[0])] = (float(f["value"]), f["unit"], f["better"])
     return found
+
+
+def parse_ab(out):
+    """{workload: (median, min, max)} of the recording/paused ratios a run under --ab printed."""
+    found = {}
+    for line in out.splitlines():
+        if line.startswith("metric=") and " ab_ratio=" in line:
+            f = dict(p.split("=", 1) for p in line.split() if "=" in p)
+            found[f["workload"]] = (float(f["ab_ratio"]), float(f["ab_min"]), float(f["ab_max"]))
+    return found
+
+
+def ab_rows(ab):
+    """The A/B table's rows from {(workload, config): [(median, min, max) per repetition]}: the median of the
+    repetitions' medians and the range of everything seen."""
+    rows = []
+    for (w, c), per_rep in sorted(ab.items()):
+        meds = [m for m, _, _ in per_rep]
+        rows.append("| %s | %s | %.3f | %.3f-%.3f | %d |" % (w, CONFIG_TITLES.get(c, c), statistics.median(meds),
+                                                           min(lo for _, lo, _ in per_rep),
+                                                           max(hi for _, _, hi in per_rep), len(per_rep)))
+    return rows
 
 
 def run_one(cmd, env, timeout, workloads, tmp):
@@ -178,7 +207,11 @@ def main():
     ap.add_argument("--seed-table", action="store_true")
     ap.add_argument("--timeout", type=float, default=300)
     ap.add_argument("--budget", type=float, default=0, help="seconds after which no repetition starts (0: none)")
+    ap.add_argument("--ab", type=int, nargs="?", const=6, default=0, metavar="PAIRS",
+                    help="torch workloads under record/precise also measured against culprit.paused(), in process")
     a = ap.parse_args()
+    if a.ab < 0:
+        ap.error("--ab takes a positive number of window pairs")
     if a.reps < 1 or a.seconds <= 0 or a.timeout <= 0 or a.budget < 0 or a.warmup < 0:
         ap.error("--reps, --seconds and --timeout must be positive, --budget and --warmup not negative")
     build = os.path.abspath(a.build)
@@ -208,7 +241,7 @@ def main():
         groups.append((("resnet50",), ("clb_anomaly",)))
 
     tmp = tempfile.mkdtemp(prefix="culprit-bench.")
-    results, rss, failures = {}, {}, []
+    results, rss, failures, ab = {}, {}, [], {}
     t_start, reps_done = time.monotonic(), 0
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
@@ -221,8 +254,13 @@ def main():
                 # every other repetition runs the configurations in reverse order (none last), so a machine
                 # that speeds up or slows down during a repetition does not favour the configurations run first
                 for c in (cfgs if rep % 2 == 0 else cfgs[::-1]):
-                    found, peak, err = run_one(group_cmd(list(wl), build, a.seconds, a.warmup),
+                    pairs = a.ab if c in AB_CONFIGS else 0
+                    found, peak, err = run_one(group_cmd(list(wl), build, a.seconds, a.warmup, pairs),
                                                config_env(c, build, extras, tmp), a.timeout, list(wl), tmp)
+                    if pairs:
+                        with open(os.path.join(tmp, "stdout")) as f:
+                            for w, r in parse_ab(f.read()).items():
+                                ab.setdefault((w, c), []).append(r)
                     if peak is not None and not err:
                         rss.setdefault((wl, cfgs, c), []).append(peak)
                     for w, r in found.items():
@@ -298,6 +336,14 @@ def main():
             med = statistics.median(vals)
             added = "%+.1f" % (med - bmed) if bmed is not None else ""
             print("| %s | %s | %.1f | %s |" % ("+".join(wl), CONFIG_TITLES.get(c, c), med, added))
+    if ab:
+        print()
+        print("In-process A/B (speed while recording / speed while culprit.paused(), window pairs in one process):")
+        print()
+        print("| workload | config | median of the repetitions' medians | min-max of all pairs | repetitions |")
+        print("|---|---|---|---|---|")
+        for row in ab_rows(ab):
+            print(row)
     if failures:
         print()
         print("failed runs:")

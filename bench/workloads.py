@@ -9,25 +9,28 @@ run's first seconds is not in the measurement.
   triton       a small Triton elementwise kernel launched back to back (launches/s)
   multistream  4 CUDA streams each running small ops, joined every step (steps/s)
 
-Set BENCH_ANOMALY=1 to run under torch.autograd.set_detect_anomaly(True) (the seed's "sync + debug" row)."""
+Set BENCH_ANOMALY=1 to run under torch.autograd.set_detect_anomaly(True) (the seed's "sync + debug" row).
+
+`--ab` (under culprit only) measures what recording costs inside one process: the measured time is cut into
+pairs of windows, one recording and one in `culprit.paused()`, in alternating order (on-off, off-on, ...), and the
+metric line also carries `ab_ratio`, `ab_min` and `ab_max`: the median and range over the pairs of the speed
+while recording relative to the speed while paused. Both windows of a pair run in the same process, seconds
+apart, so the machine's drift between processes does not enter; what it leaves out is the cost of culprit being
+loaded at all (its wrappers still run while paused)."""
 import argparse
 import os
+import statistics
 import sys
 import time
 
 
 WARMUP_SECONDS = 0.0
+AB_PAIRS = 0       # --ab: pairs of windows (recording, paused) the measurement is cut into; 0 = no A/B
+AB = None          # the last workload's (median, min, max) of the pairs' ratios
 
 
-def timed(step, warmup, seconds, sync):
-    for _ in range(warmup):
-        step()
-    sync()
-    t0 = time.perf_counter()
-    while time.perf_counter() - t0 < WARMUP_SECONDS:
-        for _ in range(10):
-            step()
-        sync()
+def run_for(step, seconds, sync):
+    """Runs step until SECONDS have passed (checked at a synchronize every 10 steps): (steps, seconds taken)."""
     n = 0
     t0 = time.perf_counter()
     while True:
@@ -38,6 +41,44 @@ def timed(step, warmup, seconds, sync):
             dt = time.perf_counter() - t0
             if dt >= seconds:
                 return n, dt
+
+
+def alternate(step, seconds, sync, pairs, paused):
+    """PAIRS pairs of windows of seconds / (2 * pairs) each, one under the context manager paused() and one
+    without, the order flipping from pair to pair. Returns (steps and seconds of the windows without it,
+    [speed without / speed with, one per pair])."""
+    window = seconds / (2.0 * pairs)
+    steps, taken, ratios = 0, 0.0, []
+    for i in range(pairs):
+        speed = {}
+        for on in ((True, False) if i % 2 == 0 else (False, True)):
+            if on:
+                n, dt = run_for(step, window, sync)
+                steps, taken = steps + n, taken + dt
+            else:
+                with paused():
+                    n, dt = run_for(step, window, sync)
+            speed[on] = n / dt
+        ratios.append(speed[True] / speed[False])
+    return steps, taken, ratios
+
+
+def timed(step, warmup, seconds, sync):
+    global AB
+    for _ in range(warmup):
+        step()
+    sync()
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < WARMUP_SECONDS:
+        for _ in range(10):
+            step()
+        sync()
+    if not AB_PAIRS:
+        return run_for(step, seconds, sync)
+    import culprit
+    n, dt, ratios = alternate(step, seconds, sync, AB_PAIRS, culprit.paused)
+    AB = (statistics.median(ratios), min(ratios), max(ratios))
+    return n, dt
 
 
 def resnet50(seconds):
@@ -127,6 +168,8 @@ def main():
     ap.add_argument("names", help="comma-separated: " + ",".join(sorted(WORKLOADS)))
     ap.add_argument("--seconds", type=float, default=6.0)
     ap.add_argument("--warmup", type=float, default=0.0, help="seconds of untimed running before each measurement")
+    ap.add_argument("--ab", type=int, nargs="?", const=6, default=0, metavar="PAIRS",
+                    help="recording against culprit.paused() in PAIRS pairs of windows (default 6), in this process")
     a = ap.parse_args()
     names = a.names.split(",")
     unknown = [n for n in names if n not in WORKLOADS]
@@ -134,15 +177,25 @@ def main():
         ap.error("unknown workload %s (known: %s)" % (", ".join(unknown), ", ".join(sorted(WORKLOADS))))
     if a.seconds <= 0 or a.warmup < 0:
         ap.error("--seconds must be positive and --warmup not negative")
-    global WARMUP_SECONDS
+    if a.ab < 0:
+        ap.error("--ab takes a positive number of window pairs")
+    if a.ab:
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
+        import culprit
+        if culprit.status() != "active":
+            ap.error("--ab compares recording with culprit.paused(): run it with libculprit.so preloaded "
+                     "(culprit: %s)" % culprit.status())
+    global WARMUP_SECONDS, AB_PAIRS
     WARMUP_SECONDS = a.warmup
+    AB_PAIRS = a.ab
     if os.environ.get("BENCH_ANOMALY") == "1":
         import torch
         torch.autograd.set_detect_anomaly(True)
     for name in names:
         metric, value, unit, better = WORKLOADS[name](a.seconds)
-        print("metric=%s value=%.4f unit=%s better=%s workload=%s" % (metric, value, unit.replace(" ", "_"),
-                                                                      better, name))
+        ab = " ab_ratio=%.4f ab_min=%.4f ab_max=%.4f" % AB if AB_PAIRS else ""
+        print("metric=%s value=%.4f unit=%s better=%s workload=%s%s" % (metric, value, unit.replace(" ", "_"),
+                                                                        better, name, ab))
         sys.stdout.flush()
 
 

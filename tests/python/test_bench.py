@@ -193,3 +193,69 @@ def test_bad_arguments_are_refused(tmp_path, args):
     p = run_bench(tmp_path, *args)
     out, err = p.communicate(timeout=60)
     assert p.returncode == 2 and "error:" in err and "| workload" not in out
+
+
+# ---- --ab: recording against culprit.paused() in one process ----
+
+import workloads  # noqa: E402
+
+
+def test_run_for_stops_at_the_first_synchronize_past_its_time(monkeypatch):
+    now = [0.0]
+    syncs = []
+    monkeypatch.setattr(workloads.time, "perf_counter", lambda: now[0])
+
+    def step():
+        now[0] += 3.0
+
+    # 10 steps are 30 units: the check after 20 steps (60 units) is the first past 45
+    assert workloads.run_for(step, 45.0, lambda: syncs.append(now[0])) == (20, 60.0)
+    assert syncs == [30.0, 60.0]
+
+
+def test_alternate_pairs_windows_in_flipping_order(monkeypatch):
+    order = []
+    state = {"paused": False}
+
+    class Paused:
+        def __enter__(self):
+            state["paused"] = True
+
+        def __exit__(self, *exc):
+            state["paused"] = False
+
+    def fake_run_for(step, seconds, sync):
+        order.append(("paused" if state["paused"] else "recording", seconds))
+        return (10, 1.0) if state["paused"] else (8, 1.0)  # recording runs at 0.8 of the paused speed
+
+    monkeypatch.setattr(workloads, "run_for", fake_run_for)
+    steps, taken, ratios = workloads.alternate(None, 12.0, None, 3, Paused)
+    assert ratios == [0.8, 0.8, 0.8]
+    assert (steps, taken) == (24, 3.0)  # the recording windows only
+    assert order == [("recording", 2.0), ("paused", 2.0), ("paused", 2.0), ("recording", 2.0),
+                     ("recording", 2.0), ("paused", 2.0)]
+
+
+def test_parse_ab_and_its_table():
+    out = ("metric=images_per_s value=1300.0 unit=images/s better=higher workload=resnet50 ab_ratio=0.9500 "
+           "ab_min=0.9300 ab_max=0.9700\n"
+           "metric=steps_per_s value=12.5 unit=steps/s better=higher workload=smallop\n")
+    assert bench.parse_ab(out) == {"resnet50": (0.95, 0.93, 0.97)}
+    # parse() keeps reading the result itself from such a line
+    assert bench.parse(out, ["resnet50", "smallop"])["resnet50"] == (1300.0, "images/s", "higher")
+    rows = bench.ab_rows({("resnet50", "record"): [(0.95, 0.93, 0.97), (0.91, 0.90, 0.99), (0.96, 0.94, 0.98)]})
+    assert rows == ["| resnet50 | culprit record | 0.950 | 0.900-0.990 | 3 |"]
+
+
+def test_ab_goes_to_torch_workloads_only():
+    cmd = bench.group_cmd(["smallop", "resnet50"], "/b", 3, 2, 6)
+    assert cmd[-2:] == ["--ab", "6"] and "smallop,resnet50" in cmd
+    assert "--ab" not in bench.group_cmd(["smallop"], "/b", 3, 2, 0)
+    assert bench.group_cmd(["launch_loop"], "/b", 3, 2, 6) == ["/b/bin/bench_launch_loop", "200000"]
+
+
+def test_workloads_ab_needs_the_library(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    p = subprocess.run([sys.executable, os.path.join(BENCH_DIR, "workloads.py"), "smallop", "--ab"], env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
+    assert p.returncode == 2 and "run it with libculprit.so preloaded" in p.stderr and "metric=" not in p.stdout
