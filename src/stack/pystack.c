@@ -503,6 +503,10 @@ static struct pys_memo *pys_memo_begin(uint64_t *frees) {
     tls_memo_state = 1;
   }
   if (m->busy) return NULL;
+  /* Someone else may have put their own deallocator in the slot since (a tool that restores what it saw
+   * before us): frees would then go uncounted, so the memo is not used while the wrapper is not in place. */
+  if (__atomic_load_n((void **)(g_code_type + PYS_TP_DEALLOC), __ATOMIC_RELAXED) != (void *)pys_code_dealloc)
+    return NULL;
   m->busy = 1;
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
   *frees = atomic_load_explicit(&g_code_frees, memory_order_acquire); /* pairs with pys_code_dealloc */
