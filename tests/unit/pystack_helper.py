@@ -9,6 +9,7 @@ It is not a benchmark; the cost it prints is a rough figure.
 import ctypes
 import gc
 import inspect
+import os
 import sys
 import threading
 
@@ -359,7 +360,6 @@ def signal_storm(p):
 
 def forked_child(p):
     """A child forked after captures (its memo and the count come from the parent): still exact there."""
-    import os
     failed_before = len(FAILS)
     pid = os.fork()
     if pid == 0:
