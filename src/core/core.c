@@ -54,6 +54,7 @@ static _Atomic uint64_t g_ns_python;          /* CULPRIT_STATS: of which in Pyth
 static _Atomic uint64_t g_py_waiting;         /* launches that took the frames of a waiting Python thread */
 static _Atomic uint64_t g_stack_reused;       /* launches whose native chain was still the cached one */
 static _Atomic uint64_t g_ns_reused;          /* CULPRIT_STATS: native stack time of those launches */
+static _Atomic uint64_t g_last_unwound;       /* CULPRIT_STATS: launch number around the last unwound chain */
 static _Atomic uint64_t g_blocking_syncs;     /* synchronizations blocking mode made */
 static pthread_key_t g_thread_key;            /* releases a thread's ring at exit */
 
@@ -152,6 +153,7 @@ static void after_fork_child(void) {
   atomic_store(&g_py_waiting, 0);
   atomic_store(&g_stack_reused, 0);
   atomic_store(&g_ns_reused, 0);
+  atomic_store(&g_last_unwound, 0);
   atomic_store(&g_blocking_syncs, 0);
   atomic_store(&g_unserialized, 0);
   atomic_store(&g_captures, 0);
@@ -280,6 +282,10 @@ int cp_launch_begin(struct cp_launch_ctx *lc, const struct cp_launch_desc *d) {
   if (lc->t0 && reused) {
     atomic_fetch_add_explicit(&g_stack_reused, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&g_ns_reused, t2 - t1, memory_order_relaxed);
+  } else if (lc->t0) {
+    /* tells whether chains were still being learned late in the run or only at its start */
+    atomic_store_explicit(&g_last_unwound, atomic_load_explicit(&g_seq, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
   }
   rec->npy = (uint8_t)pystack_capture(rec->py, PYSTACK_MAX);
   if (rec->npy == 0) {
@@ -578,17 +584,18 @@ static void report(int code, const char *api, uint64_t exact_seq) {
 
 __attribute__((destructor)) static void cp_dtor(void) {
   if (cp_state <= 0 || !g_cfg.stats) return;
-  char msg[512];
+  char msg[768];
   uint64_t n = atomic_load(&g_seq) - atomic_load(&g_fork_seq);
   if (n == 0) return; /* one line per process that launched, not one per process of the job (shells, helpers) */
   double us = 1000.0 * (double)n;  /* ns totals to microseconds per launch */
   uint64_t reused = atomic_load(&g_stack_reused), ns_native = atomic_load(&g_ns_native);
   uint64_t ns_reused = atomic_load(&g_ns_reused);
+  uint64_t last_unwound = atomic_load(&g_last_unwound), fork_seq = atomic_load(&g_fork_seq);
   snprintf(msg, sizeof msg,
            "stats: pid %d: %llu launches, %llu breadcrumbs (%llu refused), %llu blocking syncs (%llu not "
            "serialized), %llu records overwritten, %d threads, %.2f us per launch in culprit (native stack %.2f, "
            "Python frames %.2f; %llu launches with a waiting thread's frames; native stacks: %llu reused at %.2f "
-           "us, %llu unwound at %.2f us)",
+           "us, %llu unwound at %.2f us, the last at launch %llu)",
            (int)getpid(), (unsigned long long)n, (unsigned long long)crumb_written(),
            (unsigned long long)crumb_failures(), (unsigned long long)atomic_load(&g_blocking_syncs),
            (unsigned long long)atomic_load(&g_unserialized), (unsigned long long)ring_total_overwritten(),
@@ -596,7 +603,8 @@ __attribute__((destructor)) static void cp_dtor(void) {
            (double)atomic_load(&g_ns_python) / us, (unsigned long long)atomic_load(&g_py_waiting),
            (unsigned long long)reused, reused ? (double)ns_reused / 1000.0 / (double)reused : 0.0,
            (unsigned long long)(n - reused),
-           n > reused ? (double)(ns_native - ns_reused) / 1000.0 / (double)(n - reused) : 0.0);
+           n > reused ? (double)(ns_native - ns_reused) / 1000.0 / (double)(n - reused) : 0.0,
+           (unsigned long long)(last_unwound > fork_seq ? last_unwound - fork_seq : 0));
   say(msg);
 }
 

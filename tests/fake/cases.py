@@ -1169,6 +1169,11 @@ def _(b):
     lines = culprit_lines(res)
     check(len(lines) == 1, "CULPRIT_STATS=1 must print one summary line at exit, printed:\n" + res.err_text)
     check(re.search(r"\b12\b", lines[0]), "the summary does not count the 12 launches: %r" % lines[0])
+    # The program launches from a few call chains over and over: they are learned in its first launches, and
+    # the summary says when the last one was (what tells learning at the start from misses all along).
+    m = re.search(r"(\d+) unwound at [\d.]+ us, the last at launch (\d+)\)", lines[0])
+    check(m and 0 < int(m.group(1)) < 12 and int(m.group(1)) <= int(m.group(2)) < 12,
+          "the summary must say at which launch the last chain was unwound (early here): %r" % lines[0])
     # Processes that launch nothing (the shell around the program, its helpers) print no summary: one line
     # per process that used the GPU, not one per process of the job.
     argv = ["/bin/sh", "-c", '/bin/true; "$0" healthy; /bin/true', b.prog("linked")]
@@ -1187,6 +1192,9 @@ def _(b):
                       line)
         check(m and int(m.group(3)) + int(m.group(4)) == int(m.group(1)),
               "reused and unwound stacks do not add up to the launches: %r" % line)
+        last = re.search(r"the last at launch (\d+)\)", line)
+        check(last and (int(last.group(1)) == 0) == (int(m.group(4)) == 0) and int(last.group(1)) <= int(m.group(1)),
+              "the last unwound launch must be counted in the process's own launches: %r" % line)
         check(m and int(m.group(2)) <= int(m.group(1)), "more breadcrumbs than launches: %r" % line)
 
 
