@@ -55,6 +55,7 @@ static _Atomic uint64_t g_py_waiting;         /* launches that took the frames o
 static _Atomic uint64_t g_stack_reused;       /* launches whose native chain was still the cached one */
 static _Atomic uint64_t g_ns_reused;          /* CULPRIT_STATS: native stack time of those launches */
 static _Atomic uint64_t g_last_unwound;       /* CULPRIT_STATS: launch number around the last unwound chain */
+static struct stack_cache_counts g_sc_base;   /* CULPRIT_STATS: the chain caches' counts a forked child inherited */
 static _Atomic uint64_t g_blocking_syncs;     /* synchronizations blocking mode made */
 static pthread_key_t g_thread_key;            /* releases a thread's ring at exit */
 
@@ -154,6 +155,7 @@ static void after_fork_child(void) {
   atomic_store(&g_stack_reused, 0);
   atomic_store(&g_ns_reused, 0);
   atomic_store(&g_last_unwound, 0);
+  stack_cache_counts(&g_sc_base);
   atomic_store(&g_blocking_syncs, 0);
   atomic_store(&g_unserialized, 0);
   atomic_store(&g_captures, 0);
@@ -591,11 +593,14 @@ __attribute__((destructor)) static void cp_dtor(void) {
   uint64_t reused = atomic_load(&g_stack_reused), ns_native = atomic_load(&g_ns_native);
   uint64_t ns_reused = atomic_load(&g_ns_reused);
   uint64_t last_unwound = atomic_load(&g_last_unwound), fork_seq = atomic_load(&g_fork_seq);
+  struct stack_cache_counts sc;
+  stack_cache_counts(&sc);
   snprintf(msg, sizeof msg,
            "stats: pid %d: %llu launches, %llu breadcrumbs (%llu refused), %llu blocking syncs (%llu not "
            "serialized), %llu records overwritten, %d threads, %.2f us per launch in culprit (native stack %.2f, "
            "Python frames %.2f; %llu launches with a waiting thread's frames; native stacks: %llu reused at %.2f "
-           "us, %llu unwound at %.2f us, the last at launch %llu)",
+           "us, %llu unwound at %.2f us (%llu learned, %llu in place of another, %llu of them at the same stack "
+           "pointer, %llu not cacheable, %llu over the walk budget, %llu not looked up), the last at launch %llu)",
            (int)getpid(), (unsigned long long)n, (unsigned long long)crumb_written(),
            (unsigned long long)crumb_failures(), (unsigned long long)atomic_load(&g_blocking_syncs),
            (unsigned long long)atomic_load(&g_unserialized), (unsigned long long)ring_total_overwritten(),
@@ -604,6 +609,11 @@ __attribute__((destructor)) static void cp_dtor(void) {
            (unsigned long long)reused, reused ? (double)ns_reused / 1000.0 / (double)reused : 0.0,
            (unsigned long long)(n - reused),
            n > reused ? (double)(ns_native - ns_reused) / 1000.0 / (double)(n - reused) : 0.0,
+           (unsigned long long)(sc.learned - g_sc_base.learned), (unsigned long long)(sc.evicted - g_sc_base.evicted),
+           (unsigned long long)(sc.evicted_same_sp - g_sc_base.evicted_same_sp),
+           (unsigned long long)(sc.not_kept - g_sc_base.not_kept),
+           (unsigned long long)(sc.over_budget - g_sc_base.over_budget),
+           (unsigned long long)(sc.bypassed - g_sc_base.bypassed),
            (unsigned long long)(last_unwound > fork_seq ? last_unwound - fork_seq : 0));
   say(msg);
 }

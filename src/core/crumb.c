@@ -280,11 +280,9 @@ struct cp_stream *crumb_stream(void *handle, int ptds, int tid, int may_alloc) {
   return s;
 }
 
-#ifdef CULPRIT_CRUMB_NOFENCE
-#define CRUMB_FLAGS 1u                       /* experiment: CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER */
-#else
-#define CRUMB_FLAGS 0u                       /* the default write, fenced after the kernel's own writes */
-#endif
+/* The default write, fenced after the kernel's own writes. CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER is refused
+ * (CUDA_ERROR_INVALID_VALUE) by the _v2 entry points that CUDA 12 and 13 resolve to. */
+#define CRUMB_FLAGS 0u
 
 int crumb_write_to(void *handle, int ptds, uint64_t dslot, uint64_t value) {
   int rc;

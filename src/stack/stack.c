@@ -15,6 +15,7 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -108,7 +109,7 @@ int stack_capture(void **pcs, int max) {
 /* ---- the launching thread's chain cache ---- */
 
 #define SC_SETS 256                          /* sets of the cache, by stack pointer */
-#define SC_WAYS 4                            /* chains per set, replaced in turn */
+#define SC_WAYS 8                            /* chains per set: a free way, else one picked at random */
 #define SC_DEPTH_MAX 64                      /* deepest chain cached */
 #define SC_WALK_SHARE 50                     /* walks that learn a chain take at most 1/this of the thread's time */
 #define SC_WALK_BURST_NS 100000000ull        /* beyond a first 100 ms of them (a PyTorch model's chains) */
@@ -126,9 +127,14 @@ struct sc_cache {
   size_t esize;                              /* bytes per entry */
   int busy;                                  /* a capture is inside the cache (a signal handler's waits) */
   uint64_t walk_tat;                         /* rate of learning walks (GCRA): when their budget is spent */
-  unsigned char next[SC_SETS];               /* way to replace next, per set */
+  uint32_t rng;                              /* picks the way to replace when a set is full */
+  uintptr_t tag[SC_SETS][SC_WAYS];           /* each entry's sp, side by side: a lookup reads one cache line */
   uint64_t entries[];                        /* SC_SETS * SC_WAYS entries of esize bytes */
 };
+
+static _Atomic uint64_t g_sc_learned, g_sc_evicted, g_sc_evicted_same, g_sc_not_kept, g_sc_over_budget,
+    g_sc_bypassed;                           /* stack_cache_counts; touched on misses only */
+#define SC_COUNT(c) atomic_fetch_add_explicit(&(c), 1, memory_order_relaxed)
 
 static __thread struct sc_cache *tls_cache;
 static __thread int tls_cache_state;         /* 0: not made yet, 1: made, -1: not for this thread */
@@ -206,18 +212,33 @@ static __attribute__((noinline)) int sc_miss(struct sc_cache *c, uintptr_t sp, v
   if (n > max) n = max;
   if (n <= 0) return 0;
   memcpy(pcs, w.pc + skip, (size_t)n * sizeof(void *));
-  if (max != c->depth) return n;
   /* every slot must lie above this frame, inside the thread's stack, in order, and hold its return address */
   uintptr_t below = sp;
   for (int i = 0; i < n; i++) {
     uintptr_t a = w.slot[skip + i];
     if (!a || a <= below || a + sizeof(uintptr_t) > c->hi || a - sp > UINT32_MAX ||
-        *(const uintptr_t *)a != w.pc[skip + i])
+        *(const uintptr_t *)a != w.pc[skip + i]) {
+      SC_COUNT(g_sc_not_kept);
       return n;
+    }
     below = a;
   }
-  unsigned set = sc_set(sp), way = c->next[set]++ % SC_WAYS;
+  /* a free way, else one at random: a program cycling through more chains than a set holds keeps some of
+   * them, where replacing in turn would keep none */
+  unsigned set = sc_set(sp), way = 0;
+  while (way < SC_WAYS && c->tag[set][way]) way++;
+  if (way == SC_WAYS) {
+    c->rng = c->rng * 1664525u + 1013904223u;
+    way = (c->rng >> 16) % SC_WAYS;
+  }
   struct sc_entry *e = sc_at(c, set, way);
+  if (!c->tag[set][way]) {
+    SC_COUNT(g_sc_learned);
+  } else {
+    SC_COUNT(g_sc_evicted);
+    if (c->tag[set][way] == sp) SC_COUNT(g_sc_evicted_same);
+  }
+  c->tag[set][way] = 0;
   e->sp = 0;
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
   e->n = (uint32_t)n;
@@ -226,6 +247,7 @@ static __attribute__((noinline)) int sc_miss(struct sc_cache *c, uintptr_t sp, v
   for (int i = 0; i < n; i++) off[i] = (uint32_t)(w.slot[skip + i] - sp);
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
   e->sp = sp;
+  c->tag[set][way] = sp;
   return n;
 }
 
@@ -241,20 +263,30 @@ int stack_capture_launch(void **pcs, int max, int *hit) {
   struct sc_cache *c = tls_cache;
   if (__builtin_expect(!c, 0)) {
     pthread_once(&g_once, init_self);
-    if (tls_cache_state != 0 || max > SC_DEPTH_MAX) return stack_capture(pcs, max);
-    tls_cache_state = -1;
+    if (tls_cache_state != 0 || max > SC_DEPTH_MAX) {
+      SC_COUNT(g_sc_bypassed);
+      return stack_capture(pcs, max);
+    }
+    tls_cache_state = -1;                    /* first: a signal handler's launch meanwhile must not make one too */
     c = tls_cache = sc_make(max);
-    if (!c) return stack_capture(pcs, max);
+    if (!c) {
+      SC_COUNT(g_sc_bypassed);
+      return stack_capture(pcs, max);
+    }
     tls_cache_state = 1;
   }
   uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
-  if (c->busy || max != c->depth || sp < c->lo || sp >= c->hi) return stack_capture(pcs, max);
+  if (c->busy || max != c->depth || sp < c->lo || sp >= c->hi) {
+    SC_COUNT(g_sc_bypassed);
+    return stack_capture(pcs, max);
+  }
   /* busy from here on: a signal handler launching meanwhile must not replace the entry being read or written */
   c->busy = 1;
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
   int n = -1;
   unsigned set = sc_set(sp);
   for (unsigned way = 0; way < SC_WAYS && n < 0; way++) {
+    if (c->tag[set][way] != sp) continue;
     struct sc_entry *e = sc_at(c, set, way);
     if (e->sp != sp) continue;
     const uintptr_t *pc = sc_pcs(e);
@@ -278,12 +310,22 @@ int stack_capture_launch(void **pcs, int max, int *hit) {
       uint64_t took = sc_now_ns() - now;
       c->walk_tat = (c->walk_tat > now ? c->walk_tat : now) + took * SC_WALK_SHARE;
     } else {
+      SC_COUNT(g_sc_over_budget);
       n = stack_capture(pcs, max);
     }
   }
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
   c->busy = 0;
   return n;
+}
+
+void stack_cache_counts(struct stack_cache_counts *out) {
+  out->learned = atomic_load_explicit(&g_sc_learned, memory_order_relaxed);
+  out->evicted = atomic_load_explicit(&g_sc_evicted, memory_order_relaxed);
+  out->evicted_same_sp = atomic_load_explicit(&g_sc_evicted_same, memory_order_relaxed);
+  out->not_kept = atomic_load_explicit(&g_sc_not_kept, memory_order_relaxed);
+  out->over_budget = atomic_load_explicit(&g_sc_over_budget, memory_order_relaxed);
+  out->bypassed = atomic_load_explicit(&g_sc_bypassed, memory_order_relaxed);
 }
 
 void stack_describe(uintptr_t pc, struct stack_frame_info *out) {

@@ -20,6 +20,17 @@ int stack_capture(void **pcs, int max);
  * addresses all still sit in their stack slots, is copied instead of unwound (see stack.c); *hit says which.
  * Frames come from the libgcc unwinder on a miss. */
 int stack_capture_launch(void **pcs, int max, int *hit);
+/* What the launch captures' chain caches did with the chains they did not have, over all threads since start:
+ * for CULPRIT_STATS, to tell a program still being learned from a cache too small for it. */
+struct stack_cache_counts {
+  uint64_t learned;               /* unwound and kept in a free place */
+  uint64_t evicted;               /* unwound and kept in place of another chain, */
+  uint64_t evicted_same_sp;       /* of which a chain captured at the same stack pointer */
+  uint64_t not_kept;              /* unwound but not cacheable (a return address not found in its slot) */
+  uint64_t over_budget;           /* unwound by the plain unwinder: learning walks had used their share */
+  uint64_t bypassed;              /* not looked up (a capture inside a capture, a stack the cache does not cover) */
+};
+void stack_cache_counts(struct stack_cache_counts *out);
 /* Describes one address. */
 void stack_describe(uintptr_t pc, struct stack_frame_info *out);
 /* Opens the unwinder (libunwind, privately) ahead of the first capture; captures do it too if needed. */

@@ -1171,9 +1171,15 @@ def _(b):
     check(re.search(r"\b12\b", lines[0]), "the summary does not count the 12 launches: %r" % lines[0])
     # The program launches from a few call chains over and over: they are learned in its first launches, and
     # the summary says when the last one was (what tells learning at the start from misses all along).
-    m = re.search(r"(\d+) unwound at [\d.]+ us, the last at launch (\d+)\)", lines[0])
-    check(m and 0 < int(m.group(1)) < 12 and int(m.group(1)) <= int(m.group(2)) < 12,
+    m = re.search(r"(\d+) unwound at [\d.]+ us \((\d+) learned, (\d+) in place of another, (\d+) of them at the "
+                  r"same stack pointer, (\d+) not cacheable, (\d+) over the walk budget, (\d+) not looked up\), "
+                  r"the last at launch (\d+)\)", lines[0])
+    check(m and 0 < int(m.group(1)) < 12 and int(m.group(1)) <= int(m.group(8)) < 12,
           "the summary must say at which launch the last chain was unwound (early here): %r" % lines[0])
+    # what became of each unwound chain: every one is counted once (the same stack pointer is a part of "in place")
+    parts = [int(m.group(i)) for i in (2, 3, 5, 6, 7)] if m else []
+    check(m and sum(parts) == int(m.group(1)) and int(m.group(4)) <= int(m.group(3)) and int(m.group(2)) > 0,
+          "the unwound chains' fates do not add up to the unwound count: %r" % lines[0])
     # Processes that launch nothing (the shell around the program, its helpers) print no summary: one line
     # per process that used the GPU, not one per process of the job.
     argv = ["/bin/sh", "-c", '/bin/true; "$0" healthy; /bin/true', b.prog("linked")]

@@ -10,3 +10,5 @@ PROBE int probe_fresh(void **pcs, int max, int *hit) {
   *hit = 0;
   return stack_capture(pcs, max);
 }
+
+PROBE void probe_counts(struct stack_cache_counts *out) { stack_cache_counts(out); }

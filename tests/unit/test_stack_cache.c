@@ -1,8 +1,9 @@
 /* The launching thread's chain cache (stack_capture_launch): whatever the call chain, a launch's stack must be
  * the one a fresh unwind gives, and a chain seen before must be reused. Scenarios: one site again and again,
  * two sites whose frames have the same size, recursion of every depth, variable-length frames, the same stack
- * pointer reached through different outer callers, chains deeper than the limit, many distinct chains (the
- * cache gives way to plain unwinds), threads, thread exit (the cache is unmapped), fork, signal handlers on the
+ * pointer reached through different outer callers, six chains at one stack pointer (all kept) and ten (more
+ * than a set holds: counted as replacing each other), chains deeper
+ * than the limit, many distinct chains (the cache gives way to plain unwinds, and says so), threads, thread exit (the cache is unmapped), fork, signal handlers on the
  * thread's stack and on an alternate one, and a timer signal capturing while the thread is inside a capture.
  *
  * Each capture is taken twice through one call instruction, once through the cache and once afresh, so both
@@ -20,11 +21,13 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "stack/stack.h"
 
 #define DEPTH 24
 
 int probe_launch(void **pcs, int max, int *hit);
 int probe_fresh(void **pcs, int max, int *hit);
+void probe_counts(struct stack_cache_counts *out);
 
 typedef int (*cap_fn)(void **, int, int *);
 static cap_fn volatile g_fns[2] = {probe_launch, probe_fresh};
@@ -115,6 +118,27 @@ __attribute__((noinline)) static int outer_2(struct cap *c) {
   return middle(c) + pad[0];
 }
 
+/* Call sites whose frames are alike, called from one place: as many chains at one stack pointer. */
+#define SAME_SP_SITE(k)                                                                                        \
+  __attribute__((noinline)) static int same_sp_##k(struct cap *c) {                                           \
+    volatile char pad[80];                                                                                     \
+    pad[0] = k;                                                                                                \
+    both(c);                                                                                                   \
+    return pad[0];                                                                                             \
+  }
+SAME_SP_SITE(1)
+SAME_SP_SITE(2)
+SAME_SP_SITE(3)
+SAME_SP_SITE(4)
+SAME_SP_SITE(5)
+SAME_SP_SITE(6)
+SAME_SP_SITE(7)
+SAME_SP_SITE(8)
+SAME_SP_SITE(9)
+SAME_SP_SITE(10)
+static int (*volatile g_same_sp[10])(struct cap *) = {same_sp_1, same_sp_2, same_sp_3, same_sp_4, same_sp_5,
+                                                     same_sp_6, same_sp_7, same_sp_8, same_sp_9, same_sp_10};
+
 /* ---- scenarios ---- */
 
 /* Learning a chain is rate-limited (it takes the slow unwinder), so a scenario's set of chains is captured round
@@ -140,10 +164,11 @@ static void note(struct round *r, struct cap *c, const char *what) {
 
 /* Returns whether a round had at least share (in percent) of its captures answered from the cache; *ok says
  * whether every capture of every round agreed with a fresh one. */
+static int g_rounds;                  /* rounds the last rounds_until_learned took */
 static int rounds_until_learned(round_fn fn, int share, int *ok) {
   double deadline = now_s() + 10;
   *ok = 1;
-  for (;;) {
+  for (g_rounds = 1;; g_rounds++) {
     struct round r = {1, 0, 0};
     fn(&r);
     *ok &= r.ok;
@@ -220,7 +245,55 @@ static void different_callers(void) {
   CHECK(differ == 50, "two callers: their chains matched %d times", 50 - differ);
 }
 
+static void round_same_sp(struct round *r) {
+  struct cap c;
+  for (int i = 0; i < 240; i++) {
+    g_same_sp[i % 6](&c);
+    note(r, &c, "six chains at one stack pointer");
+  }
+}
+
+/* A PyTorch thread reaches its launch from many call chains at the same depth; a set of the cache must hold
+ * more of them than that, or they evict each other in turn and every launch is unwound afresh. */
+static void same_stack_pointer(void) {
+  int ok = 1, all = 1, rounds[3];
+  struct stack_cache_counts before[3], after[3];
+  /* from one call site each time (a chain includes its callers): learned, then held whole (other chains in the
+   * set give way first), then held with nothing more learned or replaced */
+  for (int k = 0; k < 3; k++) {
+    int ok_k;
+    probe_counts(&before[k]);
+    all &= rounds_until_learned(round_same_sp, k ? 100 : 99, &ok_k);
+    probe_counts(&after[k]);
+    rounds[k] = g_rounds;
+    ok &= ok_k;
+  }
+  CHECK(all, "six chains at one stack pointer: never all reused");
+  CHECK(ok, "six chains at one stack pointer: a capture differed");
+  CHECK(rounds[2] == 1 && after[2].evicted == before[2].evicted && after[2].learned == before[2].learned,
+        "six chains at one stack pointer, once held: %d rounds, %llu more learned, %llu more evicted", rounds[2],
+        (unsigned long long)(after[2].learned - before[2].learned),
+        (unsigned long long)(after[2].evicted - before[2].evicted));
+  /* ten are more than a set holds: they replace each other, and the counts say so */
+  struct stack_cache_counts c0, c1;
+  probe_counts(&c0);
+  c1 = c0;
+  double deadline = now_s() + 5;
+  struct cap c;
+  ok = 1;
+  for (int i = 0; c1.evicted_same_sp == c0.evicted_same_sp && now_s() < deadline; i++) {
+    g_same_sp[i % 10](&c);
+    ok &= same(&c);
+    probe_counts(&c1);
+  }
+  CHECK(ok, "ten chains at one stack pointer: a capture differed");
+  CHECK(c1.evicted_same_sp > c0.evicted_same_sp && c1.evicted > c0.evicted,
+        "ten chains at one stack pointer: none counted as replacing another at the same stack pointer");
+}
+
 static void many_chains(void) {
+  struct stack_cache_counts before, after;
+  probe_counts(&before);
   struct cap c;
   int ok = 1;
   /* more distinct chains than the cache holds, most of them missing: learning walks run out of their budget */
@@ -230,6 +303,12 @@ static void many_chains(void) {
       ok &= same(&c);
     }
   CHECK(ok, "many chains: a capture differed");
+  /* the counts say what happened: the cache filled, chains replaced others, and learning ran out of time */
+  probe_counts(&after);
+  CHECK(after.learned + after.evicted > before.learned + before.evicted && after.over_budget > before.over_budget,
+        "many chains: learned %llu, evicted %llu, over budget %llu (kept ones and over budget should have grown)",
+        (unsigned long long)(after.learned - before.learned), (unsigned long long)(after.evicted - before.evicted),
+        (unsigned long long)(after.over_budget - before.over_budget));
   /* and comes back */
   CHECK(rounds_until_learned(round_one_site, 99, &ok), "after many chains: the cache never answered again");
   CHECK(ok, "after many chains: a capture differed");
@@ -348,6 +427,8 @@ static void signals(void) {
         (int)g_sig_count, g_sig_ok ? "agreed" : "differed");
 
   /* an alternate signal stack lies outside the thread's: captured afresh */
+  struct stack_cache_counts before, after;
+  probe_counts(&before);
   stack_t ss;
   ss.ss_sp = malloc(1 << 16);
   ss.ss_size = 1 << 16;
@@ -359,6 +440,9 @@ static void signals(void) {
   for (int i = 0; i < 100; i++) raise(SIGUSR1);
   CHECK(g_sig_count == 100 && g_sig_ok, "handler on an alternate stack: %d of 100 ran, captures %s",
         (int)g_sig_count, g_sig_ok ? "agreed" : "differed");
+  probe_counts(&after);
+  CHECK(after.bypassed - before.bypassed == 100, "handler on an alternate stack: %llu of 100 captures counted as "
+        "not looked up", (unsigned long long)(after.bypassed - before.bypassed));
   ss.ss_flags = SS_DISABLE;
   sigaltstack(&ss, NULL);
 
@@ -389,6 +473,7 @@ int main(void) {
   depths();
   variable_frames();
   different_callers();
+  same_stack_pointer();
   many_chains();
   threads();
   thread_exit();
