@@ -170,6 +170,9 @@ static void after_fork_child(void) {
 
 static const char *env_get(const char *name) { return getenv(name); }
 
+static void report(int code, const char *api, uint64_t exact_seq);
+static void last_look_at_exit(void);
+
 static void init_once(void) {
   char err[300];
   if (cfg_parse(&g_cfg, env_get, err, sizeof err)) {
@@ -203,6 +206,7 @@ static void init_once(void) {
   stack_init();                              /* the dlopen of libunwind happens here, not inside a launch */
   pthread_key_create(&g_thread_key, thread_gone);
   pthread_atfork(NULL, NULL, after_fork_child);
+  atexit(last_look_at_exit); /* before any library's destructors: the driver must still be whole */
   __atomic_store_n(&cp_state, 1, __ATOMIC_RELEASE);
 }
 
@@ -371,7 +375,6 @@ static int blocking_applies(const struct mode_frame *m, const struct cp_rec *rec
   return hit;
 }
 
-static void report(int code, const char *api, uint64_t exact_seq);
 
 int cp_launch_end(struct cp_launch_ctx *lc, int rc) {
   uint64_t t_end = lc->t0 ? now_ns() : 0;
@@ -488,8 +491,27 @@ void cp_event_completed(void *event) {
   if (cp_active()) crumb_event_completed(event);
 }
 
-void cp_ctx_going(void *ctx, int device) {
+/* The last look. The program may meet a sticky error in a call culprit does not wrap (the CUDA runtime checks
+ * the context inside cudaMemcpyAsync, say, before the copy culprit would see) and fail without culprit ever
+ * seeing it. The error stays until the context goes away, so before that, and when the process exits, one
+ * non-blocking query of the current context looks for it. Nothing is asked of the driver by a process that
+ * launched nothing (a forked child, whose inherited CUDA state must not be touched), after a report, or while a
+ * capture is under way (the query would break it). */
+static void last_look(const char *api) {
+  if (cp_state <= 0 || atomic_load(&g_report) != 0) return;
+  if (atomic_load(&g_seq) == atomic_load(&g_fork_seq)) return;
+  if (atomic_load_explicit(&g_captures, memory_order_relaxed)) return;
+  void *ctx = NULL;
+  if (!cp_drv.stream_query || !cp_drv.ctx_get_current || cp_drv.ctx_get_current(&ctx) || !ctx) return;
+  int rc = cp_drv.stream_query(NULL);
+  if (cp_is_sticky(rc)) report(rc, api, 0);
+}
+
+static void last_look_at_exit(void) { last_look("exit"); }
+
+void cp_ctx_going(void *ctx, int device, const char *api) {
   if (!cp_active()) return;
+  last_look(api);
   crumb_ctx_gone(ctx, device);
   graph_forget_slots();
 }

@@ -72,8 +72,9 @@ void cp_event_completed(void *event);
 void cp_event_destroying(void *event);
 
 void cp_stream_destroying(void *stream);
-/* Before a context is destroyed (ctx), or a device's primary context reset or released (ctx NULL, device). */
-void cp_ctx_going(void *ctx, int device);
+/* Before a context is destroyed (ctx), or a device's primary context reset or released (ctx NULL, device), by
+ * the driver call api. A sticky error still unreported is reported first, as having surfaced there. */
+void cp_ctx_going(void *ctx, int device, const char *api);
 void cp_capture_prepare(void); /* before the real begin-capture call */
 void cp_capture_begun(void *stream, int ptds);
 void cp_capture_ended(void *stream, void *graph);

@@ -22,6 +22,7 @@ struct cp_driver {
   int (*get_error_string)(int code, const char **s);                       /* cuGetErrorString */
   int (*stream_is_capturing)(void *stream, int *status);                   /* cuStreamIsCapturing */
   int (*stream_is_capturing_ptsz)(void *stream, int *status);              /* cuStreamIsCapturing_ptsz */
+  int (*stream_query)(void *stream);                                       /* cuStreamQuery */
 };
 
 extern struct cp_driver cp_drv;

@@ -108,6 +108,7 @@ static void fill_driver(void) {
   GET(get_error_string, "cuGetErrorString");
   GET(stream_is_capturing, "cuStreamIsCapturing");
   GET(stream_is_capturing_ptsz, "cuStreamIsCapturing_ptsz");
+  GET(stream_query, "cuStreamQuery");
 #undef GET
 }
 
@@ -341,7 +342,7 @@ DEF_INSTANTIATE_PARAMS(cuGraphInstantiateWithParams_ptsz)
  * released may live on (other references); its streams then just get fresh slots. */
 CP_EXPORT CUresult CUDAAPI cuCtxDestroy_v2(CUcontext c) {
   driver_ready();
-  cp_ctx_going(c, -1);
+  cp_ctx_going(c, -1, "cuCtxDestroy_v2");
   CALL_REAL(cuCtxDestroy_v2, (CUcontext), (c));
   return rc;
 }
@@ -349,7 +350,7 @@ CP_EXPORT CUresult CUDAAPI cuCtxDestroy_v2(CUcontext c) {
 #define DEF_PRIMARY_GOING(sym)                                                                                 \
   CP_EXPORT CUresult CUDAAPI sym(CUdevice d) {                                                                 \
     driver_ready();                                                                                            \
-    cp_ctx_going(NULL, (int)d);                                                                                \
+    cp_ctx_going(NULL, (int)d, #sym);                                                                          \
     CALL_REAL(sym, (CUdevice), (d));                                                                           \
     return rc;                                                                                                 \
   }

@@ -705,6 +705,11 @@ static const char *render_surface_note(const char *api)
 {
     if (!api)
         return NULL;
+    if (strcmp(api, "exit") == 0)
+        return "culprit found this error as the process exited: the program either exited with the faulty "
+               "work still queued or met the error in a CUDA call culprit does not wrap (the CUDA runtime "
+               "checks the context inside some of its own calls), so the stack above is the exit's and the "
+               "program's own message, if any, says where it stopped";
     if (strstr(api, "MemcpyDtoH") || strcmp(api, "cuMemcpy") == 0 || strncmp(api, "cuMemcpy_", 9) == 0)
         return "a copy to the host waits for the kernels queued before it (.item(), .cpu(), .tolist() and "
                "printing a CUDA tensor all do this)";

@@ -918,16 +918,54 @@ def _(b):
 
 @case("early_exit")
 def _(b):
-    # The faulty launch is the last thing the program does before exit(3); nothing is synchronized.
+    # The faulty launch is the last thing the program does before exit(3); nothing is synchronized. The program
+    # behaves as without culprit, and culprit's last look at exit finds the fault the program never asked about.
     argv = [b.prog("linked"), "legacy", "exit"]
     for extra in ({}, {"FAKECUDA_RUN_AHEAD": "1"}):
         env = dict(extra, FAKECUDA_FAULT="launch=10")
         base = plain(b, argv, env)
         check(base.rc == 3, "scenario broken\n" + base.describe())
-        res = preloaded(b, argv, env, b.newdir("reports"))
+        rdir = b.newdir("reports")
+        res = preloaded(b, argv, env, rdir)
         same_as_plain(base, res, "preloaded")
-        res = cli_run(b, argv, env, b.newdir("reports"))
+        check_error(load_report(rdir), 700, "exit")
+        rdir = b.newdir("reports")
+        res = cli_run(b, argv, env, rdir)
         same_as_plain(base, res, "culprit run", exact_stderr=False)
+        rep = load_report(rdir)
+        check_error(rep, 700, "exit")
+        seqs = [c.get("seq") for c in rep.get("candidates") or []] + [(rep.get("culprit") or {}).get("seq")]
+        check(10 in seqs, "the faulty launch #10 is not named: %r" % seqs)
+
+
+@case("unwrapped_surface")
+def _(b):
+    # The program meets the sticky error in a call culprit does not wrap (as the CUDA runtime's own context
+    # checks return it) and fails, or recovers by resetting the device: culprit finds the error it never saw
+    # returned, at exit or before the reset clears it, and names the window holding the faulty launch #9.
+    # (The library's default breadcrumb density: none among 10 launches, so the fake GPU runs ahead the same way
+    # with culprit as without, and launch #9 faults when #10 is queued.)
+    env = {"FAKECUDA_FAULT": "launch=9", "FAKECUDA_RUN_AHEAD": "1", "CULPRIT_CRUMB_EVERY": ""}
+    for how, rc, api in (("unwrapped", 1, "exit"), ("unwrapped_reset", 0, "cuDevicePrimaryCtxReset")):
+        argv = [b.prog("linked"), "legacy", how]
+        base = plain(b, argv, env)
+        check(base.rc == rc and "cuEventCreate" in base.err_text + base.out_text,
+              "scenario broken (%s)\n" % how + base.describe())
+        rdir = b.newdir("reports")
+        res = cli_run(b, argv, env, rdir)
+        same_as_plain(base, res, "culprit run (%s)" % how, exact_stderr=False)
+        rep = load_report(rdir)
+        check_error(rep, 700, api)
+        seqs = [c.get("seq") for c in rep.get("candidates") or []] + [(rep.get("culprit") or {}).get("seq")]
+        check(9 in seqs, "%s: the faulty launch #9 is not named: %r" % (how, seqs))
+    # Healthy, the last look finds nothing and says nothing.
+    argv = [b.prog("linked"), "healthy"]
+    base = plain(b, argv)
+    rdir = b.newdir("reports")
+    res = preloaded(b, argv, {}, rdir)
+    same_as_plain(base, res, "healthy, preloaded")
+    check(not report_files(rdir) and not culprit_lines(res), "a healthy run got a report or culprit lines:\n" +
+          res.err_text)
 
 
 @case("abort")

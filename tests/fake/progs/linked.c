@@ -70,6 +70,21 @@ static int legacy(const char *how, int count)
         CUresult rc = cuCtxSynchronize();
         if (rc != CUDA_SUCCESS)
             report_error(cuGetErrorName, "cuCtxSynchronize()", rc, 1);
+    } else if (strcmp(how, "unwrapped") == 0) {
+        /* The error comes back from a call culprit does not wrap (as the CUDA runtime's own checks do). */
+        CUevent e2;
+        CK(cuEventCreate(&e2, CU_EVENT_DEFAULT));
+    } else if (strcmp(how, "unwrapped_reset") == 0) {
+        /* The same, and the program recovers by resetting the device, which clears the error, then exits 0. */
+        CUevent e2;
+        CUresult rc = cuEventCreate(&e2, CU_EVENT_DEFAULT);
+        if (rc != CUDA_SUCCESS) {
+            printf("cuEventCreate failed (%d): resetting the device\n", (int)rc);
+            CUdevice dev;
+            CK(cuCtxGetDevice(&dev));
+            CK(cuDevicePrimaryCtxReset(dev));
+        }
+        return 0;
     } else if (strcmp(how, "exit") == 0) {
         /* Leave at once, with the faulty work still queued and nothing synchronized. */
         printf("leaving without synchronizing\n");
