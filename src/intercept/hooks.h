@@ -48,6 +48,15 @@
   CUSTOM(cuStreamSynchronize_ptsz, cuStreamSynchronize, 1, 7000, (CUstream s), (s))                            \
   CUSTOM(cuStreamQuery, cuStreamQuery, 0, 2000, (CUstream s), (s))                                             \
   CUSTOM(cuStreamQuery_ptsz, cuStreamQuery, 1, 7000, (CUstream s), (s))                                        \
+  /* capture queries: the CUDA runtime asks them inside its own calls (a copy to pageable memory must not be     \
+   * captured), so a sticky error can come back here first */                                                  \
+  SURFACE(cuStreamIsCapturing, cuStreamIsCapturing, 0, 10000, (CUstream s, CUstreamCaptureStatus * st), (s, st)) \
+  SURFACE(cuStreamIsCapturing_ptsz, cuStreamIsCapturing, 1, 10000, (CUstream s, CUstreamCaptureStatus * st),   \
+          (s, st))                                                                                             \
+  SURFACE(cuStreamGetCaptureInfo_v2, cuStreamGetCaptureInfo, 0, 11030, CAPINFO2_P, CAPINFO2_A)                 \
+  SURFACE(cuStreamGetCaptureInfo_v2_ptsz, cuStreamGetCaptureInfo, 1, 11030, CAPINFO2_P, CAPINFO2_A)            \
+  SURFACE(cuStreamGetCaptureInfo_v3, cuStreamGetCaptureInfo, 0, 12030, CAPINFO3_P, CAPINFO3_A)                 \
+  SURFACE(cuStreamGetCaptureInfo_v3_ptsz, cuStreamGetCaptureInfo, 1, 12030, CAPINFO3_P, CAPINFO3_A)            \
   SURFACE(cuStreamWaitEvent, cuStreamWaitEvent, 0, 3020, (CUstream s, CUevent e, unsigned int f), (s, e, f))   \
   SURFACE(cuStreamWaitEvent_ptsz, cuStreamWaitEvent, 1, 7000, (CUstream s, CUevent e, unsigned int f),        \
           (s, e, f))                                                                                           \
@@ -193,6 +202,13 @@
   (CUstream s, CUgraph g, const CUgraphNode *deps, const CUgraphEdgeData *edata, size_t n,                    \
    CUstreamCaptureMode m)
 #define CAPTOG_A (s, g, deps, edata, n, m)
+#define CAPINFO2_P                                                                                             \
+  (CUstream s, CUstreamCaptureStatus * st, cuuint64_t * id, CUgraph * g, const CUgraphNode **deps, size_t * n)
+#define CAPINFO2_A (s, st, id, g, deps, n)
+#define CAPINFO3_P                                                                                             \
+  (CUstream s, CUstreamCaptureStatus * st, cuuint64_t * id, CUgraph * g, const CUgraphNode **deps,            \
+   const CUgraphEdgeData **edata, size_t * n)
+#define CAPINFO3_A (s, st, id, g, deps, edata, n)
 #define MSET2D_P(T) (CUdeviceptr d, size_t pitch, T v, size_t w, size_t h)
 #define MSET2D_A (d, pitch, v, w, h)
 #define MSET2DA_P(T) (CUdeviceptr d, size_t pitch, T v, size_t w, size_t h, CUstream s)

@@ -125,7 +125,7 @@ class PyCase:
     """One Python script run under `culprit run`, and what must come out of it."""
 
     group = "frameworks"
-    mode = None       # always the default mode (record) on the first run
+    mode = None       # the first run's mode is the suite's --mode (default: culprit's own, record)
     api = r"."        # any surfacing driver call
     args = ()         # script arguments
     rerun = "window"  # a candidates verdict is settled by a blocking rerun over the candidates' window
@@ -1059,7 +1059,10 @@ def run_py_case(args, case, culprit, logs, stem, python, deadline):
     base = execute(cmd, env, args.timeout, cwd=work)
     save_logs(logs, stem + ".plain", base)
     report_dir = fresh_dir(os.path.join(logs, "reports", stem))
-    run = execute([culprit, "run", "--dir", report_dir, "--"] + cmd, env, args.timeout, report_dir, cwd=work)
+    # --mode applies here too, but not to a case that checks what the package says of the default mode
+    mode = ["--mode", args.mode] if args.mode and not case.stdout_expect else []
+    run = execute([culprit, "run", "--dir", report_dir] + mode + ["--"] + cmd, env, args.timeout, report_dir,
+                  cwd=work)
     save_logs(logs, stem + ".culprit", run)
     o = judge_py(case, want, surface, base, run)
     if o.status == "rerun":
