@@ -958,6 +958,28 @@ def _(b):
         check_error(rep, 700, api)
         seqs = [c.get("seq") for c in rep.get("candidates") or []] + [(rep.get("culprit") or {}).get("seq")]
         check(9 in seqs, "%s: the faulty launch #9 is not named: %r" % (how, seqs))
+    # A forked child that launched nothing must not touch the CUDA state it inherited, even with the parent's
+    # fault known when it exits: no driver call from it at all (the simulated driver traces every call), no
+    # report from it; the parent's own synchronize then reports the fault.
+    argv = [b.prog("linked"), "legacy", "forkidle"]
+    rdir = b.newdir("reports")
+    child_err = os.path.join(b.newdir("child"), "stderr")
+    res = preloaded(b, argv, dict(env, FAKECUDA_TRACE="1", CHILD_STDERR=child_err), rdir)
+    check(res.rc == 1 and b"child exited with status 1" in res.out, "scenario broken (forkidle)\n" + res.describe())
+    with open(child_err, errors="replace") as f:
+        calls = [l for l in f.read().splitlines() if l.startswith("fakecuda:")]
+    check(not calls, "the forked child called the driver: %r" % calls[:5])
+    check([os.path.basename(f) for f in report_files(rdir)] == ["culprit-%d.json" % res.pid],
+          "expected the parent's report alone, found %s" % [os.path.basename(f) for f in report_files(rdir)])
+    check_error(load_report(rdir), 700, "cuCtxSynchronize")
+    # culprit off (by mode or by a bad setting) records nothing and so asks nothing at exit.
+    argv = [b.prog("linked"), "legacy", "unwrapped"]
+    base = plain(b, argv, env)
+    for extra in ({"CULPRIT_MODE": "off"}, {"CULPRIT_RING": "lots"}):
+        rdir = b.newdir("reports")
+        res = preloaded(b, argv, dict(env, **extra), rdir)
+        same_as_plain(base, res, "culprit off (%s)" % extra)
+        check(not report_files(rdir), "culprit off (%s) wrote a report" % extra)
     # Healthy, the last look finds nothing and says nothing.
     argv = [b.prog("linked"), "healthy"]
     base = plain(b, argv)

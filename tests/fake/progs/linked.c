@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -85,6 +86,25 @@ static int legacy(const char *how, int count)
             CK(cuDevicePrimaryCtxReset(dev));
         }
         return 0;
+    } else if (strcmp(how, "forkidle") == 0) {
+        /* A child forked after the launches makes no CUDA call and fails while the parent's fault is already
+         * known: whatever runs in it at exit must leave the inherited CUDA state alone. The parent then
+         * meets the error itself. CHILD_STDERR names a file for the child's stderr. */
+        fflush(stdout);
+        pid_t pid = fork();
+        if (pid == 0) {
+            const char *path = getenv("CHILD_STDERR");
+            if (path && !freopen(path, "w", stderr))
+                _exit(2);
+            printf("child exiting\n");
+            fflush(stdout);
+            exit(1);
+        }
+        int st = 0;
+        if (pid < 0 || waitpid(pid, &st, 0) != pid)
+            return 2;
+        printf("child exited with status %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+        CK(cuCtxSynchronize());
     } else if (strcmp(how, "exit") == 0) {
         /* Leave at once, with the faulty work still queued and nothing synchronized. */
         printf("leaving without synchronizing\n");
