@@ -375,7 +375,6 @@ static int blocking_applies(const struct mode_frame *m, const struct cp_rec *rec
   return hit;
 }
 
-
 int cp_launch_end(struct cp_launch_ctx *lc, int rc) {
   uint64_t t_end = lc->t0 ? now_ns() : 0;
   struct cp_rec *rec = lc->rec;

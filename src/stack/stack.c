@@ -115,10 +115,9 @@ int stack_capture(void **pcs, int max) {
 #define SC_WALK_BURST_NS 100000000ull        /* beyond a first 100 ms of them (a PyTorch model's chains) */
 
 struct sc_entry {
-  uintptr_t sp;                              /* the capture's own frame; 0 while empty or being written */
   uint32_t n;                                /* frames */
   uint32_t pad;
-  /* then n pc words, then n uint32_t slot offsets above sp (the cache's depth of each, fixed per cache) */
+  /* then n pc words, then n uint32_t slot offsets above the capture's stack pointer (its tag) */
 };
 
 struct sc_cache {
@@ -128,7 +127,8 @@ struct sc_cache {
   int busy;                                  /* a capture is inside the cache (a signal handler's waits) */
   uint64_t walk_tat;                         /* rate of learning walks (GCRA): when their budget is spent */
   uint32_t rng;                              /* picks the way to replace when a set is full */
-  uintptr_t tag[SC_SETS][SC_WAYS];           /* each entry's sp, side by side: a lookup reads one cache line */
+  uintptr_t tag[SC_SETS][SC_WAYS];           /* each entry's capture sp, side by side (a lookup reads one cache
+                                              * line); 0 while the entry is empty or being written */
   uint64_t entries[];                        /* SC_SETS * SC_WAYS entries of esize bytes */
 };
 
@@ -239,14 +239,12 @@ static __attribute__((noinline)) int sc_miss(struct sc_cache *c, uintptr_t sp, v
     if (c->tag[set][way] == sp) SC_COUNT(g_sc_evicted_same);
   }
   c->tag[set][way] = 0;
-  e->sp = 0;
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
   e->n = (uint32_t)n;
   memcpy(sc_pcs(e), w.pc + skip, (size_t)n * sizeof(uintptr_t));
   uint32_t *off = sc_slots(c, e);
   for (int i = 0; i < n; i++) off[i] = (uint32_t)(w.slot[skip + i] - sp);
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
-  e->sp = sp;
   c->tag[set][way] = sp;
   return n;
 }
@@ -288,7 +286,6 @@ int stack_capture_launch(void **pcs, int max, int *hit) {
   for (unsigned way = 0; way < SC_WAYS && n < 0; way++) {
     if (c->tag[set][way] != sp) continue;
     struct sc_entry *e = sc_at(c, set, way);
-    if (e->sp != sp) continue;
     const uintptr_t *pc = sc_pcs(e);
     const uint32_t *off = sc_slots(c, e);
     uint32_t k = e->n, i = 0;
