@@ -6,14 +6,15 @@
 # Needs an NVIDIA GPU; where there is none every case is skipped.
 #
 # usage: bash tests/gpu/run.sh [--build DIR] [--logs DIR] [--timeout SECONDS] [--budget SECONDS] [--python PY]
-#                              [--mode record|precise]
+#                              [--mode record|precise|all]
 #                              [--only CASE...]
 #   --build DIR      build directory (default build); built here unless it holds bin/culprit and lib/libculprit.so
 #   --logs DIR       where each run's stdout/stderr and report JSON go (default a new temporary directory)
 #   --timeout S      limit for one program run (default 60)
 #   --budget S       limit for the whole suite; cases not started by then fail (default 480)
 #   --python PY      interpreter for the frameworks group (default python3)
-#   --mode M         culprit mode (record or precise) for cases that set none; default: culprit's own (record)
+#   --mode M         culprit mode (record or precise) for cases that set none; default: culprit's own (record);
+#                    all: the whole suite in record, then in precise, and one line adding both up
 #   --only CASE...   run only these cases (names as in the table) or groups: c, frameworks
 set -u
 
@@ -29,7 +30,7 @@ only=()
 
 usage() {
   echo "usage: bash tests/gpu/run.sh [--build DIR] [--logs DIR] [--timeout S] [--budget S] [--python PY]" \
-    "[--only CASE...]" >&2
+    "[--mode record|precise|all] [--only CASE...]" >&2
   exit 2
 }
 
@@ -49,6 +50,8 @@ while [ $# -gt 0 ]; do
   *) echo "run.sh: unknown argument: $1" >&2; usage ;;
   esac
 done
+
+case "$mode" in "" | record | precise | all) ;; *) echo "run.sh: --mode takes record, precise or all" >&2; usage ;; esac
 
 cd "$root" || exit 1
 case "$build" in /*) ;; *) build="$root/$build" ;; esac
@@ -82,7 +85,30 @@ fi
 command -v nvcc >/dev/null 2>&1 && nvcc --version | tail -n 1
 echo
 
-args=(suite --build "$build" --logs "$logs" --timeout "$timeout" --budget "$budget" --python "$python")
-[ -n "$mode" ] && args+=(--mode "$mode")
+args=(suite --build "$build" --timeout "$timeout" --budget "$budget" --python "$python")
 [ ${#only[@]} -gt 0 ] && args+=(--only "${only[@]}")
-exec python3 "$here/check.py" "${args[@]}"
+if [ "$mode" != all ]; then
+  [ -n "$mode" ] && args+=(--mode "$mode")
+  exec python3 "$here/check.py" "${args[@]}" --logs "$logs"
+fi
+
+# --mode all: the suite once per mode, each with its own logs, then one line adding them up.
+passed=0 failed=0 skipped=0 status=0
+for m in record precise; do
+  echo "=== mode $m"
+  out="$logs/suite-$m.txt"
+  python3 "$here/check.py" "${args[@]}" --mode "$m" --logs "$logs/$m" | tee "$out"
+  rc=${PIPESTATUS[0]}
+  [ "$rc" -ne 0 ] && status=$rc
+  last=$(tail -n 1 "$out")
+  if [[ $last =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed(,\ ([0-9]+)\ skipped)?$ ]]; then
+    passed=$((passed + BASH_REMATCH[1])) failed=$((failed + BASH_REMATCH[2])) skipped=$((skipped + ${BASH_REMATCH[4]:-0}))
+  else
+    echo "run.sh: the $m suite ended without its summary line" >&2
+    failed=$((failed + 1)) status=1
+  fi
+  echo
+done
+echo "modes record and precise:"
+if [ "$skipped" -gt 0 ]; then echo "$passed passed, $failed failed, $skipped skipped"; else echo "$passed passed, $failed failed"; fi
+exit "$status"
