@@ -255,29 +255,26 @@ static uint64_t sc_now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* A launch capture the cache does not take: unwound plainly, and counted as not looked up. */
+static int sc_bypass(void **pcs, int max) {
+  SC_COUNT(g_sc_bypassed);
+  return stack_capture(pcs, max);
+}
+
 int stack_capture_launch(void **pcs, int max, int *hit) {
   *hit = 0;
   if (max <= 0) return 0;
   struct sc_cache *c = tls_cache;
   if (__builtin_expect(!c, 0)) {
     pthread_once(&g_once, init_self);
-    if (tls_cache_state != 0 || max > SC_DEPTH_MAX) {
-      SC_COUNT(g_sc_bypassed);
-      return stack_capture(pcs, max);
-    }
+    if (tls_cache_state != 0 || max > SC_DEPTH_MAX) return sc_bypass(pcs, max);
     tls_cache_state = -1;                    /* first: a signal handler's launch meanwhile must not make one too */
     c = tls_cache = sc_make(max);
-    if (!c) {
-      SC_COUNT(g_sc_bypassed);
-      return stack_capture(pcs, max);
-    }
+    if (!c) return sc_bypass(pcs, max);
     tls_cache_state = 1;
   }
   uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
-  if (c->busy || max != c->depth || sp < c->lo || sp >= c->hi) {
-    SC_COUNT(g_sc_bypassed);
-    return stack_capture(pcs, max);
-  }
+  if (c->busy || max != c->depth || sp < c->lo || sp >= c->hi) return sc_bypass(pcs, max);
   /* busy from here on: a signal handler launching meanwhile must not replace the entry being read or written */
   c->busy = 1;
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
