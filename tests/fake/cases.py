@@ -313,6 +313,11 @@ def find_candidate(rep, seq):
         seq, [brief(c) for c in rep.get("candidates") or []], rep.get("verdict")))
 
 
+def named_seqs(rep):
+    """Launch numbers the report names: the culprit's, or every candidate's."""
+    return [c.get("seq") for c in rep.get("candidates") or []] + [(rep.get("culprit") or {}).get("seq")]
+
+
 def marker_line(src, tag=None):
     """The line of `src` marked as the expected culprit launch (optionally with the tag comment /* tag */)."""
     with open(src) as f:
@@ -934,8 +939,7 @@ def _(b):
         same_as_plain(base, res, "culprit run", exact_stderr=False)
         rep = load_report(rdir)
         check_error(rep, 700, "exit")
-        seqs = [c.get("seq") for c in rep.get("candidates") or []] + [(rep.get("culprit") or {}).get("seq")]
-        check(10 in seqs, "the faulty launch #10 is not named: %r" % seqs)
+        check(10 in named_seqs(rep), "the faulty launch #10 is not named: %r" % named_seqs(rep))
 
 
 @case("unwrapped_surface")
@@ -956,8 +960,7 @@ def _(b):
         same_as_plain(base, res, "culprit run (%s)" % how, exact_stderr=False)
         rep = load_report(rdir)
         check_error(rep, 700, api)
-        seqs = [c.get("seq") for c in rep.get("candidates") or []] + [(rep.get("culprit") or {}).get("seq")]
-        check(9 in seqs, "%s: the faulty launch #9 is not named: %r" % (how, seqs))
+        check(9 in named_seqs(rep), "%s: the faulty launch #9 is not named: %r" % (how, named_seqs(rep)))
     # A forked child that launched nothing must not touch the CUDA state it inherited, even with the parent's
     # fault known when it exits: no driver call from it at all (the simulated driver traces every call), no
     # report from it; the parent's own synchronize then reports the fault.
