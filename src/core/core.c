@@ -52,6 +52,9 @@ static _Atomic uint64_t g_ns_in_culprit;      /* CULPRIT_STATS: time spent in th
 static _Atomic uint64_t g_ns_native;          /* CULPRIT_STATS: of which in native stack capture */
 static _Atomic uint64_t g_ns_python;          /* CULPRIT_STATS: of which in Python frame capture */
 static _Atomic uint64_t g_py_waiting;         /* launches that took the frames of a waiting Python thread */
+static _Atomic uint64_t g_py_wait_tries;      /* launches without Python frames of their own, */
+static _Atomic uint64_t g_ns_py_wait;         /* and the time they spent looking for a waiting thread's */
+static struct pystack_wait_counts g_wc_base;  /* how they found them, before this process (a fork's child) began */
 static _Atomic uint64_t g_stack_reused;       /* launches whose native chain was still the cached one */
 static _Atomic uint64_t g_ns_reused;          /* CULPRIT_STATS: native stack time of those launches */
 static _Atomic uint64_t g_last_unwound;       /* CULPRIT_STATS: launch number around the last unwound chain */
@@ -152,10 +155,13 @@ static void after_fork_child(void) {
   atomic_store(&g_ns_native, 0);
   atomic_store(&g_ns_python, 0);
   atomic_store(&g_py_waiting, 0);
+  atomic_store(&g_py_wait_tries, 0);
+  atomic_store(&g_ns_py_wait, 0);
   atomic_store(&g_stack_reused, 0);
   atomic_store(&g_ns_reused, 0);
   atomic_store(&g_last_unwound, 0);
   stack_cache_counts(&g_sc_base);
+  pystack_wait_counts(&g_wc_base);
   atomic_store(&g_blocking_syncs, 0);
   atomic_store(&g_unserialized, 0);
   atomic_store(&g_captures, 0);
@@ -204,6 +210,7 @@ static void init_once(void) {
   g_stack[0] = f;
   atomic_store_explicit(&g_mode, f, memory_order_release);
   stack_init();                              /* the dlopen of libunwind happens here, not inside a launch */
+  if (g_cfg.stats) pystack_wait_counting(1);
   pthread_key_create(&g_thread_key, thread_gone);
   pthread_atfork(NULL, NULL, after_fork_child);
   atexit(last_look_at_exit); /* before any library's destructors: the driver must still be whole */
@@ -297,11 +304,16 @@ int cp_launch_begin(struct cp_launch_ctx *lc, const struct cp_launch_desc *d) {
   if (rec->npy == 0) {
     /* a thread without Python (the autograd engine, a library's helper): the frames of the one waiting on it */
     unsigned long long waiting = 0;
+    uint64_t t3 = lc->t0 ? now_ns() : 0;
     rec->npy = (uint8_t)pystack_waiting(rec->py, PYSTACK_MAX, &waiting);
     if (rec->npy) {
       rec->flags |= CP_REC_PY_WAITING;
       rec->py_thread = waiting;
       if (lc->t0) atomic_fetch_add_explicit(&g_py_waiting, 1, memory_order_relaxed);
+    }
+    if (lc->t0) {
+      atomic_fetch_add_explicit(&g_py_wait_tries, 1, memory_order_relaxed);
+      atomic_fetch_add_explicit(&g_ns_py_wait, now_ns() - t3, memory_order_relaxed);
     }
   }
   if (lc->t0) {
@@ -607,19 +619,22 @@ static void report(int code, const char *api, uint64_t exact_seq) {
 
 __attribute__((destructor)) static void cp_dtor(void) {
   if (cp_state <= 0 || !g_cfg.stats) return;
-  char msg[768];
+  char msg[1024];
   uint64_t n = atomic_load(&g_seq) - atomic_load(&g_fork_seq);
   if (n == 0) return; /* one line per process that launched, not one per process of the job (shells, helpers) */
   double us = 1000.0 * (double)n;  /* ns totals to microseconds per launch */
   uint64_t reused = atomic_load(&g_stack_reused), ns_native = atomic_load(&g_ns_native);
-  uint64_t ns_reused = atomic_load(&g_ns_reused);
+  uint64_t ns_reused = atomic_load(&g_ns_reused), tries = atomic_load(&g_py_wait_tries);
   uint64_t last_unwound = atomic_load(&g_last_unwound), fork_seq = atomic_load(&g_fork_seq);
   struct stack_cache_counts sc;
   stack_cache_counts(&sc);
+  struct pystack_wait_counts wc;
+  pystack_wait_counts(&wc);
   snprintf(msg, sizeof msg,
            "stats: pid %d: %llu launches, %llu breadcrumbs (%llu refused), %llu blocking syncs (%llu not "
            "serialized), %llu records overwritten, %d threads, %.2f us per launch in culprit (native stack %.2f, "
-           "Python frames %.2f; %llu launches with a waiting thread's frames; native stacks: %llu reused at %.2f "
+           "Python frames %.2f; %llu launches with a waiting thread's frames, %llu looked for them at %.2f us (%llu by "
+           "its clock, %llu checked, %llu walked, %llu none); native stacks: %llu reused at %.2f "
            "us, %llu unwound at %.2f us (%llu learned, %llu in place of another, %llu of them at the same stack "
            "pointer, %llu not cacheable, %llu over the walk budget, %llu not looked up), the last at launch %llu)",
            (int)getpid(), (unsigned long long)n, (unsigned long long)crumb_written(),
@@ -627,6 +642,9 @@ __attribute__((destructor)) static void cp_dtor(void) {
            (unsigned long long)atomic_load(&g_unserialized), (unsigned long long)ring_total_overwritten(),
            ring_count(), (double)atomic_load(&g_ns_in_culprit) / us, (double)ns_native / us,
            (double)atomic_load(&g_ns_python) / us, (unsigned long long)atomic_load(&g_py_waiting),
+           (unsigned long long)tries, tries ? (double)atomic_load(&g_ns_py_wait) / 1000.0 / (double)tries : 0.0,
+           wc.by_clock - g_wc_base.by_clock, wc.checked - g_wc_base.checked,
+           wc.walked - g_wc_base.walked, wc.none - g_wc_base.none,
            (unsigned long long)reused, reused ? (double)ns_reused / 1000.0 / (double)reused : 0.0,
            (unsigned long long)(n - reused),
            n > reused ? (double)(ns_native - ns_reused) / 1000.0 / (double)(n - reused) : 0.0,

@@ -669,6 +669,22 @@ static bool pys_in_autograd(const struct pystack_ref *refs, int n) {
 #define PYS_WAIT_REWALK_BURST 8       /* with up to this many walks in a row */
 #define PYS_WAIT_RECHOOSE_NS 10000000ull /* a choice made by default is made again after 10 ms */
 
+static bool g_wait_counting;          /* CULPRIT_STATS: count how each pystack_waiting call knew its frames */
+static _Atomic uint64_t g_wc_clock, g_wc_checked, g_wc_walked, g_wc_none;
+#define PYS_WC(c)                                                                   \
+  do {                                                                              \
+    if (g_wait_counting) atomic_fetch_add_explicit(&(c), 1, memory_order_relaxed); \
+  } while (0)
+
+void pystack_wait_counting(int on) { g_wait_counting = on != 0; }
+
+void pystack_wait_counts(struct pystack_wait_counts *out) {
+  out->by_clock = atomic_load_explicit(&g_wc_clock, memory_order_relaxed);
+  out->checked = atomic_load_explicit(&g_wc_checked, memory_order_relaxed);
+  out->walked = atomic_load_explicit(&g_wc_walked, memory_order_relaxed);
+  out->none = atomic_load_explicit(&g_wc_none, memory_order_relaxed);
+}
+
 /* One launching thread's choice of waiting thread; allocated on its first launch without Python. */
 struct pys_wait {
   unsigned long long id;              /* the chosen thread's Python thread id */
@@ -795,18 +811,18 @@ static void pys_choose(struct pys_wait *w) {
 
 int pystack_waiting(struct pystack_ref *out, int max, unsigned long long *thread_id) {
   pthread_once(&g_once, pys_probe);
-  if (g_state != PYS_READY || max <= 0 || !g_interp_head || !g_thread_head || !g_is_initialized()) return 0;
   struct pys_wait *w = tls_wait;
+  if (g_state != PYS_READY || max <= 0 || !g_interp_head || !g_thread_head || !g_is_initialized()) goto none;
   if (!w) {
     w = pys_map(sizeof *w); /* once per launching thread without Python; never freed (~40 KiB, touched as used) */
-    if (!w) return 0;
+    if (!w) goto none;
     tls_wait = w;
   }
-  bool same = false;
+  bool same = false, by_clock = false, walked = false;
   if (w->n > 0) {
     uint64_t cpu = pys_cpu_ns(w->clock);
     if (cpu && cpu == w->cpu_ns) {
-      same = true;                    /* it has not run since its frames were read or checked */
+      same = by_clock = true;         /* it has not run since its frames were read or checked */
     } else {
       same = pys_watch_same(&w->watch, w->check);
       w->cpu_ns = same ? cpu : 0;     /* read before the check: if it ran during it, the next call checks again */
@@ -822,6 +838,7 @@ int pystack_waiting(struct pystack_ref *out, int max, unsigned long long *thread
     if (now + (PYS_WAIT_REWALK_BURST - 1) * PYS_WAIT_REWALK_NS >= w->walk_tat) {
       w->walk_tat = (w->walk_tat > now ? w->walk_tat : now) + PYS_WAIT_REWALK_NS;
       pys_choose(w);
+      walked = true;
       w->chosen_ns = now;
     } else if (!same) {
       w->n = 0; /* walks used up (a thread running Python moves all the time): no frames rather than stale ones */
@@ -829,11 +846,17 @@ int pystack_waiting(struct pystack_ref *out, int max, unsigned long long *thread
   }
   tls_safe = 0;
   tls_fault = 0;
-  if (w->n <= 0) return 0;
+  if (w->n <= 0) goto none;
+  if (walked) PYS_WC(g_wc_walked);
+  else if (by_clock) PYS_WC(g_wc_clock);
+  else PYS_WC(g_wc_checked);
   int n = w->n < max ? w->n : max;
   memcpy(out, w->refs, sizeof(struct pystack_ref) * (size_t)n);
   if (thread_id) *thread_id = w->id;
   return n;
+none:
+  PYS_WC(g_wc_none);
+  return 0;
 }
 
 unsigned long long pystack_code_frees(void) {

@@ -45,6 +45,14 @@ int pystack_other_threads(struct pystack_thread *out, int max);
  * once a millisecond on average (up to 8 in a row), and a call over that budget gets no frames rather than
  * stale ones. Never blocks, never takes the GIL, cannot crash on a thread state or frame freed meanwhile. */
 int pystack_waiting(struct pystack_ref *out, int max, unsigned long long *thread_id);
+/* How pystack_waiting's calls knew the frames they returned, counted once pystack_wait_counting(1) was called
+ * (CULPRIT_STATS), one count per call: by the chosen thread's clock alone, by a check of the words its walk read,
+ * by a new walk made in that call; none: no frames returned. */
+struct pystack_wait_counts {
+  unsigned long long by_clock, checked, walked, none;
+};
+void pystack_wait_counting(int on);
+void pystack_wait_counts(struct pystack_wait_counts *out);
 /* Code objects the interpreter has freed since pystack first looked at it (0 where it cannot count them). A
  * thread's memo of code objects is valid while this stays the same; tests and statistics read it. */
 unsigned long long pystack_code_frees(void);

@@ -1239,6 +1239,11 @@ def _(b):
                   r"the last at launch (\d+)\)", lines[0])
     check(m and 0 < int(m.group(1)) < 12 and int(m.group(1)) <= int(m.group(8)) < 12,
           "the summary must say at which launch the last chain was unwound (early here): %r" % lines[0])
+    # a program without Python: every launch looked for a waiting Python thread's frames and found none
+    w = re.search(r"(\d+) launches with a waiting thread's frames, (\d+) looked for them at [\d.]+ us \((\d+) by "
+                  r"its clock, (\d+) checked, (\d+) walked, (\d+) none\)", lines[0])
+    check(w and [int(g) for g in w.groups()] == [0, 12, 0, 0, 0, 12],
+          "12 launches without Python must each look for a waiting thread's frames and find none: %r" % lines[0])
     # what became of each unwound chain: every one is counted once (the same stack pointer is a part of "in place")
     parts = [int(m.group(i)) for i in (2, 3, 5, 6, 7)] if m else []
     check(m and sum(parts) == int(m.group(1)) and int(m.group(4)) <= int(m.group(3)) and int(m.group(2)) > 0,

@@ -11,12 +11,18 @@ started the work, marked as that thread's (python_thread, flag python-of-waiting
           through the same helper (as two backward() calls both wait inside torch's one run_backward line); the
           faulty launch belongs to the second call, so the second line must be named, not the first
 
-usage: python3 engine_helper.py LIBENGINE REPORT_DIR engine|caller|autograd|twice   (libculprit preloaded, the simulated
-driver on LD_LIBRARY_PATH, FAKECUDA_FAULT=launch=2; twice: launch=5)"""
+  stats   twice again, in a child with CULPRIT_STATS=1: its summary line must say how each engine launch knew the
+          waiting thread's frames (by its clock, a check, a new walk, none), one way each, adding up to the launches
+          that looked; between the two calls the waiting thread moved, so its frames were walked again
+
+usage: python3 engine_helper.py LIBENGINE REPORT_DIR engine|caller|autograd|twice|stats   (libculprit preloaded, the
+simulated driver on LD_LIBRARY_PATH, FAKECUDA_FAULT=launch=2; twice and stats: launch=5)"""
 import ctypes
 import glob
 import json
 import os
+import re
+import subprocess
 import sys
 import tempfile
 import threading
@@ -104,9 +110,30 @@ def main_twice(lib):
     print("engine/twice: the second call's line is named")
 
 
+def main_stats():
+    env = dict(os.environ, CULPRIT_STATS="1")
+    res = subprocess.run([sys.executable, __file__, sys.argv[1], sys.argv[2], "twice"], env=env,
+                         capture_output=True, text=True, timeout=50)
+    check(res.returncode == 0, "the twice run failed (%d):\n%s%s" % (res.returncode, res.stdout, res.stderr))
+    lines = [l for l in res.stderr.splitlines() if "stats:" in l]
+    check(len(lines) == 1, "expected one summary line, got:\n" + res.stderr)
+    m = re.search(r"(\d+) launches with a waiting thread's frames, (\d+) looked for them at [\d.]+ us \((\d+) by "
+                  r"its clock, (\d+) checked, (\d+) walked, (\d+) none\)", lines[0])
+    check(m, "the summary does not say how the waiting thread's frames were known: %r" % lines[0])
+    found, tried, clock, checked, walked, none = (int(g) for g in m.groups())
+    check(tried >= 6, "the engine's 6 launches run no Python: %d looked for a waiting thread's frames" % tried)
+    check(clock + checked + walked + none == tried, "the ways do not add up to the launches that looked: %r" % lines[0])
+    check(found == tried - none, "launches with frames %d, expected %d looked less %d none" % (found, tried, none))
+    check(walked >= 2, "the waiting thread moved between the two calls, its frames must be walked again: %r" % lines[0])
+    print("engine/stats: %d launches looked, %d by clock, %d checked, %d walked, %d none" % (
+        tried, clock, checked, walked, none))
+
+
 def main():
-    lib = ctypes.CDLL(sys.argv[1])
     scenario = sys.argv[3]
+    if scenario == "stats":
+        return main_stats()
+    lib = ctypes.CDLL(sys.argv[1])
     if scenario == "autograd":
         return main_autograd(lib)
     if scenario == "twice":
