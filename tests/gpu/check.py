@@ -884,14 +884,7 @@ def suite(args):
     deadline = time.monotonic() + args.budget
 
     for case in cases:
-        # culprit's default mode (record) writes sparse breadcrumbs, so any faulty case may end as candidates and
-        # is then settled by the blocking rerun over their window, as a user would; in precise mode only the
-        # concurrent cases may (several streams can hold unfinished work at the fault).
-        case = copy.copy(case)
-        if args.mode is None and not case.healthy and case.mode is None and case.rerun is None:
-            case.rerun = "window"
-        if args.mode in ("precise", "blocking"):
-            case.need_node = True
+        case = prepared(case, args.mode)
         try:
             with open(os.path.join(HERE, case.src), encoding="utf-8") as f:
                 text = f.read()
@@ -1098,6 +1091,19 @@ MSG_GRAPH = ("gpu-test: CUDA error at cudaStreamSynchronize(st) (graph.cu:61): a
              "encountered\n")
 MSG_STREAMS = ("gpu-test: CUDA error at cudaDeviceSynchronize() (streams4.cu:78): an illegal memory access was "
                "encountered\n")
+
+
+def prepared(case, mode):
+    """CASE as the suite runs it under the suite's --mode (None: culprit's default, record). Record mode writes
+    sparse breadcrumbs, so any faulty case may end as candidates and is then settled by the blocking rerun over
+    their window, as a user would; in precise mode only the concurrent cases may (several streams can hold
+    unfinished work at the fault), and a graph's faulting node must be named."""
+    case = copy.copy(case)
+    if mode in (None, "record") and not case.healthy and case.mode is None and case.rerun is None:
+        case.rerun = "window"
+    if mode in ("precise", "blocking"):
+        case.need_node = True
+    return case
 
 
 def selftests():
@@ -1370,6 +1376,12 @@ def selftest():
     ok = all(os.path.exists(os.path.join(HERE, c.src)) and (c.healthy or _has_marker(c.src)) and
              (not c.graph or _has_marker(c.src, CAPTURE_MARKER)) for c in CASES)
     results.append(("every case's source exists and has one marker", ok, ""))
+    # "--mode record" is culprit's default said out loud (run.sh --mode all says it): the same reruns
+    oob = CASE_BY_NAME["oob"]
+    got = [(prepared(oob, m).rerun, prepared(oob, m).need_node) for m in (None, "record", "precise")]
+    ok = got == [("window", False), ("window", False), (None, True)] and prepared(oob, "record") is not oob
+    results.append(("--mode record settles candidates by a rerun, as the default does; precise does not", ok,
+                    repr(got)))
 
     for title, case, line, base, run, rerun, ref, want_status, want_text in selftests():
         o = judge(case, "static", line, base, run, ref)
