@@ -19,7 +19,8 @@
  * been freed since is the same object, so its id is reused without reading the object again. To know that,
  * pystack makes its one write into the interpreter: at start it wraps the code type's deallocator so that
  * every code object freed is counted (pys_code_dealloc). A memo entry holds while that count is what it was
- * when the entry was made; any code object freed anywhere makes every entry stale. */
+ * when the entry was made; any code object freed anywhere makes every entry stale. The memo holds 4 code objects
+ * per set of addresses (256 in all, 8 KiB). */
 #define _GNU_SOURCE
 #include "pystack.h"
 
@@ -44,7 +45,8 @@
 #define PYS_TABLE_MAX 65536           /* longest line table kept, bytes (longer ones are cut: late lines unknown) */
 #define PYS_OWNED_BY_GENERATOR 1      /* _frameowner values, 3.11-3.13 */
 #define PYS_OWNED_BY_CSTACK 3         /* 3.12+: the eval loop's entry shim, never a user frame */
-#define PYS_MEMO_SIZE 128             /* entries of a thread's memo of code objects; power of two */
+#define PYS_MEMO_SETS 64              /* sets of a thread's memo of code objects, by code address; power of two */
+#define PYS_MEMO_WAYS 4               /* code objects per set (a set is two cache lines) */
 /* PyTypeObject, the same in every supported version (64-bit): the object head, then tp_name, tp_basicsize,
  * tp_itemsize and tp_dealloc. */
 #define PYS_TP_NAME 24
@@ -143,13 +145,17 @@ static bool g_frees_counted;              /* the wrapper is in place: memos may 
 struct pys_memo_entry {
   uintptr_t code;                         /* code object address; 0 = empty */
   uint64_t frees;                         /* g_code_frees when it was made */
-  uintptr_t code_bytes;                   /* 3.11+: bytes of its inline code units (2 * ob_size) */
-  uintptr_t traceable;                    /* 3.11+: byte offset of its first traceable instruction */
+  uint32_t code_bytes;                    /* 3.11+: bytes of its inline code units (2 * ob_size) */
+  uint32_t traceable;                     /* 3.11+: byte offset of its first traceable instruction */
   uint32_t id;                            /* its id in the shared table */
 };
+/* Set-associative: a walk of a PyTorch model meets a few dozen code objects, two of them (the module call
+ * wrappers) at every other frame; in a direct-mapped memo any two of them sharing a slot evict each other
+ * over and over within each walk. */
 struct pys_memo {
+  struct pys_memo_entry e[PYS_MEMO_SETS][PYS_MEMO_WAYS];
+  uint8_t next[PYS_MEMO_SETS];            /* the way a full set replaces next (in turn) */
   int busy;                               /* a walk is using it: a signal handler's walk meanwhile goes without */
-  struct pys_memo_entry e[PYS_MEMO_SIZE]; /* direct-mapped by code address */
 };
 static __thread struct pys_memo *tls_memo;
 static __thread int tls_memo_state;       /* 0: not made yet, 1: made, -1: not for this thread */
@@ -518,27 +524,36 @@ static void pys_memo_end(struct pys_memo *m) {
   if (m) m->busy = 0;
 }
 
-static inline struct pys_memo_entry *pys_memo_at(struct pys_memo *m, uintptr_t code) {
-  return &m->e[((code >> 4) * 0x9E3779B97F4A7C15ull) >> 57 & (PYS_MEMO_SIZE - 1)];
+static inline unsigned pys_memo_set(uintptr_t code) {
+  return (unsigned)(((code >> 4) * 0x9E3779B97F4A7C15ull) >> 58) & (PYS_MEMO_SETS - 1);
 }
 
 /* The memo's entry for CODE if it still holds (no code object freed since it was made), else NULL. */
 static inline struct pys_memo_entry *pys_memo_hit(struct pys_memo *m, uintptr_t code, uint64_t frees) {
-  if (!m) return NULL;
-  struct pys_memo_entry *e = pys_memo_at(m, code);
-  return e->code == code && e->frees == frees && code ? e : NULL;
+  if (!m || !code) return NULL;
+  struct pys_memo_entry *e = m->e[pys_memo_set(code)];
+  for (int w = 0; w < PYS_MEMO_WAYS; w++)
+    if (e[w].code == code) return e[w].frees == frees ? &e[w] : NULL;
+  return NULL;
 }
 
 static inline void pys_memo_put(struct pys_memo *m, uintptr_t code, uint64_t frees, uint32_t id,
                                 uintptr_t code_bytes, uintptr_t traceable) {
-  if (!m || !id) return;
-  struct pys_memo_entry *e = pys_memo_at(m, code);
+  if (!m || !id || code_bytes > UINT32_MAX || traceable > UINT32_MAX) return;
+  unsigned set = pys_memo_set(code);
+  struct pys_memo_entry *e = NULL;
+  /* the code's own stale entry, else a free or stale way, else the set's next in turn */
+  for (int w = 0; w < PYS_MEMO_WAYS && !e; w++)
+    if (m->e[set][w].code == code) e = &m->e[set][w];
+  for (int w = 0; w < PYS_MEMO_WAYS && !e; w++)
+    if (!m->e[set][w].code || m->e[set][w].frees != frees) e = &m->e[set][w];
+  if (!e) e = &m->e[set][m->next[set]++ % PYS_MEMO_WAYS];
   e->code = 0; /* a signal handler's walk meanwhile (were it to use the memo) sees no entry, not half of one */
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
   e->frees = frees;
   e->id = id;
-  e->code_bytes = code_bytes;
-  e->traceable = traceable;
+  e->code_bytes = (uint32_t)code_bytes;
+  e->traceable = (uint32_t)traceable;
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
   e->code = code;
 }
