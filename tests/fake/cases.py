@@ -1270,6 +1270,10 @@ def _(b):
         check(last and (int(last.group(1)) == 0) == (int(m.group(4)) == 0) and int(last.group(1)) <= int(m.group(1)),
               "the last unwound launch must be counted in the process's own launches: %r" % line)
         check(m and int(m.group(2)) <= int(m.group(1)), "more breadcrumbs than launches: %r" % line)
+        w = re.search(r"(\d+) looked for them at [\d.]+ us \(0 by its clock, 0 checked, 0 walked, (\d+) none\)", line)
+        check(m and w and int(w.group(1)) == int(w.group(2)) == int(m.group(1)),
+              "each of the process's own launches (no Python) must look for a waiting thread once and find none: %r"
+              % line)
 
 
 @case("stack_depth")
