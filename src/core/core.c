@@ -51,10 +51,9 @@ static char g_report_path[CFG_DIR_MAX + 64];  /* last report written */
 static _Atomic uint64_t g_ns_in_culprit;      /* CULPRIT_STATS: time spent in the launch path */
 static _Atomic uint64_t g_ns_native;          /* CULPRIT_STATS: of which in native stack capture */
 static _Atomic uint64_t g_ns_python;          /* CULPRIT_STATS: of which in Python frame capture */
-static _Atomic uint64_t g_py_waiting;         /* launches that took the frames of a waiting Python thread */
-static _Atomic uint64_t g_py_wait_tries;      /* launches without Python frames of their own, */
-static _Atomic uint64_t g_ns_py_wait;         /* and the time they spent looking for a waiting thread's */
-static struct pystack_wait_counts g_wc_base;  /* how they found them, before this process (a fork's child) began */
+static _Atomic uint64_t g_ns_py_wait;         /* CULPRIT_STATS: time launches without Python frames of their own
+                                               * spent looking for a waiting thread's (pystack counts them) */
+static struct pystack_wait_counts g_wc_base;  /* pystack's counts a forked child inherited */
 static _Atomic uint64_t g_stack_reused;       /* launches whose native chain was still the cached one */
 static _Atomic uint64_t g_ns_reused;          /* CULPRIT_STATS: native stack time of those launches */
 static _Atomic uint64_t g_last_unwound;       /* CULPRIT_STATS: launch number around the last unwound chain */
@@ -154,8 +153,6 @@ static void after_fork_child(void) {
   atomic_store(&g_ns_in_culprit, 0);
   atomic_store(&g_ns_native, 0);
   atomic_store(&g_ns_python, 0);
-  atomic_store(&g_py_waiting, 0);
-  atomic_store(&g_py_wait_tries, 0);
   atomic_store(&g_ns_py_wait, 0);
   atomic_store(&g_stack_reused, 0);
   atomic_store(&g_ns_reused, 0);
@@ -309,12 +306,8 @@ int cp_launch_begin(struct cp_launch_ctx *lc, const struct cp_launch_desc *d) {
     if (rec->npy) {
       rec->flags |= CP_REC_PY_WAITING;
       rec->py_thread = waiting;
-      if (lc->t0) atomic_fetch_add_explicit(&g_py_waiting, 1, memory_order_relaxed);
     }
-    if (lc->t0) {
-      atomic_fetch_add_explicit(&g_py_wait_tries, 1, memory_order_relaxed);
-      atomic_fetch_add_explicit(&g_ns_py_wait, now_ns() - t3, memory_order_relaxed);
-    }
+    if (lc->t0) atomic_fetch_add_explicit(&g_ns_py_wait, now_ns() - t3, memory_order_relaxed);
   }
   if (lc->t0) {
     atomic_fetch_add_explicit(&g_ns_native, t2 - t1, memory_order_relaxed);
@@ -624,12 +617,15 @@ __attribute__((destructor)) static void cp_dtor(void) {
   if (n == 0) return; /* one line per process that launched, not one per process of the job (shells, helpers) */
   double us = 1000.0 * (double)n;  /* ns totals to microseconds per launch */
   uint64_t reused = atomic_load(&g_stack_reused), ns_native = atomic_load(&g_ns_native);
-  uint64_t ns_reused = atomic_load(&g_ns_reused), tries = atomic_load(&g_py_wait_tries);
+  uint64_t ns_reused = atomic_load(&g_ns_reused);
   uint64_t last_unwound = atomic_load(&g_last_unwound), fork_seq = atomic_load(&g_fork_seq);
   struct stack_cache_counts sc;
   stack_cache_counts(&sc);
   struct pystack_wait_counts wc;
   pystack_wait_counts(&wc);
+  uint64_t clock = wc.by_clock - g_wc_base.by_clock, checked = wc.checked - g_wc_base.checked;
+  uint64_t walked = wc.walked - g_wc_base.walked, none = wc.none - g_wc_base.none;
+  uint64_t found = clock + checked + walked, tries = found + none;
   snprintf(msg, sizeof msg,
            "stats: pid %d: %llu launches, %llu breadcrumbs (%llu refused), %llu blocking syncs (%llu not "
            "serialized), %llu records overwritten, %d threads, %.2f us per launch in culprit (native stack %.2f, "
@@ -641,10 +637,10 @@ __attribute__((destructor)) static void cp_dtor(void) {
            (unsigned long long)crumb_failures(), (unsigned long long)atomic_load(&g_blocking_syncs),
            (unsigned long long)atomic_load(&g_unserialized), (unsigned long long)ring_total_overwritten(),
            ring_count(), (double)atomic_load(&g_ns_in_culprit) / us, (double)ns_native / us,
-           (double)atomic_load(&g_ns_python) / us, (unsigned long long)atomic_load(&g_py_waiting),
+           (double)atomic_load(&g_ns_python) / us, (unsigned long long)found,
            (unsigned long long)tries, tries ? (double)atomic_load(&g_ns_py_wait) / 1000.0 / (double)tries : 0.0,
-           wc.by_clock - g_wc_base.by_clock, wc.checked - g_wc_base.checked,
-           wc.walked - g_wc_base.walked, wc.none - g_wc_base.none,
+           (unsigned long long)clock, (unsigned long long)checked, (unsigned long long)walked,
+           (unsigned long long)none,
            (unsigned long long)reused, reused ? (double)ns_reused / 1000.0 / (double)reused : 0.0,
            (unsigned long long)(n - reused),
            n > reused ? (double)(ns_native - ns_reused) / 1000.0 / (double)(n - reused) : 0.0,
