@@ -59,6 +59,7 @@ static _Atomic uint64_t g_ns_reused;          /* CULPRIT_STATS: native stack tim
 static _Atomic uint64_t g_last_unwound;       /* CULPRIT_STATS: launch number around the last unwound chain */
 static struct stack_cache_counts g_sc_base;   /* CULPRIT_STATS: the chain caches' counts a forked child inherited */
 static _Atomic uint64_t g_blocking_syncs;     /* synchronizations blocking mode made */
+static _Atomic uint64_t g_stacks_later;       /* blocking-mode launches kept without stacks: their sync succeeded */
 static pthread_key_t g_thread_key;            /* releases a thread's ring at exit */
 
 static pthread_mutex_t g_mode_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -160,6 +161,7 @@ static void after_fork_child(void) {
   stack_cache_counts(&g_sc_base);
   pystack_wait_counts(&g_wc_base);
   atomic_store(&g_blocking_syncs, 0);
+  atomic_store(&g_stacks_later, 0);
   atomic_store(&g_unserialized, 0);
   atomic_store(&g_captures, 0);
   atomic_store(&g_untracked_n, 0);
@@ -258,6 +260,44 @@ static void blocking_lock(struct cp_launch_ctx *lc) {
   else atomic_fetch_add_explicit(&g_unserialized, 1, memory_order_relaxed);
 }
 
+/* The launch's native stack and Python frames into rec. At the launch (AT_FAILURE 0) the native chain comes
+ * from the thread's chain cache and CULPRIT_STATS times both; a launch whose stacks were left for a failure
+ * (blocking mode) takes them plainly, still inside the launch call, so they are the launch's own. */
+static void take_stacks(struct cp_launch_ctx *lc, struct cp_rec *rec, int at_failure) {
+  uint64_t t1 = lc->t0 && !at_failure ? now_ns() : 0;
+  int reused = 0, nframes = 0, npy;
+  if (at_failure) nframes = g_cfg.stack_depth ? stack_capture(rec->frames, g_cfg.stack_depth) : 0;
+  else nframes = stack_capture_launch(rec->frames, g_cfg.stack_depth, &reused);
+  uint64_t t2 = t1 ? now_ns() : 0;
+  if (t1 && reused) {
+    atomic_fetch_add_explicit(&g_stack_reused, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&g_ns_reused, t2 - t1, memory_order_relaxed);
+  } else if (t1) {
+    /* tells whether chains were still being learned late in the run or only at its start */
+    atomic_store_explicit(&g_last_unwound, atomic_load_explicit(&g_seq, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+  }
+  npy = pystack_capture(rec->py, PYSTACK_MAX);
+  if (npy == 0) {
+    /* a thread without Python (the autograd engine, a library's helper): the frames of the one waiting on it */
+    unsigned long long waiting = 0;
+    uint64_t t3 = t1 ? now_ns() : 0;
+    npy = pystack_waiting(rec->py, PYSTACK_MAX, &waiting);
+    if (npy) {
+      rec->flags |= CP_REC_PY_WAITING;
+      rec->py_thread = waiting;
+    }
+    if (t1) atomic_fetch_add_explicit(&g_ns_py_wait, now_ns() - t3, memory_order_relaxed);
+  }
+  if (t1) {
+    atomic_fetch_add_explicit(&g_ns_native, t2 - t1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&g_ns_python, now_ns() - t2, memory_order_relaxed);
+  }
+  /* the counts last: a report of another thread reading this record meanwhile sees no frames or all of them */
+  __atomic_store_n(&rec->nframes, (uint8_t)nframes, __ATOMIC_RELEASE);
+  __atomic_store_n(&rec->npy, (uint8_t)npy, __ATOMIC_RELEASE);
+}
+
 int cp_launch_begin(struct cp_launch_ctx *lc, const struct cp_launch_desc *d) {
   struct mode_frame *m = atomic_load_explicit(&g_mode, memory_order_acquire);
   if (!m || m->mode == CP_MODE_OFF) {
@@ -285,34 +325,8 @@ int cp_launch_begin(struct cp_launch_ctx *lc, const struct cp_launch_desc *d) {
   memcpy(rec->block, d->block, sizeof rec->block);
   rec->smem = d->smem;
   rec->name = d->kind == CP_KIND_GRAPH ? NULL : names_get(d->func, names_lookup);
-  uint64_t t1 = lc->t0 ? now_ns() : 0;
-  int reused = 0;
-  rec->nframes = (uint8_t)stack_capture_launch(rec->frames, g_cfg.stack_depth, &reused);
-  uint64_t t2 = lc->t0 ? now_ns() : 0;
-  if (lc->t0 && reused) {
-    atomic_fetch_add_explicit(&g_stack_reused, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&g_ns_reused, t2 - t1, memory_order_relaxed);
-  } else if (lc->t0) {
-    /* tells whether chains were still being learned late in the run or only at its start */
-    atomic_store_explicit(&g_last_unwound, atomic_load_explicit(&g_seq, memory_order_relaxed) + 1,
-                          memory_order_relaxed);
-  }
-  rec->npy = (uint8_t)pystack_capture(rec->py, PYSTACK_MAX);
-  if (rec->npy == 0) {
-    /* a thread without Python (the autograd engine, a library's helper): the frames of the one waiting on it */
-    unsigned long long waiting = 0;
-    uint64_t t3 = lc->t0 ? now_ns() : 0;
-    rec->npy = (uint8_t)pystack_waiting(rec->py, PYSTACK_MAX, &waiting);
-    if (rec->npy) {
-      rec->flags |= CP_REC_PY_WAITING;
-      rec->py_thread = waiting;
-    }
-    if (lc->t0) atomic_fetch_add_explicit(&g_ns_py_wait, now_ns() - t3, memory_order_relaxed);
-  }
-  if (lc->t0) {
-    atomic_fetch_add_explicit(&g_ns_native, t2 - t1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&g_ns_python, now_ns() - t2, memory_order_relaxed);
-  }
+  rec->nframes = 0;
+  rec->npy = 0;
   struct cp_stream *s = lc->stream =
       crumb_stream(d->stream, d->ptds, rec->tid, !atomic_load_explicit(&g_captures, memory_order_relaxed));
   if (s) {
@@ -347,10 +361,18 @@ int cp_launch_begin(struct cp_launch_ctx *lc, const struct cp_launch_desc *d) {
     }
   }
   lc->serialized = 0;
-  /* The launch number is not known before the launch; the next one is the best guess for the window. */
+  lc->stacks_later = 0;
+  /* The launch number is not known before the launch; the next one is the best guess for the window. A launch
+   * blocking mode synchronizes after leaves its stacks for a failure: a synchronize that succeeds proves it
+   * completed, so no verdict will name it (it may still be listed among the launches before a culprit, which
+   * show no launch lines), and one that fails comes back while the launch call is still on the stack. */
   if (m->mode == CP_MODE_BLOCKING &&
-      blocking_applies(m, rec, atomic_load_explicit(&g_seq, memory_order_relaxed) + 1))
+      blocking_applies(m, rec, atomic_load_explicit(&g_seq, memory_order_relaxed) + 1)) {
     blocking_lock(lc);
+    lc->stacks_later = 1;
+  } else {
+    take_stacks(lc, rec, 0);
+  }
   if (lc->t0) lc->spent = now_ns() - lc->t0;  /* the driver's own launch time is not culprit's */
   return 1;
 }
@@ -392,6 +414,7 @@ int cp_launch_end(struct cp_launch_ctx *lc, int rc) {
      * an earlier one did and the verdict finds it through the breadcrumbs. */
     rec->flags |= CP_REC_RETURNED_ERROR;
     rec->prev = 0;
+    if (lc->stacks_later) take_stacks(lc, rec, 1);
     seq = atomic_fetch_add_explicit(&g_seq, 1, memory_order_relaxed) + 1;
     ring_publish(lc->ring, rec, seq);
     report(rc, lc->d->api, 0);
@@ -408,6 +431,7 @@ int cp_launch_end(struct cp_launch_ctx *lc, int rc) {
   /* blocking mode synchronizes after this launch: that is its completion bound, so no breadcrumb is queued (it
    * would make the GPU drain the stream once more for nothing) */
   int sync_after = m && blocking_applies(m, rec, seq);
+  if (lc->stacks_later && !sync_after) take_stacks(lc, rec, 1); /* the guessed launch number was not this one */
   if (s) {
     rec->prev = atomic_exchange_explicit(&s->last_launched, seq, memory_order_relaxed);
     uint64_t nth = atomic_fetch_add_explicit(&s->launches, 1, memory_order_relaxed) + 1;
@@ -432,6 +456,8 @@ int cp_launch_end(struct cp_launch_ctx *lc, int rc) {
     atomic_fetch_add_explicit(&g_blocking_syncs, 1, memory_order_relaxed);
     if (src == 0 && s) crumb_note_synced(s, seq);  /* everything on the stream up to this launch completed */
     if (lc->serialized) pthread_mutex_unlock(&g_blocking_lock);
+    if (src && lc->stacks_later) take_stacks(lc, rec, 1); /* it may yet be named: give it its stacks */
+    else if (lc->stacks_later) atomic_fetch_add_explicit(&g_stacks_later, 1, memory_order_relaxed);
     if (src && cp_is_sticky(src)) {
       report(src, lc->d->api, seq);
       rc = src;
@@ -618,6 +644,9 @@ __attribute__((destructor)) static void cp_dtor(void) {
   double us = 1000.0 * (double)n;  /* ns totals to microseconds per launch */
   uint64_t reused = atomic_load(&g_stack_reused), ns_native = atomic_load(&g_ns_native);
   uint64_t ns_reused = atomic_load(&g_ns_reused);
+  /* launches kept without stacks (blocking mode, synchronize succeeded) were neither reused nor unwound */
+  uint64_t later = atomic_load(&g_stacks_later);
+  if (later > n - reused) later = n - reused;
   uint64_t last_unwound = atomic_load(&g_last_unwound), fork_seq = atomic_load(&g_fork_seq);
   struct stack_cache_counts sc;
   stack_cache_counts(&sc);
@@ -628,22 +657,23 @@ __attribute__((destructor)) static void cp_dtor(void) {
   uint64_t found = clock + checked + walked, tries = found + none;
   snprintf(msg, sizeof msg,
            "stats: pid %d: %llu launches, %llu breadcrumbs (%llu refused), %llu blocking syncs (%llu not "
-           "serialized), %llu records overwritten, %d threads, %.2f us per launch in culprit (native stack %.2f, "
+           "serialized, %llu with stacks left out), %llu records overwritten, %d threads, %.2f us per launch in culprit (native stack %.2f, "
            "Python frames %.2f; %llu launches with a waiting thread's frames, %llu looked for them at %.2f us (%llu by "
            "its clock, %llu checked, %llu walked, %llu none); native stacks: %llu reused at %.2f "
            "us, %llu unwound at %.2f us (%llu learned, %llu in place of another, %llu of them at the same stack "
            "pointer, %llu not cacheable, %llu over the walk budget, %llu not looked up), the last at launch %llu)",
            (int)getpid(), (unsigned long long)n, (unsigned long long)crumb_written(),
            (unsigned long long)crumb_failures(), (unsigned long long)atomic_load(&g_blocking_syncs),
-           (unsigned long long)atomic_load(&g_unserialized), (unsigned long long)ring_total_overwritten(),
+           (unsigned long long)atomic_load(&g_unserialized), (unsigned long long)later,
+           (unsigned long long)ring_total_overwritten(),
            ring_count(), (double)atomic_load(&g_ns_in_culprit) / us, (double)ns_native / us,
            (double)atomic_load(&g_ns_python) / us, (unsigned long long)found,
            (unsigned long long)tries, tries ? (double)atomic_load(&g_ns_py_wait) / 1000.0 / (double)tries : 0.0,
            (unsigned long long)clock, (unsigned long long)checked, (unsigned long long)walked,
            (unsigned long long)none,
            (unsigned long long)reused, reused ? (double)ns_reused / 1000.0 / (double)reused : 0.0,
-           (unsigned long long)(n - reused),
-           n > reused ? (double)(ns_native - ns_reused) / 1000.0 / (double)(n - reused) : 0.0,
+           (unsigned long long)(n - reused - later),
+           n > reused + later ? (double)(ns_native - ns_reused) / 1000.0 / (double)(n - reused - later) : 0.0,
            (unsigned long long)(sc.learned - g_sc_base.learned), (unsigned long long)(sc.evicted - g_sc_base.evicted),
            (unsigned long long)(sc.evicted_same_sp - g_sc_base.evicted_same_sp),
            (unsigned long long)(sc.not_kept - g_sc_base.not_kept),

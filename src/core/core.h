@@ -28,6 +28,7 @@ struct cp_launch_ctx {
   uint64_t t0;                    /* start of culprit's own work, for CULPRIT_STATS */
   uint64_t spent;                 /* CULPRIT_STATS: time culprit spent before the real launch */
   int serialized;                 /* blocking mode: holds the launch lock until the synchronize is done */
+  int stacks_later;               /* blocking mode: stacks are taken only if the launch or its synchronize fails */
   int inflight;                   /* counted in stream->inflight, to be released in cp_launch_end */
   uint64_t overlaps0;             /* stream->overlaps when this launch began */
 };

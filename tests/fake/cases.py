@@ -1097,6 +1097,23 @@ def _(b):
     rep = load_report(rdir)
     expect_surfaced_at_launch(res, rep, 13, FILL)
     check_stack(rep, "linked", "phase-fill")
+    # The launches before it on its stream were synchronized after and found complete: blocking mode kept them
+    # without stacks (their synchronize proved them innocent); the culprit got its stacks when its synchronize
+    # failed, inside its launch call (checked above). Precise mode keeps every launch's stacks.
+    hist = rep.get("history") or []
+    check(hist and all(not h.get("stack") for h in hist),
+          "blocking mode kept stacks for launches whose synchronize succeeded: %r" % [h.get("stack") for h in hist])
+    res, rep = phases_fault(b, {"CULPRIT_MODE": "precise"}, "kernel=vec_fill,nth=3")
+    hist = rep.get("history") or []
+    check(hist and all(h.get("stack") for h in hist), "precise mode must keep every launch's stack: %r" % hist)
+    # CULPRIT_STATS counts them, and its native stack counts add up with them.
+    res = preloaded(b, argv, {"CULPRIT_MODE": "blocking", "CULPRIT_STATS": "1"}, b.newdir("reports"))
+    check(res.rc == 0, "the healthy phases run failed\n" + res.describe())
+    line = " ".join(l for l in culprit_lines(res) if "stats:" in l)
+    m = re.search(r"(\d+) launches, .* (\d+) blocking syncs \((\d+) not serialized, (\d+) with stacks left out\)"
+                  r".*native stacks: (\d+) reused at [\d.]+ us, (\d+) unwound", line)
+    check(m and [int(m.group(i)) for i in (1, 2, 3, 4)] == [20, 20, 0, 20] and int(m.group(5)) + int(m.group(6)) == 0,
+          "20 blocking launches, all synchronized without error, must all be kept without stacks: %r" % line)
 
 
 SYNC_APIS = ("cuStreamSynchronize", "cuStreamQuery", "cuCtxSynchronize", "cuEventSynchronize", "cuEventQuery")

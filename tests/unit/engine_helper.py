@@ -2,7 +2,8 @@
 faults. The launch record must carry the frames of the Python thread that waited on it in C, with the line that
 started the work, marked as that thread's (python_thread, flag python-of-waiting-thread). Two ways it surfaces:
 
-  engine  the engine thread's own synchronize returns the error while the Python thread still waits
+  engine  the engine thread's own synchronize (in blocking mode its launch) returns the error while the Python
+          thread still waits
   caller  the engine finished; the Python thread synchronizes later from another line (as loss.item() after
           backward() returned), so only the frames kept at launch time can name the backward() line
   autograd  a second Python thread starts the engine from a module under torch/autograd/ while the main thread

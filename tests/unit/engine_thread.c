@@ -8,7 +8,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
-static int g_rc;                                 /* what the engine thread's synchronize returned */
+static int g_rc;                                 /* what the engine thread's launches or synchronize returned */
 static CUcontext g_ctx;                          /* the engine's context, for sync_now */
 static __typeof__(&cuCtxSetCurrent) g_set_current;
 static __typeof__(&cuCtxSynchronize) g_synchronize;
@@ -41,16 +41,20 @@ static int engine_setup(void) {
   return 0;
 }
 
+/* What the first launch that failed returned (blocking mode's launches return the fault themselves), else 0. */
 static int launch_n(int n) {
-  for (int i = 0; i < n; i++)
-    if (g_launch(g_f, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL)) return -1;
+  for (int i = 0; i < n; i++) {
+    int rc = (int)g_launch(g_f, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL);
+    if (rc) return rc;
+  }
   return 0;
 }
 
 static void *engine(void *arg) {
   int sync = arg != NULL;
-  if (engine_setup() || launch_n(3)) return NULL;
-  g_rc = sync ? (int)g_synchronize() : 0;
+  if (engine_setup()) return NULL;
+  int rc = launch_n(3);
+  g_rc = rc ? rc : sync ? (int)g_synchronize() : 0;
   return NULL;
 }
 

@@ -1,7 +1,9 @@
 """End-to-end check of Python launch lines: this script drives the simulated CUDA driver through ctypes (which
 releases the GIL around each call, as torch does around a launch) with libculprit preloaded, makes the third
 launch fault, and checks that the report names that launch with this file's line, inside the right function,
-and the line where the error surfaced.
+and the line where the error surfaced. Under CULPRIT_MODE=blocking the third launch call itself returns the
+error; blocking mode takes that launch's frames when its synchronize fails (still inside the call) and keeps the
+two launches before it, whose synchronize succeeded, without frames.
 
 usage: python3 pyline_helper.py REPORT_DIR   (run with LD_PRELOAD=libculprit.so and the simulated driver on
 LD_LIBRARY_PATH; FAKECUDA_FAULT=launch=3 in the environment)"""
@@ -64,10 +66,17 @@ class Model:
         return launch(fns[0])
 
 
+BLOCKING = os.environ.get("CULPRIT_MODE") == "blocking"
+
+
 def train(fns):
     m = Model()
     for step in (1, 2, 3, 4):
-        check(m.forward(fns, step) == 0, "launch %d" % step)
+        rc = m.forward(fns, step)
+        if BLOCKING and step == 3:
+            check(rc == 700, "in blocking mode the faulting launch must return the error, returned %d" % rc)
+            return rc
+        check(rc == 0, "launch %d" % step)
     return call("cuCtxSynchronize")  # PY-SURFACE
 
 
@@ -94,8 +103,16 @@ def main():
     check(py[2]["line"] == marker_line("PY-LAUNCH"), "forward frame %r, expected line %d" % (
         py[2], marker_line("PY-LAUNCH")))
     surf = (rep.get("error") or {}).get("python") or []
-    check([f["function"] for f in surf[:2]] == ["call", "train"] and surf[1].get("line") == marker_line(
-        "PY-SURFACE"), "surfacing frames %r" % surf[:2])
+    hist = rep.get("history") or []
+    check([h.get("seq") for h in hist] == [1, 2], "history %r, expected launches 1 and 2" % [h.get("seq") for h in hist])
+    if BLOCKING:
+        check([f["function"] for f in surf[:3]] == ["call", "launch", method] and surf[2].get("line") == marker_line(
+            "PY-LAUNCH"), "surfacing frames %r: the error surfaces in the launch call" % surf[:3])
+        check(all(not h.get("python") for h in hist), "launches whose synchronize succeeded kept frames: %r" % hist)
+    else:
+        check([f["function"] for f in surf[:2]] == ["call", "train"] and surf[1].get("line") == marker_line(
+            "PY-SURFACE"), "surfacing frames %r" % surf[:2])
+        check(all(h.get("python") for h in hist), "launches before the culprit lack their frames: %r" % hist)
     print("pyline: culprit launch and surfacing line found")
 
 
