@@ -293,7 +293,8 @@ static void take_stacks(struct cp_launch_ctx *lc, struct cp_rec *rec, int at_fai
     atomic_fetch_add_explicit(&g_ns_native, t2 - t1, memory_order_relaxed);
     atomic_fetch_add_explicit(&g_ns_python, now_ns() - t2, memory_order_relaxed);
   }
-  /* the counts last: a report of another thread reading this record meanwhile sees no frames or all of them */
+  /* the counts last (release, paired with the report's acquire): a report of another thread reading this record
+   * meanwhile sees no frames or all of them */
   __atomic_store_n(&rec->nframes, (uint8_t)nframes, __ATOMIC_RELEASE);
   __atomic_store_n(&rec->npy, (uint8_t)npy, __ATOMIC_RELEASE);
 }
@@ -657,8 +658,8 @@ __attribute__((destructor)) static void cp_dtor(void) {
   uint64_t found = clock + checked + walked, tries = found + none;
   snprintf(msg, sizeof msg,
            "stats: pid %d: %llu launches, %llu breadcrumbs (%llu refused), %llu blocking syncs (%llu not "
-           "serialized, %llu with stacks left out), %llu records overwritten, %d threads, %.2f us per launch in culprit (native stack %.2f, "
-           "Python frames %.2f; %llu launches with a waiting thread's frames, %llu looked for them at %.2f us (%llu by "
+           "serialized, %llu with stacks left out), %llu records overwritten, %d threads, %.2f us per launch in "
+           "culprit (native stack %.2f, Python frames %.2f; %llu launches with a waiting thread's frames, %llu looked for them at %.2f us (%llu by "
            "its clock, %llu checked, %llu walked, %llu none); native stacks: %llu reused at %.2f "
            "us, %llu unwound at %.2f us (%llu learned, %llu in place of another, %llu of them at the same stack "
            "pointer, %llu not cacheable, %llu over the walk budget, %llu not looked up), the last at launch %llu)",

@@ -194,16 +194,20 @@ static void emit_launch(struct jw *w, const struct cp_rec *r) {
     if (r->flags & CP_REC_PY_WAITING) jw_str(w, "python-of-waiting-thread");
     jw_arr_end(w);
   }
-  if (r->npy) {
+  /* acquire: blocking mode may fill a published record's stacks when its synchronize fails (core.c,
+   * take_stacks), frames first and counts last */
+  uint8_t npy = __atomic_load_n(&r->npy, __ATOMIC_ACQUIRE);
+  uint8_t nframes = __atomic_load_n(&r->nframes, __ATOMIC_ACQUIRE);
+  if (npy) {
     jw_key(w, "python");
-    emit_python(w, r->py, r->npy);
+    emit_python(w, r->py, npy);
     if (r->flags & CP_REC_PY_WAITING) {
       jw_key(w, "python_thread");
       jw_uint(w, r->py_thread);
     }
   }
   jw_key(w, "stack");
-  emit_frames(w, r->frames, r->nframes);
+  emit_frames(w, r->frames, nframes);
   if (r->kind == CP_KIND_GRAPH) emit_graph_nodes(w, r);
   jw_obj_end(w);
 }
