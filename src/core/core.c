@@ -659,9 +659,9 @@ __attribute__((destructor)) static void cp_dtor(void) {
   snprintf(msg, sizeof msg,
            "stats: pid %d: %llu launches, %llu breadcrumbs (%llu refused), %llu blocking syncs (%llu not "
            "serialized, %llu with stacks left out), %llu records overwritten, %d threads, %.2f us per launch in "
-           "culprit (native stack %.2f, Python frames %.2f; %llu launches with a waiting thread's frames, %llu looked for them at %.2f us (%llu by "
-           "its clock, %llu checked, %llu walked, %llu none); native stacks: %llu reused at %.2f "
-           "us, %llu unwound at %.2f us (%llu learned, %llu in place of another, %llu of them at the same stack "
+           "culprit (native stack %.2f, Python frames %.2f; %llu launches with a waiting thread's frames, %llu "
+           "looked for them at %.2f us (%llu by its clock, %llu checked, %llu walked, %llu none); native stacks: "
+           "%llu reused at %.2f us, %llu unwound at %.2f us (%llu learned, %llu in place of another, %llu of them at the same stack "
            "pointer, %llu not cacheable, %llu over the walk budget, %llu not looked up), the last at launch %llu)",
            (int)getpid(), (unsigned long long)n, (unsigned long long)crumb_written(),
            (unsigned long long)crumb_failures(), (unsigned long long)atomic_load(&g_blocking_syncs),

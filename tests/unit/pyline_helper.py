@@ -104,7 +104,8 @@ def main():
         py[2], marker_line("PY-LAUNCH")))
     surf = (rep.get("error") or {}).get("python") or []
     hist = rep.get("history") or []
-    check([h.get("seq") for h in hist] == [1, 2], "history %r, expected launches 1 and 2" % [h.get("seq") for h in hist])
+    seqs = [h.get("seq") for h in hist]
+    check(seqs == [1, 2], "history %r, expected launches 1 and 2" % seqs)
     if BLOCKING:
         check([f["function"] for f in surf[:3]] == ["call", "launch", method] and surf[2].get("line") == marker_line(
             "PY-LAUNCH"), "surfacing frames %r: the error surfaces in the launch call" % surf[:3])
