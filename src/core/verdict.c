@@ -9,6 +9,7 @@
 #include "crumb.h"
 #include "graphs.h"
 #include "driver.h"
+#include "emit.h"
 #include "names.h"
 #include "ring.h"
 #include "../report/demangle.h"
@@ -29,189 +30,6 @@
 #define MAX_CANDIDATES 64
 #define MAX_STREAMS_LISTED 64
 
-extern char **environ;
-
-struct snap {
-  struct cp_rec *recs;            /* records sorted by seq */
-  size_t n;                       /* count */
-  size_t rs;                      /* bytes per record */
-};
-
-static struct cp_rec *rec_at(const struct snap *s, size_t i) {
-  return (struct cp_rec *)((unsigned char *)s->recs + i * s->rs);
-}
-
-static uint64_t rseq(const struct cp_rec *r) { return atomic_load_explicit(&r->seq, memory_order_relaxed); }
-
-static struct cp_rec *find_seq(const struct snap *s, uint64_t seq) {
-  size_t lo = 0, hi = s->n;
-  while (lo < hi) {
-    size_t mid = (lo + hi) / 2;
-    uint64_t v = rseq(rec_at(s, mid));
-    if (v == seq) return rec_at(s, mid);
-    if (v < seq) lo = mid + 1;
-    else hi = mid;
-  }
-  return NULL;
-}
-
-static const char *stream_kind_name(int k) {
-  return k == CP_STREAM_LEGACY ? "legacy" : k == CP_STREAM_PER_THREAD ? "per-thread" : "created";
-}
-
-static const char *kind_name(int k) {
-  return k == CP_KIND_COOP ? "cooperative" : k == CP_KIND_GRAPH ? "graph" : "kernel";
-}
-
-static void emit_frames(struct jw *w, void *const *pcs, int n) {
-  jw_arr_begin(w);
-  for (int i = 0; i < n; i++) {
-    struct stack_frame_info fi;
-    stack_describe((uintptr_t)pcs[i], &fi);
-    jw_obj_begin(w);
-    jw_key(w, "pc");
-    jw_hex(w, fi.pc);
-    if (fi.module[0]) {
-      jw_key(w, "module");
-      jw_str(w, fi.module);
-      jw_key(w, "offset");
-      jw_hex(w, fi.offset);
-    }
-    if (fi.function[0]) {
-      char *dn = demangle_name(fi.function);
-      jw_key(w, "function");
-      jw_str(w, dn ? dn : fi.function);
-      free(dn);
-    }
-    jw_obj_end(w);
-  }
-  jw_arr_end(w);
-}
-
-static void emit_python(struct jw *w, const struct pystack_ref *py, int n) {
-  jw_arr_begin(w);
-  for (int i = 0; i < n; i++) {
-    char file[1100], func[300];
-    int line = -1;
-    if (pystack_describe(&py[i], file, sizeof file, func, sizeof func, &line)) continue;
-    jw_obj_begin(w);
-    jw_key(w, "file");
-    jw_str(w, file);
-    jw_key(w, "function");
-    jw_str(w, func);
-    if (line > 0) {
-      jw_key(w, "line");
-      jw_int(w, line);
-    }
-    jw_obj_end(w);
-  }
-  jw_arr_end(w);
-}
-
-static const struct snap *g_snap;             /* the snapshot being reported (graph nodes are looked up in it) */
-
-static void emit_launch(struct jw *w, const struct cp_rec *r);
-
-/* The kernels captured into the graph a graph launch replayed, in capture order (at most MAX_NODES). */
-#define MAX_NODES 64
-static void emit_graph_nodes(struct jw *w, const struct cp_rec *r) {
-  uint64_t after, upto, done;
-  const struct cp_rec *faulted = NULL;
-  int n = 0;
-  if (!g_snap || !graph_window(r->func, &after, &upto, &done)) return;
-  jw_key(w, "graph_nodes");
-  jw_arr_begin(w);
-  for (size_t i = 0; i < g_snap->n && n < MAX_NODES; i++) {
-    const struct cp_rec *c = rec_at(g_snap, i);
-    uint64_t q = rseq(c);
-    if (q > after && q <= upto && (c->flags & CP_REC_CAPTURED) && c->kind != CP_KIND_GRAPH) {
-      emit_launch(w, c);
-      /* The graph's own breadcrumb names the last node that completed; the next one was running. */
-      if (!faulted && done != UINT64_MAX && q > done) faulted = c;
-      n++;
-    }
-  }
-  jw_arr_end(w);
-  if (faulted) {
-    jw_key(w, "node");
-    emit_launch(w, faulted);
-    jw_key(w, "node_source");
-    jw_str(w, "graph breadcrumbs");
-  }
-}
-
-static void emit_launch(struct jw *w, const struct cp_rec *r) {
-  jw_obj_begin(w);
-  jw_key(w, "seq");
-  jw_uint(w, rseq(r));
-  jw_key(w, "api");
-  jw_str(w, r->api);
-  jw_key(w, "kind");
-  jw_str(w, kind_name(r->kind));
-  if (r->kind == CP_KIND_GRAPH) {
-    char g[48];
-    snprintf(g, sizeof g, "CUDA graph %p", r->func);
-    jw_key(w, "kernel");
-    jw_str(w, g);
-  } else if (r->name) {
-    char *dn = demangle_name(r->name->mangled);
-    jw_key(w, "kernel");
-    jw_str(w, dn ? dn : r->name->mangled);
-    jw_key(w, "mangled");
-    jw_str(w, r->name->mangled);
-    free(dn);
-  }
-  jw_key(w, "grid");
-  jw_arr_begin(w);
-  for (int i = 0; i < 3; i++) jw_uint(w, r->grid[i]);
-  jw_arr_end(w);
-  jw_key(w, "block");
-  jw_arr_begin(w);
-  for (int i = 0; i < 3; i++) jw_uint(w, r->block[i]);
-  jw_arr_end(w);
-  jw_key(w, "shared_mem");
-  jw_uint(w, r->smem);
-  jw_key(w, "stream");
-  jw_hex(w, (uintptr_t)r->stream);
-  jw_key(w, "stream_kind");
-  jw_str(w, stream_kind_name(r->stream_kind));
-  jw_key(w, "ctx");
-  jw_hex(w, (uintptr_t)r->ctx);
-  jw_key(w, "device");
-  jw_int(w, r->device);
-  jw_key(w, "thread");
-  jw_int(w, r->tid);
-  jw_key(w, "time_ns");
-  jw_uint(w, r->time_ns);
-  if (r->flags) {
-    jw_key(w, "flags");
-    jw_arr_begin(w);
-    if (r->flags & CP_REC_CRUMB_FAILED) jw_str(w, "breadcrumb-refused");
-    if (r->flags & CP_REC_RETURNED_ERROR) jw_str(w, "launch-returned-error");
-    if (r->flags & CP_REC_CAPTURED) jw_str(w, "captured");
-    if (r->flags & CP_REC_UNCRUMBED) jw_str(w, "no-breadcrumb");
-    if (r->flags & CP_REC_RACY) jw_str(w, "concurrent-launch");
-    if (r->flags & CP_REC_PY_WAITING) jw_str(w, "python-of-waiting-thread");
-    jw_arr_end(w);
-  }
-  /* acquire: blocking mode may fill a published record's stacks when its synchronize fails (core.c,
-   * take_stacks), frames first and counts last */
-  uint8_t npy = __atomic_load_n(&r->npy, __ATOMIC_ACQUIRE);
-  uint8_t nframes = __atomic_load_n(&r->nframes, __ATOMIC_ACQUIRE);
-  if (npy) {
-    jw_key(w, "python");
-    emit_python(w, r->py, npy);
-    if (r->flags & CP_REC_PY_WAITING) {
-      jw_key(w, "python_thread");
-      jw_uint(w, r->py_thread);
-    }
-  }
-  jw_key(w, "stack");
-  emit_frames(w, r->frames, nframes);
-  if (r->kind == CP_KIND_GRAPH) emit_graph_nodes(w, r);
-  jw_obj_end(w);
-}
-
 struct pick {
   const struct cp_rec *culprit;              /* exact culprit, or the first candidate */
   const struct cp_rec *cand[MAX_CANDIDATES]; /* candidates when not exact */
@@ -224,7 +42,7 @@ struct pick {
 };
 
 static void add_cand(struct pick *p, const struct cp_rec *r) {
-  uint64_t q = rseq(r);
+  uint64_t q = emit_rseq(r);
   for (int i = 0; i < p->ncand; i++)
     if (p->cand[i] == r) return;
   if (!p->win_lo || q < p->win_lo) p->win_lo = q;
@@ -240,12 +58,12 @@ static int usable(const struct cp_rec *r) { return !(r->flags & (CP_REC_CAPTURED
  * whose breadcrumb was queued (had that one completed, its breadcrumb would show it). Without breadcrumbs every
  * launch after the last successful synchronize is a suspect. Returns how many were added; sets *lost when the
  * first suspect's record was overwritten. */
-static int stream_suspects(const struct snap *s, uint32_t idx, const struct cp_stream *st, uint64_t done,
+static int stream_suspects(const struct emit_snap *s, uint32_t idx, const struct cp_stream *st, uint64_t done,
                            struct pick *p, int *lost) {
   int added = 0;
   for (size_t i = 0; i < s->n; i++) {
-    const struct cp_rec *r = rec_at(s, i);
-    if (r->stream_idx != idx || rseq(r) <= done || !usable(r)) continue;
+    const struct cp_rec *r = emit_rec_at(s, i);
+    if (r->stream_idx != idx || emit_rseq(r) <= done || !usable(r)) continue;
     if (!added && r->prev > done) {
       *lost = 1;                              /* the first unfinished launch is gone from the ring: anything */
       return 0;                               /* listed from here on would be a later, innocent launch */
@@ -259,7 +77,7 @@ static int stream_suspects(const struct snap *s, uint32_t idx, const struct cp_s
   return added;
 }
 
-static void decide(const struct verdict_input *in, const struct snap *s, struct pick *p) {
+static void decide(const struct verdict_input *in, const struct emit_snap *s, struct pick *p) {
   memset(p, 0, sizeof *p);
   int pending = 0, lost = 0, blind = 0, refused = 0;
   char lost_note[200] = "";
@@ -296,7 +114,7 @@ static void decide(const struct verdict_input *in, const struct snap *s, struct 
   if (in->exact_seq) {
     /* Blocking mode synchronized right after this launch and got the error. Another stream's kernel may have
      * faulted meanwhile (the error is the context's), so the breadcrumbs still have the last word. */
-    const struct cp_rec *b = find_seq(s, in->exact_seq);
+    const struct cp_rec *b = emit_find_seq(s, in->exact_seq);
     int at = -1;
     for (int i = 0; b && i < p->ncand; i++)
       if (p->cand[i] == b) at = i;
@@ -321,21 +139,21 @@ static void decide(const struct verdict_input *in, const struct snap *s, struct 
     p->certainty = "exact";
     snprintf(p->reason, sizeof p->reason,
              "launch #%llu was the only unfinished work: its stream had completed launch #%llu before it",
-             (unsigned long long)rseq(p->culprit), (unsigned long long)p->culprit->prev);
+             (unsigned long long)emit_rseq(p->culprit), (unsigned long long)p->culprit->prev);
     return;
   }
   if (p->ncand == 0 && !lost) {
     /* No unfinished work seen: under CUDA_LAUNCH_BLOCKING the faulting launch returns the error itself.
      * Without it, a launch returning the error only reports an earlier fault culprit did not see. */
     for (size_t i = in->launch_blocking && !in->untracked_pending ? s->n : 0; i-- > 0;) {
-      struct cp_rec *r = rec_at(s, i);
+      struct cp_rec *r = emit_rec_at(s, i);
       if (r->flags & CP_REC_RETURNED_ERROR) {
         p->culprit = r;
         p->certainty = "exact";
         snprintf(p->reason, sizeof p->reason,
                  "no stream had unfinished work and launch #%llu itself returned the error (launches were "
                  "synchronous)",
-                 (unsigned long long)rseq(r));
+                 (unsigned long long)emit_rseq(r));
         return;
       }
     }
@@ -370,88 +188,8 @@ static void decide(const struct verdict_input *in, const struct snap *s, struct 
   if (lost && k < (int)sizeof p->reason) snprintf(p->reason + k, sizeof p->reason - (size_t)k, "; %s", lost_note);
 }
 
-static void emit_process(struct jw *w) {
-  char exe[1024];
-  ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  exe[k > 0 ? k : 0] = '\0';
-  jw_key(w, "process");
-  jw_obj_begin(w);
-  jw_key(w, "pid");
-  jw_int(w, getpid());
-  jw_key(w, "ppid");
-  jw_int(w, getppid());
-  jw_key(w, "exe");
-  jw_str(w, exe);
-  jw_key(w, "argv");
-  jw_arr_begin(w);
-  int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-  if (fd >= 0) {
-    char buf[8192];
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    for (ssize_t i = 0; n > 0 && i < n;) {
-      size_t l = strnlen(buf + i, (size_t)(n - i));
-      jw_strn(w, buf + i, l);
-      i += (ssize_t)l + 1;
-    }
-  }
-  jw_arr_end(w);
-  char host[256] = "";
-  gethostname(host, sizeof host - 1);
-  jw_key(w, "hostname");
-  jw_str(w, host);
-  jw_key(w, "time_unix");
-  jw_int(w, (long long)time(NULL));
-  jw_obj_end(w);
-}
-
-static int mkdirs(const char *dir) {
-  char tmp[CFG_DIR_MAX];
-  snprintf(tmp, sizeof tmp, "%s", dir);
-  for (char *p = tmp + 1; *p; p++) {
-    if (*p != '/') continue;
-    *p = '\0';
-    if (mkdir(tmp, 0700) && errno != EEXIST) return -1;
-    *p = '/';
-  }
-  if (mkdir(tmp, 0700) && errno != EEXIST) return -1;
-  return 0;
-}
-
-static int write_file(const char *dir, const char *text, size_t len, char *path, unsigned pathlen) {
-  char tmp[CFG_DIR_MAX + 96];
-  int rc = -1, fd;
-  if (mkdirs(dir)) return -1;
-  snprintf(path, pathlen, "%s/culprit-%d.json", dir, (int)getpid());
-  snprintf(tmp, sizeof tmp, "%s/.culprit-%d.json.tmp", dir, (int)getpid());
-  fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return -1;
-  size_t off = 0;
-  while (off < len) {
-    ssize_t n = write(fd, text + off, len - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) goto out;
-    off += (size_t)n;
-  }
-  if (rename(tmp, path) == 0) rc = 0;
-out:
-  close(fd);
-  if (rc) unlink(tmp);
-  return rc;
-}
-
-static void put_stderr(const char *s) {
-  size_t len = strlen(s), off = 0;
-  while (off < len) {
-    ssize_t n = write(2, s + off, len - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    off += (size_t)n;
-  }
-}
-
 int verdict_emit(const struct verdict_input *in, char *path, unsigned pathlen) {
-  struct snap s = {0};
+  struct emit_snap s = {0};
   struct pick p;
   struct jw w;
   const char *ename = NULL, *estr = NULL;
@@ -459,7 +197,7 @@ int verdict_emit(const struct verdict_input *in, char *path, unsigned pathlen) {
 
   path[0] = '\0';
   s.recs = ring_snapshot(in->after_seq, &s.n, &s.rs);
-  g_snap = &s;
+  emit_set_snap(&s);
   decide(in, &s, &p);
   if (cp_drv.get_error_name) cp_drv.get_error_name(in->code, &ename);
   if (cp_drv.get_error_string) cp_drv.get_error_string(in->code, &estr);
@@ -553,7 +291,7 @@ int verdict_emit(const struct verdict_input *in, char *path, unsigned pathlen) {
     int nc = 0;
     uint64_t prev = p.culprit->prev;
     while (prev > in->after_seq && nc < REPORT_HISTORY) {
-      const struct cp_rec *r = find_seq(&s, prev);
+      const struct cp_rec *r = emit_find_seq(&s, prev);
       if (!r) break;
       chain[nc++] = r;
       prev = r->prev;
@@ -597,7 +335,7 @@ int verdict_emit(const struct verdict_input *in, char *path, unsigned pathlen) {
     jw_key(&w, "stream");
     jw_hex(&w, (uintptr_t)st->handle);
     jw_key(&w, "kind");
-    jw_str(&w, stream_kind_name(st->kind));
+    jw_str(&w, emit_stream_kind_name(st->kind));
     jw_key(&w, "ctx");
     jw_hex(&w, (uintptr_t)st->ctx);
     jw_key(&w, "device");
@@ -638,28 +376,28 @@ int verdict_emit(const struct verdict_input *in, char *path, unsigned pathlen) {
   jw_obj_end(&w);
   jw_obj_end(&w);
 
-  if (!w.err) rc = write_file(in->cfg->dir, w.buf, w.len, path, pathlen);
+  if (!w.err) rc = emit_write_file(in->cfg->dir, "", w.buf, w.len, path, pathlen);
   if (rc) path[0] = '\0';
 
   struct render_opts ro = {.brief = in->cfg->quiet, .path = rc ? NULL : path};
   char *text = w.err ? NULL : render_text_opts(w.buf, w.len, &ro, NULL, 0);
   if (text) {
-    put_stderr(text);
+    emit_stderr(text);
     free(text);
   } else {
     char line[CFG_DIR_MAX + 256];
     snprintf(line, sizeof line, "culprit: %s (%d) surfaced in %s; report: %s\n",
              ename ? ename : "sticky CUDA error", in->code, in->api, rc ? "not written" : path);
-    put_stderr(line);
+    emit_stderr(line);
   }
   if (rc) {
     char line[CFG_DIR_MAX + 160];
     snprintf(line, sizeof line, "culprit: could not write the report into %s: %s\n", in->cfg->dir,
              strerror(errno));
-    put_stderr(line);
+    emit_stderr(line);
   }
   jw_free(&w);
-  g_snap = NULL;
+  emit_set_snap(NULL);
   free(s.recs);
   return rc;
 }

@@ -1,0 +1,279 @@
+/* The pieces every report file shares: launch records, native and Python frames, the process, written as JSON
+ * (jsonw) and saved under a temporary name then renamed. The fault verdict (verdict.c) and the hang report
+ * (hang.c) are made of these; deciding what to report is not done here. */
+#define _GNU_SOURCE
+#include "emit.h"
+
+#include "config.h"
+#include "crumb.h"
+#include "graphs.h"
+#include "names.h"
+#include "ring.h"
+#include "../report/demangle.h"
+#include "../report/jsonw.h"
+#include "../stack/pystack.h"
+#include "../stack/stack.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static const struct emit_snap *g_emit_snap; /* the snapshot being reported (graph nodes are looked up in it) */
+
+void emit_set_snap(const struct emit_snap *s) { g_emit_snap = s; }
+
+struct cp_rec *emit_rec_at(const struct emit_snap *s, size_t i) {
+  return (struct cp_rec *)((unsigned char *)s->recs + i * s->rs);
+}
+
+uint64_t emit_rseq(const struct cp_rec *r) { return atomic_load_explicit(&r->seq, memory_order_relaxed); }
+
+struct cp_rec *emit_find_seq(const struct emit_snap *s, uint64_t seq) {
+  size_t lo = 0, hi = s->n;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    uint64_t v = emit_rseq(emit_rec_at(s, mid));
+    if (v == seq) return emit_rec_at(s, mid);
+    if (v < seq) lo = mid + 1;
+    else hi = mid;
+  }
+  return NULL;
+}
+
+const char *emit_stream_kind_name(int k) {
+  return k == CP_STREAM_LEGACY ? "legacy" : k == CP_STREAM_PER_THREAD ? "per-thread" : "created";
+}
+
+static const char *kind_name(int k) {
+  return k == CP_KIND_COOP ? "cooperative" : k == CP_KIND_GRAPH ? "graph" : "kernel";
+}
+
+void emit_frames(struct jw *w, void *const *pcs, int n) {
+  jw_arr_begin(w);
+  for (int i = 0; i < n; i++) {
+    struct stack_frame_info fi;
+    stack_describe((uintptr_t)pcs[i], &fi);
+    jw_obj_begin(w);
+    jw_key(w, "pc");
+    jw_hex(w, fi.pc);
+    if (fi.module[0]) {
+      jw_key(w, "module");
+      jw_str(w, fi.module);
+      jw_key(w, "offset");
+      jw_hex(w, fi.offset);
+    }
+    if (fi.function[0]) {
+      char *dn = demangle_name(fi.function);
+      jw_key(w, "function");
+      jw_str(w, dn ? dn : fi.function);
+      free(dn);
+    }
+    jw_obj_end(w);
+  }
+  jw_arr_end(w);
+}
+
+void emit_python(struct jw *w, const struct pystack_ref *py, int n) {
+  jw_arr_begin(w);
+  for (int i = 0; i < n; i++) {
+    char file[1100], func[300];
+    int line = -1;
+    if (pystack_describe(&py[i], file, sizeof file, func, sizeof func, &line)) continue;
+    jw_obj_begin(w);
+    jw_key(w, "file");
+    jw_str(w, file);
+    jw_key(w, "function");
+    jw_str(w, func);
+    if (line > 0) {
+      jw_key(w, "line");
+      jw_int(w, line);
+    }
+    jw_obj_end(w);
+  }
+  jw_arr_end(w);
+}
+
+/* The kernels captured into the graph a graph launch replayed, in capture order (at most MAX_NODES). */
+#define MAX_NODES 64
+static void emit_graph_nodes(struct jw *w, const struct cp_rec *r) {
+  uint64_t after, upto, done;
+  const struct cp_rec *faulted = NULL;
+  int n = 0;
+  if (!g_emit_snap || !graph_window(r->func, &after, &upto, &done)) return;
+  jw_key(w, "graph_nodes");
+  jw_arr_begin(w);
+  for (size_t i = 0; i < g_emit_snap->n && n < MAX_NODES; i++) {
+    const struct cp_rec *c = emit_rec_at(g_emit_snap, i);
+    uint64_t q = emit_rseq(c);
+    if (q > after && q <= upto && (c->flags & CP_REC_CAPTURED) && c->kind != CP_KIND_GRAPH) {
+      emit_launch(w, c);
+      /* The graph's own breadcrumb names the last node that completed; the next one was running. */
+      if (!faulted && done != UINT64_MAX && q > done) faulted = c;
+      n++;
+    }
+  }
+  jw_arr_end(w);
+  if (faulted) {
+    jw_key(w, "node");
+    emit_launch(w, faulted);
+    jw_key(w, "node_source");
+    jw_str(w, "graph breadcrumbs");
+  }
+}
+
+void emit_launch(struct jw *w, const struct cp_rec *r) {
+  jw_obj_begin(w);
+  jw_key(w, "seq");
+  jw_uint(w, emit_rseq(r));
+  jw_key(w, "api");
+  jw_str(w, r->api);
+  jw_key(w, "kind");
+  jw_str(w, kind_name(r->kind));
+  if (r->kind == CP_KIND_GRAPH) {
+    char g[48];
+    snprintf(g, sizeof g, "CUDA graph %p", r->func);
+    jw_key(w, "kernel");
+    jw_str(w, g);
+  } else if (r->name) {
+    char *dn = demangle_name(r->name->mangled);
+    jw_key(w, "kernel");
+    jw_str(w, dn ? dn : r->name->mangled);
+    jw_key(w, "mangled");
+    jw_str(w, r->name->mangled);
+    free(dn);
+  }
+  jw_key(w, "grid");
+  jw_arr_begin(w);
+  for (int i = 0; i < 3; i++) jw_uint(w, r->grid[i]);
+  jw_arr_end(w);
+  jw_key(w, "block");
+  jw_arr_begin(w);
+  for (int i = 0; i < 3; i++) jw_uint(w, r->block[i]);
+  jw_arr_end(w);
+  jw_key(w, "shared_mem");
+  jw_uint(w, r->smem);
+  jw_key(w, "stream");
+  jw_hex(w, (uintptr_t)r->stream);
+  jw_key(w, "stream_kind");
+  jw_str(w, emit_stream_kind_name(r->stream_kind));
+  jw_key(w, "ctx");
+  jw_hex(w, (uintptr_t)r->ctx);
+  jw_key(w, "device");
+  jw_int(w, r->device);
+  jw_key(w, "thread");
+  jw_int(w, r->tid);
+  jw_key(w, "time_ns");
+  jw_uint(w, r->time_ns);
+  if (r->flags) {
+    jw_key(w, "flags");
+    jw_arr_begin(w);
+    if (r->flags & CP_REC_CRUMB_FAILED) jw_str(w, "breadcrumb-refused");
+    if (r->flags & CP_REC_RETURNED_ERROR) jw_str(w, "launch-returned-error");
+    if (r->flags & CP_REC_CAPTURED) jw_str(w, "captured");
+    if (r->flags & CP_REC_UNCRUMBED) jw_str(w, "no-breadcrumb");
+    if (r->flags & CP_REC_RACY) jw_str(w, "concurrent-launch");
+    if (r->flags & CP_REC_PY_WAITING) jw_str(w, "python-of-waiting-thread");
+    jw_arr_end(w);
+  }
+  /* acquire: blocking mode may fill a published record's stacks when its synchronize fails (core.c,
+   * take_stacks), frames first and counts last */
+  uint8_t npy = __atomic_load_n(&r->npy, __ATOMIC_ACQUIRE);
+  uint8_t nframes = __atomic_load_n(&r->nframes, __ATOMIC_ACQUIRE);
+  if (npy) {
+    jw_key(w, "python");
+    emit_python(w, r->py, npy);
+    if (r->flags & CP_REC_PY_WAITING) {
+      jw_key(w, "python_thread");
+      jw_uint(w, r->py_thread);
+    }
+  }
+  jw_key(w, "stack");
+  emit_frames(w, r->frames, nframes);
+  if (r->kind == CP_KIND_GRAPH) emit_graph_nodes(w, r);
+  jw_obj_end(w);
+}
+
+void emit_process(struct jw *w) {
+  char exe[1024];
+  ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  exe[k > 0 ? k : 0] = '\0';
+  jw_key(w, "process");
+  jw_obj_begin(w);
+  jw_key(w, "pid");
+  jw_int(w, getpid());
+  jw_key(w, "ppid");
+  jw_int(w, getppid());
+  jw_key(w, "exe");
+  jw_str(w, exe);
+  jw_key(w, "argv");
+  jw_arr_begin(w);
+  int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    char buf[8192];
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    for (ssize_t i = 0; n > 0 && i < n;) {
+      size_t l = strnlen(buf + i, (size_t)(n - i));
+      jw_strn(w, buf + i, l);
+      i += (ssize_t)l + 1;
+    }
+  }
+  jw_arr_end(w);
+  char host[256] = "";
+  gethostname(host, sizeof host - 1);
+  jw_key(w, "hostname");
+  jw_str(w, host);
+  jw_key(w, "time_unix");
+  jw_int(w, (long long)time(NULL));
+  jw_obj_end(w);
+}
+
+static int mkdirs(const char *dir) {
+  char tmp[CFG_DIR_MAX];
+  snprintf(tmp, sizeof tmp, "%s", dir);
+  for (char *p = tmp + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = '\0';
+    if (mkdir(tmp, 0700) && errno != EEXIST) return -1;
+    *p = '/';
+  }
+  if (mkdir(tmp, 0700) && errno != EEXIST) return -1;
+  return 0;
+}
+
+int emit_write_file(const char *dir, const char *tag, const char *text, size_t len, char *path, unsigned pathlen) {
+  char tmp[CFG_DIR_MAX + 96];
+  int rc = -1, fd;
+  if (mkdirs(dir)) return -1;
+  snprintf(path, pathlen, "%s/culprit-%d%s.json", dir, (int)getpid(), tag);
+  snprintf(tmp, sizeof tmp, "%s/.culprit-%d%s.json.tmp", dir, (int)getpid(), tag);
+  fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return -1;
+  size_t off = 0;
+  while (off < len) {
+    ssize_t n = write(fd, text + off, len - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) goto out;
+    off += (size_t)n;
+  }
+  if (rename(tmp, path) == 0) rc = 0;
+out:
+  close(fd);
+  if (rc) unlink(tmp);
+  return rc;
+}
+
+void emit_stderr(const char *s) {
+  size_t len = strlen(s), off = 0;
+  while (off < len) {
+    ssize_t n = write(2, s + off, len - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    off += (size_t)n;
+  }
+}

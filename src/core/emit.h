@@ -1,0 +1,38 @@
+/* The pieces every report file shares (emit.c): a sorted snapshot of the launch rings, launch records, native
+ * and Python frames and the process as JSON, and the file written under a temporary name then renamed. */
+#ifndef CULPRIT_EMIT_H
+#define CULPRIT_EMIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct cp_rec;
+struct jw;
+struct pystack_ref;
+
+struct emit_snap {
+  struct cp_rec *recs;            /* records sorted by seq */
+  size_t n;                       /* count */
+  size_t rs;                      /* bytes per record */
+};
+
+/* The snapshot graph launches look their captured nodes up in, while a report is made (NULL after). */
+void emit_set_snap(const struct emit_snap *s);
+struct cp_rec *emit_rec_at(const struct emit_snap *s, size_t i);
+uint64_t emit_rseq(const struct cp_rec *r);
+/* The record of launch seq in s (sorted by seq), or NULL. */
+struct cp_rec *emit_find_seq(const struct emit_snap *s, uint64_t seq);
+const char *emit_stream_kind_name(int kind);
+
+void emit_frames(struct jw *w, void *const *pcs, int n);
+void emit_python(struct jw *w, const struct pystack_ref *py, int n);
+void emit_launch(struct jw *w, const struct cp_rec *r);
+/* "process": {pid, ppid, exe, argv, hostname, time_unix}. */
+void emit_process(struct jw *w);
+/* Writes text into dir (made 0700 if need be) as culprit-<pid><tag>.json (tag "" or "-hang"), mode 0600,
+ * through a temporary file and a rename; path gets the file's path. Returns 0 or -1 (errno set). */
+int emit_write_file(const char *dir, const char *tag, const char *text, size_t len, char *path, unsigned pathlen);
+/* Writes s to stderr whole (retrying short writes and EINTR). */
+void emit_stderr(const char *s);
+
+#endif
