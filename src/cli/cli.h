@@ -28,6 +28,10 @@ struct cli_run_opts {
     const char *ring;          /* CULPRIT_RING, already validated, or NULL */
     const char *crumb_every;   /* CULPRIT_CRUMB_EVERY, already validated, or NULL */
     const char *stack_depth;   /* CULPRIT_STACK_DEPTH, already validated, or NULL */
+    const char *exit_wait;     /* CULPRIT_EXIT_WAIT seconds, already validated, or NULL */
+    const char *hang_timeout;  /* CULPRIT_HANG_TIMEOUT seconds, already validated, or NULL */
+    const char *report_signal; /* CULPRIT_REPORT_SIGNAL, already validated, or NULL */
+    int error_exitcode;        /* exit status when CMD exited 0 although a kernel faulted; -1: CMD's own */
     const char *dir;           /* report directory chosen by the user, or NULL for a fresh run directory */
     int quiet;                 /* print one line per report instead of the full verdict */
     int verbose;               /* let the library print its own full verdict too */
@@ -43,8 +47,9 @@ int cli_report_main(int argc, char **argv);
 int cli_demo_main(int argc, char **argv);
 
 /* Runs o->argv under culprit and prints the verdicts. Returns 0 and the child's wait status in *wstatus once it
- * ran, or an exit code (CLI_EXIT_*) when it could not be started; the message is already printed. */
-int cli_run_command(const struct cli_run_opts *o, int *wstatus);
+ * ran (*faulted: a report of the run says a kernel faulted), or an exit code (CLI_EXIT_*) when it could not be
+ * started; the message is already printed. */
+int cli_run_command(const struct cli_run_opts *o, int *wstatus, int *faulted);
 
 /* Ends the culprit process the way the child ended: same exit code, or death by the same signal
  * (falling back to 128+signal). Does not return. */

@@ -88,7 +88,7 @@ int cli_demo_main(int argc, char **argv)
     struct cli_run_opts o;
     char bindir[PATH_MAX], prog[PATH_MAX + 32], simlib[PATH_MAX + 32];
     char *cargv[2];
-    int i, sim = 0, verbose = 0, rc, wstatus = 0;
+    int i, sim = 0, verbose = 0, rc, wstatus = 0, faulted = 0;
 
     for (i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--sim") == 0)
@@ -139,7 +139,7 @@ int cli_demo_main(int argc, char **argv)
     o.argv = cargv;
     cli_err("the demo runs in precise mode (culprit run --mode precise), which names the exact launch; "
             "plain culprit run uses record mode, which costs less and may name a short window instead");
-    rc = cli_run_command(&o, &wstatus);
+    rc = cli_run_command(&o, &wstatus, &faulted);
     if (rc)
         return rc;
     if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) != 0)

@@ -7,6 +7,7 @@
 #endif
 #include "cli.h"
 #include "watch.h"
+#include "../core/config.h"
 #include "../report/json.h"
 #include "../report/render.h"
 #include "../report/symbolize.h"
@@ -107,6 +108,9 @@ static void cli_child_exec(const struct cli_run_opts *o, const char *lib, const 
         (o->ring && setenv("CULPRIT_RING", o->ring, 1)) ||
         (o->crumb_every && setenv("CULPRIT_CRUMB_EVERY", o->crumb_every, 1)) ||
         (o->stack_depth && setenv("CULPRIT_STACK_DEPTH", o->stack_depth, 1)) ||
+        (o->exit_wait && setenv("CULPRIT_EXIT_WAIT", o->exit_wait, 1)) ||
+        (o->hang_timeout && setenv("CULPRIT_HANG_TIMEOUT", o->hang_timeout, 1)) ||
+        (o->report_signal && setenv("CULPRIT_REPORT_SIGNAL", o->report_signal, 1)) ||
         (o->stats && setenv("CULPRIT_STATS", "1", 1)) ||
         (o->ld_path && cli_prepend_env("LD_LIBRARY_PATH", o->ld_path)))) {
         e = errno ? errno : ENOMEM;
@@ -219,7 +223,7 @@ static int cli_is_old(const struct cli_seen *seen, size_t nseen, const char *pat
 
 /* Symbolizes a report, adds the device asserts the watch saw (w may be NULL) and prints it on stderr.
  * Returns 0 when it was shown. */
-static int cli_show_report(const char *path, int brief, const struct cli_watch *w)
+static int cli_show_report(const char *path, int brief, const struct cli_watch *w, int *faulted)
 {
     struct render_opts ro = {brief, brief ? path : NULL};
     struct json *doc = NULL;
@@ -238,6 +242,9 @@ static int cli_show_report(const char *path, int brief, const struct cli_watch *
     if ((changed || asserts) && symbolize_save(path, doc, why, sizeof why) != 0)
         cli_err("%s (the verdict below is complete, only the file keeps its old content)", why);
     text = render_doc(doc, &ro);
+    /* reports written before hang reports existed have no kind: they are all faults */
+    if (!json_get_str(doc, "kind") || strcmp(json_get_str(doc, "kind"), "fault") == 0)
+        *faulted = 1;
     json_free(doc);
     if (!text) {
         cli_err("out of memory rendering %s", path);
@@ -260,7 +267,7 @@ static void cli_restore_signals(const struct sigaction *old, const struct sigact
     sigaction(SIGCHLD, oldchld, NULL);
 }
 
-int cli_run_command(const struct cli_run_opts *o, int *wstatus)
+int cli_run_command(const struct cli_run_opts *o, int *wstatus, int *faulted)
 {
     char lib[PATH_MAX], abs[PATH_MAX], rel[PATH_MAX];
     struct sigaction sa, old[CLI_NFWD], oldchld, dfl;
@@ -364,6 +371,7 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus)
         goto out;
     }
     *wstatus = status;
+    *faulted = 0;
 
     if (cli_list_reports(abs, &reports, &n) == 0) {
         for (i = 0; i < n; i++) {
@@ -371,7 +379,7 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus)
                 continue;
             if (shown)
                 fputs("culprit:\n", stderr);
-            if (cli_show_report(reports[i], o->quiet, w) == 0)
+            if (cli_show_report(reports[i], o->quiet, w, faulted) == 0)
                 shown++;
         }
     }
@@ -441,10 +449,11 @@ static const char *cli_optval(int argc, char **argv, int *i, const char *name, i
 int cli_run_main(int argc, char **argv)
 {
     struct cli_run_opts o;
-    int i, rc, wstatus = 0;
+    int i, rc, wstatus = 0, faulted = 0;
     long long v;
 
     memset(&o, 0, sizeof o);
+    o.error_exitcode = -1;
     for (i = 1; i < argc; i++) {
         const char *a = argv[i], *val;
         int missing = 0;
@@ -512,6 +521,36 @@ int cli_run_main(int argc, char **argv)
                 return CLI_EXIT_USAGE;
             }
             o.stack_depth = val;
+        } else if ((val = cli_optval(argc, argv, &i, "--exit-wait", &missing)) != NULL) {
+            uint32_t ms;
+            if (cfg_parse_seconds(val, CFG_SECONDS_MAX, &ms) != 0) {
+                cli_err("--exit-wait must be seconds from 0 to %d (at most 3 decimals, e.g. 2 or 0.5), not '%s'",
+                        CFG_SECONDS_MAX, val);
+                return CLI_EXIT_USAGE;
+            }
+            o.exit_wait = val;
+        } else if ((val = cli_optval(argc, argv, &i, "--hang-timeout", &missing)) != NULL) {
+            uint32_t ms;
+            if (cfg_parse_seconds(val, CFG_SECONDS_MAX, &ms) != 0) {
+                cli_err("--hang-timeout must be seconds from 0 (off) to %d (e.g. 60 or 2.5), not '%s'",
+                        CFG_SECONDS_MAX, val);
+                return CLI_EXIT_USAGE;
+            }
+            o.hang_timeout = val;
+        } else if ((val = cli_optval(argc, argv, &i, "--report-signal", &missing)) != NULL) {
+            int sig;
+            if (cfg_parse_signal(val, &sig) != 0) {
+                cli_err("--report-signal must be a signal name such as USR1 or USR2, a number, or none, not '%s'",
+                        val);
+                return CLI_EXIT_USAGE;
+            }
+            o.report_signal = val;
+        } else if ((val = cli_optval(argc, argv, &i, "--error-exitcode", &missing)) != NULL) {
+            if (cli_parse_int(val, 0, 255, &v) != 0) {
+                cli_err("--error-exitcode must be an exit status from 0 to 255, not '%s'", val);
+                return CLI_EXIT_USAGE;
+            }
+            o.error_exitcode = (int)v;
         } else if ((val = cli_optval(argc, argv, &i, "--dir", &missing)) != NULL) {
             if (!*val) {
                 cli_err("--dir needs a directory name");
@@ -531,8 +570,20 @@ int cli_run_main(int argc, char **argv)
         return CLI_EXIT_USAGE;
     }
     o.argv = argv + i;
-    rc = cli_run_command(&o, &wstatus);
+    rc = cli_run_command(&o, &wstatus, &faulted);
     if (rc)
         return rc;
+    /* A program that never synchronizes can end well although a kernel faulted: say so, and let a script
+     * tell (compute-sanitizer's --error-exitcode). */
+    if (faulted && WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) {
+        if (o.error_exitcode >= 0) {
+            cli_err("%s exited with status 0 although a kernel faulted; exiting with %d (--error-exitcode)",
+                    o.argv[0], o.error_exitcode);
+            fflush(NULL);
+            exit(o.error_exitcode);
+        }
+        cli_err("%s exited with status 0 although a kernel faulted (--error-exitcode N makes culprit exit N "
+                "then)", o.argv[0]);
+    }
     cli_exit_like(wstatus);
 }

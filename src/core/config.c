@@ -3,6 +3,8 @@
 #include "config.h"
 
 #include <errno.h>
+#include <signal.h>
+#include <strings.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +56,46 @@ int cfg_parse_window(const char *s, uint64_t *lo, uint64_t *hi) {
   return 0;
 }
 
+int cfg_parse_seconds(const char *s, uint32_t max_s, uint32_t *ms) {
+  uint64_t whole = 0, frac = 0;
+  int places = 0;
+  const char *p = s;
+  if (!s || !*s || *s == '.') return -1;
+  for (; *p && *p != '.'; p++) {
+    if (*p < '0' || *p > '9' || whole > max_s) return -1;
+    whole = whole * 10 + (uint64_t)(*p - '0');
+  }
+  if (*p == '.') {
+    for (p++; *p; p++) {
+      if (*p < '0' || *p > '9' || ++places > 3) return -1;
+      frac = frac * 10 + (uint64_t)(*p - '0');
+    }
+    if (!places) return -1;
+  }
+  for (; places < 3; places++) frac *= 10;
+  if (whole > max_s || (whole == max_s && frac)) return -1;
+  *ms = (uint32_t)(whole * 1000 + frac);
+  return 0;
+}
+
+int cfg_parse_signal(const char *s, int *sig) {
+  static const struct { const char *name; int sig; } names[] = {
+      {"HUP", SIGHUP}, {"INT", SIGINT}, {"QUIT", SIGQUIT}, {"USR1", SIGUSR1}, {"USR2", SIGUSR2},
+      {"TERM", SIGTERM}, {"ALRM", SIGALRM}, {"PWR", SIGPWR}, {"URG", SIGURG}, {"WINCH", SIGWINCH}};
+  uint64_t n;
+  if (!s || !*s) return -1;
+  if (!strcasecmp(s, "none") || !strcasecmp(s, "off")) { *sig = 0; return 0; }
+  if (s[0] >= '0' && s[0] <= '9') {
+    if (parse_u64(s, &n) || n > 64 || n == SIGKILL || n == SIGSTOP) return -1;
+    *sig = (int)n;
+    return 0;
+  }
+  if (!strncasecmp(s, "SIG", 3)) s += 3;
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (!strcasecmp(s, names[i].name)) { *sig = names[i].sig; return 0; }
+  return -1;
+}
+
 static int bad(char *err, size_t errlen, const char *name, const char *val, const char *want) {
   snprintf(err, errlen, "%s='%.80s' is not valid (%s)", name, val, want);
   return -1;
@@ -80,6 +122,9 @@ int cfg_parse(struct cp_config *c, cfg_getenv_fn get, char *err, size_t errlen) 
   c->stack_depth = 24;
   c->crumb_every = 16;
   strcpy(c->dir, "culprit-reports");
+  c->exit_wait_ms = 2000;
+  c->report_signal = SIGUSR1;
+  c->hang_signals = 1;
 
   if ((v = get("CULPRIT_MODE")) && *v) {
     if (!strcmp(v, "record")) c->mode = CP_MODE_RECORD;
@@ -118,5 +163,13 @@ int cfg_parse(struct cp_config *c, cfg_getenv_fn get, char *err, size_t errlen) 
     return bad(err, errlen, "CULPRIT_QUIET", v, "use 1 or 0");
   if ((v = get("CULPRIT_STATS")) && parse_bool(v, &c->stats))
     return bad(err, errlen, "CULPRIT_STATS", v, "use 1 or 0");
+  if ((v = get("CULPRIT_EXIT_WAIT")) && *v && cfg_parse_seconds(v, CFG_SECONDS_MAX, &c->exit_wait_ms))
+    return bad(err, errlen, "CULPRIT_EXIT_WAIT", v, "seconds from 0 to 86400, e.g. 2 or 0.5");
+  if ((v = get("CULPRIT_HANG_TIMEOUT")) && *v && cfg_parse_seconds(v, CFG_SECONDS_MAX, &c->hang_timeout_ms))
+    return bad(err, errlen, "CULPRIT_HANG_TIMEOUT", v, "seconds from 0 (off) to 86400, e.g. 60");
+  if ((v = get("CULPRIT_REPORT_SIGNAL")) && *v && cfg_parse_signal(v, &c->report_signal))
+    return bad(err, errlen, "CULPRIT_REPORT_SIGNAL", v, "a signal name such as USR1 or USR2, a number, or none");
+  if ((v = get("CULPRIT_HANG_SIGNALS")) && parse_bool(v, &c->hang_signals))
+    return bad(err, errlen, "CULPRIT_HANG_SIGNALS", v, "use 1 or 0");
   return 0;
 }

@@ -25,7 +25,13 @@ struct cp_config {
   int quiet;                      /* one-line notice instead of the full verdict */
   int stats;                      /* summary line at exit */
   uint32_t crumb_every;           /* a breadcrumb after every Nth launch of a stream (1 = every launch) */
+  uint32_t exit_wait_ms;          /* at exit and before a context goes: wait up to this for unfinished work */
+  uint32_t hang_timeout_ms;       /* hang report after this long with work pending and no progress; 0 = off */
+  int report_signal;              /* signal that asks for a hang report and lets the program go on; 0 = none */
+  int hang_signals;               /* a hang report when SIGTERM, SIGINT, SIGQUIT or SIGABRT stops the process */
 };
+
+#define CFG_SECONDS_MAX 86400     /* the longest CULPRIT_EXIT_WAIT or CULPRIT_HANG_TIMEOUT, in seconds */
 
 /* Looks up one variable; the process uses getenv, tests a table. */
 typedef const char *(*cfg_getenv_fn)(const char *name);
@@ -34,6 +40,12 @@ typedef const char *(*cfg_getenv_fn)(const char *name);
 int cfg_parse(struct cp_config *c, cfg_getenv_fn get, char *err, size_t errlen);
 /* Parses "A:B" (either side may be empty) or "N" (N:N) into an inclusive window; returns 0 or -1. */
 int cfg_parse_window(const char *s, uint64_t *lo, uint64_t *hi);
+/* Parses seconds as a decimal with at most 3 places ("2", "0.5", "30.25") up to max_s into milliseconds;
+ * returns 0 or -1. */
+int cfg_parse_seconds(const char *s, uint32_t max_s, uint32_t *ms);
+/* Parses a signal name (USR1, SIGUSR1, usr1) or number (1..64) into its number; "none", "off" or "0" give 0.
+ * Returns 0 or -1. */
+int cfg_parse_signal(const char *s, int *sig);
 /* Mode name for reports. */
 const char *cfg_mode_name(int mode);
 

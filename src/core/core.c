@@ -96,6 +96,12 @@ static inline uint64_t now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+static uint64_t unix_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static inline int my_tid(void) {
   if (__builtin_expect(!tls_tid, 0)) tls_tid = (int)syscall(SYS_gettid);
   return tls_tid;
@@ -623,6 +629,7 @@ static void report(int code, const char *api, uint64_t exact_seq) {
       .after_seq = atomic_load(&g_fork_seq),
       .tid = my_tid(),
       .time_ns = now_ns(),
+      .time_unix_ns = unix_ns(),
       .frames = frames,
       .nframes = stack_capture(frames, g_cfg.stack_depth > 0 ? g_cfg.stack_depth : 24),
       .py = py,

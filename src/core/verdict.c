@@ -206,6 +206,8 @@ int verdict_emit(const struct verdict_input *in, char *path, unsigned pathlen) {
   jw_obj_begin(&w);
   jw_key(&w, "schema");
   jw_str(&w, "culprit.report/1");
+  jw_key(&w, "kind");
+  jw_str(&w, "fault");
   jw_key(&w, "tool");
   jw_obj_begin(&w);
   jw_key(&w, "name");
@@ -250,6 +252,8 @@ int verdict_emit(const struct verdict_input *in, char *path, unsigned pathlen) {
   jw_int(&w, in->tid);
   jw_key(&w, "time_ns");
   jw_uint(&w, in->time_ns);
+  jw_key(&w, "time_unix_ns");
+  jw_uint(&w, in->time_unix_ns);
   if (in->npy) {
     jw_key(&w, "python");
     emit_python(&w, in->py, in->npy);

@@ -15,7 +15,8 @@ struct verdict_input {
   uint64_t exact_seq;             /* non-zero: blocking mode proved this launch faulted */
   uint64_t after_seq;             /* records up to this seq belong to a parent process (fork) */
   int tid;                        /* surfacing thread */
-  uint64_t time_ns;               /* when it surfaced */
+  uint64_t time_ns;               /* when it surfaced (CLOCK_MONOTONIC) */
+  uint64_t time_unix_ns;          /* the same moment by the wall clock, to order the reports of a job's ranks */
   void **frames;                  /* surfacing stack */
   int nframes;                    /* entries in frames */
   const struct pystack_ref *py;   /* surfacing thread's Python frames */

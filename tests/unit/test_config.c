@@ -3,6 +3,7 @@
 #include "check.h"
 
 #include <stdint.h>
+#include <signal.h>
 #include <string.h>
 
 static const char *const *g_env;             /* NULL-terminated name, value pairs */
@@ -27,6 +28,7 @@ int main(void) {
   CHECK(c.mode == CP_MODE_RECORD && c.ring == 4096 && c.stack_depth == 24);
   CHECK(!strcmp(c.kernels, "*") && c.launch_lo == 1 && c.launch_hi == UINT64_MAX);
   CHECK(!strcmp(c.dir, "culprit-reports") && !c.quiet && !c.stats);
+  CHECK(c.exit_wait_ms == 2000 && c.hang_timeout_ms == 0 && c.report_signal == SIGUSR1 && c.hang_signals == 1);
 
   const char *good[] = {"CULPRIT_MODE", "blocking", "CULPRIT_KERNELS", "*nll*", "CULPRIT_LAUNCHES", "10:20",
                         "CULPRIT_RING", "16", "CULPRIT_STACK_DEPTH", "0", "CULPRIT_DIR", "/tmp/x",
@@ -35,6 +37,13 @@ int main(void) {
   CHECK(c.mode == CP_MODE_BLOCKING && !strcmp(c.kernels, "*nll*"));
   CHECK(c.launch_lo == 10 && c.launch_hi == 20 && c.ring == 16 && c.stack_depth == 0);
   CHECK(!strcmp(c.dir, "/tmp/x") && c.quiet == 1 && c.stats == 1);
+
+  const char *hang[] = {"CULPRIT_EXIT_WAIT", "0.25", "CULPRIT_HANG_TIMEOUT", "30", "CULPRIT_REPORT_SIGNAL",
+                        "SIGUSR2", "CULPRIT_HANG_SIGNALS", "0", NULL};
+  CHECK(parse(hang, &c, err) == 0);
+  CHECK(c.exit_wait_ms == 250 && c.hang_timeout_ms == 30000 && c.report_signal == SIGUSR2 && c.hang_signals == 0);
+  const char *nosig[] = {"CULPRIT_REPORT_SIGNAL", "none", "CULPRIT_EXIT_WAIT", "0", NULL};
+  CHECK(parse(nosig, &c, err) == 0 && c.report_signal == 0 && c.exit_wait_ms == 0);
 
   const char *off[] = {"CULPRIT_MODE", "off", NULL};
   CHECK(parse(off, &c, err) == 0 && c.mode == CP_MODE_OFF);
@@ -46,7 +55,12 @@ int main(void) {
                           {"CULPRIT_STACK_DEPTH", "65", NULL},  {"CULPRIT_LAUNCHES", "0", NULL},
                           {"CULPRIT_LAUNCHES", "9:3", NULL},    {"CULPRIT_LAUNCHES", "0:3", NULL},
                           {"CULPRIT_LAUNCHES", "1:2:3", NULL},  {"CULPRIT_LAUNCHES", "a:b", NULL},
-                          {"CULPRIT_QUIET", "maybe", NULL},     {"CULPRIT_STATS", "2", NULL}};
+                          {"CULPRIT_QUIET", "maybe", NULL},     {"CULPRIT_STATS", "2", NULL},
+                          {"CULPRIT_EXIT_WAIT", "-1", NULL},    {"CULPRIT_EXIT_WAIT", "1.2345", NULL},
+                          {"CULPRIT_EXIT_WAIT", "86401", NULL}, {"CULPRIT_EXIT_WAIT", "2s", NULL},
+                          {"CULPRIT_HANG_TIMEOUT", ".5", NULL}, {"CULPRIT_HANG_TIMEOUT", "5.", NULL},
+                          {"CULPRIT_REPORT_SIGNAL", "SIGFOO", NULL}, {"CULPRIT_REPORT_SIGNAL", "9", NULL},
+                          {"CULPRIT_REPORT_SIGNAL", "65", NULL}, {"CULPRIT_HANG_SIGNALS", "sometimes", NULL}};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     err[0] = '\0';
     int rc = parse(bad[i], &c, err);
@@ -63,5 +77,16 @@ int main(void) {
   CHECK(cfg_parse_window("42", &lo, &hi) == 0 && lo == 42 && hi == 42);
   CHECK(cfg_parse_window("0", &lo, &hi) != 0);
   CHECK(cfg_parse_window("4x", &lo, &hi) != 0);
+
+  uint32_t ms;
+  int sig;
+  CHECK(cfg_parse_seconds("86400", CFG_SECONDS_MAX, &ms) == 0 && ms == 86400000u);
+  CHECK(cfg_parse_seconds("86400.001", CFG_SECONDS_MAX, &ms) != 0);
+  CHECK(cfg_parse_seconds("0.001", CFG_SECONDS_MAX, &ms) == 0 && ms == 1);
+  CHECK(cfg_parse_seconds("1.5", CFG_SECONDS_MAX, &ms) == 0 && ms == 1500);
+  CHECK(cfg_parse_seconds("99999999999999999999", CFG_SECONDS_MAX, &ms) != 0);
+  CHECK(cfg_parse_signal("usr1", &sig) == 0 && sig == SIGUSR1);
+  CHECK(cfg_parse_signal("10", &sig) == 0 && sig == 10);
+  CHECK(cfg_parse_signal("SIGSTOP", &sig) != 0 && cfg_parse_signal("19", &sig) != 0);
   return CHECK_DONE();
 }
