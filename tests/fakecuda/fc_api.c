@@ -336,14 +336,15 @@ static CUresult fc_stream_destroy(CUstream h)
     return CUDA_SUCCESS;
 }
 
-/* Synchronize and query both run the stream to its end: the fake's GPU does nothing until asked. */
-static CUresult fc_stream_sync(CUstream h, int pt)
+/* Synchronize and query both run the stream to its end: the fake's GPU does nothing until asked. A launch still
+ * running (FAKECUDA_HANG) makes a synchronize wait and a query (wait 0) answer CUDA_ERROR_NOT_READY. */
+static CUresult fc_stream_sync(CUstream h, int pt, int wait)
 {
     struct fc_stream *s;
     CUresult rc = fc_work_stream(h, pt, &s);
     if (rc) return rc;
     if (s->capture) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-    return fc_drain_stream(s);
+    return fc_drain_stream(s, wait);
 }
 
 static CUresult fc_stream_ctx(CUstream h, int pt, CUcontext *pctx, CUgreenCtx *pgreen)
@@ -416,25 +417,25 @@ FC_API CUresult cuStreamDestroy_v2(CUstream hStream)
 FC_API CUresult cuStreamSynchronize(CUstream hStream)
 {
     FC_BEGIN();
-    FC_RETURN(fc_stream_sync(hStream, 0));
+    FC_RETURN(fc_stream_sync(hStream, 0, 1));
 }
 
 FC_API CUresult cuStreamSynchronize_ptsz(CUstream hStream)
 {
     FC_BEGIN();
-    FC_RETURN(fc_stream_sync(hStream, 1));
+    FC_RETURN(fc_stream_sync(hStream, 1, 1));
 }
 
 FC_API CUresult cuStreamQuery(CUstream hStream)
 {
     FC_BEGIN();
-    FC_RETURN(fc_stream_sync(hStream, 0));
+    FC_RETURN(fc_stream_sync(hStream, 0, 0));
 }
 
 FC_API CUresult cuStreamQuery_ptsz(CUstream hStream)
 {
     FC_BEGIN();
-    FC_RETURN(fc_stream_sync(hStream, 1));
+    FC_RETURN(fc_stream_sync(hStream, 1, 0));
 }
 
 FC_API CUresult cuStreamGetCtx(CUstream hStream, CUcontext *pctx)
@@ -858,12 +859,12 @@ static CUresult fc_event_live(CUevent h, struct fc_event **ev)
     return (*ev)->ctx->sticky;
 }
 
-/* Query and synchronize both run the recording stream up to the event. */
-static CUresult fc_event_sync(CUevent h)
+/* Query and synchronize both run the recording stream up to the event (a query does not wait, wait 0). */
+static CUresult fc_event_sync(CUevent h, int wait)
 {
     struct fc_event *ev;
     CUresult rc = fc_event_live(h, &ev);
-    return rc ? rc : fc_drain_event(ev);
+    return rc ? rc : fc_drain_event(ev, wait);
 }
 
 static CUresult fc_event_destroy(CUevent h)
@@ -927,13 +928,13 @@ FC_API CUresult cuEventRecordWithFlags_ptsz(CUevent hEvent, CUstream hStream, un
 FC_API CUresult cuEventSynchronize(CUevent hEvent)
 {
     FC_BEGIN();
-    FC_RETURN(fc_event_sync(hEvent));
+    FC_RETURN(fc_event_sync(hEvent, 1));
 }
 
 FC_API CUresult cuEventQuery(CUevent hEvent)
 {
     FC_BEGIN();
-    FC_RETURN(fc_event_sync(hEvent));
+    FC_RETURN(fc_event_sync(hEvent, 0));
 }
 
 FC_API CUresult cuEventDestroy(CUevent hEvent)

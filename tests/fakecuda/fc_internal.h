@@ -45,6 +45,8 @@ struct fc_op {
     unsigned grid[3];            /* KERNEL: grid dimensions (used in the assert line) */
     unsigned block[3];           /* KERNEL: block dimensions */
     CUresult fault;              /* KERNEL: code it faults with when run, 0 = none (set when queued live) */
+    unsigned long long ready_ns; /* KERNEL: CLOCK_MONOTONIC time before which it cannot complete (FAKECUDA_HANG),
+                                  * 0 = at once, FC_NEVER = never */
     void *dst;                   /* WRITE/COPY/SET: host address stored to */
     const void *src;             /* COPY: host address read */
     size_t n;                    /* COPY: bytes; SET: elements */
@@ -136,12 +138,16 @@ struct fc_mem {
     struct fc_mem *next;         /* registry link */
 };
 
+#define FC_NEVER (~0ULL)          /* ready_ns of a launch that never completes */
+
+/* A FAKECUDA_FAULT spec, or a FAKECUDA_HANG spec (which uses ms instead of code). */
 struct fc_fault {
-    unsigned long long launch;   /* fault the Nth kernel launch of the process, 0 = match by name */
+    unsigned long long launch;   /* the Nth kernel launch of the process, 0 = match by name */
     char kernel[256];            /* kernel name (mangled or plain) when launch == 0 */
     unsigned long long nth;      /* which launch of that kernel */
     unsigned long long seen;     /* launches of that kernel seen so far */
-    CUresult code;               /* error it raises */
+    CUresult code;               /* FAKECUDA_FAULT: error it raises */
+    unsigned long long ms;       /* FAKECUDA_HANG: how long the launch runs, FC_NEVER = forever */
     int fired;                   /* already attached to an op */
 };
 
@@ -162,6 +168,8 @@ struct fc_global {
     int trace;                   /* FAKECUDA_TRACE */
     struct fc_fault faults[FC_MAX_FAULTS]; /* FAKECUDA_FAULT specs */
     int nfaults;                 /* specs used */
+    struct fc_fault hangs[FC_MAX_FAULTS];  /* FAKECUDA_HANG specs */
+    int nhangs;                  /* specs used */
     struct fc_fail fails[FC_MAX_FAILS];    /* FAKECUDA_FAIL specs */
     int nfails;                  /* specs used */
     unsigned long long launches; /* kernel ops queued live, process-wide */
@@ -201,9 +209,11 @@ void fc_ctx_discard(struct fc_ctx *ctx);
 /* Work queues. */
 struct fc_op *fc_op_new(enum fc_opkind kind);
 CUresult fc_enqueue(struct fc_stream *s, struct fc_op *op);
-CUresult fc_drain_stream(struct fc_stream *s);
+/* Drains run queued work to the end (or to the event), waiting for launches still running (FAKECUDA_HANG) with
+ * the global lock released meanwhile; with wait 0 they stop there instead and answer CUDA_ERROR_NOT_READY. */
+CUresult fc_drain_stream(struct fc_stream *s, int wait);
 CUresult fc_drain_ctx(struct fc_ctx *ctx);
-CUresult fc_drain_event(struct fc_event *ev);
+CUresult fc_drain_event(struct fc_event *ev, int wait);
 CUresult fc_graph_enqueue(struct fc_stream *s, const struct fc_graph *g);
 CUresult fc_drain_all(void);
 int fc_event_done(const struct fc_event *ev);

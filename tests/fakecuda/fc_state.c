@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 struct fc_global fc_g;
@@ -23,6 +24,7 @@ static pthread_once_t fc_once = PTHREAD_ONCE_INIT;
 static __thread struct fc_ctx *tl_stack[32];
 static __thread int tl_depth;
 static __thread struct fc_stream *tl_pts[FC_MAX_CTX];
+static __thread int tl_locked;          /* depth of this thread's hold on fc_mu (it is recursive) */
 
 /* ---- environment ------------------------------------------------------------------------------------------ */
 
@@ -54,11 +56,13 @@ static int fc_parse_code(const char *s, CUresult *out)
     return 0;
 }
 
-/* One FAKECUDA_FAULT spec: comma-separated key=value. Returns 0 when it is complete and valid. */
-static int fc_parse_fault(char *spec, struct fc_fault *f)
+/* One FAKECUDA_FAULT spec (hang 0) or FAKECUDA_HANG spec (hang 1): comma-separated key=value; a fault takes
+ * code=, a hang ms=. Returns 0 when it is complete and valid. */
+static int fc_parse_spec(char *spec, struct fc_fault *f, int hang)
 {
     memset(f, 0, sizeof *f);
     f->code = CUDA_ERROR_ILLEGAL_ADDRESS;
+    f->ms = FC_NEVER;
     f->nth = 1;
     int have_nth = 0;
     for (char *save = NULL, *kv = strtok_r(spec, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
@@ -74,8 +78,10 @@ static int fc_parse_fault(char *spec, struct fc_fault *f)
         } else if (!strcmp(k, "nth")) {
             if (fc_parse_u64(v, &f->nth) || f->nth == 0) return -1;
             have_nth = 1;
-        } else if (!strcmp(k, "code")) {
+        } else if (!strcmp(k, "code") && !hang) {
             if (fc_parse_code(v, &f->code)) return -1;
+        } else if (!strcmp(k, "ms") && hang) {
+            if (fc_parse_u64(v, &f->ms) || f->ms == 0 || f->ms > 86400000ULL) return -1;
         } else {
             return -1;
         }
@@ -125,7 +131,8 @@ static int fc_parse_list(const char *var, void *arr, size_t elem, int max, int (
     return n;
 }
 
-static int fc_parse_fault_v(char *s, void *f) { return fc_parse_fault(s, f); }
+static int fc_parse_fault_v(char *s, void *f) { return fc_parse_spec(s, f, 0); }
+static int fc_parse_hang_v(char *s, void *f) { return fc_parse_spec(s, f, 1); }
 static int fc_parse_fail_v(char *s, void *f) { return fc_parse_fail(s, f); }
 
 static void fc_read_env(void)
@@ -148,6 +155,8 @@ static void fc_read_env(void)
     }
     fc_g.nfaults = fc_parse_list("FAKECUDA_FAULT", fc_g.faults, sizeof fc_g.faults[0], FC_MAX_FAULTS,
                                  fc_parse_fault_v);
+    fc_g.nhangs = fc_parse_list("FAKECUDA_HANG", fc_g.hangs, sizeof fc_g.hangs[0], FC_MAX_FAULTS,
+                                fc_parse_hang_v);
     fc_g.nfails = fc_parse_list("FAKECUDA_FAIL", fc_g.fails, sizeof fc_g.fails[0], FC_MAX_FAILS,
                                 fc_parse_fail_v);
 }
@@ -189,6 +198,7 @@ CUresult fc_begin(const char *api)
 {
     pthread_once(&fc_once, fc_init_once);
     pthread_mutex_lock(&fc_mu);
+    tl_locked++;
     CUresult rc = CUDA_SUCCESS;
     for (int i = 0; i < fc_g.nfails; i++) {
         struct fc_fail *f = &fc_g.fails[i];
@@ -202,8 +212,34 @@ CUresult fc_begin(const char *api)
 CUresult fc_end(const char *api, CUresult rc)
 {
     if (fc_g.trace) fc_trace(api, rc);
+    tl_locked--;
     pthread_mutex_unlock(&fc_mu);
     return rc;
+}
+
+static unsigned long long fc_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (unsigned long long)ts.tv_sec * 1000000000ULL + (unsigned long long)ts.tv_nsec;
+}
+
+/* A caller that must wait for a running launch (FAKECUDA_HANG) lets go of the lock for a millisecond, so other
+ * threads (and a tool querying from its own thread) keep working, as they would with a busy GPU. Held more
+ * than once (a host function calling back in), the lock cannot be let go: the wait just sleeps. */
+static void fc_wait_a_little(void)
+{
+    struct timespec ms = {0, 1000000};
+    int depth = tl_locked;
+    if (depth == 1) {
+        tl_locked = 0;
+        pthread_mutex_unlock(&fc_mu);
+    }
+    nanosleep(&ms, NULL);
+    if (depth == 1) {
+        pthread_mutex_lock(&fc_mu);
+        tl_locked = 1;
+    }
 }
 
 /* ---- contexts and streams --------------------------------------------------------------------------------- */
@@ -357,13 +393,13 @@ static CUresult fc_raise(struct fc_ctx *ctx, const struct fc_op *op)
     return ctx->sticky;
 }
 
-/* Decides, when a kernel op is queued live, whether it will fault when it runs. Every spec sees every launch so
- * that the per-kernel counts stay right when several specs are given. */
-static CUresult fc_fault_for(const struct fc_op *op)
+/* The first of n specs that picks the kernel op being queued live, or NULL. Every spec sees every launch so that
+ * the per-kernel counts stay right when several specs are given. */
+static const struct fc_fault *fc_spec_for(struct fc_fault *specs, int n, const struct fc_op *op)
 {
-    CUresult code = CUDA_SUCCESS;
-    for (int i = 0; i < fc_g.nfaults; i++) {
-        struct fc_fault *f = &fc_g.faults[i];
+    const struct fc_fault *first = NULL;
+    for (int i = 0; i < n; i++) {
+        struct fc_fault *f = &specs[i];
         int hit = 0;
         if (f->fired) continue;
         if (f->launch) {
@@ -373,10 +409,20 @@ static CUresult fc_fault_for(const struct fc_op *op)
         }
         if (hit) {
             f->fired = 1;
-            if (!code) code = f->code;
+            if (!first) first = f;
         }
     }
-    return code;
+    return first;
+}
+
+/* Whether a kernel op will fault when it runs, and from when it can complete (a launch started running when
+ * it was queued: a GPU does not wait for the host to ask). */
+static void fc_script(struct fc_op *op)
+{
+    const struct fc_fault *f = fc_spec_for(fc_g.faults, fc_g.nfaults, op);
+    const struct fc_fault *h = fc_spec_for(fc_g.hangs, fc_g.nhangs, op);
+    op->fault = f ? f->code : CUDA_SUCCESS;
+    op->ready_ns = !h ? 0 : h->ms == FC_NEVER ? FC_NEVER : fc_now_ns() + h->ms * 1000000ULL;
 }
 
 /* ---- queues ----------------------------------------------------------------------------------------------- */
@@ -390,11 +436,27 @@ struct fc_op *fc_op_new(enum fc_opkind kind)
 
 static CUresult fc_run_one(struct fc_stream *s);
 
-/* Runs one op of the stream: the oldest. Returns the context's sticky code if the op faulted. */
+/* Whether the oldest op of s cannot run yet: a launch still running (FAKECUDA_HANG), or a wait for such work on
+ * another stream. */
+static int fc_busy(const struct fc_stream *s)
+{
+    const struct fc_op *op = s->head;
+    if (!op) return 0;
+    if (op->kind == FC_OP_KERNEL) return op->ready_ns && (op->ready_ns == FC_NEVER || fc_now_ns() < op->ready_ns);
+    if (op->kind == FC_OP_WAIT) {
+        const struct fc_stream *w = op->wstream;
+        return w->done < op->wtarget && w->head && !w->ctx->sticky && fc_busy(w);
+    }
+    return 0;
+}
+
+/* Runs one op of the stream: the oldest. Returns the context's sticky code if the op faulted, and
+ * CUDA_ERROR_NOT_READY (running nothing) when that op cannot run yet. */
 static CUresult fc_run_one(struct fc_stream *s)
 {
     struct fc_op *op = s->head;
     if (!op) return s->ctx->sticky;
+    if (fc_busy(s)) return CUDA_ERROR_NOT_READY;
     s->head = op->next;
     if (!s->head) s->tail = NULL;
     s->queued--;
@@ -412,7 +474,8 @@ static CUresult fc_run_one(struct fc_stream *s)
         /* Targets always name ops queued before this wait, so following them cannot loop. A waited-on stream
          * of another context that faulted never gets there; the wait gives up rather than hang. */
         struct fc_stream *w = op->wstream;
-        while (w->done < op->wtarget && w->head && !w->ctx->sticky) fc_run_one(w);
+        while (w->done < op->wtarget && w->head && !w->ctx->sticky && fc_run_one(w) != CUDA_ERROR_NOT_READY) {
+        }
         break;
     }
     case FC_OP_COPY:
@@ -472,7 +535,7 @@ CUresult fc_enqueue(struct fc_stream *s, struct fc_op *op)
     if (op->kind == FC_OP_KERNEL) {
         fc_g.launches++;
         op->func->launches++;
-        op->fault = fc_fault_for(op);
+        fc_script(op);
     }
     op->next = NULL;
     if (s->tail) s->tail->next = op;
@@ -487,7 +550,11 @@ CUresult fc_enqueue(struct fc_stream *s, struct fc_op *op)
     /* A GPU that runs ahead of the host: a fault found here surfaces at the next call, as on the device. A
      * device queue is finite too (a launch waits when it is full), which bounds the fake's memory. */
     unsigned long long limit = fc_g.run_ahead && fc_g.run_ahead < FC_QUEUE_MAX ? fc_g.run_ahead : FC_QUEUE_MAX;
-    while (s->queued > limit && !s->ctx->sticky) fc_run_one(s);
+    while (s->queued > limit && !s->ctx->sticky) {
+        if (fc_run_one(s) != CUDA_ERROR_NOT_READY) continue;
+        if (s->queued <= FC_QUEUE_MAX) break; /* running ahead stops at a launch still running */
+        fc_wait_a_little();                   /* a full device queue makes the host wait */
+    }
     return CUDA_SUCCESS;
 }
 
@@ -504,23 +571,28 @@ CUresult fc_graph_enqueue(struct fc_stream *s, const struct fc_graph *g)
     return CUDA_SUCCESS;
 }
 
-CUresult fc_drain_stream(struct fc_stream *s)
+CUresult fc_drain_stream(struct fc_stream *s, int wait)
 {
-    while (s->head && !s->ctx->sticky) fc_run_one(s);
+    while (s->head && !s->ctx->sticky) {
+        if (fc_run_one(s) != CUDA_ERROR_NOT_READY) continue;
+        if (!wait) return CUDA_ERROR_NOT_READY;
+        fc_wait_a_little();
+    }
     return s->ctx->sticky;
 }
 
-/* Runs all streams of the context, one op from each in turn, so that no stream's order is favoured. */
+/* Runs all streams of the context, one op from each in turn, so that no stream's order is favoured; waits
+ * while what is left cannot run yet. */
 CUresult fc_drain_ctx(struct fc_ctx *ctx)
 {
-    int progressed = 1;
-    while (progressed && !ctx->sticky) {
-        progressed = 0;
+    int progressed = 1, busy = 0;
+    while ((progressed || busy) && !ctx->sticky) {
+        if (!progressed) fc_wait_a_little();
+        progressed = busy = 0;
         for (struct fc_stream *s = ctx->streams; s && !ctx->sticky; s = s->next) {
-            if (s->head) {
-                fc_run_one(s);
-                progressed = 1;
-            }
+            if (!s->head) continue;
+            if (fc_run_one(s) == CUDA_ERROR_NOT_READY) busy = 1;
+            else progressed = 1;
         }
     }
     return ctx->sticky;
@@ -537,11 +609,15 @@ CUresult fc_drain_all(void)
 
 int fc_event_done(const struct fc_event *ev) { return !ev->stream || ev->stream->done >= ev->target; }
 
-CUresult fc_drain_event(struct fc_event *ev)
+CUresult fc_drain_event(struct fc_event *ev, int wait)
 {
     struct fc_stream *s = ev->stream;
     if (!s) return ev->ctx->sticky;
-    while (s->done < ev->target && s->head && !s->ctx->sticky) fc_run_one(s);
+    while (s->done < ev->target && s->head && !s->ctx->sticky) {
+        if (fc_run_one(s) != CUDA_ERROR_NOT_READY) continue;
+        if (!wait) return CUDA_ERROR_NOT_READY;
+        fc_wait_a_little();
+    }
     return s->ctx->sticky ? s->ctx->sticky : ev->ctx->sticky;
 }
 

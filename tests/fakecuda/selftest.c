@@ -586,6 +586,66 @@ static void t_fork(void)
     CHECK(e.slot[0] == 5);
 }
 
+/* A launch that never completes (FAKECUDA_HANG=launch=2): what is queued before it runs, it and what follows do
+ * not; queries say not ready, other streams and other threads keep working while a synchronize waits on it. */
+struct hang_sync {
+    CUcontext ctx;     /* context to make current */
+    volatile int done; /* the synchronize returned */
+};
+
+static void *hang_sync_main(void *arg)
+{
+    struct hang_sync *h = arg;
+    if (cuCtxSetCurrent(h->ctx) == CUDA_SUCCESS) cuCtxSynchronize();
+    h->done = 1;
+    return NULL;
+}
+
+static void t_hang(void)
+{
+    struct env e;
+    CUstream other;
+    pthread_t t;
+    setup(&e);
+    OK(cuStreamCreate(&other, 0));
+    OK(launch(e.good, NULL));
+    OK(cuStreamWriteValue64(NULL, e.dslot, 1, 0));
+    OK(launch(e.good, NULL)); /* launch 2: runs forever */
+    OK(cuStreamWriteValue64(NULL, e.dslot, 2, 0));
+    EXPECT(cuStreamQuery(NULL), CUDA_ERROR_NOT_READY);
+    CHECK(e.slot[0] == 1);
+    struct hang_sync h = { e.ctx, 0 };
+    CHECK(pthread_create(&t, NULL, hang_sync_main, &h) == 0);
+    usleep(20000);
+    OK(launch(e.good, other)); /* while the other thread waits in cuCtxSynchronize */
+    OK(cuStreamWriteValue64(other, e.dslot + 8, 7, 0));
+    OK(cuStreamSynchronize(other));
+    CHECK(e.slot[1] == 7);
+    EXPECT(cuStreamQuery(NULL), CUDA_ERROR_NOT_READY);
+    CUevent ev;
+    OK(cuEventCreate(&ev, 0));
+    OK(cuEventRecord(ev, NULL));
+    EXPECT(cuEventQuery(ev), CUDA_ERROR_NOT_READY);
+    CHECK(!h.done && e.slot[0] == 1);
+    pthread_detach(t); /* the process ends with the synchronize still waiting, as it would on a GPU */
+}
+
+/* A slow launch that faults when it completes (FAKECUDA_HANG=launch=1,ms=300 with FAKECUDA_FAULT=launch=1): a
+ * query right after the launch is not ready yet; a synchronize waits and returns the fault; until the launch
+ * completes no sticky error is visible. */
+static void t_slow_fault(void)
+{
+    FILE *err = capture_fd(2);
+    struct env e;
+    setup(&e);
+    CHECK(file_has(err, "fakecuda: bad FAKECUDA_HANG spec 'kernel=x,ms=0'"));
+    OK(launch(e.bad, NULL));
+    EXPECT(cuStreamQuery(NULL), CUDA_ERROR_NOT_READY);
+    OK(launch(e.good, NULL));
+    EXPECT(cuCtxSynchronize(), CUDA_ERROR_ILLEGAL_ADDRESS);
+    EXPECT(cuStreamQuery(NULL), CUDA_ERROR_ILLEGAL_ADDRESS);
+}
+
 /* ---- runner ----------------------------------------------------------------------------------------------- */
 
 static const struct {
@@ -609,6 +669,8 @@ static const struct {
       t_bad_env },
     { "threads", "", t_threads },
     { "fork", "", t_fork },
+    { "hang", "FAKECUDA_HANG=launch=2", t_hang },
+    { "slow_fault", "FAKECUDA_HANG=launch=1,ms=300;kernel=x,ms=0|FAKECUDA_FAULT=launch=1", t_slow_fault },
 };
 
 static int run_case(const char *self, size_t i)
@@ -618,7 +680,7 @@ static int run_case(const char *self, size_t i)
     if (pid < 0) return 0;
     if (pid == 0) {
         static const char *vars[] = { "FAKECUDA_FAULT", "FAKECUDA_FAIL", "FAKECUDA_RUN_AHEAD", "FAKECUDA_DEVICES",
-                                      "FAKECUDA_TRACE" };
+                                      "FAKECUDA_TRACE", "FAKECUDA_HANG" };
         for (size_t v = 0; v < sizeof vars / sizeof vars[0]; v++) unsetenv(vars[v]);
         char env[512];
         snprintf(env, sizeof env, "%s", cases[i].env);
