@@ -8,6 +8,7 @@
 #include "crumb.h"
 #include "graphs.h"
 #include "driver.h"
+#include "lastlook.h"
 #include "names.h"
 #include "ring.h"
 #include "verdict.h"
@@ -528,27 +529,27 @@ void cp_event_completed(void *event) {
   if (cp_active()) crumb_event_completed(event);
 }
 
-/* The last look. The program may meet a sticky error in a call culprit does not wrap (the CUDA runtime checks
- * the context inside cudaMemcpyAsync, say, before the copy culprit would see) and fail without culprit ever
- * seeing it. The error stays until the context goes away, so before that, and when the process exits, one
- * non-blocking query of the current context looks for it. Nothing is asked of the driver by a process that
- * launched nothing (a forked child, whose inherited CUDA state must not be touched), after a report, or while a
- * capture is under way (the query would break it). */
-static void last_look(const char *api) {
+/* The last look (lastlook.c). The program may meet a sticky error in a call culprit does not wrap (the CUDA
+ * runtime checks the context inside cudaMemcpyAsync, say, and cuBLAS inside its own calls) and fail without
+ * culprit ever seeing it, or return from main before its faulting kernel even ran. The error stays until the
+ * context goes away, so before that (ctx, or a device's primary context), and when the process exits (every
+ * context), the contexts are asked, waiting up to CULPRIT_EXIT_WAIT for unfinished work. Nothing is asked of
+ * the driver by a process that launched nothing (a forked child, whose inherited CUDA state must not be
+ * touched), after a report, or while a capture is under way (a query would break it). */
+static void last_look(void *ctx, int device, const char *api) {
   if (cp_state <= 0 || atomic_load(&g_report) != 0) return;
-  if (atomic_load(&g_seq) == atomic_load(&g_fork_seq)) return;
+  uint64_t after = atomic_load(&g_fork_seq);
+  if (atomic_load(&g_seq) == after) return;
   if (atomic_load_explicit(&g_captures, memory_order_relaxed)) return;
-  void *ctx = NULL;
-  if (!cp_drv.stream_query || !cp_drv.ctx_get_current || cp_drv.ctx_get_current(&ctx) || !ctx) return;
-  int rc = cp_drv.stream_query(NULL);
-  if (cp_is_sticky(rc)) report(rc, api, 0);
+  int rc = lastlook_find(ctx, device, after, g_cfg.exit_wait_ms);
+  if (rc) report(rc, api, 0);
 }
 
-static void last_look_at_exit(void) { last_look("exit"); }
+static void last_look_at_exit(void) { last_look(NULL, -1, "exit"); }
 
 void cp_ctx_going(void *ctx, int device, const char *api) {
   if (!cp_active()) return;
-  last_look(api);
+  last_look(ctx, ctx ? -1 : device, api);
   crumb_ctx_gone(ctx, device);
   graph_forget_slots();
 }

@@ -23,6 +23,9 @@ struct cp_driver {
   int (*stream_is_capturing)(void *stream, int *status);                   /* cuStreamIsCapturing */
   int (*stream_is_capturing_ptsz)(void *stream, int *status);              /* cuStreamIsCapturing_ptsz */
   int (*stream_query)(void *stream);                                       /* cuStreamQuery */
+  int (*stream_query_ptsz)(void *stream);                                  /* cuStreamQuery_ptsz */
+  int (*ctx_push_current)(void *ctx);                                      /* cuCtxPushCurrent_v2 */
+  int (*ctx_pop_current)(void **ctx);                                      /* cuCtxPopCurrent_v2 */
 };
 
 extern struct cp_driver cp_drv;

@@ -109,6 +109,9 @@ static void fill_driver(void) {
   GET(stream_is_capturing, "cuStreamIsCapturing");
   GET(stream_is_capturing_ptsz, "cuStreamIsCapturing_ptsz");
   GET(stream_query, "cuStreamQuery");
+  GET(stream_query_ptsz, "cuStreamQuery_ptsz");
+  GET(ctx_push_current, "cuCtxPushCurrent_v2");
+  GET(ctx_pop_current, "cuCtxPopCurrent_v2");
 #undef GET
 }
 

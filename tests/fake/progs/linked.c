@@ -117,6 +117,76 @@ static int legacy(const char *how, int count)
     return 0;
 }
 
+/* Work still unfinished (or a fault unseen) when the program ends, FAKECUDA_FAULT/FAKECUDA_HANG scripting it:
+ *   return0   `count` launches of step, then main returns 0 without synchronizing
+ *   otherctx  the launches go to device 1's primary context; device 0's is current when main returns 0
+ *   thread    a worker thread launches on a stream of its own and meets the error in a call culprit does not
+ *             wrap (as cuBLAS does inside its own calls); the main thread, with no context current, fails */
+struct exits_worker {
+    int count;              /* launches */
+    CUresult rc;            /* what the unwrapped call returned */
+};
+
+static void *exits_thread(void *arg)
+{
+    struct exits_worker *w = arg;
+    CUstream s;
+    CUevent e;
+    CK(cuCtxSetCurrent(ctx));
+    CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    for (int i = 0; i < w->count; i++)
+        CK(cuLaunchKernel(f_step, 4, 1, 1, 64, 1, 1, 0, s, args, NULL)); /* thread */ /* CULPRIT-LAUNCH */
+    w->rc = cuEventCreate(&e, CU_EVENT_DEFAULT);
+    return NULL;
+}
+
+static int exits(const char *how, int count)
+{
+    if (strcmp(how, "return0") == 0) {
+        setup();
+        for (int i = 0; i < count; i++)
+            CK(cuLaunchKernel(f_step, 4, 1, 1, 64, 1, 1, 0, NULL, args, NULL)); /* return0 */ /* CULPRIT-LAUNCH */
+        printf("returning without synchronizing\n");
+        return 0;
+    }
+    if (strcmp(how, "otherctx") == 0) {
+        CUdevice d1;
+        CUcontext c1;
+        CUmodule m1;
+        CUfunction step1;
+        CUdeviceptr buf1;
+        setup();
+        CK(cuDeviceGet(&d1, 1));
+        CK(cuDevicePrimaryCtxRetain(&c1, d1));
+        CK(cuCtxSetCurrent(c1));
+        CK(cuModuleLoadData(&m1, MODULE_IMAGE));
+        CK(cuModuleGetFunction(&step1, m1, K_STEP));
+        CK(cuMemAlloc(&buf1, NELEM * sizeof(float)));
+        void *a1[] = {&buf1, &nelem};
+        for (int i = 0; i < count; i++)
+            CK(cuLaunchKernel(step1, 4, 1, 1, 64, 1, 1, 0, NULL, a1, NULL)); /* otherctx */ /* CULPRIT-LAUNCH */
+        CK(cuCtxSetCurrent(ctx));
+        printf("returning with device 0 current\n");
+        return 0;
+    }
+    if (strcmp(how, "thread") == 0) {
+        pthread_t t;
+        struct exits_worker w = {count, CUDA_SUCCESS};
+        setup();
+        CK(cuCtxSetCurrent(NULL));
+        if (pthread_create(&t, NULL, exits_thread, &w) != 0 || pthread_join(t, NULL) != 0)
+            return 2;
+        if (w.rc != CUDA_SUCCESS) {
+            printf("the worker's cuEventCreate failed (%d)\n", (int)w.rc);
+            return 1;
+        }
+        printf("the worker finished\n");
+        return 0;
+    }
+    fprintf(stderr, "unknown way to end: %s\n", how);
+    return 2;
+}
+
 /* Four created streams, six rounds of one launch plus one event record per stream; write_oob replaces the launch
  * of stream 2 in round 3 (launch #15). */
 static int streams4(void)
@@ -320,6 +390,8 @@ int main(int argc, char **argv)
     int n = argc > 2 ? atoi(argv[2]) : 0;
     if (strcmp(what, "legacy") == 0 && argc > 2)
         return legacy(argv[2], argc > 3 ? atoi(argv[3]) : 10);
+    if (strcmp(what, "exits") == 0 && argc > 2)
+        return exits(argv[2], argc > 3 ? atoi(argv[3]) : 10);
     if (strcmp(what, "streams4") == 0)
         return streams4();
     if (strcmp(what, "devices2") == 0)
@@ -331,6 +403,7 @@ int main(int argc, char **argv)
     if (strcmp(what, "healthy") == 0)
         return healthy();
     fprintf(stderr, "usage: linked legacy ctxsync|dtoh|streamsync|memfree|eventsync|nextlaunch|abort|exit [COUNT]\n"
+                    "       linked exits return0|otherctx|thread [COUNT]\n"
                     "       linked streams4 | devices2 | threads N | phases [COUNT] | healthy\n");
     return 2;
 }
