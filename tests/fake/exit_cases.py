@@ -146,5 +146,27 @@ def _(b):
     h.check_error(h.load_report(rdir), 700, "cuCtxSynchronize")
 
 
+@case("exit_bad_options")
+def _(b):
+    # Bad values are refused with one sentence and exit status 2, before anything runs; a bad CULPRIT_EXIT_WAIT
+    # turns culprit off for the process, which then runs as without it.
+    argv = [b.prog("linked"), "exits", "return0"]
+    for opt, val, want in (("--exit-wait", "-1", "--exit-wait must be seconds"),
+                           ("--exit-wait", "2s", "--exit-wait must be seconds"),
+                           ("--exit-wait", "1.2345", "--exit-wait must be seconds"),
+                           ("--error-exitcode", "256", "--error-exitcode must be an exit status"),
+                           ("--error-exitcode", "x", "--error-exitcode must be an exit status")):
+        rdir = b.newdir("reports")
+        res = h.cli_run(b, argv, SLOW_FAULT, rdir, opts=(opt, val))
+        check(res.rc == 2 and want in res.err_text and not res.out,
+              "%s %s was not refused as bad usage\n%s" % (opt, val, res.describe()))
+    base = h.plain(b, argv, SLOW_FAULT)
+    rdir = b.newdir("reports")
+    res = h.preloaded(b, argv, dict(SLOW_FAULT, CULPRIT_EXIT_WAIT="soon"), rdir)
+    check(res.rc == base.rc and res.out == base.out and "CULPRIT_EXIT_WAIT='soon' is not valid" in res.err_text,
+          "a bad CULPRIT_EXIT_WAIT did not turn culprit off with one line\n" + res.describe())
+    h.no_report(rdir, "culprit off by a bad CULPRIT_EXIT_WAIT")
+
+
 if __name__ == "__main__":
     sys.exit(h.main())
