@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #endif
 #include "cli.h"
+#include "rerun.h"
 #include "watch.h"
 #include "../core/config.h"
 #include "../report/json.h"
@@ -221,10 +222,13 @@ static int cli_is_old(const struct cli_seen *seen, size_t nseen, const char *pat
     return 0;
 }
 
-/* Symbolizes a report, adds the device asserts the watch saw (w may be NULL) and prints it on stderr.
- * Returns 0 when it was shown. */
-static int cli_show_report(const char *path, int brief, const struct cli_watch *w, int *faulted)
+/* Symbolizes a report, adds the device asserts the watch saw (w may be NULL), settles a verdict of candidates
+ * by a rerun when o asks for one (o NULL: never; run_dir is the run's report directory), and prints it on
+ * stderr. Returns 0 when it was shown. */
+static int cli_show_report(const char *path, int brief, const struct cli_watch *w, int *faulted,
+                           const struct cli_run_opts *o, const char *run_dir)
 {
+    long long lo, hi;
     struct render_opts ro = {brief, brief ? path : NULL};
     struct json *doc = NULL;
     char why[1024];
@@ -237,10 +241,19 @@ static int cli_show_report(const char *path, int brief, const struct cli_watch *
     }
     if (symbolize_doc(doc, &changed) != 0)
         changed = 0;
-    if (watch_annotate(w, doc, &asserts) != 0)
+    if (asserts_annotate(w ? &w->asserts : NULL, doc, &asserts) != 0)
         cli_err("out of memory adding the device asserts to %s", path);
     if ((changed || asserts) && symbolize_save(path, doc, why, sizeof why) != 0)
         cli_err("%s (the verdict below is complete, only the file keeps its old content)", why);
+    if (o && o->rerun && rerun_needed(doc, &lo, &hi)) {
+        json_free(doc);
+        doc = NULL;
+        rerun_settle(o, path, run_dir);
+        if (symbolize_load(path, &doc, why, sizeof why) != 0) {
+            cli_err("%s", why);
+            return -1;
+        }
+    }
     text = render_doc(doc, &ro);
     /* reports written before hang reports existed have no kind: they are all faults */
     if (!json_get_str(doc, "kind") || strcmp(json_get_str(doc, "kind"), "fault") == 0)
@@ -379,7 +392,7 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus, int *faulted)
                 continue;
             if (shown)
                 fputs("culprit:\n", stderr);
-            if (cli_show_report(reports[i], o->quiet, w, faulted) == 0)
+            if (cli_show_report(reports[i], o->quiet, w, faulted, o, abs) == 0)
                 shown++;
         }
     }
@@ -481,6 +494,10 @@ int cli_run_main(int argc, char **argv)
         }
         if (strcmp(a, "--no-watch") == 0) {
             o.no_watch = 1;
+            continue;
+        }
+        if (strcmp(a, "--rerun") == 0) {
+            o.rerun = 1;
             continue;
         }
         if ((val = cli_optval(argc, argv, &i, "--mode", &missing)) != NULL) {

@@ -1,5 +1,5 @@
-/* Watching a command's stdout and stderr for device-assert lines while passing every byte through unchanged,
- * and tying what was seen to the reports afterwards. Used by `culprit run` only; the preloaded library never
+/* Watching a command's stdout and stderr for device-assert lines while passing every byte through unchanged
+ * (what is done with the lines is asserts.c's). Used by `culprit run` only; the preloaded library never
  * sees these lines (the driver prints them into the process's own descriptors). */
 #ifndef CULPRIT_CLI_WATCH_H
 #define CULPRIT_CLI_WATCH_H
@@ -7,22 +7,10 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-struct json;
+#include "asserts.h"
 
-#define WATCH_MAX_ASSERTS 64    /* assert lines kept per run; a failing kernel prints one per failing thread */
 #define WATCH_LINE_MAX 8192     /* longer lines are passed through but not scanned */
 #define WATCH_CHANNELS 2        /* one per watched descriptor, or one for both when they are the same file */
-
-/* One device-assert line, as the device printed it. */
-struct watch_assert {
-    char *file;                 /* source file of the assert */
-    long line;                  /* its line */
-    char *kernel;               /* the kernel's signature as the device prints it, "void k(const int *, int)" */
-    long block[3];              /* block index of the failing thread */
-    long thread[3];             /* thread index within the block */
-    char *expr;                 /* the asserted expression */
-    const char *stream;         /* "stdout", "stderr" or "stdout+stderr" (static string) */
-};
 
 /* One descriptor (or both) of the child, routed through a pipe or a pseudo-terminal. */
 struct watch_chan {
@@ -58,9 +46,7 @@ struct cli_watch {
     int nch;                    /* channels in use; 0 means the child simply inherits fd 1 and 2 */
     struct watch_file files[WATCH_CHANNELS]; /* regular files among fd 1 and 2, first nfiles of them */
     int nfiles;                 /* entries of files in use */
-    struct watch_assert asserts[WATCH_MAX_ASSERTS]; /* assert lines in the order they came */
-    size_t nasserts;            /* entries of asserts in use */
-    size_t seen;                /* assert lines seen, kept or not */
+    struct dev_asserts asserts; /* the device-assert lines seen (asserts.c) */
 };
 
 /* Before fork: sets up a channel for fd 1 and fd 2 where they are open (a pty for a terminal, else a pipe;
@@ -91,14 +77,5 @@ int watch_high(int fd);
 
 /* Frees the assert texts and closes what watch_scan_files did not. */
 void watch_free(struct cli_watch *w);
-
-/* Adds "device_asserts" to a report (those naming its culprit or candidates first) and, when the verdict is
- * "candidates" and exactly one candidate's kernel is named by an assert, narrows the verdict to it. *changed
- * is set when the report was modified. Returns 0, or ENOMEM. */
-int watch_annotate(const struct cli_watch *w, struct json *doc, int *changed);
-
-/* Parses one line (without its newline) as a device assert. Returns 0 and fills a (texts malloc'd, stream
- * left alone), or -1 when the line is not one (or out of memory). */
-int watch_parse_assert(const char *line, size_t len, struct watch_assert *a);
 
 #endif

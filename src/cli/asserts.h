@@ -1,0 +1,45 @@
+/* Device-assert lines (asserts.c): parsed from what a command printed, and tied to its reports: added to each
+ * report, and a verdict of candidates narrowed to the launch they single out. */
+#ifndef CULPRIT_CLI_ASSERTS_H
+#define CULPRIT_CLI_ASSERTS_H
+
+#include <stddef.h>
+
+struct json;
+
+#define ASSERTS_MAX 64          /* assert lines kept per run; a failing kernel prints one per failing thread */
+
+/* One device-assert line, as the device printed it. */
+struct dev_assert {
+    char *file;                 /* source file of the assert */
+    long line;                  /* its line */
+    char *kernel;               /* the kernel's signature as the device prints it, "void k(const int *, int)";
+                                 * "operator()" for a lambda or functor run by a templated kernel */
+    long block[3];              /* block index of the failing thread */
+    long thread[3];             /* thread index within the block */
+    char *expr;                 /* the asserted expression */
+    const char *stream;         /* "stdout", "stderr" or "stdout+stderr" (static string) */
+};
+
+/* The asserts of one run, in the order they came. */
+struct dev_asserts {
+    struct dev_assert a[ASSERTS_MAX]; /* the first ASSERTS_MAX lines */
+    size_t n;                   /* entries of a in use */
+    size_t seen;                /* assert lines seen, kept or not */
+};
+
+/* Parses one line (without its newline) as a device assert. Returns 0 and fills a (texts malloc'd, stream
+ * left alone), or -1 when the line is not one (or out of memory). */
+int asserts_parse(const char *line, size_t len, struct dev_assert *a);
+/* Keeps the line if it is a device assert (the first ASSERTS_MAX), printed on stream (a static string). */
+void asserts_add(struct dev_asserts *as, const char *line, size_t len, const char *stream);
+/* Frees the texts. */
+void asserts_free(struct dev_asserts *as);
+
+/* Adds "device_asserts" to a report (those that fit its culprit or candidates first) and, when the verdict is
+ * "candidates" and the asserts single out exactly one candidate, narrows the verdict to it (the graph node too,
+ * for a graph launch). as may be NULL (nothing seen). *changed is set when the report was modified. Returns 0,
+ * or ENOMEM. */
+int asserts_annotate(const struct dev_asserts *as, struct json *doc, int *changed);
+
+#endif
