@@ -32,6 +32,7 @@ struct cli_run_opts {
     const char *hang_timeout;  /* CULPRIT_HANG_TIMEOUT seconds, already validated, or NULL */
     const char *report_signal; /* CULPRIT_REPORT_SIGNAL, already validated, or NULL */
     int error_exitcode;        /* exit status when CMD exited 0 although a kernel faulted; -1: CMD's own */
+    int rerun;                 /* settle a verdict of candidates by a blocking rerun over its window (rerun.c) */
     const char *dir;           /* report directory chosen by the user, or NULL for a fresh run directory */
     int quiet;                 /* print one line per report instead of the full verdict */
     int verbose;               /* let the library print its own full verdict too */

@@ -187,6 +187,38 @@ static int exits(const char *how, int count)
     return 2;
 }
 
+/* A program that does not run the same way twice: `count` launches on the legacy stream, one of them write_oob
+ * (fault it with FAKECUDA_FAULT=kernel=write_oob), then a context synchronize. The file named by FLAKY_STATE
+ * counts the runs: the first run's write_oob is launch #20; later runs put it at #35 (FLAKY_LATER=elsewhere),
+ * leave it out (FLAKY_LATER=none), or keep it at #20 (unset). */
+static int flaky(int count)
+{
+    const char *state = getenv("FLAKY_STATE"), *later = getenv("FLAKY_LATER");
+    long runs = 0;
+    FILE *f;
+    if (!state)
+        return 2;
+    if ((f = fopen(state, "a+")) == NULL)
+        return 2;
+    fseek(f, 0, SEEK_END);
+    runs = ftell(f);
+    fputc('x', f);
+    fclose(f);
+    int bad_at = 20;
+    if (runs > 0 && later && strcmp(later, "elsewhere") == 0)
+        bad_at = 35;
+    else if (runs > 0 && later && strcmp(later, "none") == 0)
+        bad_at = 0;
+    setup();
+    for (int i = 1; i <= count; i++) {
+        CUfunction k = i == bad_at ? f_bad : f_step;
+        CK(cuLaunchKernel(k, 4, 1, 1, 64, 1, 1, 0, NULL, args, NULL)); /* flaky */ /* CULPRIT-LAUNCH */
+    }
+    CK(cuCtxSynchronize());
+    printf("flaky: run %ld, %d launches completed\n", runs + 1, count);
+    return 0;
+}
+
 /* Four created streams, six rounds of one launch plus one event record per stream; write_oob replaces the launch
  * of stream 2 in round 3 (launch #15). */
 static int streams4(void)
@@ -392,6 +424,8 @@ int main(int argc, char **argv)
         return legacy(argv[2], argc > 3 ? atoi(argv[3]) : 10);
     if (strcmp(what, "exits") == 0 && argc > 2)
         return exits(argv[2], argc > 3 ? atoi(argv[3]) : 10);
+    if (strcmp(what, "flaky") == 0)
+        return flaky(n > 0 ? n : 40);
     if (strcmp(what, "streams4") == 0)
         return streams4();
     if (strcmp(what, "devices2") == 0)
@@ -403,7 +437,7 @@ int main(int argc, char **argv)
     if (strcmp(what, "healthy") == 0)
         return healthy();
     fprintf(stderr, "usage: linked legacy ctxsync|dtoh|streamsync|memfree|eventsync|nextlaunch|abort|exit [COUNT]\n"
-                    "       linked exits return0|otherctx|thread [COUNT]\n"
+                    "       linked exits return0|otherctx|thread [COUNT] | flaky [COUNT]\n"
                     "       linked streams4 | devices2 | threads N | phases [COUNT] | healthy\n");
     return 2;
 }

@@ -1,0 +1,236 @@
+/* `culprit run --rerun`: when a report's verdict is a set of candidates, the same command runs again with
+ * blocking launches over their window only (the targeted rerun a verdict suggests), and the two runs become one
+ * report: "confirmed by the rerun" when the rerun faulted at one of the candidates (that launch becomes the
+ * culprit, with the first run's stacks), or, when the program did not behave the same way (it faulted
+ * elsewhere, or not at all), a note saying so with both runs kept. Only when asked: a rerun repeats the
+ * program's side effects. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "rerun.h"
+#include "cli.h"
+#include "../report/json.h"
+#include "../report/symbolize.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+/* Sets obj[key] = kid, taking kid; nonzero (kid freed) on failure. */
+static int rerun_put(struct json *obj, const char *key, struct json *kid)
+{
+    if (!kid)
+        return -1;
+    if (json_set(obj, key, kid) != 0) {
+        json_free(kid);
+        return -1;
+    }
+    return 0;
+}
+
+/* The fault report of the rerun that answers the first run's report: the one of the process with the same rank
+ * when ranks are known, else the only fault report of the rerun. NULL when there is none (the rerun did not
+ * fault). *several tells that several reports made the choice impossible. */
+static struct json *rerun_answer(const char *dir, const struct json *first, char *path, size_t pathsz,
+                                 int *several)
+{
+    char **reports = NULL;
+    size_t n = 0, i;
+    struct json *found = NULL;
+    long long rank = json_get_int(json_get(first, "process"), "rank", -1);
+    char why[512];
+
+    *several = 0;
+    if (cli_list_reports(dir, &reports, &n) != 0)
+        return NULL;
+    for (i = 0; i < n; i++) {
+        struct json *doc = NULL;
+        const char *kind;
+        if (symbolize_load(reports[i], &doc, why, sizeof why) != 0)
+            continue;
+        kind = json_get_str(doc, "kind");
+        if ((kind && strcmp(kind, "fault") != 0) ||
+            (rank >= 0 && json_get_int(json_get(doc, "process"), "rank", -1) != rank)) {
+            json_free(doc);
+            continue;
+        }
+        if (found) {
+            *several = 1;
+            json_free(doc);
+            continue;
+        }
+        found = doc;
+        snprintf(path, pathsz, "%s", reports[i]);
+    }
+    cli_free_list(reports, n);
+    if (*several) {
+        json_free(found);
+        return NULL;
+    }
+    return found;
+}
+
+/* The candidate of the first run that is launch seq, or NULL. */
+static struct json *rerun_candidate(struct json *cands, long long seq)
+{
+    size_t i;
+    for (i = 0; i < json_len(cands); i++)
+        if (json_get_int(json_at(cands, i), "seq", -1) == seq)
+            return (struct json *)json_at(cands, i);
+    return NULL;
+}
+
+/* Writes the outcome into the first report: "rerun" {window, outcome, report, seq, kernel}, and for a confirmed
+ * candidate the verdict made exact. Returns 0 or ENOMEM. */
+static int rerun_merge(struct json *doc, long long lo, long long hi, const char *outcome, const char *rpath,
+                       const struct json *rculprit, const char *sentence)
+{
+    struct json *verdict = (struct json *)json_get(doc, "verdict");
+    struct json *cands = (struct json *)json_get(doc, "candidates");
+    struct json *r = json_new(JSON_OBJ), *win = json_new(JSON_OBJ);
+    const char *reason = json_get_str(verdict, "reason");
+    long long seq = json_get_int(rculprit, "seq", -1);
+    char *why = NULL;
+
+    if (!r || !win || rerun_put(win, "first", json_new_int(lo)) || rerun_put(win, "last", json_new_int(hi)) ||
+        rerun_put(r, "window", win) || rerun_put(r, "outcome", json_new_str(outcome)) ||
+        (rpath && rerun_put(r, "report", json_new_str(rpath))) ||
+        (rculprit && rerun_put(r, "seq", json_new_int(seq))) ||
+        (rculprit && json_get_str(rculprit, "kernel") &&
+         rerun_put(r, "kernel", json_new_str(json_get_str(rculprit, "kernel")))) ||
+        json_set(doc, "rerun", r) != 0) {
+        json_free(r);
+        return ENOMEM;
+    }
+    if (asprintf(&why, "%s%s%s", reason ? reason : "", reason ? "; " : "", sentence) < 0 ||
+        rerun_put(verdict, "reason", json_new_str(why))) {
+        free(why);
+        return ENOMEM;
+    }
+    free(why);
+    if (strcmp(outcome, "confirmed") != 0)
+        return 0;
+    /* The candidate becomes the culprit; the others stay listed as what the first run could not rule out. */
+    struct json *chosen = rerun_candidate(cands, seq), *others = json_new(JSON_ARR), *win2 = json_new(JSON_OBJ);
+    size_t i;
+    if (!chosen || !others || !win2) {
+        json_free(others);
+        json_free(win2);
+        return chosen ? ENOMEM : 0;
+    }
+    for (i = 0; i < cands->len; i++)
+        if (cands->kids[i] != chosen && json_append(others, cands->kids[i]) != 0) {
+            others->len = 0;
+            json_free(others);
+            json_free(win2);
+            return ENOMEM;
+        }
+    cands->len = 0;
+    if (json_set(doc, "culprit", chosen) != 0) {
+        json_free(chosen);
+        json_free(others);
+        json_free(win2);
+        return ENOMEM;
+    }
+    if (json_set(doc, "candidates_before_rerun", others) != 0) {
+        json_free(others);
+        json_free(win2);
+        return ENOMEM;
+    }
+    if (rerun_put(verdict, "certainty", json_new_str("exact")) || rerun_put(win2, "first", json_new_int(seq)) ||
+        rerun_put(win2, "last", json_new_int(seq)) || json_set(verdict, "window", win2) != 0) {
+        json_free(win2);
+        return ENOMEM;
+    }
+    return 0;
+}
+
+int rerun_needed(const struct json *doc, long long *lo, long long *hi)
+{
+    const struct json *verdict = json_get(doc, "verdict"), *win = json_get(verdict, "window");
+    const char *kind = json_get_str(doc, "kind"), *certainty = json_get_str(verdict, "certainty");
+    if ((kind && strcmp(kind, "fault") != 0) || !certainty || strcmp(certainty, "candidates") != 0)
+        return 0;
+    *lo = json_get_int(win, "first", -1);
+    *hi = json_get_int(win, "last", -1);
+    return *lo > 0 && *hi >= *lo;
+}
+
+int rerun_settle(const struct cli_run_opts *o, const char *path, const char *run_dir)
+{
+    struct cli_run_opts r = *o;
+    struct json *doc = NULL, *answer = NULL;
+    char why[1024], window[64], dir[PATH_MAX], rpath[PATH_MAX], sentence[PATH_MAX + 512];
+    long long lo, hi, seq;
+    int wstatus = 0, faulted = 0, several = 0, rc;
+    const char *outcome;
+
+    if (symbolize_load(path, &doc, why, sizeof why) != 0) {
+        cli_err("%s", why);
+        return CLI_EXIT_FAIL;
+    }
+    if (!rerun_needed(doc, &lo, &hi)) {
+        json_free(doc);
+        return 0;
+    }
+    snprintf(window, sizeof window, "%lld:%lld", lo, hi);
+    if ((size_t)snprintf(dir, sizeof dir, "%s/rerun-%lld", run_dir,
+                         json_get_int(json_get(doc, "process"), "pid", 0)) >= sizeof dir) {
+        json_free(doc);
+        cli_err("the rerun's report directory would be too long a path");
+        return CLI_EXIT_FAIL;
+    }
+    cli_err("the verdict is one of launches #%lld..#%lld: running the command again with blocking launches "
+            "there (culprit run --mode blocking --launches %s), reports into %s", lo, hi, window, dir);
+    r.mode = "blocking";
+    r.launches = window;
+    r.kernels = NULL;
+    r.dir = dir;
+    r.quiet = 1;
+    r.rerun = 0;
+    rc = cli_run_command(&r, &wstatus, &faulted);
+    if (rc) {
+        json_free(doc);
+        return rc;
+    }
+    answer = rerun_answer(dir, doc, rpath, sizeof rpath, &several);
+    seq = json_get_int(json_get(answer, "culprit"), "seq", -1);
+    const char *certainty = json_get_str(json_get(answer, "verdict"), "certainty");
+    if (answer && certainty && strcmp(certainty, "exact") == 0 &&
+        rerun_candidate((struct json *)json_get(doc, "candidates"), seq)) {
+        outcome = "confirmed";
+        snprintf(sentence, sizeof sentence, "confirmed by a rerun with blocking launches #%lld..#%lld: launch "
+                 "#%lld faulted there", lo, hi, seq);
+    } else if (answer) {
+        outcome = "elsewhere";
+        if (seq > 0)
+            snprintf(sentence, sizeof sentence, "a rerun with blocking launches #%lld..#%lld faulted at launch #%lld "
+                     "instead, so the program does not run the same way twice; both runs are shown (the rerun's "
+                     "report: %s)", lo, hi, seq, rpath);
+        else
+            snprintf(sentence, sizeof sentence, "a rerun with blocking launches #%lld..#%lld faulted but did not "
+                     "pin a launch there (the rerun's report: %s)", lo, hi, rpath);
+    } else {
+        outcome = several ? "unmatched" : "no-fault";
+        snprintf(sentence, sizeof sentence, several ?
+                 "a rerun with blocking launches #%lld..#%lld left several reports, none of them this process's "
+                 "alone" : "a rerun with blocking launches #%lld..#%lld did not fault, so the program does not "
+                 "run the same way twice", lo, hi);
+    }
+    rc = rerun_merge(doc, lo, hi, outcome, answer ? rpath : NULL, answer ? json_get(answer, "culprit") : NULL,
+                     sentence);
+    if (rc == 0 && symbolize_save(path, doc, why, sizeof why) != 0) {
+        cli_err("%s", why);
+        rc = CLI_EXIT_FAIL;
+    } else if (rc) {
+        cli_err("out of memory merging the rerun into %s", path);
+        rc = CLI_EXIT_FAIL;
+    }
+    json_free(answer);
+    json_free(doc);
+    return rc;
+}
