@@ -4,10 +4,13 @@
 `check.py suite --build DIR --logs DIR` runs every case (built against the static and the shared CUDA runtime)
 once without culprit and once under `culprit run`, judges each report against what the program is known to do,
 and prints one table and a closing `N passed, N failed` line. tests/gpu/run.sh calls it after building.
-After the C programs comes the frameworks group: the Python scripts in tests/gpu/frameworks (torch, Triton,
-CuPy, JAX, Lightning, torch.profiler, compute-sanitizer), whose reports are judged by their `python` frames;
-a case whose module the interpreter lacks is skipped. Select groups or cases with --only (c, frameworks).
-`check.py --selftest` judges the hand-made reports in tests/gpu/fixtures/ (no GPU needed).
+The C programs come in two groups: c (faults, and one program that exits 0 without synchronizing) and hangs (a
+kernel that spins until the harness stops the program with SIGTERM; its hang report is judged). Then comes the
+frameworks group: the Python scripts in tests/gpu/frameworks (torch, Triton, CuPy, JAX, Lightning,
+torch.profiler, compute-sanitizer, transformers), whose reports are judged by their `python` frames; and the
+jobs group: scripts run by torchrun with several ranks, judged by every rank's report and culprit's merged
+view. A case whose module the interpreter lacks is skipped. Select groups or cases with --only (c, hangs,
+frameworks, jobs). `check.py --selftest` judges the hand-made reports in tests/gpu/fixtures/ (no GPU needed).
 
 Standard library only; Python 3.8 or later.
 """
@@ -21,6 +24,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -38,7 +42,8 @@ class Case:
     """One scenario: a program (with arguments and environment), how culprit runs it, and what must come out."""
 
     def __init__(self, name, prog, kernel=None, codes=(700,), api=r"Launch", args=(), env=None, mode=None,
-                 stream_kind=None, rerun=None, same_as=None, healthy=False, src=None, graph=False, note=""):
+                 stream_kind=None, rerun=None, same_as=None, healthy=False, src=None, graph=False, kind="fault",
+                 group="c", trigger=None, hang_timeout=None, queued_kernel=None, note=""):
         self.name = name            # case name in the table
         self.prog = prog            # program gpu_<prog>_<cudart>, source tests/gpu/<prog>.cu
         self.src = src or prog + ".cu"  # source file holding the CULPRIT-LAUNCH marker
@@ -59,6 +64,12 @@ class Case:
                                     # CULPRIT-CAPTURE line
         self.need_node = mode in ("precise", "blocking")  # graph cases: the report must name the node itself
         self.capture_line = 0       # graph cases: the CULPRIT-CAPTURE line, filled in by the suite
+        self.kind = kind            # fault | hang (stopped while a kernel spins) | nosync (exits 0 after a fault)
+        self.group = group          # the --only group: c, or hangs for the hang cases
+        self.trigger = trigger      # hang cases: the hang.trigger expected ("timeout" or "SIGTERM")
+        self.hang_timeout = hang_timeout  # hang cases: culprit run --hang-timeout S, None for none
+        self.queued_kernel = queued_kernel  # hang cases: the kernel queued behind the one in flight
+        self.wait_line = 0          # hang cases: the CULPRIT-WAIT line (where the host waits), filled in by the suite
         self.note = note            # what the case is about
 
 
@@ -99,10 +110,25 @@ CASES = [
     Case("graph_precise", "graph", "scatter_tokens", api=r"Synchronize|Launch", stream_kind="created", graph=True,
          mode="precise", note="the same in precise mode: graph breadcrumbs name the faulting node"),
     Case("healthy", "healthy", healthy=True, note="no fault: same stdout, exit 0, no report"),
+    Case("nosync", "nosync", "bump_counter", api=r"^exit$|Ctx|Unload", stream_kind="legacy", kind="nosync",
+         note="faulty kernel, no synchronize, main returns 0: still exit 0, a report, --error-exitcode 9 exits 9"),
+    Case("spin_timeout", "spin", "spin_until_flag", stream_kind="created", kind="hang", group="hangs",
+         trigger="timeout", hang_timeout=3, queued_kernel="consume_after_flag",
+         note="a kernel spins forever: culprit run --hang-timeout 3 reports it, then SIGTERM stops the program"),
+    Case("spin_sigterm", "spin", "spin_until_flag", stream_kind="created", kind="hang", group="hangs",
+         trigger="SIGTERM", queued_kernel="consume_after_flag",
+         note="the same stopped by SIGTERM: it dies of SIGTERM, the hang report names the launch in flight"),
 ]
 CASE_BY_NAME = {c.name: c for c in CASES}
 CUDARTS = ("static", "shared")
-Case.group = "c"  # the C programs' group, for --only
+WAIT_MARKER = "// CULPRIT-WAIT"  # hang cases: the line where the host waits for the spinning kernel
+# How a hang case stops the program: SIGTERM this long after it printed its "spinning" line (the timeout case:
+# as soon as the timeout report is there, or at HANG_BOUND_S), and SIGKILL to its whole tree if it has not ended
+# HANG_GRACE_S after that. None of these is a measurement; they only bound how long a case can take.
+SPIN_READY = b"spinning:"
+HANG_HOLD_S = 2.0
+HANG_BOUND_S = 12.0
+HANG_GRACE_S = 20.0
 
 # ---------------------------------------------------------------------------------------------------------------
 # The frameworks group: Python scripts in tests/gpu/frameworks, run with the test machine's interpreter. The
@@ -119,6 +145,11 @@ LIBRARY_KERNEL = re.compile(r"gemm|gemv|nvjet|cutlass|xmma|cublas|cudnn|conv|fpr
                             r"nchwToNhwc|nhwcToNchw|sm\d\d_", re.I)
 # The last line of a Python traceback: "module.ErrorName: message".
 EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception)(?::.*)?$")
+# What torch raises for a CUDA error wherever it surfaces: a CUDA call's error string, or cuBLAS's status when the
+# error surfaced inside cuBLAS.
+CUDA_EXCEPTION = r"CUDA error|CUDA_ERROR|CUBLAS_STATUS|cuBLAS|device-side assert|illegal memory access"
+NO_STICKY = "no sticky CUDA error"  # what `culprit run` says when no report was written
+EXITED_ZERO = re.compile(r"exited with status 0 although a kernel faulted")  # culprit run, CMD exited 0
 
 
 class PyCase:
@@ -132,7 +163,7 @@ class PyCase:
 
     def __init__(self, name, script, kernel=None, codes=(710,), modules=("torch",), kind="fault", env=None,
                  graph=False, library_history=False, stdout_count=None, stdout_expect=(), surface_at_launch=False,
-                 note=""):
+                 exception_like=None, repeat=1, note=""):
         self.name = name            # case name in the table
         self.script = script        # file in tests/gpu/frameworks (the sanitizer case: none)
         self.src = script           # where the markers are
@@ -148,6 +179,10 @@ class PyCase:
         # the file name of the report culprit wrote
         self.stdout_expect = tuple(stdout_expect)
         self.surface_at_launch = surface_at_launch  # the error must surface at the marked launch line itself
+        # None: the script's last exception line must be the same under culprit; a regular expression: the error
+        # may surface at different calls from run to run, so both lines need only match it
+        self.exception_like = exception_like
+        self.repeat = repeat        # runs under culprit (each must give a report; the first one is judged fully)
         self.note = note            # what the case is about
         self.healthy = kind == "healthy"
 
@@ -184,22 +219,97 @@ PY_CASES = [
            stdout_expect=(r"^loaded True$", r"^mode while paused off$", r"^mode in scope blocking$",
                           r"^mode after the exception record$", r"^last report \S*/{report_name}$"),
            note="the culprit package: paused() warm-up, blocking(kernels='*nll*') reports at the launch"),
+    PyCase("gpt2_vocab", "gpt2_vocab_oob.py", r"indexSelect|vectorized_gather|[Ee]mbedding|index",
+           modules=("torch", "transformers"), exception_like=CUDA_EXCEPTION, repeat=2,
+           env={"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1"},
+           note="transformers GPT-2 training step with a token id past the vocabulary; surfaces anywhere "
+                "(cuBLAS on the autograd thread, a launch, exit): a report every time"),
 ]
 PY_CASE_BY_NAME = {c.name: c for c in PY_CASES}
-GROUPS = {"c": [c.name for c in CASES], "frameworks": [c.name for c in PY_CASES]}
-assert not set(CASE_BY_NAME) & set(PY_CASE_BY_NAME), "case names must be unique across groups"
+
+# ---------------------------------------------------------------------------------------------------------------
+# The jobs group: scripts in tests/gpu/frameworks run by torchrun, once without culprit and once as
+# `culprit run -- torchrun --standalone --nproc-per-node N script`. Each rank's report is judged by its JSON
+# fields (rank, kind, the faulting rank's culprit), and culprit's merged job view by a few stable phrases.
+
+JOB_FAULT = re.compile(r"faulted first")  # how the merged view's verdict line names the first faulting rank
+NCCL_KERNEL = re.compile(r"\bnccl(?:Dev)?Kernel_([A-Za-z]+)")  # NCCL kernels and their collective
+# launcher variables of an enclosing job (a Slurm allocation, an MPI run) that the job cases must not inherit
+LAUNCHER_ENV = re.compile(r"^(RANK|LOCAL_RANK|WORLD_SIZE|LOCAL_WORLD_SIZE|GROUP_RANK|MASTER_ADDR|MASTER_PORT|"
+                          r"TORCHELASTIC_\w+|SLURM_\w+|OMPI_\w+|PMI_\w+|PMIX_\w+|MPI_LOCALRANKID)$")
+
+
+class JobCase:
+    """One script run by torchrun with N ranks under `culprit run`, and what must come out of it."""
+
+    group = "jobs"
+    kind = "job"
+    healthy = False
+
+    def __init__(self, name, script, nproc, fault_rank, kernel, codes=(710,), modules=("torch",), timeout=150,
+                 nccl=False, env=None, note=""):
+        self.name = name            # case name in the table
+        self.script = script        # file in tests/gpu/frameworks
+        self.src = script           # where the markers are
+        self.nproc = nproc          # torchrun --nproc-per-node
+        self.fault_rank = fault_rank  # the rank whose kernel faults
+        self.kernel = kernel        # regular expression the faulting rank's culprit kernel must match
+        self.codes = tuple(codes)   # accepted error.code values of the faulting rank
+        self.modules = tuple(modules)  # modules the script needs; missing means skipped
+        self.timeout = timeout      # limit of one run in seconds (the suite's --timeout when that is larger)
+        self.nccl = nccl            # NCCL backend: NCCL kernels among the listed launches must read as collectives
+        self.env = dict(env or {})  # extra environment, with and without culprit
+        self.note = note            # what the case is about
+        self.graph = False          # py_launch_problems reads it: a graph launch is no culprit here
+
+
+JOB_CASES = [
+    # gloo on the loopback interface: every rank is on this host, and the host name need not resolve
+    JobCase("ddp_gloo", "ddp_gloo_fault.py", 3, 1, r"nll_loss", env={"GLOO_SOCKET_IFNAME": "lo"},
+            note="torchrun, 3 DDP ranks on one GPU (gloo): rank 1's label past the classes, the others wait in "
+                 "the all_reduce; every rank's report, one merged verdict naming rank 1"),
+    JobCase("nccl_one_rank", "nccl_one_rank_fault.py", 1, 0, r"indexSelect|vectorized_gather|index", nccl=True,
+            note="torchrun, one NCCL rank: index_select past the end between two all_reduce calls"),
+]
+JOB_CASE_BY_NAME = {c.name: c for c in JOB_CASES}
+GROUPS = {}
+for _c in CASES + PY_CASES + JOB_CASES:
+    GROUPS.setdefault(_c.group, []).append(_c.name)
+assert len(CASE_BY_NAME) + len(PY_CASE_BY_NAME) + len(JOB_CASE_BY_NAME) == \
+    len(set(CASE_BY_NAME) | set(PY_CASE_BY_NAME) | set(JOB_CASE_BY_NAME)), "case names must be unique across groups"
+assert not set(GROUPS) & (set(CASE_BY_NAME) | set(PY_CASE_BY_NAME) | set(JOB_CASE_BY_NAME))
 
 
 class Run:
     """What one execution of a program left behind."""
 
-    def __init__(self, rc=0, stdout=b"", stderr="", timed_out=False, reports=None, argv=None):
+    def __init__(self, rc=0, stdout=b"", stderr="", timed_out=False, reports=None, argv=None, stopped=None,
+                 snapshots=None, pid=0):
         self.rc = rc                  # exit status (negative: killed by that signal)
         self.stdout = stdout          # stdout bytes
         self.stderr = stderr          # stderr text
         self.timed_out = timed_out    # killed by the per-run timeout
         self.reports = reports or []  # [(path, parsed JSON or an error string)]
         self.argv = argv or []        # the command line, for the logs
+        self.stopped = stopped        # the signal the harness sent to stop it (a Stop run), None if none was sent
+        self.snapshots = snapshots or []  # [(path, parsed JSON)]: report files as they were seen during the run
+        self.pid = pid                # process id of argv[0] (culprit itself under culprit run)
+        self.stop_note = ""           # how the stop went, for the logs and the judge
+
+
+class Stop:
+    """How a run that does not end by itself is stopped: once stdout shows `ready`, send `sig` after `hold`
+    seconds, or, with `want`, as soon as a report file satisfying want(report) appears (at `bound` seconds at the
+    latest); SIGKILL the whole process tree `grace` seconds after the signal."""
+
+    def __init__(self, ready, sig=signal.SIGTERM, hold=HANG_HOLD_S, want=None, bound=HANG_BOUND_S,
+                 grace=HANG_GRACE_S):
+        self.ready = ready    # bytes the program prints on stdout once it is where it must be stopped
+        self.sig = sig        # the stopping signal, sent to the run's own process (culprit forwards it)
+        self.hold = hold      # seconds between ready and the signal when nothing is wanted
+        self.want = want      # predicate on a parsed report: signal once one is seen; None for none
+        self.bound = bound    # seconds after ready to wait for want before signalling anyway
+        self.grace = grace    # seconds the process has to end after the signal
 
 
 class Outcome:
@@ -359,6 +469,8 @@ def checked_report(out, case, run):
     """The single report of a faulty run under culprit, its error checked; None when there is none."""
     report, problem = one_report(run, "under culprit")
     if problem:
+        if not run.reports and NO_STICKY in run.stderr:
+            problem += " (culprit said %r)" % NO_STICKY
         out.fail(problem)
     if report is not None:
         check_error(out, case, report)
@@ -492,6 +604,261 @@ def judge_rerun(out, want_line, base, rerun):
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# Judging the hang cases and the program that exits without synchronizing
+
+REPORT_TAGS = {"fault": "", "hang": "-hang", "exit": "-exit"}  # file-name tag of each kind of report
+
+
+def is_count(value):
+    """Whether a JSON value is a whole number >= 0 (not a boolean)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def report_kind(report):
+    """A report's kind; reports without one are faults."""
+    return report.get("kind") or "fault"
+
+
+def kernel_of(launch):
+    return str((launch or {}).get("kernel") or (launch or {}).get("mangled") or "")
+
+
+def name_problems(path, report):
+    """The file name the contract gives a report: culprit-<pid><tag>.json, or culprit-<hostname>-<pid><tag>.json
+    for a process started by a launcher (its process object carries a rank)."""
+    proc = report.get("process") or {}
+    tag = REPORT_TAGS.get(report_kind(report), "-?")
+    if "rank" in proc:
+        want = "culprit-%s-%s%s.json" % (proc.get("hostname"), proc.get("pid"), tag)
+    else:
+        want = "culprit-%s%s.json" % (proc.get("pid"), tag)
+    name = os.path.basename(path)
+    return [] if name == want else ["report file %s, expected %s" % (name, want)]
+
+
+def in_flight_problems(out, case, report, want_line, mode, what):
+    """The hang verdict of a hang case: the spinning launch is in flight (exactly, or in record mode among the
+    candidates), with the queued launch behind it and its stream's in_flight and queued fields."""
+    verdict = report.get("verdict") or {}
+    certainty = verdict.get("certainty")
+    out.certainty = str(certainty)
+    if certainty == "exact":
+        culprit = report.get("culprit")
+        out.named = str((culprit or {}).get("kernel", "-"))
+        out.line = launch_where(culprit, case, want_line)
+        out.seq = (culprit or {}).get("seq")
+        for p in launch_problems(culprit, case, want_line):
+            out.fail("%s: in flight: %s" % (what, p))
+        if not isinstance(culprit, dict):
+            return
+        queued = [q for q in report.get("queued") or [] if isinstance(q, dict)]
+        if not any(case.queued_kernel in kernel_of(q) for q in queued):
+            out.fail("%s: %s is not among the queued launches (%s)" % (
+                what, case.queued_kernel, "; ".join(shorten(kernel_of(q), 40) for q in queued) or "none"))
+        streams = [st for st in report.get("streams") or [] if isinstance(st, dict)
+                   and st.get("stream") == culprit.get("stream")]
+        if not streams:
+            out.fail("%s: no streams entry for stream %s" % (what, culprit.get("stream")))
+        else:
+            if streams[0].get("in_flight") != culprit.get("seq"):
+                out.fail("%s: stream %s has in_flight %r, expected #%s" % (
+                    what, culprit.get("stream"), streams[0].get("in_flight"), culprit.get("seq")))
+            if not is_count(streams[0].get("queued")) or streams[0]["queued"] < 1:
+                out.fail("%s: stream %s has queued %r, expected 1 or more" % (
+                    what, culprit.get("stream"), streams[0].get("queued")))
+        out.path = "exact"
+        return
+    if certainty == "candidates" and mode == "record":
+        candidates = [c for c in report.get("candidates") or [] if isinstance(c, dict)]
+        out.named = "%d candidates" % len(candidates)
+        if report.get("culprit") is not None:
+            out.fail("%s: culprit is set although the verdict is candidates" % what)
+        hits = [c for c in candidates if not launch_problems(c, case, want_line)]
+        if not hits:
+            near = [c for c in candidates if case.kernel in kernel_of(c)]
+            if near:
+                out.line = launch_where(near[0], case, want_line)
+                out.fail("%s: candidate #%s is the spinning kernel, but: %s" % (
+                    what, near[0].get("seq"), "; ".join(launch_problems(near[0], case, want_line))))
+            else:
+                out.fail("%s: the spinning launch is not among the %d candidates" % (what, len(candidates)))
+            return
+        out.line = launch_where(hits[0], case, want_line)
+        out.path = "candidates (record mode's breadcrumb window)"
+        return
+    out.fail("%s: verdict certainty %r, expected exact%s" % (
+        what, certainty, " or candidates" if mode == "record" else ""))
+
+
+def hang_report_problems(out, case, report, want_line, mode, what):
+    """Judges one hang report of a hang case against the contract (docs/report.md, "kind": "hang")."""
+    if report.get("schema") != SCHEMA:
+        out.fail("%s: schema %r, expected %r" % (what, report.get("schema"), SCHEMA))
+    if report.get("kind") != "hang":
+        out.fail("%s: kind %r, expected 'hang'" % (what, report.get("kind")))
+    hang = report.get("hang")
+    if not isinstance(hang, dict):
+        out.fail("%s: no \"hang\" object" % what)
+        return
+    trigger = hang.get("trigger")
+    out.surfaced = "%s (%s, stalled %s ms)" % (
+        trigger, "signal %s" % hang.get("signal") if "signal" in hang else "after %s s" % hang.get("timeout_s"),
+        hang.get("stalled_ms"))
+    if trigger != case.trigger:
+        out.fail("%s: hang.trigger %r, expected %r" % (what, trigger, case.trigger))
+    if case.trigger == "timeout":
+        if "signal" in hang:
+            out.fail("%s: hang.signal %r in a timeout report" % (what, hang.get("signal")))
+        timeout_s = hang.get("timeout_s")
+        if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or \
+                float(timeout_s) != float(case.hang_timeout):
+            out.fail("%s: hang.timeout_s %r, expected %s" % (what, timeout_s, case.hang_timeout))
+    elif hang.get("signal") != int(getattr(signal, case.trigger)):
+        out.fail("%s: hang.signal %r, expected %d (%s)" % (what, hang.get("signal"),
+                                                          int(getattr(signal, case.trigger)), case.trigger))
+    for key in ("stalled_ms", "time_ns", "time_unix_ns"):
+        if not is_count(hang.get(key)):
+            out.fail("%s: hang.%s is %r, not a count" % (what, key, hang.get(key)))
+    proc = report.get("process") or {}
+    if not is_count(proc.get("time_unix_ns")):
+        out.fail("%s: process.time_unix_ns is %r, not a count" % (what, proc.get("time_unix_ns")))
+    in_flight_problems(out, case, report, want_line, mode, what)
+
+    threads = [t for t in report.get("threads") or [] if isinstance(t, dict)]
+    if not threads:
+        out.fail("%s: no threads listed" % what)
+        return
+    if any(not is_count(t.get("tid")) for t in threads):
+        out.fail("%s: a thread without a tid" % what)
+    main = [t for t in threads if t.get("tid") == proc.get("pid")]
+    if not main:
+        out.fail("%s: the main thread (tid %s) is not among the %d threads" % (what, proc.get("pid"), len(threads)))
+        return
+    mine = [f for f in main[0].get("stack") or [] if isinstance(f, dict) and frame_file(f) == case.src]
+    if any(f.get("line") == case.wait_line for f in mine):
+        out.notes.append("%s: the main thread waits at %s:%d" % (what, case.src, case.wait_line))
+    else:
+        where = "frames at %s" % ", ".join("%s:%s" % (case.src, f.get("line")) for f in mine) if mine else \
+            "no frame in %s" % case.src
+        problem = "%s: the main thread's stack does not show where it waits (%s:%d; %s)" % (
+            what, case.src, case.wait_line, where)
+        # a signal-triggered report may be taken while that signal's handler runs on the main thread itself
+        if case.trigger == "timeout":
+            out.fail(problem)
+        else:
+            out.notes.append(problem)
+
+
+def judge_hang(case, cudart, want_line, base, run, mode, timeout_report=None):
+    """Judges a hang case: without culprit (base) the program is stopped by SIGTERM while its kernel spins; under
+    culprit (run) it dies the same way and leaves one hang report, whose trigger, in-flight launch, queued launch,
+    streams and threads are checked. A timeout case's report is the one seen while it ran (timeout_report,
+    symbolized): the SIGTERM that ends the run may replace it by a fresh snapshot."""
+    out = Outcome(case, cudart)
+    if base.rc == SKIP_STATUS or run.rc == SKIP_STATUS:
+        out.skip("no CUDA device")
+        return out
+    if base.rc == 127 and "libcuda.so" in base.stderr:
+        out.skip("no CUDA driver (libcuda.so.1 not found)")
+        return out
+    if base.timed_out:
+        out.fail("without culprit: still running after SIGTERM (killed)")
+        return out
+    if base.stopped is None:
+        out.fail("without culprit: the program ended by itself (exit status %d) before it was stopped" % base.rc)
+        return out
+    if base.rc != -signal.SIGTERM:
+        out.fail("without culprit: exit status %d, expected death by SIGTERM (%d)" % (base.rc, -signal.SIGTERM))
+    if run.stopped is None and not run.timed_out:
+        out.fail("under culprit: the program ended by itself (exit status %d) before it was stopped" % run.rc)
+    check_exit(out, base, run, "under culprit")
+    if run.stop_note:
+        out.notes.append("under culprit: " + run.stop_note)
+    hangs = []
+    for path, report in run.reports:
+        if not isinstance(report, dict):
+            out.fail("report %s unreadable: %s" % (os.path.basename(path), report))
+        elif report.get("kind") == "hang":
+            hangs.append((path, report))
+        else:
+            out.fail("a %s report was written: %s" % (report_kind(report), os.path.basename(path)))
+    if len(hangs) != 1:
+        out.fail("%d hang reports, expected one" % len(hangs))
+    if not hangs:
+        return out
+    path, final = hangs[0]
+    for p in name_problems(path, final):
+        out.fail(p)
+    if case.trigger != "timeout":
+        hang_report_problems(out, case, final, want_line, mode, "hang report")
+        sender = (final.get("hang") or {}).get("sender_pid")
+        if sender is not None:
+            out.notes.append("sender_pid %s%s" % (sender, " (culprit run, forwarding)" if sender == run.pid else ""))
+        return out
+    later = (final.get("hang") or {}).get("trigger")
+    if later not in ("timeout", "SIGTERM"):
+        out.fail("the hang file ends with trigger %r, expected the timeout's or the SIGTERM's" % (later,))
+    else:
+        out.notes.append("after the SIGTERM the hang file holds the %s report" % later)
+    if timeout_report is None:
+        out.fail("no hang report with trigger 'timeout' appeared within %d s of the spinning line" % HANG_BOUND_S)
+        return out
+    hang_report_problems(out, case, timeout_report, want_line, mode, "timeout report")
+    return out
+
+
+def judge_nosync(case, cudart, want_line, base, run, strict):
+    """Judges the program that exits 0 after a faulty launch: exit status 0 with and without culprit, one fault
+    report naming the launch exactly (found at exit or at context teardown), culprit saying that the command
+    exited 0 although a kernel faulted, and exit status 9 with --error-exitcode 9 (strict)."""
+    out = Outcome(case, cudart)
+    if base.rc == SKIP_STATUS or run.rc == SKIP_STATUS:
+        out.skip("no CUDA device")
+        return out
+    if base.rc == 127 and "libcuda.so" in base.stderr:
+        out.skip("no CUDA driver (libcuda.so.1 not found)")
+        return out
+    if base.timed_out:
+        out.fail("timed out without culprit")
+        return out
+    if base.rc != 0:
+        out.fail("without culprit: exit status %d, expected 0 (nothing waits for the faulty kernel)" % base.rc)
+    check_exit(out, base, run, "under culprit")
+    report = checked_report(out, case, run)
+    if report is not None:
+        if report_kind(report) != "fault":
+            out.fail("report kind %r, expected a fault" % report_kind(report))
+        for p in name_problems(run.reports[0][0], report):
+            out.fail(p)
+        if not is_count((report.get("error") or {}).get("time_unix_ns")):
+            out.fail("error.time_unix_ns is %r, not a count" % (report.get("error") or {}).get("time_unix_ns"))
+        certainty = (report.get("verdict") or {}).get("certainty")
+        out.certainty = str(certainty)
+        culprit = report.get("culprit")
+        if certainty == "exact":
+            out.named = str((culprit or {}).get("kernel", "-"))
+            out.line = launch_where(culprit, case, want_line)
+            out.seq = (culprit or {}).get("seq")
+            for p in launch_problems(culprit, case, want_line):
+                out.fail("culprit: " + p)
+            out.path = "exact"
+        else:
+            out.fail("verdict certainty %r, expected exact (the faulty launch is the only unfinished one)" % (
+                certainty,))
+    if not EXITED_ZERO.search(run.stderr):
+        out.fail("culprit did not say that the command exited 0 although a kernel faulted")
+    if strict is None:
+        return out
+    if strict.timed_out:
+        out.fail("--error-exitcode 9: timed out")
+    elif strict.rc != 9:
+        out.fail("--error-exitcode 9: exit status %d, expected 9" % strict.rc)
+    if not strict.reports:
+        out.fail("--error-exitcode 9: no report written")
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # Judging the frameworks group
 
 
@@ -593,6 +960,18 @@ def py_check_process(out, base, run, what):
     if not check_exit(out, base, run, what):
         return
     wanted = exception_line(base.stderr)
+    like = getattr(out.case, "exception_like", None)
+    if like and wanted:
+        # the error surfaces at different calls from run to run: the same kind of exception is what must hold
+        got = exception_line(run.stderr)
+        if not re.search(like, wanted):
+            out.fail("without culprit: the script's exception %r is not a CUDA error" % shorten(wanted, 80))
+        if not got or not re.search(like, got):
+            out.fail("%s: the script's exception %r is not a CUDA error like %r" % (
+                what, shorten(got, 80), shorten(wanted, 80)))
+        elif got != wanted:
+            out.notes.append("%s: exception %r (without culprit %r)" % (what, shorten(got, 70), shorten(wanted, 70)))
+        return
     if wanted and wanted not in run.stderr:
         out.fail("%s: the script's own exception %r is missing from stderr" % (what, shorten(wanted, 80)))
 
@@ -660,6 +1039,8 @@ def judge_py(case, want_line, surface_line, base, run):
             out.fail("error: " + p)
     if case.library_history:
         check_library_history(out, report)
+    if case.repeat > 1:
+        out.notes.append("run 1 under culprit: surfaced in %s" % surfaced_note(report))
 
     verdict = report.get("verdict") or {}
     certainty = verdict.get("certainty")
@@ -701,6 +1082,46 @@ def judge_py(case, want_line, surface_line, base, run):
     return out
 
 
+def surfaced_note(report):
+    """Where a report's error surfaced, in a few words: the call, the code and the thread (main or another)."""
+    error = report.get("error") or {}
+    pid = (report.get("process") or {}).get("pid")
+    thread = error.get("thread")
+    return "%s (%s) on %s" % (error.get("api") or "?", error.get("code"),
+                              "the main thread" if thread == pid else "thread %s, not the main thread" % thread)
+
+
+def judge_py_again(out, want_line, base, run, number):
+    """Another run under culprit of a case whose error surfaces differently from run to run (case.repeat): the
+    same exit and exception, a report every time (never "no sticky CUDA error"), its error code, and the faulty
+    launch named (exactly, or among the candidates: the first run already proved the rerun)."""
+    case = out.case
+    what = "run %d under culprit" % number
+    py_check_process(out, base, run, what)
+    report, problem = one_report(run, what)
+    if problem:
+        if not run.reports and NO_STICKY in run.stderr:
+            problem += " (culprit said %r)" % NO_STICKY
+        out.fail(problem)
+    if report is None:
+        return
+    error = report.get("error") or {}
+    if error.get("code") not in case.codes:
+        out.fail("%s: error.code %r, expected %s" % (what, error.get("code"), "/".join(map(str, case.codes))))
+    out.notes.append("%s: surfaced in %s" % (what, surfaced_note(report)))
+    status, threads = report.get("python_status"), report.get("python_threads")
+    certainty = (report.get("verdict") or {}).get("certainty")
+    if certainty == "exact":
+        for p in py_launch_problems(report.get("culprit"), case, want_line, status, threads):
+            out.fail("%s: culprit: %s" % (what, p))
+    elif certainty == "candidates":
+        candidates = [c for c in report.get("candidates") or [] if isinstance(c, dict)]
+        if not any(not py_launch_problems(c, case, want_line, status, threads) for c in candidates):
+            out.fail("%s: the faulty launch is not among the %d candidates" % (what, len(candidates)))
+    else:
+        out.fail("%s: verdict certainty %r, expected exact or candidates" % (what, certainty))
+
+
 def judge_py_rerun(out, want_line, base, rerun):
     """The frameworks group's blocking rerun: the culprit's Python line must be the marked one."""
     case = out.case
@@ -711,6 +1132,210 @@ def judge_py_rerun(out, want_line, base, rerun):
     if report is not None and case.graph:
         graph_note(out, report.get("culprit"))
     return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Judging the jobs group
+
+
+def job_skip_reason(run):
+    """Why a job did not run here: a rank skipped itself ("skipped: ..." on stderr, status 77, which torchrun
+    turns into its own failure), or a module is missing."""
+    for line in run.stderr.splitlines():
+        if "skipped: " in line:
+            return line[line.index("skipped: "):].strip()
+    for line in run.stderr.splitlines():
+        if "ModuleNotFoundError:" in line or "No module named" in line:
+            return line.strip()
+    return None
+
+
+def rank_problems(path, report, case):
+    """The launcher fields every report of a torchrun job carries, and its file name."""
+    proc = report.get("process") or {}
+    problems = name_problems(path, report)
+    if not is_count(proc.get("rank")):
+        return problems + ["%s: process.rank is %r" % (os.path.basename(path), proc.get("rank"))]
+    who = "rank %d" % proc["rank"]
+    if proc.get("launcher") != "torchrun":
+        problems.append("%s: process.launcher %r, expected 'torchrun'" % (who, proc.get("launcher")))
+    if proc.get("world_size") != case.nproc:
+        problems.append("%s: process.world_size %r, expected %d" % (who, proc.get("world_size"), case.nproc))
+    if proc.get("local_rank") != proc["rank"]:  # one node: the local rank is the rank
+        problems.append("%s: process.local_rank %r, expected %d" % (who, proc.get("local_rank"), proc["rank"]))
+    if not is_count(proc.get("time_unix_ns")):
+        problems.append("%s: process.time_unix_ns is %r, not a count" % (who, proc.get("time_unix_ns")))
+    return problems
+
+
+RANK_LINE = re.compile(r"^culprit:\s+rank \d+\b")  # a line of the merged view about one rank
+
+
+def culprit_paragraphs(stderr):
+    """culprit's lines on stderr joined into paragraphs: the text is wrapped, and a wrapped line goes on indented.
+    A paragraph starts at an unindented line ("culprit: ..."), at a line about one rank, or after a blank one."""
+    paragraphs = []
+    for line in stderr.splitlines():
+        if not line.startswith("culprit:"):
+            continue
+        body = line[len("culprit:"):]
+        if not body.strip():
+            paragraphs.append("")
+        elif not body.startswith("  ") or RANK_LINE.match(line) or not paragraphs or not paragraphs[-1]:
+            paragraphs.append(body.strip())  # "culprit: text" starts one; wrapped lines are indented further
+        else:
+            paragraphs[-1] += " " + body.strip()
+    return [p for p in paragraphs if p]
+
+
+def merged_view_problems(stderr, case, want_line, others, stopped=()):
+    """culprit's merged job view at the end of the run: a paragraph naming the faulting rank as "faulted
+    first" with its kernel and the marked script line, one about every other rank, and the word "collateral"
+    when a rank left a hang report (stopped). Its wording is judged only by these phrases."""
+    paragraphs = culprit_paragraphs(stderr)
+    rank_re = re.compile(r"\brank %d\b" % case.fault_rank)
+    first = [i for i, p in enumerate(paragraphs) if JOB_FAULT.search(p) and rank_re.search(p)]
+    if not first:
+        return ["merged view: no line says rank %d faulted first" % case.fault_rank]
+    problems = []
+    verdict = paragraphs[first[0]]
+    if not re.search(case.kernel, verdict):
+        problems.append("merged view: the faulted-first line does not name a kernel like %r: %r" % (
+            case.kernel, shorten(verdict, 200)))
+    if "%s:%d" % (case.script, want_line) not in verdict:
+        problems.append("merged view: the faulted-first line does not say %s:%d: %r" % (
+            case.script, want_line, shorten(verdict, 200)))
+    rest = "\n".join(paragraphs[first[0]:])
+    for r in others:
+        if not re.search(r"\brank %d\b" % r, rest):
+            problems.append("merged view: no line for rank %d" % r)
+    if stopped and "collateral" not in rest:
+        problems.append("merged view: rank %s left a hang report but no rank is called collateral" % (
+            ", ".join(map(str, stopped))))
+    return problems
+
+
+def nccl_problems(out, report, stderr):
+    """NCCL kernels among the launches a fault report lists (history, candidates) must read as collectives in
+    culprit's text ("NCCL AllReduce ..."); a one-rank collective may launch none, which is only noted."""
+    listed = [l for key in ("culprit", "history", "candidates", "candidates_before_assert")
+              for l in ([report.get(key)] if key == "culprit" else report.get(key) or []) if isinstance(l, dict)]
+    nccl = [(kernel_of(l), NCCL_KERNEL.search(kernel_of(l))) for l in listed]
+    nccl = [(name, m.group(1)) for name, m in nccl if m]
+    streams = [st for st in report.get("streams") or [] if isinstance(st, dict)]
+    out.notes.append("NCCL kernels among the listed launches: %d; streams in the report: %d" % (
+        len(nccl), len(streams)))
+    for name, collective in nccl:
+        if "NCCL %s" % collective not in stderr:
+            out.fail("NCCL kernel %s is not shown as the collective NCCL %s" % (shorten(name, 60), collective))
+
+
+def judge_job(case, want_line, base, run, job_json):
+    """Judges a torchrun job from its run without culprit (base), under `culprit run` (run) and the output of
+    `culprit report --json DIR` (job_json, text): the faulting rank's fault report names its kernel and launch
+    line, every other rank left one hang report or exit record, every report carries the launcher's fields, and
+    culprit's merged view names the faulting rank."""
+    out = Outcome(case, "python")
+    reason = job_skip_reason(base)
+    if reason:
+        out.skip(reason)
+        return out
+    if base.timed_out:
+        out.fail("timed out without culprit")
+        return out
+    if base.rc == 0:
+        out.fail("the job did not fail without culprit")
+    py_check_process(out, base, run, "under culprit")
+    for r, what in ((base, "without culprit"), (run, "under culprit")):
+        if r.stop_note:
+            out.notes.append("%s: %s" % (what, r.stop_note))
+    faults, others = [], {}
+    for path, report in run.reports:
+        if not isinstance(report, dict):
+            out.fail("report %s unreadable: %s" % (os.path.basename(path), report))
+            continue
+        if report.get("schema") != SCHEMA:
+            out.fail("%s: schema %r" % (os.path.basename(path), report.get("schema")))
+        for p in rank_problems(path, report, case):
+            out.fail(p)
+        rank = (report.get("process") or {}).get("rank")
+        kind = report_kind(report)
+        if kind == "fault":
+            faults.append((rank, path, report))
+        elif kind in ("hang", "exit"):
+            others.setdefault(rank, []).append(report)
+        else:
+            out.fail("rank %s: report kind %r" % (rank, kind))
+    if not run.reports and NO_STICKY in run.stderr:
+        out.fail("culprit said %r" % NO_STICKY)
+    mine = [f for f in faults if f[0] == case.fault_rank]
+    for rank, path, _ in faults:
+        if rank != case.fault_rank:
+            out.fail("rank %s wrote a fault report too: %s" % (rank, os.path.basename(path)))
+    if len(mine) != 1:
+        out.fail("%d fault reports from rank %d, expected one" % (len(mine), case.fault_rank))
+    other_ranks = [r for r in range(case.nproc) if r != case.fault_rank]
+    for r in other_ranks:
+        # a rank stopped by torchrun's SIGTERM after its exit record was written may leave both
+        got = others.get(r, [])
+        kinds = [report_kind(x) for x in got]
+        if not got:
+            out.fail("rank %d: no report, expected a hang report or an exit record" % r)
+        elif len(set(kinds)) != len(kinds):
+            out.fail("rank %d: %d reports of kind %s" % (r, len(kinds), "/".join(kinds)))
+        for report in got:
+            if report_kind(report) == "hang":
+                hang = report.get("hang") or {}
+                if not re.match(r"^(SIG[A-Z0-9]+|timeout)$", str(hang.get("trigger"))):
+                    out.fail("rank %d: hang.trigger %r" % (r, hang.get("trigger")))
+                out.notes.append("rank %d: hang report (%s)" % (r, hang.get("trigger")))
+            else:
+                out.notes.append("rank %d: exit record (status %s)" % (r, (report.get("exit") or {}).get("status")))
+    for r in sorted(set(others) - set(other_ranks), key=str):
+        out.fail("rank %s: unexpected %s report" % (r, report_kind(others[r][0])))
+    if mine:
+        judge_job_fault(out, case, want_line, mine[0][2])
+        if case.nccl:
+            nccl_problems(out, mine[0][2], run.stderr)
+    if faults:
+        stopped = [r for r in other_ranks if any(report_kind(x) == "hang" for x in others.get(r, []))]
+        for p in merged_view_problems(run.stderr, case, want_line, other_ranks, stopped):
+            out.fail(p)
+    try:
+        job = json.loads(job_json)
+    except ValueError as e:
+        out.fail("culprit report --json DIR: not JSON (%s)" % e)
+    else:
+        if not isinstance(job, dict) or job.get("schema") != "culprit.job/1":
+            out.fail("culprit report --json DIR: schema %r, expected 'culprit.job/1'" % (
+                job.get("schema") if isinstance(job, dict) else type(job).__name__))
+        elif isinstance(job.get("first_fault"), dict) and job["first_fault"].get("rank") != case.fault_rank:
+            out.fail("culprit report --json DIR: first_fault.rank %r, expected %d" % (
+                job["first_fault"].get("rank"), case.fault_rank))
+    return out
+
+
+def judge_job_fault(out, case, want_line, report):
+    """The faulting rank's fault report: its error, and the culprit (exact: the device assert names the kernel)."""
+    error = report.get("error") or {}
+    out.surfaced = "%s (%s)" % (error.get("api") or "?", error.get("code"))
+    if error.get("code") not in case.codes:
+        out.fail("error.code %r, expected %s" % (error.get("code"), "/".join(map(str, case.codes))))
+    if not is_count(error.get("time_unix_ns")):
+        out.fail("error.time_unix_ns is %r, not a count" % (error.get("time_unix_ns"),))
+    verdict = report.get("verdict") or {}
+    out.certainty = str(verdict.get("certainty"))
+    culprit = report.get("culprit")
+    if verdict.get("certainty") != "exact":
+        out.fail("rank %d: verdict certainty %r, expected exact (the device assert names the kernel)" % (
+            case.fault_rank, verdict.get("certainty")))
+        return
+    out.named = str((culprit or {}).get("kernel", "-"))
+    out.line = python_where((culprit or {}).get("python"), case.script, want_line)
+    out.seq = (culprit or {}).get("seq")
+    for p in py_launch_problems(culprit, case, want_line, report.get("python_status"), report.get("python_threads")):
+        out.fail("rank %d culprit: %s" % (case.fault_rank, p))
+    out.path = "exact"
 
 
 SANITIZER_WRITE = "Invalid __global__ "  # read or write: the oob kernel reads out of bounds first
@@ -817,36 +1442,188 @@ def clean_env(extra):
     return env
 
 
-def execute(argv, env, timeout, report_dir=None, cwd=None):
-    """Runs argv in its own process group with a timeout; collects its output and any reports."""
+def descendants(pid):
+    """The process ids below pid (children, their children, ...), read from /proc; [] where there is none."""
+    children = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return []
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % name, encoding="utf-8", errors="replace") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(name))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def kill_tree(pid):
+    """SIGKILL to pid's process group and to every process below pid: torchrun starts each worker in a session
+    of its own, so the group alone would leave them running."""
+    below = descendants(pid)
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass
+    for p in [pid] + below:
+        try:
+            os.kill(p, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+RUN_TOKEN = "GPU_CHECK_RUN"  # set in every run's environment, so that what a run left behind can be found
+_run_counter = [0]
+
+
+def sweep(token):
+    """SIGKILL to every process whose environment holds RUN_TOKEN=token: whatever a run left behind once its own
+    process ended (a torchrun worker whose launcher died, a program whose `culprit run` did not forward a
+    signal), so that it cannot hold the GPU during later cases. Returns how many were found."""
+    needle = ("%s=%s\0" % (RUN_TOKEN, token)).encode()
+    found = 0
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            with open("/proc/%s/environ" % name, "rb") as f:
+                if needle not in f.read():
+                    continue
+            os.kill(int(name), signal.SIGKILL)
+            found += 1
+        except OSError:
+            continue
+    return found
+
+
+def report_files(report_dir):
+    """[(path, parsed JSON or an error string)] of the culprit-*.json files in report_dir, by name."""
+    found = []
+    if not report_dir or not os.path.isdir(report_dir):
+        return found
+    for name in sorted(os.listdir(report_dir)):
+        if name.startswith("culprit-") and name.endswith(".json"):
+            path = os.path.join(report_dir, name)
+            try:
+                with open(path, encoding="utf-8") as f:
+                    found.append((path, json.load(f)))
+            except (OSError, ValueError) as e:
+                found.append((path, str(e)))
+    return found
+
+
+def _pump(stream, chunks):
+    """Reads a pipe to its end into chunks (a reader thread of a Stop run)."""
+    while True:
+        try:
+            data = os.read(stream.fileno(), 65536)
+        except OSError:
+            return
+        if not data:
+            return
+        chunks.append(data)
+
+
+def _note_left(run, left):
+    if left:
+        run.stop_note = (run.stop_note + "; " if run.stop_note else "") + \
+            "%d process(es) it left behind were killed" % left
+
+
+def _stopped_run(proc, run, stop, timeout, report_dir, token):
+    """Waits for a Stop run: reads its output while it runs, keeps every new version of its report files, sends
+    the stop signal when due and kills its tree at the bounds. Fills run.stdout, run.stderr and run.snapshots."""
+    out, err = [], []
+    pumps = [threading.Thread(target=_pump, args=(proc.stdout, out), daemon=True),
+             threading.Thread(target=_pump, args=(proc.stderr, err), daemon=True)]
+    for t in pumps:
+        t.start()
+    seen = set()
+    start = time.monotonic()
+    ready_at = sent_at = None
+    while proc.poll() is None:
+        now = time.monotonic()
+        if now - start > timeout:
+            kill_tree(proc.pid)
+            run.timed_out = True
+            break
+        if sent_at is not None:
+            if now - sent_at > stop.grace:
+                kill_tree(proc.pid)
+                run.timed_out = True
+                run.stop_note = "still running %g s after %s" % (stop.grace, signal.Signals(stop.sig).name)
+                break
+        else:
+            if ready_at is None and stop.ready in b"".join(out):
+                ready_at = now
+            for path, doc in report_files(report_dir):
+                key = (path, json.dumps(doc, sort_keys=True))
+                if isinstance(doc, dict) and key not in seen:
+                    seen.add(key)
+                    run.snapshots.append((path, doc))
+            due = False
+            if ready_at is not None:
+                if stop.want is None:
+                    due = now - ready_at >= stop.hold
+                elif any(stop.want(doc) for _, doc in run.snapshots):
+                    due = True
+                elif now - ready_at >= stop.bound:
+                    due = True
+                    run.stop_note = "no wanted report within %g s" % stop.bound
+            if due:
+                try:
+                    os.kill(proc.pid, stop.sig)
+                    run.stopped = stop.sig
+                except OSError:
+                    pass
+                sent_at = now
+        time.sleep(0.1)
+    proc.wait()
+    _note_left(run, sweep(token))  # before the pumps are joined: what is left may hold the pipes open
+    for t in pumps:
+        t.join(timeout=10)
+    run.stdout = b"".join(out)
+    run.stderr = b"".join(err).decode("utf-8", "replace")
+
+
+def execute(argv, env, timeout, report_dir=None, cwd=None, stop=None):
+    """Runs argv in its own process group with a timeout; collects its output and any reports. With a Stop, the
+    run is stopped by a signal as it says (the program would not end by itself)."""
     run = Run(argv=list(argv))
+    _run_counter[0] += 1
+    token = "%d.%d" % (os.getpid(), _run_counter[0])
+    env = dict(env, **{RUN_TOKEN: token})
     try:
         proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 start_new_session=True, cwd=cwd)
     except OSError as e:
         run.rc, run.stderr = 127, "cannot start %s: %s\n" % (argv[0], e)
         return run
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
+    run.pid = proc.pid
+    if stop is not None:
+        _stopped_run(proc, run, stop, timeout, report_dir, token)
+    else:
         try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
-        out, err = proc.communicate()
-        run.timed_out = True
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            kill_tree(proc.pid)
+            sweep(token)  # an orphan still holding the output pipes would keep communicate() waiting
+            out, err = proc.communicate()
+            run.timed_out = True
+        run.stdout = out
+        run.stderr = err.decode("utf-8", "replace")
     run.rc = proc.returncode
-    run.stdout = out
-    run.stderr = err.decode("utf-8", "replace")
-    if report_dir and os.path.isdir(report_dir):
-        for name in sorted(os.listdir(report_dir)):
-            if name.startswith("culprit-") and name.endswith(".json"):
-                path = os.path.join(report_dir, name)
-                try:
-                    with open(path, encoding="utf-8") as f:
-                        run.reports.append((path, json.load(f)))
-                except (OSError, ValueError) as e:
-                    run.reports.append((path, str(e)))
+    _note_left(run, sweep(token))
+    run.reports = report_files(report_dir)
     return run
 
 
@@ -856,7 +1633,9 @@ def save_logs(logs, stem, run):
     with open(os.path.join(logs, stem + ".err"), "w", encoding="utf-8") as f:
         f.write("$ %s\n" % " ".join(run.argv))
         f.write(run.stderr)
-        f.write("\n[exit status %d%s]\n" % (run.rc, ", timed out" if run.timed_out else ""))
+        f.write("\n[exit status %d%s%s%s]\n" % (
+            run.rc, ", stopped by the harness with %s" % signal.Signals(run.stopped).name if run.stopped else "",
+            ", timed out" if run.timed_out else "", "; " + run.stop_note if run.stop_note else ""))
     for i, (path, _) in enumerate(run.reports):
         suffix = "" if i == 0 else ".%d" % i
         shutil.copyfile(path, os.path.join(logs, stem + suffix + ".json"))
@@ -877,10 +1656,11 @@ def suite(args):
     names = selected(args.only)
     cases = [c for c in CASES if c.name in names]
     py_cases = [c for c in PY_CASES if c.name in names]
+    job_cases = [c for c in JOB_CASES if c.name in names]
     lines = {}
     outcomes = []
     seqs = {}  # (case, cudart) -> culprit seq, for same_as
-    total = len(cases) * len(CUDARTS) + len(py_cases)
+    total = len(cases) * len(CUDARTS) + len(py_cases) + len(job_cases)
     deadline = time.monotonic() + args.budget
 
     for case in cases:
@@ -891,6 +1671,8 @@ def suite(args):
             lines[case.name] = marker_line(text, case.src) if not case.healthy else 0
             if case.graph:
                 case.capture_line = marker_line(text, case.src, CAPTURE_MARKER)
+            if case.kind == "hang":
+                case.wait_line = marker_line(text, case.src, WAIT_MARKER)
         except (OSError, ValueError) as e:
             for cudart in CUDARTS:
                 o = Outcome(case, cudart)
@@ -915,26 +1697,12 @@ def suite(args):
                 print("FAIL")
                 continue
             env = clean_env(case.env)
-            base = execute([exe] + case.args, env, args.timeout)
-            save_logs(logs, stem + ".plain", base)
-
-            report_dir = fresh_dir(os.path.join(logs, "reports", stem))
-            cmd = [culprit, "run", "--dir", report_dir]
-            if case.mode or args.mode:
-                cmd += ["--mode", case.mode or args.mode]
-            run = execute(cmd + ["--", exe] + case.args, env, args.timeout, report_dir)
-            save_logs(logs, stem + ".culprit", run)
-
-            ref = seqs.get((case.same_as, cudart)) if case.same_as else None
-            o = judge(case, cudart, want, base, run, ref)
-            if o.status == "rerun":
-                rerun_dir = fresh_dir(os.path.join(logs, "reports", stem + ".rerun"))
-                cmd = [culprit, "run", "--dir", rerun_dir, "--mode", "blocking"]
-                if o.window:
-                    cmd += ["--launches", "%d:%d" % o.window]
-                rerun = execute(cmd + ["--", exe] + case.args, env, args.timeout, rerun_dir)
-                save_logs(logs, stem + ".rerun", rerun)
-                judge_rerun(o, want, base, rerun)
+            if case.kind == "hang":
+                o = run_hang_case(args, case, cudart, exe, want, culprit, logs, stem, env)
+            elif case.kind == "nosync":
+                o = run_nosync_case(args, case, cudart, exe, want, culprit, logs, stem, env)
+            else:
+                o = run_fault_case(args, case, cudart, exe, want, culprit, logs, stem, env, seqs)
             if o.status == "pass" and o.seq is not None and o.path == "exact":
                 seqs[(case.name, cudart)] = o.seq
             outcomes.append(o)
@@ -944,6 +1712,7 @@ def suite(args):
                 print({"skip": "skip"}.get(o.status, "FAIL"))
 
     outcomes += frameworks_suite(args, py_cases, culprit, logs, deadline, len(outcomes), total)
+    outcomes += jobs_suite(args, job_cases, culprit, logs, deadline, len(outcomes), total)
 
     print("\nlogs and reports: %s\n" % logs)
     for line in table(outcomes):
@@ -951,10 +1720,99 @@ def suite(args):
     return 1 if any(o.status in ("fail", "rerun") for o in outcomes) else 0
 
 
+def culprit_cmd(culprit, report_dir, case, args, extra=()):
+    """`culprit run --dir DIR [--mode M] [extra...]` for a C case."""
+    cmd = [culprit, "run", "--dir", report_dir]
+    if case.mode or args.mode:
+        cmd += ["--mode", case.mode or args.mode]
+    return cmd + list(extra)
+
+
+def run_fault_case(args, case, cudart, exe, want, culprit, logs, stem, env, seqs):
+    """A faulty (or healthy) C case: the run without culprit, the run under it, and the blocking rerun that
+    settles a candidates verdict."""
+    base = execute([exe] + case.args, env, args.timeout)
+    save_logs(logs, stem + ".plain", base)
+
+    report_dir = fresh_dir(os.path.join(logs, "reports", stem))
+    cmd = culprit_cmd(culprit, report_dir, case, args)
+    run = execute(cmd + ["--", exe] + case.args, env, args.timeout, report_dir)
+    save_logs(logs, stem + ".culprit", run)
+
+    ref = seqs.get((case.same_as, cudart)) if case.same_as else None
+    o = judge(case, cudart, want, base, run, ref)
+    if o.status == "rerun":
+        rerun_dir = fresh_dir(os.path.join(logs, "reports", stem + ".rerun"))
+        cmd = [culprit, "run", "--dir", rerun_dir, "--mode", "blocking"]
+        if o.window:
+            cmd += ["--launches", "%d:%d" % o.window]
+        rerun = execute(cmd + ["--", exe] + case.args, env, args.timeout, rerun_dir)
+        save_logs(logs, stem + ".rerun", rerun)
+        judge_rerun(o, want, base, rerun)
+    return o
+
+
+def symbolized_copy(culprit, path, report, logs, stem):
+    """A report seen while its process ran, copied into the logs and symbolized there by `culprit report` (the
+    run's own file may have been replaced since, and only the end of `culprit run` symbolizes that one). Returns
+    the symbolized copy, or the report as it was when that fails."""
+    copy_dir = fresh_dir(os.path.join(logs, "snapshots", stem))
+    copy_path = os.path.join(copy_dir, os.path.basename(path))
+    with open(copy_path, "w", encoding="utf-8") as f:
+        json.dump(report, f, indent=1)
+    shown = execute([culprit, "report", copy_path], os.environ.copy(), 60)
+    save_logs(logs, stem + ".snapshot", shown)
+    try:
+        with open(copy_path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return report
+
+
+def is_timeout_report(report):
+    return isinstance(report, dict) and report.get("kind") == "hang" and \
+        (report.get("hang") or {}).get("trigger") == "timeout"
+
+
+def run_hang_case(args, case, cudart, exe, want, culprit, logs, stem, env):
+    """A hang case: the program stopped by SIGTERM without culprit, then under `culprit run` (with
+    --hang-timeout for the timeout case, stopped once the timeout report is there)."""
+    mode = case.mode or args.mode or "record"
+    base = execute([exe] + case.args, env, args.timeout, stop=Stop(SPIN_READY))
+    save_logs(logs, stem + ".plain", base)
+    report_dir = fresh_dir(os.path.join(logs, "reports", stem))
+    extra = ["--hang-timeout", str(case.hang_timeout)] if case.hang_timeout else []
+    stop = Stop(SPIN_READY, want=is_timeout_report if case.trigger == "timeout" else None)
+    run = execute(culprit_cmd(culprit, report_dir, case, args, extra) + ["--", exe] + case.args, env,
+                  args.timeout, report_dir, stop=stop)
+    save_logs(logs, stem + ".culprit", run)
+    seen = [(p, r) for p, r in run.snapshots if is_timeout_report(r)]
+    timeout_report = symbolized_copy(culprit, seen[0][0], seen[0][1], logs, stem) if seen else None
+    return judge_hang(case, cudart, want, base, run, mode, timeout_report)
+
+
+def run_nosync_case(args, case, cudart, exe, want, culprit, logs, stem, env):
+    """The program that exits 0 after a faulty launch: without culprit, under it, and under it with
+    --error-exitcode 9."""
+    base = execute([exe] + case.args, env, args.timeout)
+    save_logs(logs, stem + ".plain", base)
+    report_dir = fresh_dir(os.path.join(logs, "reports", stem))
+    run = execute(culprit_cmd(culprit, report_dir, case, args) + ["--", exe] + case.args, env, args.timeout,
+                  report_dir)
+    save_logs(logs, stem + ".culprit", run)
+    strict = None
+    if run.rc != SKIP_STATUS:
+        strict_dir = fresh_dir(os.path.join(logs, "reports", stem + ".exitcode"))
+        strict = execute(culprit_cmd(culprit, strict_dir, case, args, ["--error-exitcode", "9"]) + ["--", exe] +
+                         case.args, env, args.timeout, strict_dir)
+        save_logs(logs, stem + ".exitcode", strict)
+    return judge_nosync(case, cudart, want, base, run, strict)
+
+
 def selected(only):
     """The case names --only selects (case names or group names); all cases without it."""
     if not only:
-        return set(CASE_BY_NAME) | set(PY_CASE_BY_NAME)
+        return set(CASE_BY_NAME) | set(PY_CASE_BY_NAME) | set(JOB_CASE_BY_NAME)
     names = set()
     for name in only:
         names.update(GROUPS.get(name, [name]))
@@ -1066,7 +1924,81 @@ def run_py_case(args, case, culprit, logs, stem, python, deadline):
         rerun = execute(rerun_cmd + ["--"] + cmd, env, args.timeout, rerun_dir, cwd=work)
         save_logs(logs, stem + ".rerun", rerun)
         judge_py_rerun(o, want, base, rerun)
+    for i in range(2, case.repeat + 1):
+        if o.status == "skip":
+            break
+        if time.monotonic() > deadline:
+            o.fail("run %d under culprit not made: the suite's time budget (%d s) was spent" % (i, args.budget))
+            break
+        again_dir = fresh_dir(os.path.join(logs, "reports", "%s.run%d" % (stem, i)))
+        again = execute([culprit, "run", "--dir", again_dir] + mode + ["--"] + cmd, env, args.timeout, again_dir,
+                        cwd=work)
+        save_logs(logs, "%s.run%d" % (stem, i), again)
+        judge_py_again(o, want, base, again, i)
     return o
+
+
+def torchrun_cmd(python):
+    """The torchrun of python's installation (the script beside the interpreter), else `python -m
+    torch.distributed.run`, which is what that script runs."""
+    beside = os.path.join(os.path.dirname(shutil.which(python) or python), "torchrun")
+    if os.access(beside, os.X_OK):
+        return [beside]
+    return [python, "-m", "torch.distributed.run"]
+
+
+def job_env(extra):
+    """clean_env without the variables of a launcher around the suite (Slurm, MPI, torchrun): the job's ranks
+    must be torchrun's own."""
+    return {k: v for k, v in clean_env(extra).items() if not LAUNCHER_ENV.match(k)}
+
+
+def jobs_suite(args, cases, culprit, logs, deadline, done, total):
+    """Runs the torchrun cases (each once without culprit and once under it) and judges them."""
+    outcomes = []
+    for case in cases:
+        print("[%2d/%d] %-20s %-6s ..." % (done + len(outcomes) + 1, total, case.name, "python"), end=" ",
+              flush=True)
+        o = run_job_case(args, case, culprit, logs, deadline)
+        outcomes.append(o)
+        if o.status == "pass":
+            print("pass" + (" (%s)" % o.path if o.path else ""))
+        else:
+            print({"skip": "skip"}.get(o.status, "FAIL"))
+    return outcomes
+
+
+def run_job_case(args, case, culprit, logs, deadline):
+    """One torchrun case: skip checks, the run without culprit, the run under it, `culprit report --json` of
+    its report directory, and the judgement."""
+    o = Outcome(case, "python")
+    if time.monotonic() > deadline:
+        o.fail("not run: the suite's time budget (%d s) was spent" % args.budget)
+        return o
+    missing = missing_modules(args.python, case.modules + ("torch.distributed.run",))
+    if missing:
+        o.skip("%s cannot find %s" % (args.python, ", ".join(missing)))
+        return o
+    script = os.path.join(FRAMEWORKS, case.script)
+    try:
+        with open(script, encoding="utf-8") as f:
+            want, _ = py_markers(f.read(), case.script)
+    except (OSError, ValueError) as e:
+        o.fail(str(e))
+        return o
+    env = job_env(case.env)
+    work = fresh_dir(os.path.join(logs, "work", case.name))
+    limit = max(args.timeout, case.timeout)
+    cmd = torchrun_cmd(args.python) + ["--standalone", "--nproc-per-node", str(case.nproc), script]
+    base = execute(cmd, env, limit, cwd=work)
+    save_logs(logs, case.name + ".plain", base)
+    report_dir = fresh_dir(os.path.join(logs, "reports", case.name))
+    mode = ["--mode", args.mode] if args.mode else []
+    run = execute([culprit, "run", "--dir", report_dir] + mode + ["--"] + cmd, env, limit, report_dir, cwd=work)
+    save_logs(logs, case.name + ".culprit", run)
+    shown = execute([culprit, "report", "--json", report_dir], os.environ.copy(), 60)
+    save_logs(logs, case.name + ".job", shown)
+    return judge_job(case, want, base, run, shown.stdout.decode("utf-8", "replace"))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -1099,7 +2031,8 @@ def prepared(case, mode):
     their window, as a user would; in precise mode only the concurrent cases may (several streams can hold
     unfinished work at the fault), and a graph's faulting node must be named."""
     case = copy.copy(case)
-    if mode in (None, "record") and not case.healthy and case.mode is None and case.rerun is None:
+    if mode in (None, "record") and case.kind == "fault" and not case.healthy and case.mode is None and \
+            case.rerun is None:
         case.rerun = "window"
     if mode in ("precise", "blocking"):
         case.need_node = True
@@ -1344,7 +2277,7 @@ def run_py_selftests():
     results.append(("python markers found, duplicates and misplaced ones refused", ok, ""))
 
     bad = []
-    for c in PY_CASES:
+    for c in PY_CASES + JOB_CASES:
         if c.script is None:
             continue
         try:
@@ -1353,9 +2286,381 @@ def run_py_selftests():
         except (OSError, ValueError) as e:
             bad.append(str(e))
     results.append(("every framework script exists and has its markers", not bad, "; ".join(bad)))
+    c_names = {c.name for c in CASES if c.group == "c"}
     ok = selected(["frameworks"]) == set(PY_CASE_BY_NAME) and selected(["c", "torch_gather"]) == \
-        set(CASE_BY_NAME) | {"torch_gather"}
-    results.append(("--only takes groups and case names", ok, ""))
+        c_names | {"torch_gather"} and selected(["hangs"]) == {"spin_timeout", "spin_sigterm"} and \
+        selected(["jobs", "nosync"]) == set(JOB_CASE_BY_NAME) | {"nosync"} and "nosync" in c_names and \
+        not c_names & set(GROUPS["hangs"]) and selected([]) == set(CASE_BY_NAME) | set(PY_CASE_BY_NAME) | \
+        set(JOB_CASE_BY_NAME)
+    results.append(("--only takes groups (c, hangs, frameworks, jobs) and case names", ok, ""))
+    return results
+
+
+def fixture_at(name, filename, change=None):
+    """A fixture as a run's report file of another name (report names carry pid, host and kind), optionally
+    changed by change(report) first."""
+    path, report = fixture(name)
+    if change is not None and isinstance(report, dict):
+        report = copy.deepcopy(report)
+        change(report)
+    return (os.path.join("/reports", filename), report)
+
+
+def _set(path, value):
+    """A change for fixture_at: sets the value at a key path ("hang.timeout_s"); None deletes it."""
+    def change(report):
+        keys = path.split(".")
+        node = report
+        for key in keys[:-1]:
+            node = node[int(key)] if isinstance(node, list) else node[key]
+        if value is None:
+            del node[keys[-1]]
+        else:
+            node[keys[-1]] = value
+    return change
+
+
+SPIN_OUT = b"warm-up done: x[0] = 1.8750\nspinning: waiting for a flag that nothing sets\n"
+
+
+def hang_selftests():
+    """(title, case, base, run, timeout report or None, mode, expected status, reason text)."""
+    term, timeout = copy.copy(CASE_BY_NAME["spin_sigterm"]), copy.copy(CASE_BY_NAME["spin_timeout"])
+    term.wait_line = timeout.wait_line = 58
+    base = Run(rc=-15, stdout=SPIN_OUT, stopped=signal.SIGTERM)
+    name = "culprit-6100-hang.json"
+
+    def under(fixture_name, rc=-15, change=None, filename=name, extra=()):
+        return Run(rc=rc, stdout=SPIN_OUT, stderr="culprit: hang report ...\n", stopped=signal.SIGTERM, pid=6099,
+                   reports=[fixture_at(fixture_name, filename, change)] + list(extra))
+
+    def snap(fixture_name, change=None):
+        return fixture_at(fixture_name, name, change)[1]
+
+    no_wait = _set("threads.0.stack", [])
+    return [
+        ("hang: SIGTERM, the spinning launch exactly in flight", term, base, under("spin_hang_sigterm.json"), None,
+         "precise", "pass", "the main thread waits at spin.cu:58"),
+        ("hang: record mode's candidates hold the spinning launch", term, base, under("spin_hang_candidates.json"),
+         None, "record", "pass", "candidates (record mode"),
+        ("hang: precise mode must be exact", term, base, under("spin_hang_candidates.json"), None, "precise",
+         "fail", "verdict certainty 'candidates', expected exact"),
+        ("hang: nothing in flight", term, base, under("spin_hang_idle.json"), None, "record", "fail",
+         "certainty 'idle', expected exact or candidates"),
+        ("hang: the in-flight launch at another line", term, base,
+         under("spin_hang_sigterm.json", change=_set("culprit.stack.1.line", 55)), None, "precise", "fail",
+         "in flight: launch line spin.cu:55, expected spin.cu:54"),
+        ("hang: the queued launch missing", term, base, under("spin_hang_sigterm.json", change=_set("queued", [])),
+         None, "precise", "fail", "consume_after_flag is not among the queued launches"),
+        ("hang: the stream's in_flight is another launch", term, base,
+         under("spin_hang_sigterm.json", change=_set("streams.0.in_flight", 7)), None, "precise", "fail",
+         "has in_flight 7, expected #6"),
+        ("hang: the wrong signal", term, base, under("spin_hang_sigterm.json", change=_set("hang.signal", 2)), None,
+         "precise", "fail", "hang.signal 2, expected 15"),
+        ("hang: no time_unix_ns in the process", term, base,
+         under("spin_hang_sigterm.json", change=_set("process.time_unix_ns", None)), None, "precise", "fail",
+         "process.time_unix_ns is None"),
+        ("hang: SIGTERM report taken in the handler may miss the wait", term, base,
+         under("spin_hang_sigterm.json", change=no_wait), None, "precise", "pass", ""),
+        ("hang: no main thread", term, base, under("spin_hang_sigterm.json", change=_set("threads.0.tid", 6107)),
+         None, "precise", "fail", "the main thread (tid 6100) is not among the 2 threads"),
+        ("hang: timeout report seen, then replaced by the SIGTERM one", timeout, base,
+         under("spin_hang_sigterm.json"), snap("spin_hang_timeout.json"), "precise", "pass",
+         "holds the SIGTERM report"),
+        ("hang: timeout report kept after the SIGTERM", timeout, base, under("spin_hang_timeout.json"),
+         snap("spin_hang_timeout.json"), "record", "pass", "holds the timeout report"),
+        ("hang: no timeout report appeared", timeout, base, under("spin_hang_sigterm.json"), None, "precise",
+         "fail", "no hang report with trigger 'timeout' appeared"),
+        ("hang: a SIGTERM report where a timeout one is expected", timeout, base, under("spin_hang_sigterm.json"),
+         snap("spin_hang_sigterm.json"), "precise", "fail", "hang.trigger 'SIGTERM', expected 'timeout'"),
+        ("hang: another timeout than asked", timeout, base, under("spin_hang_sigterm.json"),
+         snap("spin_hang_timeout.json", _set("hang.timeout_s", 5)), "precise", "fail",
+         "hang.timeout_s 5, expected 3"),
+        ("hang: a timeout report without where the main thread waits", timeout, base,
+         under("spin_hang_sigterm.json"), snap("spin_hang_timeout.json", no_wait), "precise", "fail",
+         "does not show where it waits (spin.cu:58; no frame in spin.cu)"),
+        ("hang: it did not die of SIGTERM under culprit", term, base, under("spin_hang_sigterm.json", rc=0), None,
+         "precise", "fail", "exit status 0, -15 without culprit"),
+        ("hang: it ended by itself without culprit", term, Run(rc=1, stderr=MSG_700), under("spin_hang_sigterm.json"),
+         None, "precise", "fail", "ended by itself (exit status 1)"),
+        ("hang: a fault report as well", term, base,
+         under("spin_hang_sigterm.json", extra=[fixture_at("oob_exact.json", "culprit-6100.json")]), None,
+         "precise", "fail", "a fault report was written: culprit-6100.json"),
+        ("hang: no report", term, base, Run(rc=-15, stopped=signal.SIGTERM), None, "precise", "fail",
+         "0 hang reports, expected one"),
+        ("hang: the report file misnamed", term, base, under("spin_hang_sigterm.json", filename="culprit-6100.json"),
+         None, "precise", "fail", "report file culprit-6100.json, expected culprit-6100-hang.json"),
+        ("hang: still running after SIGTERM under culprit", term, base,
+         Run(rc=-9, stopped=signal.SIGTERM, timed_out=True), None, "precise", "fail", "under culprit: timed out"),
+        ("hang: no device", term, Run(rc=SKIP_STATUS), Run(rc=SKIP_STATUS), None, "precise", "skip",
+         "no CUDA device"),
+    ]
+
+
+NOSYNC_SAYS = ("culprit: gpu_nosync_shared exited with status 0 although a kernel faulted (--error-exitcode N makes "
+               "culprit exit N then)\n")
+
+
+def nosync_selftests():
+    """(title, base, run, strict run, expected status, reason text)."""
+    name = "culprit-6200.json"
+
+    def under(rc=0, stderr=NOSYNC_SAYS, change=None, filename=name):
+        return Run(rc=rc, stderr="culprit: CUDA_ERROR_ILLEGAL_ADDRESS ...\n" + stderr,
+                   reports=[fixture_at("nosync_exit.json", filename, change)])
+
+    base = Run(rc=0, stdout=b"first value 1.5\ncounter update queued; exiting without waiting for it\n")
+    return [
+        ("nosync: exit 0 kept, the fault found at exit, --error-exitcode 9 exits 9", base, under(), under(rc=9),
+         "pass", ""),
+        ("nosync: found at the primary context's release", base,
+         under(change=_set("error.api", "cuDevicePrimaryCtxRelease_v2")), under(rc=9), "pass", ""),
+        ("nosync: surfaced somewhere the program never calls", base,
+         under(change=_set("error.api", "cuStreamSynchronize")), under(rc=9), "fail", "does not match"),
+        ("nosync: --error-exitcode ignored", base, under(), under(rc=0), "fail",
+         "--error-exitcode 9: exit status 0, expected 9"),
+        ("nosync: culprit says nothing of the exit status", base, under(stderr=""), under(rc=9), "fail",
+         "did not say that the command exited 0"),
+        ("nosync: no report", base, Run(rc=0, stderr="culprit: no sticky CUDA error in gpu_nosync_shared\n"),
+         Run(rc=0), "fail", "no report written (culprit said 'no sticky CUDA error')"),
+        ("nosync: exit status changed by culprit", base, under(rc=1), under(rc=9), "fail",
+         "exit status 1, 0 without culprit"),
+        ("nosync: failed without culprit", Run(rc=1, stderr=MSG_700), under(), under(rc=9), "fail",
+         "without culprit: exit status 1, expected 0"),
+        ("nosync: candidates for a single unfinished launch", base,
+         under(change=_set("verdict.certainty", "candidates")), under(rc=9), "fail", "expected exact"),
+        ("nosync: the culprit at another line", base, under(change=_set("culprit.stack.1.line", 30)), under(rc=9),
+         "fail", "launch line nosync.cu:30, expected nosync.cu:34"),
+        ("nosync: no wall-clock time of the error", base, under(change=_set("error.time_unix_ns", None)),
+         under(rc=9), "fail", "error.time_unix_ns is None"),
+    ]
+
+
+TORCHRUN_ERR = ("[rank1]: Traceback (most recent call last):\n"
+                "[rank1]: torch.AcceleratorError: CUDA error: device-side assert triggered\n"
+                "E1201 12:00:03.123000 7000 torch/distributed/elastic/multiprocessing/api.py:882] failed "
+                "(exitcode: 1) local_rank: 1 (pid: 7101) of binary: /usr/bin/python3.12\n"
+                "Traceback (most recent call last):\n"
+                "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
+                "============================================================\n"
+                "ddp_gloo_fault.py FAILED\n")
+MERGED = ("culprit: job of 3 ranks (torchrun): rank 1 faulted first: void at::native::(anonymous\n"
+          "culprit:   namespace)::nll_loss_forward_reduce_cuda_kernel_2d<float, float, long>(...) launched at\n"
+          "culprit:   ddp_gloo_fault.py:48; ranks 0, 2 are collateral (stopped by SIGTERM)\n"
+          "culprit:   rank 0 (gpu-node, pid 7100): collateral: stopped by SIGTERM; report\n"
+          "culprit:       culprit-gpu-node-7100-hang.json\n"
+          "culprit:   rank 1 (gpu-node, pid 7101): faulted first: CUDA_ERROR_ASSERT (710) in\n"
+          "culprit:       void at::native::(anonymous namespace)::nll_loss_forward_reduce_cuda_kernel_2d<float,\n"
+          "culprit:       float, long>(...) launched at ddp_gloo_fault.py:48; report culprit-gpu-node-7101.json\n"
+          "culprit:   rank 2 (gpu-node, pid 7102): exited with status 1; report culprit-gpu-node-7102-exit.json\n"
+          "culprit:\n"
+          "culprit: rank 1, the first to fault:\n")
+JOB_JSON = '{"schema": "culprit.job/1", "first_fault": {"rank": 1}, "processes": []}'
+
+
+def job_selftests():
+    """(title, case, launch line, base, run, `culprit report --json` output, expected status, reason text)."""
+    ddp, nccl = JOB_CASE_BY_NAME["ddp_gloo"], JOB_CASE_BY_NAME["nccl_one_rank"]
+    base = Run(rc=1, stderr=TORCHRUN_ERR)
+    f1 = lambda change=None, name="culprit-gpu-node-7101.json": fixture_at("ddp_rank1_fault.json", name, change)
+    h0 = fixture_at("ddp_rank0_hang.json", "culprit-gpu-node-7100-hang.json")
+    e2 = fixture_at("ddp_rank2_exit.json", "culprit-gpu-node-7102-exit.json")
+
+    def under(reports, stderr=TORCHRUN_ERR + MERGED, rc=1):
+        return Run(rc=rc, stderr=stderr, reports=reports)
+
+    nccl_err = TORCHRUN_ERR.replace("ddp_gloo_fault", "nccl_one_rank_fault").replace("rank1", "rank0")
+    nccl_merged = ("culprit: job of 1 rank: rank 0 faulted first: void at::native::(anonymous namespace)::"
+                   "indexSelectSmallIndex<float, long, unsigned int, 2, 2, -2>(...) launched at "
+                   "nccl_one_rank_fault.py:40\nculprit:   rank 0 (pid 7301 on gpu-node): faulted first\n")
+    nccl_json = JOB_JSON.replace('"rank": 1', '"rank": 0')
+    n0 = fixture_at("nccl_rank0_fault.json", "culprit-gpu-node-7301.json")
+    n0h = fixture_at("nccl_rank0_fault_nccl_history.json", "culprit-gpu-node-7301.json")
+    nccl_line = "culprit:   #12 ncclDevKernel_AllReduce_Sum_f32_RING_LL(...)  NCCL AllReduce (sum, f32, ring, LL)\n"
+    return [
+        ("job: rank 1 faulted first, rank 0 stopped, rank 2 exited; merged view", ddp, 48, base,
+         under([f1(), h0, e2]), JOB_JSON, "pass", ""),
+        ("job: a rank left no report", ddp, 48, base, under([f1(), h0]), JOB_JSON, "fail",
+         "rank 2: no report, expected a hang report or an exit record"),
+        ("job: a rank's exit record, then its hang report when torchrun stopped it", ddp, 48, base,
+         under([f1(), h0, fixture_at("ddp_rank2_exit.json", "culprit-gpu-node-7100-exit.json",
+                                     lambda r: r["process"].update(rank=0, local_rank=0, pid=7100)), e2]),
+         JOB_JSON, "pass", "rank 0: exit record (status 1)"),
+        ("job: a rank with two hang reports", ddp, 48, base,
+         under([f1(), h0, fixture_at("ddp_rank0_hang.json", "culprit-gpu-node-7100-hang.json"), e2]), JOB_JSON,
+         "fail", "rank 0: 2 reports of kind hang/hang"),
+        ("job: the faulting rank wrote a hang report too", ddp, 48, base,
+         under([f1(), h0, e2, fixture_at("ddp_rank0_hang.json", "culprit-gpu-node-7101-hang.json",
+                                         lambda r: r["process"].update(rank=1, local_rank=1, pid=7101))]),
+         JOB_JSON, "fail", "rank 1: unexpected hang report"),
+        ("job: no fault report", ddp, 48, base, under([h0, e2], stderr=TORCHRUN_ERR), JOB_JSON, "fail",
+         "0 fault reports from rank 1, expected one"),
+        ("job: another rank faulted too", ddp, 48, base,
+         under([f1(), f1(_set("process.rank", 0), "culprit-gpu-node-7100.json"), h0, e2]), JOB_JSON, "fail",
+         "rank 0 wrote a fault report too"),
+        ("job: the merged view does not name the first fault", ddp, 48, base, under([f1(), h0, e2], TORCHRUN_ERR),
+         JOB_JSON, "fail", "merged view: no line says rank 1 faulted first"),
+        ("job: the merged view names another line", ddp, 48, base,
+         under([f1(), h0, e2], TORCHRUN_ERR + MERGED.replace("ddp_gloo_fault.py:48", "ddp_gloo_fault.py:50")),
+         JOB_JSON, "fail", "merged view: the faulted-first line does not say ddp_gloo_fault.py:48"),
+        ("job: the merged view names another kernel", ddp, 48, base,
+         under([f1(), h0, e2], TORCHRUN_ERR + MERGED.replace("nll_loss_forward_reduce", "cunn_SoftMaxForward")),
+         JOB_JSON, "fail", "merged view: the faulted-first line does not name a kernel like 'nll_loss'"),
+        ("job: the line on another paragraph than the faulted-first one", ddp, 48, base,
+         under([f1(), h0, e2], TORCHRUN_ERR + MERGED.replace("culprit:   ddp_gloo_fault.py:48;", "culprit: x;")),
+         JOB_JSON, "fail", "merged view: the faulted-first line does not say ddp_gloo_fault.py:48"),
+        ("job: the merged view leaves a rank out", ddp, 48, base,
+         under([f1(), h0, e2], TORCHRUN_ERR + MERGED.replace("culprit:   rank 2", "culprit: ?").replace(
+             "ranks 0, 2", "rank 0")), JOB_JSON, "fail", "merged view: no line for rank 2"),
+        ("job: a stopped rank not called collateral", ddp, 48, base,
+         under([f1(), h0, e2], TORCHRUN_ERR + MERGED.replace("collateral", "stopped")), JOB_JSON, "fail",
+         "rank 0 left a hang report but no rank is called collateral"),
+        ("job: ranks that ended on their own need not be collateral", ddp, 48, base,
+         under([f1(), fixture_at("ddp_rank2_exit.json", "culprit-gpu-node-7100-exit.json",
+                                 lambda r: r["process"].update(rank=0, local_rank=0, pid=7100)), e2],
+               TORCHRUN_ERR + MERGED.replace("collateral", "clean")), JOB_JSON, "pass", ""),
+        ("job: a report without the host in its name", ddp, 48, base,
+         under([f1(name="culprit-7101.json"), h0, e2]), JOB_JSON, "fail",
+         "report file culprit-7101.json, expected culprit-gpu-node-7101.json"),
+        ("job: the world size wrong", ddp, 48, base, under([f1(_set("process.world_size", 4)), h0, e2]), JOB_JSON,
+         "fail", "rank 1: process.world_size 4, expected 3"),
+        ("job: no launcher", ddp, 48, base, under([f1(_set("process.launcher", None)), h0, e2]), JOB_JSON, "fail",
+         "process.launcher None, expected 'torchrun'"),
+        ("job: no rank at all", ddp, 48, base, under([f1(_set("process.rank", None)), h0, e2]), JOB_JSON, "fail",
+         "process.rank is None"),
+        ("job: the faulting rank's verdict not exact", ddp, 48, base,
+         under([f1(_set("verdict.certainty", "candidates")), h0, e2]), JOB_JSON, "fail",
+         "rank 1: verdict certainty 'candidates', expected exact"),
+        ("job: the culprit at another python line", ddp, 48, base,
+         under([f1(_set("culprit.python.1.line", 50)), h0, e2]), JOB_JSON, "fail",
+         "python line wrong: launch frames at ddp_gloo_fault.py:50"),
+        ("job: the job view's first fault is another rank", ddp, 48, base, under([f1(), h0, e2]),
+         '{"schema": "culprit.job/1", "first_fault": {"rank": 0}}', "fail", "first_fault.rank 0, expected 1"),
+        ("job: culprit report --json is not the job view", ddp, 48, base, under([f1(), h0, e2]),
+         '[{"schema": "culprit.report/1"}]', "fail", "schema 'list', expected 'culprit.job/1'"),
+        ("job: exit status changed", ddp, 48, base, under([f1(), h0, e2], rc=0), JOB_JSON, "fail",
+         "exit status 0, 1 without culprit"),
+        ("job: did not fail without culprit", ddp, 48, Run(rc=0), under([f1(), h0, e2]), JOB_JSON, "fail",
+         "the job did not fail without culprit"),
+        ("job: skipped by the ranks", ddp, 48, Run(rc=1, stderr="skipped: no CUDA device\n" + TORCHRUN_ERR),
+         Run(rc=1), "", "skip", "skipped: no CUDA device"),
+        ("job: one NCCL rank, no NCCL kernel listed", nccl, 40, Run(rc=1, stderr=nccl_err),
+         under([n0], nccl_err + nccl_merged), nccl_json, "pass", ""),
+        ("job: an NCCL kernel listed and shown as its collective", nccl, 40, Run(rc=1, stderr=nccl_err),
+         under([n0h], nccl_err + nccl_merged + nccl_line), nccl_json, "pass", ""),
+        ("job: an NCCL kernel listed but not decoded", nccl, 40, Run(rc=1, stderr=nccl_err),
+         under([n0h], nccl_err + nccl_merged), nccl_json, "fail",
+         "is not shown as the collective NCCL AllReduce"),
+    ]
+
+
+GPT2_CUBLAS = ("Traceback (most recent call last):\n  File \"gpt2_vocab_oob.py\", line 37, in main\n"
+               "RuntimeError: CUDA error: CUBLAS_STATUS_INTERNAL_ERROR when calling `cublasLtMatmul( ... )`\n")
+GPT2_ASSERT = ("Traceback (most recent call last):\n  File \"gpt2_vocab_oob.py\", line 39, in main\n"
+               "torch.AcceleratorError: CUDA error: device-side assert triggered\n")
+
+
+def gpt2_selftests():
+    """(title, base, first run, second run, expected status, reason text, note text) for the GPT-2 case."""
+    base = Run(rc=1, stderr=GPT2_CUBLAS)
+
+    def under(name, stderr=GPT2_ASSERT, rc=1):
+        return Run(rc=rc, stderr=stderr + "culprit: verdict ...\n", reports=[fixture(name)])
+
+    no_report = Run(rc=1, stderr=GPT2_CUBLAS + "culprit: no sticky CUDA error in python3\n")
+    return [
+        ("gpt2: a report each run, surfacing in cuBLAS's launch and at exit", base,
+         under("gpt2_cublas_thread.json"), under("gpt2_at_exit.json", GPT2_CUBLAS), "pass", "",
+         "surfaced in cuLaunchKernelEx (710) on thread 8033, not the main thread"),
+        ("gpt2: no report in the second run", base, under("gpt2_cublas_thread.json"), no_report, "fail",
+         "run 2 under culprit: no report written (culprit said 'no sticky CUDA error')", ""),
+        ("gpt2: the exception is no CUDA error under culprit", base,
+         under("gpt2_cublas_thread.json", "Traceback (most recent call last):\nKeyError: 'loss'\n"),
+         under("gpt2_at_exit.json"), "fail", "is not a CUDA error like", ""),
+        ("gpt2: exit status changed in the second run", base, under("gpt2_cublas_thread.json"),
+         under("gpt2_at_exit.json", rc=-6), "fail", "run 2 under culprit: exit status -6, 1 without culprit", ""),
+        ("gpt2: the culprit is not the embedding", base, under("gpt2_cublas_thread.json"),
+         under("py_xent_exact.json"), "fail", "run 2 under culprit: culprit: kernel", ""),
+    ]
+
+
+def _gone(pid, wait=30.0):
+    """Whether process pid is gone (or a zombie) within wait seconds."""
+    end = time.monotonic() + wait
+    while True:
+        try:
+            with open("/proc/%d/stat" % pid, encoding="utf-8", errors="replace") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return True
+        except (OSError, IndexError):
+            return True
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.1)
+
+
+def run_new_selftests():
+    """The hang, no-synchronize, job and GPT-2 self-tests, as (title, ok, detail)."""
+    results = []
+    for title, case, base, run, timeout_report, mode, want_status, want_text in hang_selftests():
+        o = judge_hang(case, "static", 54, base, run, mode, timeout_report)
+        text = " ".join(o.reasons + o.notes + [o.path])
+        results.append((title, o.status == want_status and want_text in text,
+                        "got %s: %s" % (o.status, text)))
+    case = CASE_BY_NAME["nosync"]
+    for title, base, run, strict, want_status, want_text in nosync_selftests():
+        o = judge_nosync(case, "shared", 34, base, run, strict)
+        text = " ".join(o.reasons + [o.path])
+        results.append((title, o.status == want_status and want_text in text,
+                        "got %s: %s" % (o.status, text)))
+    for title, case, line, base, run, job_json, want_status, want_text in job_selftests():
+        o = judge_job(case, line, base, run, job_json)
+        text = " ".join(o.reasons + o.notes + [o.path])
+        results.append((title, o.status == want_status and want_text in text,
+                        "got %s: %s" % (o.status, text)))
+    gpt2 = PY_CASE_BY_NAME["gpt2_vocab"]
+    for title, base, first, second, want_status, want_text, want_note in gpt2_selftests():
+        o = judge_py(gpt2, 35, None, base, first)
+        judge_py_again(o, 35, base, second, 2)
+        text = " ".join(o.reasons + [o.path])
+        ok = o.status == want_status and want_text in text and want_note in " ".join(o.notes)
+        results.append((title, ok, "got %s: %s; notes: %s" % (o.status, text, o.notes)))
+
+    # a child in a session of its own whose own child is in another one, as torchrun starts its workers
+    spawn = ("import subprocess, sys, time\n"
+             "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'], start_new_session=True)\n"
+             "print(p.pid, flush=True)\ntime.sleep(60)\n")
+    child = subprocess.Popen([sys.executable, "-c", spawn], stdout=subprocess.PIPE, start_new_session=True)
+    grandchild = int(child.stdout.readline())
+    found = descendants(os.getpid())
+    kill_tree(child.pid)
+    ok = child.pid in found and grandchild in found and child.wait(timeout=30) == -signal.SIGKILL and \
+        _gone(grandchild)
+    child.stdout.close()
+    results.append(("the processes below a pid are found and killed, other sessions too", ok, repr(found)))
+
+    orphan = ("import subprocess, sys\n"
+              "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'], start_new_session=True,\n"
+              "                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\nprint(p.pid)\n")
+    run = execute([sys.executable, "-c", orphan], os.environ.copy(), 60)
+    left = int(run.stdout or b"0")
+    ok = left > 0 and run.rc == 0 and "1 process(es) it left behind were killed" in run.stop_note and _gone(left)
+    results.append(("what a run leaves behind is found by its token and killed", ok,
+                    "rc %s note %r" % (run.rc, run.stop_note)))
+
+    script = ("import sys, time\nprint('spinning: now', flush=True)\n"
+              "import signal\nsignal.signal(signal.SIGTERM, lambda *a: sys.exit(5))\ntime.sleep(60)\n")
+    run = execute([sys.executable, "-c", script], os.environ.copy(), 60, stop=Stop(b"spinning:", hold=0.2))
+    ok = run.stopped == signal.SIGTERM and run.rc == 5 and not run.timed_out and b"spinning: now" in run.stdout
+    results.append(("a Stop run is signalled once its ready line appeared", ok,
+                    "rc %s stopped %s timed out %s" % (run.rc, run.stopped, run.timed_out)))
+    stubborn = "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nprint('spinning:', flush=True)\n" \
+               "time.sleep(60)\n"
+    run = execute([sys.executable, "-c", stubborn], os.environ.copy(), 60,
+                  stop=Stop(b"spinning:", hold=0.1, grace=0.5))
+    ok = run.rc == -signal.SIGKILL and run.timed_out and "after SIGTERM" in run.stop_note
+    results.append(("a Stop run that ignores its signal is killed at the bound", ok,
+                    "rc %s timed out %s note %r" % (run.rc, run.timed_out, run.stop_note)))
     return results
 
 
@@ -1374,8 +2679,9 @@ def selftest():
         pass
     results.append(("marker line found, missing marker refused", ok, ""))
     ok = all(os.path.exists(os.path.join(HERE, c.src)) and (c.healthy or _has_marker(c.src)) and
-             (not c.graph or _has_marker(c.src, CAPTURE_MARKER)) for c in CASES)
-    results.append(("every case's source exists and has one marker", ok, ""))
+             (not c.graph or _has_marker(c.src, CAPTURE_MARKER)) and
+             (c.kind != "hang" or _has_marker(c.src, WAIT_MARKER)) for c in CASES)
+    results.append(("every case's source exists and has one marker (and hang cases one wait marker)", ok, ""))
     # "--mode record" is culprit's default said out loud (run.sh --mode all says it): the same reruns
     oob = CASE_BY_NAME["oob"]
     got = [(prepared(oob, m).rerun, prepared(oob, m).need_node) for m in (None, "record", "precise")]
@@ -1400,6 +2706,7 @@ def selftest():
     results.append(("table and closing line", ok, lines[-1]))
 
     results += run_py_selftests()
+    results += run_new_selftests()
 
     for title, ok, detail in results:
         print("%s  %s%s" % ("ok  " if ok else "FAIL", title, "" if ok else "  [" + detail + "]"))
@@ -1427,8 +2734,10 @@ def main(argv):
     s.add_argument("--timeout", type=int, default=60, help="seconds allowed per program run (default 60)")
     s.add_argument("--budget", type=int, default=480,
                    help="seconds for the whole suite; cases not started by then fail as not run (default 480)")
-    s.add_argument("--only", nargs="+", choices=sorted(CASE_BY_NAME) + sorted(PY_CASE_BY_NAME) + sorted(GROUPS),
-                   help="run only these cases, or groups: c (the C programs), frameworks (the Python scripts)")
+    s.add_argument("--only", nargs="+",
+                   choices=sorted(CASE_BY_NAME) + sorted(PY_CASE_BY_NAME) + sorted(JOB_CASE_BY_NAME) + sorted(GROUPS),
+                   help="run only these cases, or groups: c (the C programs), hangs (the spinning C program), "
+                        "frameworks (the Python scripts), jobs (the torchrun jobs)")
     s.add_argument("--mode", choices=("record", "precise"),
                    help="culprit mode for cases that set none (default: culprit's own default, record)")
     s.add_argument("--python", default=sys.executable,
@@ -1440,7 +2749,7 @@ def main(argv):
     if args.command == "suite":
         return suite(args)
     if args.command == "list":
-        for c in CASES + PY_CASES:
+        for c in CASES + PY_CASES + JOB_CASES:
             print("%-22s %-10s %s" % (c.name, c.group, c.note))
         return 0
     parser.print_help()

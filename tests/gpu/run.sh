@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # culprit's GPU test suite: builds (if needed), shows the GPU, runs every C case in tests/gpu against the static
-# and the shared CUDA runtime, then the frameworks group (the Python scripts in tests/gpu/frameworks: torch,
-# Triton, CuPy, JAX, Lightning, torch.profiler, compute-sanitizer; a case whose module is missing is skipped),
-# each without and under `culprit run`, and prints one table ending in "N passed, N failed[, N skipped]".
+# and the shared CUDA runtime (groups c and hangs: the hang cases stop a spinning kernel's program with SIGTERM
+# and kill it at a bound), then the frameworks group (the Python scripts in tests/gpu/frameworks: torch, Triton,
+# CuPy, JAX, Lightning, torch.profiler, compute-sanitizer, transformers) and the jobs group (torchrun jobs of
+# those scripts; a case whose module is missing is skipped), each without and under `culprit run`, and prints
+# one table ending in "N passed, N failed[, N skipped]".
 # Needs an NVIDIA GPU; where there is none every case is skipped.
 #
 # usage: bash tests/gpu/run.sh [--build DIR] [--logs DIR] [--timeout SECONDS] [--budget SECONDS] [--python PY]
@@ -15,7 +17,7 @@
 #   --python PY      interpreter for the frameworks group (default python3)
 #   --mode M         culprit mode (record or precise) for cases that set none; default: culprit's own (record);
 #                    all: the whole suite in record, then in precise, and one line adding both up
-#   --only CASE...   run only these cases (names as in the table) or groups: c, frameworks
+#   --only CASE...   run only these cases (names as in the table) or groups: c, hangs, frameworks, jobs
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -66,7 +68,11 @@ if [ -x "$build/bin/culprit" ] && [ -f "$build/lib/libculprit.so" ]; then
   # Only missing test programs are built here; the tool is taken as it is. A build made on another machine
   # (carried here with everything built) is used without touching its CMake cache, whose tool paths may not
   # exist on this one.
-  if [ ! -x "$build/bin/gpu_oob_static" ] && [ -f "$build/CMakeCache.txt" ]; then
+  missing=0
+  for prog in oob spin nosync; do
+    [ -x "$build/bin/gpu_${prog}_static" ] || missing=1
+  done
+  if [ "$missing" -eq 1 ] && [ -f "$build/CMakeCache.txt" ]; then
     cmake --build "$build" -j --target culprit_gpu_tests || exit 1
   fi
 else
