@@ -46,6 +46,7 @@ struct cli_run_opts {
 int cli_run_main(int argc, char **argv);
 int cli_report_main(int argc, char **argv);
 int cli_demo_main(int argc, char **argv);
+int cli_trace_main(int argc, char **argv);
 
 /* Runs o->argv under culprit and prints the verdicts. Returns 0 and the child's wait status in *wstatus once it
  * ran (*faulted: a report of the run says a kernel faulted), or an exit code (CLI_EXIT_*) when it could not be

@@ -12,6 +12,7 @@ static const char cli_usage_text[] =
     "commands:\n"
     "  run [options] [--] CMD [ARGS...]  run CMD with culprit loaded; print the verdict if a kernel faults\n"
     "  report [--json|--brief] PATH...   show reports (files, or directories of culprit-*.json)\n"
+    "  trace REPORT [-o FILE]            a report's launches as a Perfetto/Chrome trace\n"
     "  demo [--sim]                      watch culprit catch a faulting kernel (simulated without a GPU)\n"
     "  version                           print the version\n"
     "  help [COMMAND]                    this text, or the details of one command\n"
@@ -106,6 +107,20 @@ static const char cli_help_demo[] =
     "With a usable GPU it runs culprit-demo-cuda; without one, or with --sim, culprit-demo-sim on culprit's\n"
     "simulated CUDA driver. The demo's exit status is non-zero on purpose.\n";
 
+static const char cli_help_trace[] =
+    "usage: culprit trace REPORT [-o FILE]\n"
+    "\n"
+    "Writes the launches REPORT holds (the culprit or the launch in flight, candidates, the launches before it,\n"
+    "graph nodes, launches queued behind a hang) as a Chrome trace, which Perfetto and chrome://tracing open:\n"
+    "one track per GPU stream and one per host thread, each launch an instant event at the moment the host\n"
+    "launched it (the GPU's timing is not recorded), marked with its role, with its kernel, grid, launch\n"
+    "number, Python line and native frame; and the moment the error surfaced or the hang was seen.\n"
+    "\n"
+    "options:\n"
+    "  -o FILE, --output FILE   where to write it (default: REPORT with .trace.json for .json; - for stdout)\n"
+    "\n"
+    "exit status: 0, 1 when the report cannot be read or the trace not written, 2 for bad usage.\n";
+
 void cli_usage(FILE *out)
 {
     fputs(cli_usage_text, out);
@@ -119,6 +134,8 @@ int cli_help_verb(FILE *out, const char *verb)
         fputs(cli_help_report, out);
     else if (strcmp(verb, "demo") == 0)
         fputs(cli_help_demo, out);
+    else if (strcmp(verb, "trace") == 0)
+        fputs(cli_help_trace, out);
     else if (strcmp(verb, "version") == 0)
         fputs("usage: culprit version\n\nPrints culprit's version.\n", out);
     else if (strcmp(verb, "help") == 0)
@@ -142,6 +159,8 @@ int main(int argc, char **argv)
         return cli_report_main(argc - 1, argv + 1);
     if (strcmp(verb, "demo") == 0)
         return cli_demo_main(argc - 1, argv + 1);
+    if (strcmp(verb, "trace") == 0)
+        return cli_trace_main(argc - 1, argv + 1);
     if (strcmp(verb, "version") == 0 || strcmp(verb, "--version") == 0) {
         printf("culprit %s\n", CULPRIT_VERSION);
         return CLI_EXIT_OK;

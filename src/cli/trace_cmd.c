@@ -1,0 +1,102 @@
+/* `culprit trace REPORT [-o FILE]`: writes a report's launches as a Chrome/Perfetto trace (src/report/trace.c),
+ * after adding file:line to their frames as `culprit report` does. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "cli.h"
+#include "../report/json.h"
+#include "../report/jsonw.h"
+#include "../report/symbolize.h"
+#include "../report/trace.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* REPORT.json -> REPORT.trace.json beside it. */
+static int cli_trace_default(const char *report, char *out, size_t n)
+{
+    size_t len = strlen(report);
+    if (len > 5 && strcmp(report + len - 5, ".json") == 0)
+        len -= 5;
+    return (size_t)snprintf(out, n, "%.*s.trace.json", (int)len, report) < n ? 0 : -1;
+}
+
+int cli_trace_main(int argc, char **argv)
+{
+    const char *report = NULL, *out = NULL;
+    char why[1024], dflt[PATH_MAX];
+    struct json *doc = NULL;
+    struct jw w;
+    int i, changed = 0, rc = CLI_EXIT_FAIL;
+
+    for (i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            cli_help_verb(stdout, "trace");
+            return CLI_EXIT_OK;
+        }
+        if (strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output") == 0) {
+            if (i + 1 >= argc) {
+                cli_err("%s needs a file name (or - for standard output)", argv[i]);
+                return CLI_EXIT_USAGE;
+            }
+            out = argv[++i];
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            cli_err("trace has no option '%s'; see 'culprit help trace'", argv[i]);
+            return CLI_EXIT_USAGE;
+        } else if (report) {
+            cli_err("trace takes one report, not '%s' as well", argv[i]);
+            return CLI_EXIT_USAGE;
+        } else {
+            report = argv[i];
+        }
+    }
+    if (!report) {
+        cli_err("trace needs a report, as in: culprit trace culprit-reports/run-.../culprit-4242.json");
+        return CLI_EXIT_USAGE;
+    }
+    if (!out) {
+        if (cli_trace_default(report, dflt, sizeof dflt) != 0) {
+            cli_err("the trace's file name would be too long; give one with -o");
+            return CLI_EXIT_USAGE;
+        }
+        out = dflt;
+    }
+    if (symbolize_load(report, &doc, why, sizeof why) != 0) {
+        cli_err("%s", why);
+        return CLI_EXIT_FAIL;
+    }
+    if (symbolize_doc(doc, &changed) == 0 && changed && symbolize_save(report, doc, why, sizeof why) != 0)
+        cli_err("%s (the trace is complete, only the report keeps its old content)", why);
+    jw_init(&w);
+    if (trace_write(doc, &w) != 0) {
+        cli_err("%s: out of memory writing the trace", report);
+        goto out;
+    }
+    if (strcmp(out, "-") == 0) {
+        if (fwrite(w.buf, 1, w.len, stdout) != w.len || fputc('\n', stdout) == EOF || fflush(stdout) != 0) {
+            cli_err("cannot write the trace to standard output: %s", strerror(errno));
+            goto out;
+        }
+    } else {
+        FILE *f = fopen(out, "w");
+        if (!f || fwrite(w.buf, 1, w.len, f) != w.len || fputc('\n', f) == EOF) {
+            cli_err("cannot write %s: %s", out, strerror(errno));
+            if (f)
+                fclose(f);
+            goto out;
+        }
+        if (fclose(f) != 0) {
+            cli_err("cannot write %s: %s", out, strerror(errno));
+            goto out;
+        }
+        cli_err("trace of %s written to %s (open it in Perfetto or chrome://tracing)", report, out);
+    }
+    rc = CLI_EXIT_OK;
+out:
+    jw_free(&w);
+    json_free(doc);
+    return rc;
+}

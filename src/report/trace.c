@@ -1,0 +1,316 @@
+/* A report as a timeline: the launches a report holds (the culprit, candidates, the launches before it, graph
+ * nodes, launches queued behind a hang) as Chrome trace events (the JSON that Perfetto and chrome://tracing
+ * open), one track per GPU stream and one per host thread, the culprit and candidates marked, each event with its
+ * kernel, grid, launch number, Python line and native frame; the moment the error surfaced (or the hang was
+ * seen) on the thread that met it. A launch's run time is not known, only when the host launched it, so launches
+ * are instant events. */
+#define _GNU_SOURCE
+#include "trace.h"
+
+#include "json.h"
+#include "jsonw.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TRACE_MAX_LAUNCHES 1024 /* launches a report can hold, all roles together */
+#define TRACE_MAX_STREAMS 128   /* stream tracks */
+#define TRACE_PID_STREAMS 1     /* the trace's "process" holding the stream tracks */
+#define TRACE_PID_THREADS 2     /* ... and the host thread tracks */
+
+struct trace_item {
+    const struct json *launch;  /* the launch in the report */
+    const char *role;           /* culprit, candidate, ruled out, before, graph node, queued */
+};
+
+struct trace_set {
+    struct trace_item items[TRACE_MAX_LAUNCHES]; /* every launch once, the first role it was found in */
+    size_t n;                   /* items in use */
+    const char *streams[TRACE_MAX_STREAMS]; /* "device:stream" keys of the stream tracks, tid = index + 1 */
+    char stream_keys[TRACE_MAX_STREAMS][64]; /* storage of those keys */
+    size_t nstreams;            /* tracks in use */
+};
+
+static void trace_add(struct trace_set *s, const struct json *l, const char *role)
+{
+    long long seq = json_get_int(l, "seq", -1);
+    if (!json_is(l, JSON_OBJ) || s->n == TRACE_MAX_LAUNCHES)
+        return;
+    for (size_t i = 0; i < s->n; i++)
+        if (json_get_int(s->items[i].launch, "seq", -2) == seq)
+            return;
+    s->items[s->n].launch = l;
+    s->items[s->n++].role = role;
+    if (json_is(json_get(l, "graph_nodes"), JSON_ARR))
+        for (size_t i = 0; i < json_len(json_get(l, "graph_nodes")); i++)
+            trace_add(s, json_at(json_get(l, "graph_nodes"), i), "graph node");
+}
+
+static void trace_add_all(struct trace_set *s, const struct json *arr, const char *role)
+{
+    for (size_t i = 0; i < json_len(arr); i++)
+        trace_add(s, json_at(arr, i), role);
+}
+
+/* The track of a launch's stream (tid), made on first sight. */
+static int trace_stream_tid(struct trace_set *s, const struct json *l)
+{
+    char key[64];
+    snprintf(key, sizeof key, "%lld:%s", json_get_int(l, "device", -1),
+             json_get_str(l, "stream") ? json_get_str(l, "stream") : "?");
+    for (size_t i = 0; i < s->nstreams; i++)
+        if (strcmp(s->streams[i], key) == 0)
+            return (int)i + 1;
+    if (s->nstreams == TRACE_MAX_STREAMS)
+        return TRACE_MAX_STREAMS;
+    memcpy(s->stream_keys[s->nstreams], key, sizeof key);
+    s->streams[s->nstreams] = s->stream_keys[s->nstreams];
+    return (int)++s->nstreams;
+}
+
+/* "file:line in function" of the innermost Python frame outside installed packages, else the innermost. */
+static void trace_python_line(const struct json *py, char *out, size_t n)
+{
+    const struct json *pick = NULL;
+    out[0] = '\0';
+    for (size_t i = 0; i < json_len(py) && !pick; i++) {
+        const char *f = json_get_str(json_at(py, i), "file");
+        if (f && !strstr(f, "site-packages/") && !strstr(f, "dist-packages/") && !strstr(f, "/lib/python"))
+            pick = json_at(py, i);
+    }
+    if (!pick && json_len(py))
+        pick = json_at(py, 0);
+    if (pick)
+        snprintf(out, n, "%s:%lld in %s", json_get_str(pick, "file") ? json_get_str(pick, "file") : "?",
+                 json_get_int(pick, "line", 0), json_get_str(pick, "function") ? json_get_str(pick, "function")
+                                                                               : "?");
+}
+
+/* The first native frame with a source line, else with a function name. */
+static void trace_native_frame(const struct json *stack, char *out, size_t n)
+{
+    const struct json *pick = NULL;
+    out[0] = '\0';
+    for (size_t i = 0; i < json_len(stack) && !pick; i++)
+        if (json_get_str(json_at(stack, i), "file"))
+            pick = json_at(stack, i);
+    for (size_t i = 0; i < json_len(stack) && !pick; i++)
+        if (json_get_str(json_at(stack, i), "function"))
+            pick = json_at(stack, i);
+    if (!pick)
+        return;
+    if (json_get_str(pick, "file"))
+        snprintf(out, n, "%s at %s:%lld", json_get_str(pick, "function") ? json_get_str(pick, "function") : "?",
+                 json_get_str(pick, "file"), json_get_int(pick, "line", 0));
+    else
+        snprintf(out, n, "%s", json_get_str(pick, "function"));
+}
+
+static void trace_dims(struct jw *w, const char *key, const struct json *arr)
+{
+    char buf[96];
+    long long v[3] = {0, 0, 0};
+    for (int i = 0; i < 3; i++)
+        if (json_int(json_at(arr, (size_t)i), &v[i]) != 0)
+            v[i] = 0;
+    snprintf(buf, sizeof buf, "[%lld,%lld,%lld]", v[0], v[1], v[2]);
+    jw_key(w, key);
+    jw_str(w, buf);
+}
+
+static double trace_us(long long ns, long long t0) { return (double)(ns - t0) / 1000.0; }
+
+/* One instant event of a launch on track (pid, tid). */
+static void trace_launch_event(struct jw *w, const struct trace_item *it, int pid, long long tid, long long t0)
+{
+    const struct json *l = it->launch;
+    const char *kernel = json_get_str(l, "kernel");
+    char name[320], line[1200];
+    snprintf(name, sizeof name, "#%lld %.200s%s%s%s", json_get_int(l, "seq", -1), kernel ? kernel : "?",
+             strcmp(it->role, "before") ? " [" : "", strcmp(it->role, "before") ? it->role : "",
+             strcmp(it->role, "before") ? "]" : "");
+    jw_obj_begin(w);
+    jw_key(w, "name");
+    jw_str(w, name);
+    jw_key(w, "cat");
+    jw_str(w, it->role);
+    jw_key(w, "ph");
+    jw_str(w, "i");
+    jw_key(w, "s");
+    jw_str(w, "t");
+    jw_key(w, "ts");
+    jw_double(w, trace_us(json_get_int(l, "time_ns", t0), t0));
+    jw_key(w, "pid");
+    jw_int(w, pid);
+    jw_key(w, "tid");
+    jw_int(w, tid);
+    jw_key(w, "args");
+    jw_obj_begin(w);
+    jw_key(w, "seq");
+    jw_int(w, json_get_int(l, "seq", -1));
+    jw_key(w, "role");
+    jw_str(w, it->role);
+    jw_key(w, "kernel");
+    jw_str(w, kernel ? kernel : "?");
+    trace_dims(w, "grid", json_get(l, "grid"));
+    trace_dims(w, "block", json_get(l, "block"));
+    jw_key(w, "stream");
+    jw_str(w, json_get_str(l, "stream") ? json_get_str(l, "stream") : "?");
+    jw_key(w, "device");
+    jw_int(w, json_get_int(l, "device", -1));
+    jw_key(w, "thread");
+    jw_int(w, json_get_int(l, "thread", -1));
+    trace_python_line(json_get(l, "python"), line, sizeof line);
+    if (line[0]) {
+        jw_key(w, "python");
+        jw_str(w, line);
+    }
+    trace_native_frame(json_get(l, "stack"), line, sizeof line);
+    if (line[0]) {
+        jw_key(w, "native");
+        jw_str(w, line);
+    }
+    jw_obj_end(w);
+    jw_obj_end(w);
+}
+
+static void trace_meta(struct jw *w, const char *what, int pid, long long tid, const char *name)
+{
+    jw_obj_begin(w);
+    jw_key(w, "name");
+    jw_str(w, what);
+    jw_key(w, "ph");
+    jw_str(w, "M");
+    jw_key(w, "pid");
+    jw_int(w, pid);
+    if (tid >= 0) {
+        jw_key(w, "tid");
+        jw_int(w, tid);
+    }
+    jw_key(w, "args");
+    jw_obj_begin(w);
+    jw_key(w, "name");
+    jw_str(w, name);
+    jw_obj_end(w);
+    jw_obj_end(w);
+}
+
+int trace_write(const struct json *doc, struct jw *w)
+{
+    static struct trace_set s;  /* large; the command writes one trace at a time */
+    const struct json *err = json_get(doc, "error"), *hang = json_get(doc, "hang");
+    const char *kind = json_get_str(doc, "kind");
+    long long t0 = -1, tids[TRACE_MAX_LAUNCHES + 1];
+    size_t nt = 0;
+
+    if (!json_is(doc, JSON_OBJ) || !json_get_str(doc, "schema"))
+        return -1;
+    memset(&s, 0, sizeof s);
+    trace_add(&s, json_get(doc, "culprit"), kind && !strcmp(kind, "hang") ? "in flight" : "culprit");
+    trace_add_all(&s, json_get(doc, "candidates"), "candidate");
+    trace_add_all(&s, json_get(doc, "queued"), "queued");
+    trace_add_all(&s, json_get(doc, "history"), "before");
+    trace_add_all(&s, json_get(doc, "candidates_before_assert"), "ruled out");
+    trace_add_all(&s, json_get(doc, "candidates_before_rerun"), "ruled out");
+    trace_add_all(&s, json_get(doc, "candidates_before_coredump"), "ruled out");
+    for (size_t i = 0; i < s.n; i++) {
+        long long t = json_get_int(s.items[i].launch, "time_ns", -1);
+        if (t >= 0 && (t0 < 0 || t < t0))
+            t0 = t;
+    }
+    long long tsurf = json_get_int(err ? err : hang, "time_ns", -1);
+    if (tsurf >= 0 && (t0 < 0 || tsurf < t0))
+        t0 = tsurf;
+    if (t0 < 0)
+        t0 = 0;
+
+    jw_obj_begin(w);
+    jw_key(w, "traceEvents");
+    jw_arr_begin(w);
+    trace_meta(w, "process_name", TRACE_PID_STREAMS, -1, "GPU streams");
+    trace_meta(w, "process_name", TRACE_PID_THREADS, -1, "host threads (launches, where the error surfaced)");
+    for (size_t i = 0; i < s.n; i++) {
+        const struct json *l = s.items[i].launch;
+        long long th = json_get_int(l, "thread", -1);
+        int tid = trace_stream_tid(&s, l);
+        trace_launch_event(w, &s.items[i], TRACE_PID_STREAMS, tid, t0);
+        trace_launch_event(w, &s.items[i], TRACE_PID_THREADS, th, t0);
+        size_t k = 0;
+        while (k < nt && tids[k] != th)
+            k++;
+        if (k == nt && nt <= TRACE_MAX_LAUNCHES)
+            tids[nt++] = th;
+    }
+    for (size_t i = 0; i < s.nstreams; i++) {
+        char name[96];
+        const char *colon = strchr(s.streams[i], ':');
+        snprintf(name, sizeof name, "stream %s, device %.*s", colon ? colon + 1 : s.streams[i],
+                 colon ? (int)(colon - s.streams[i]) : 1, colon ? s.streams[i] : "?");
+        trace_meta(w, "thread_name", TRACE_PID_STREAMS, (long long)i + 1, name);
+    }
+    if (tsurf >= 0) {
+        const struct json *who = err ? err : hang;
+        long long th = json_get_int(who, "thread", json_get_int(json_get(doc, "process"), "pid", 0));
+        char name[256], line[1200];
+        if (err)
+            snprintf(name, sizeof name, "%s surfaced in %s", json_get_str(err, "name") ? json_get_str(err, "name")
+                     : "CUDA error", json_get_str(err, "api") ? json_get_str(err, "api") : "?");
+        else
+            snprintf(name, sizeof name, "hang report (%s)", json_get_str(hang, "trigger")
+                     ? json_get_str(hang, "trigger") : "?");
+        jw_obj_begin(w);
+        jw_key(w, "name");
+        jw_str(w, name);
+        jw_key(w, "cat");
+        jw_str(w, err ? "error" : "hang");
+        jw_key(w, "ph");
+        jw_str(w, "i");
+        jw_key(w, "s");
+        jw_str(w, "p");
+        jw_key(w, "ts");
+        jw_double(w, trace_us(tsurf, t0));
+        jw_key(w, "pid");
+        jw_int(w, TRACE_PID_THREADS);
+        jw_key(w, "tid");
+        jw_int(w, th);
+        jw_key(w, "args");
+        jw_obj_begin(w);
+        trace_python_line(json_get(who, "python"), line, sizeof line);
+        if (line[0]) {
+            jw_key(w, "python");
+            jw_str(w, line);
+        }
+        trace_native_frame(json_get(who, "stack"), line, sizeof line);
+        if (line[0]) {
+            jw_key(w, "native");
+            jw_str(w, line);
+        }
+        jw_obj_end(w);
+        jw_obj_end(w);
+        size_t k = 0;
+        while (k < nt && tids[k] != th)
+            k++;
+        if (k == nt && nt <= TRACE_MAX_LAUNCHES)
+            tids[nt++] = th;
+    }
+    for (size_t i = 0; i < nt; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "thread %lld", tids[i]);
+        trace_meta(w, "thread_name", TRACE_PID_THREADS, tids[i], name);
+    }
+    jw_arr_end(w);
+    jw_key(w, "displayTimeUnit");
+    jw_str(w, "ms");
+    jw_key(w, "otherData");
+    jw_obj_begin(w);
+    jw_key(w, "verdict");
+    jw_str(w, json_get_str(json_get(doc, "verdict"), "certainty"));
+    jw_key(w, "reason");
+    jw_str(w, json_get_str(json_get(doc, "verdict"), "reason"));
+    jw_key(w, "launches");
+    jw_uint(w, s.n);
+    jw_obj_end(w);
+    jw_obj_end(w);
+    return w->err ? -1 : 0;
+}
