@@ -1,0 +1,519 @@
+/* `culprit run --coredump`: the driver's GPU core dump on exception, automated. culprit asks the driver for a
+ * small dump (no memory contents) into the run's report directory; after the process died it runs cuda-gdb in
+ * batch mode on each dump (without a shell, time-bounded), reads what it says of the exception (kernel, PC,
+ * source line with -lineinfo, and the focus: block, thread, warp, lane), and ties that to the report of the
+ * process that wrote the dump: a verdict that was not exact becomes exact when the dump singles out one launch.
+ * The driver aborts the process once the dump is written, so the report may be a hang report (SIGABRT). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "coredump.h"
+#include "cli.h"
+#include "../report/demangle.h"
+#include "../report/json.h"
+#include "../report/symbolize.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define COREDUMP_OUTPUT_MAX (1 << 20)   /* bytes of the debugger's output kept */
+#define COREDUMP_FLAGS "skip_global_memory,skip_shared_memory,skip_local_memory,skip_constbank_memory"
+
+int coredump_setenv(const char *dir)
+{
+    char path[PATH_MAX];
+    if (getenv("CUDA_ENABLE_COREDUMP_ON_EXCEPTION") || getenv("CUDA_COREDUMP_FILE"))
+        return 0;  /* the user's own settings win */
+    if ((size_t)snprintf(path, sizeof path, "%s/gpucore-%%h-%%p.nvcudmp", dir) >= sizeof path)
+        return ENAMETOOLONG;
+    if (setenv("CUDA_ENABLE_COREDUMP_ON_EXCEPTION", "1", 1) || setenv("CUDA_COREDUMP_FILE", path, 1))
+        return errno ? errno : ENOMEM;
+    if (!getenv("CUDA_COREDUMP_GENERATION_FLAGS") && setenv("CUDA_COREDUMP_GENERATION_FLAGS", COREDUMP_FLAGS, 1))
+        return errno ? errno : ENOMEM;
+    return 0;
+}
+
+void coredump_free(struct coredump_info *ci)
+{
+    free(ci->exception);
+    free(ci->pc);
+    free(ci->kernel);
+    free(ci->file);
+    memset(ci, 0, sizeof *ci);
+}
+
+/* "(a,b,c)" at *p into v, advancing *p. */
+static int coredump_triple(const char **p, long v[3])
+{
+    const char *s = *p;
+    char *end;
+    if (*s++ != '(')
+        return -1;
+    for (int i = 0; i < 3; i++) {
+        while (*s == ' ')
+            s++;
+        if (!isdigit((unsigned char)*s))
+            return -1;
+        v[i] = strtol(s, &end, 10);
+        s = end;
+        while (*s == ' ')
+            s++;
+        if (*s++ != (i < 2 ? ',' : ')'))
+            return -1;
+    }
+    *p = s;
+    return 0;
+}
+
+/* "... LOC)" where LOC is "file:line": fills file and line from the last such group of s[0..n). */
+static void coredump_location(const char *s, size_t n, struct coredump_info *ci)
+{
+    const char *open = NULL, *colon;
+    for (size_t i = n; i-- > 0;)
+        if (s[i] == '(') {
+            open = s + i;
+            break;
+        }
+    if (!open || s[n - 1] != ')')
+        return;
+    colon = memrchr(open, ':', (size_t)(s + n - open));
+    if (!colon || colon == open + 1 || !isdigit((unsigned char)colon[1]))
+        return;
+    free(ci->file);
+    ci->file = strndup(open + 1, (size_t)(colon - open - 1));
+    ci->line = strtol(colon + 1, NULL, 10);
+}
+
+/* A value after "name " in a focus line ("device 0, sm 3, warp 1, lane 12"). */
+static long coredump_field(const char *line, const char *name)
+{
+    const char *p = strstr(line, name);
+    size_t n = strlen(name);
+    if (!p || p[n] != ' ' || !isdigit((unsigned char)p[n + 1]))
+        return -1;
+    return strtol(p + n + 1, NULL, 10);
+}
+
+static void coredump_line(const char *s, size_t n, struct coredump_info *ci)
+{
+    static const char exc[] = "CUDA Exception: ", pc[] = "The exception was triggered at PC ";
+    char *line = strndup(s, n);
+    const char *p;
+    if (!line)
+        return;
+    while (n && (line[n - 1] == '\r' || line[n - 1] == ' '))
+        line[--n] = '\0';
+    if (!strncmp(line, exc, sizeof exc - 1) && !ci->exception) {
+        ci->exception = strdup(line + sizeof exc - 1);
+    } else if (!strncmp(line, pc, sizeof pc - 1)) {
+        /* "The exception was triggered at PC 0x7f2af77a0ae0  write_oob(int*, int)  (oob.cu:8)" */
+        const char *v = line + sizeof pc - 1, *sp = strchr(v, ' ');
+        free(ci->pc);
+        ci->pc = sp ? strndup(v, (size_t)(sp - v)) : strdup(v);
+        if (sp) {
+            const char *k = sp;
+            while (*k == ' ')
+                k++;
+            const char *loc = strstr(k, "  (");
+            size_t kl = loc ? (size_t)(loc - k) : strlen(k);
+            while (kl && k[kl - 1] == ' ')
+                kl--;
+            if (kl) {
+                free(ci->kernel);
+                ci->kernel = strndup(k, kl);
+            }
+            if (loc)
+                coredump_location(loc, strlen(loc), ci);
+        }
+    } else if ((p = strstr(line, "Current focus set to CUDA kernel")) != NULL) {
+        /* "[Current focus set to CUDA kernel 0, grid 6, block (3,0,0), thread (44,0,0), device 0, sm 0, warp 1,
+         * lane 12]" */
+        const char *b = strstr(p, "block "), *t = strstr(p, "thread ");
+        if (b) {
+            b += 6;
+            if (coredump_triple(&b, ci->block) != 0)
+                ci->block[0] = -1;
+        }
+        if (t) {
+            t += 7;
+            if (coredump_triple(&t, ci->thread) != 0)
+                ci->thread[0] = -1;
+        }
+        ci->device = coredump_field(p, "device");
+        ci->sm = coredump_field(p, "sm");
+        ci->warp = coredump_field(p, "warp");
+        ci->lane = coredump_field(p, "lane");
+    } else if (line[0] == '#' && (p = strstr(line, " in ")) != NULL && strstr(line, "<<<")) {
+        /* "#0  0x00007f... in write_oob(int*, int)<<<(8,1,1),(128,1,1)>>> () at oob.cu:8" */
+        const char *k = p + 4, *e = strstr(k, "<<<"), *at = strstr(e, " at ");
+        if (!ci->kernel)
+            ci->kernel = strndup(k, (size_t)(e - k));
+        if (at && !ci->file) {
+            const char *colon = strrchr(at + 4, ':');
+            if (colon && isdigit((unsigned char)colon[1])) {
+                ci->file = strndup(at + 4, (size_t)(colon - at - 4));
+                ci->line = strtol(colon + 1, NULL, 10);
+            }
+        }
+    } else if (strstr(line, "Fatal signal:") || strstr(line, "A fatal error internal to GDB")) {
+        ci->debugger_crashed = 1;
+    }
+    free(line);
+}
+
+int coredump_parse(const char *text, struct coredump_info *ci)
+{
+    memset(ci, 0, sizeof *ci);
+    ci->line = ci->block[0] = ci->thread[0] = -1;
+    ci->device = ci->sm = ci->warp = ci->lane = -1;
+    for (const char *s = text; *s;) {
+        const char *nl = strchr(s, '\n');
+        size_t n = nl ? (size_t)(nl - s) : strlen(s);
+        coredump_line(s, n, ci);
+        s += n + (nl != NULL);
+    }
+    return ci->exception || ci->kernel ? 0 : -1;
+}
+
+/* Runs the debugger on one dump; returns its output (malloc'd, NUL-terminated) or NULL with why filled. */
+static char *coredump_run_gdb(const char *dump, char *why, size_t whylen)
+{
+    const char *gdb = getenv("CULPRIT_CUDA_GDB");
+    char target[PATH_MAX + 32], *buf = NULL;
+    size_t len = 0, cap = 0;
+    int fds[2], status = 0;
+    pid_t pid;
+
+    if (!gdb || !*gdb)
+        gdb = "cuda-gdb";
+    snprintf(target, sizeof target, "target cudacore %s", dump);
+    if (pipe2(fds, O_CLOEXEC) != 0) {
+        snprintf(why, whylen, "cannot run %s: %s", gdb, strerror(errno));
+        return NULL;
+    }
+    pid = fork();
+    if (pid == 0) {
+        int null = open("/dev/null", O_RDONLY);
+        if (null >= 0)
+            dup2(null, 0);
+        dup2(fds[1], 1);
+        dup2(fds[1], 2);
+        setenv("TERM", "dumb", 1);
+        execlp(gdb, gdb, "-batch", "-nx", "-ex", target, "-ex", "info cuda kernels", "-ex", "bt 1", (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    if (pid < 0) {
+        close(fds[0]);
+        snprintf(why, whylen, "cannot run %s: %s", gdb, strerror(errno));
+        return NULL;
+    }
+    time_t deadline = time(NULL) + COREDUMP_TIMEOUT_S;
+    for (;;) {
+        struct pollfd pf = {fds[0], POLLIN, 0};
+        int left = (int)(deadline - time(NULL));
+        if (left <= 0) {
+            kill(pid, SIGKILL);
+            break;
+        }
+        if (poll(&pf, 1, left * 1000) <= 0)
+            continue;
+        if (cap - len < 4096) {
+            char *nb = cap >= COREDUMP_OUTPUT_MAX ? NULL : realloc(buf, cap ? cap * 2 : 8192);
+            if (!nb)
+                break;
+            buf = nb;
+            cap = cap ? cap * 2 : 8192;
+        }
+        ssize_t got = read(fds[0], buf + len, cap - len - 1);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            break;
+        len += (size_t)got;
+    }
+    close(fds[0]);
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 127 && len == 0) {
+        snprintf(why, whylen, "%s was not found (install the CUDA toolkit's debugger, or set CULPRIT_CUDA_GDB)",
+                 gdb);
+        free(buf);
+        return NULL;
+    }
+    if (!buf && !(buf = malloc(1))) {
+        snprintf(why, whylen, "out of memory");
+        return NULL;
+    }
+    buf[len] = '\0';
+    return buf;
+}
+
+/* Sets obj[key] = kid, taking kid; nonzero (kid freed) on failure. */
+static int coredump_put(struct json *obj, const char *key, struct json *kid)
+{
+    if (!kid)
+        return -1;
+    if (json_set(obj, key, kid) != 0) {
+        json_free(kid);
+        return -1;
+    }
+    return 0;
+}
+
+static struct json *coredump_triple_json(const long v[3])
+{
+    struct json *a = json_new(JSON_ARR);
+    for (int i = 0; a && i < 3; i++) {
+        struct json *n = json_new_int(v[i]);
+        if (json_append(a, n) != 0) {
+            json_free(n);
+            json_free(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
+static struct json *coredump_true(void)
+{
+    struct json *b = json_new(JSON_BOOL);
+    if (b)
+        b->boolean = 1;
+    return b;
+}
+
+static struct json *coredump_json(const struct coredump_info *ci, const char *dump_path)
+{
+    struct json *o = json_new(JSON_OBJ);
+    if (!o || coredump_put(o, "file", json_new_str(dump_path)) ||
+        (ci->exception && coredump_put(o, "exception", json_new_str(ci->exception))) ||
+        (ci->kernel && coredump_put(o, "kernel", json_new_str(ci->kernel))) ||
+        (ci->pc && coredump_put(o, "pc", json_new_str(ci->pc))) ||
+        (ci->file && coredump_put(o, "source_file", json_new_str(ci->file))) ||
+        (ci->line > 0 && coredump_put(o, "source_line", json_new_int(ci->line))) ||
+        (ci->block[0] >= 0 && coredump_put(o, "block", coredump_triple_json(ci->block))) ||
+        (ci->thread[0] >= 0 && coredump_put(o, "thread", coredump_triple_json(ci->thread))) ||
+        (ci->device >= 0 && coredump_put(o, "device", json_new_int(ci->device))) ||
+        (ci->sm >= 0 && coredump_put(o, "sm", json_new_int(ci->sm))) ||
+        (ci->warp >= 0 && coredump_put(o, "warp", json_new_int(ci->warp))) ||
+        (ci->lane >= 0 && coredump_put(o, "lane", json_new_int(ci->lane))) ||
+        (ci->debugger_crashed && coredump_put(o, "debugger_crashed", coredump_true()))) {
+        json_free(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* Whether the dump's kernel and block may be those of launch l. */
+static int coredump_fits(const struct coredump_info *ci, const struct json *l)
+{
+    const char *k = json_get_str(l, "kernel"), *m = json_get_str(l, "mangled");
+    char *dm = NULL;
+    int same;
+    if (!ci->kernel)
+        return 0;
+    if (m && !(k && *k && strncmp(k, "_Z", 2) != 0))
+        k = dm = demangle_name(m);
+    same = k && demangle_same_kernel(k, ci->kernel);
+    free(dm);
+    if (!same)
+        return 0;
+    const struct json *grid = json_get(l, "grid");
+    for (int i = 0; ci->block[0] >= 0 && i < 3 && json_len(grid) == 3; i++) {
+        long long g;
+        if (json_int(json_at(grid, i), &g) == 0 && g > 0 && ci->block[i] >= g)
+            return 0;
+    }
+    return 1;
+}
+
+/* A copy of "source file:line" for sentences. */
+static void coredump_where(const struct coredump_info *ci, char *out, size_t n)
+{
+    if (ci->file && ci->line > 0)
+        snprintf(out, n, " at %s:%ld", ci->file, ci->line);
+    else
+        out[0] = '\0';
+}
+
+int coredump_attach(struct json *doc, const struct coredump_info *ci, const char *dump_path, int *changed)
+{
+    struct json *verdict = (struct json *)json_get(doc, "verdict");
+    struct json *cands = (struct json *)json_get(doc, "candidates");
+    const struct json *culprit = json_get(doc, "culprit");
+    const char *certainty = json_get_str(verdict, "certainty"), *reason = json_get_str(verdict, "reason");
+    struct json *cd = coredump_json(ci, dump_path);
+    char where[PATH_MAX + 32], *why = NULL;
+    size_t i, hits = 0, hit = 0;
+    int rc;
+
+    if (!cd || json_set(doc, "coredump", cd) != 0) {
+        json_free(cd);
+        return ENOMEM;
+    }
+    *changed = 1;
+    coredump_where(ci, where, sizeof where);
+    if (!verdict || !ci->kernel)
+        return 0;
+    if (certainty && !strcmp(certainty, "exact") && json_is(culprit, JSON_OBJ)) {
+        int same = coredump_fits(ci, culprit);
+        rc = asprintf(&why, "%s%sthe GPU core dump %s: %s faulted%s (%s)", reason ? reason : "", reason ? "; " : "",
+                      same ? "agrees" : "names another kernel", ci->kernel, where,
+                      ci->exception ? ci->exception : "exception");
+        if (rc < 0 || coredump_put(verdict, "reason", json_new_str(why))) {
+            free(why);
+            return ENOMEM;
+        }
+        free(why);
+        return 0;
+    }
+    for (i = 0; i < json_len(cands); i++)
+        if (json_is(json_at(cands, i), JSON_OBJ) && coredump_fits(ci, json_at(cands, i))) {
+            hits++;
+            hit = i;
+        }
+    if (hits != 1) {
+        rc = asprintf(&why, "%s%sthe GPU core dump says %s faulted%s (%s), %s", reason ? reason : "",
+                      reason ? "; " : "", ci->kernel, where, ci->exception ? ci->exception : "exception",
+                      hits ? "which more than one candidate runs" : "which no candidate runs");
+        if (rc < 0 || coredump_put(verdict, "reason", json_new_str(why))) {
+            free(why);
+            return ENOMEM;
+        }
+        free(why);
+        return 0;
+    }
+    /* One candidate: it becomes the culprit, the others are kept as what was left before the dump. */
+    struct json *chosen = cands->kids[hit], *others = json_new(JSON_ARR), *win = json_new(JSON_OBJ);
+    long long seq = json_get_int(chosen, "seq", -1);
+    if (!others || !win) {
+        json_free(others);
+        json_free(win);
+        return ENOMEM;
+    }
+    for (i = 0; i < cands->len; i++)
+        if (i != hit && json_append(others, cands->kids[i]) != 0) {
+            others->len = 0;
+            json_free(others);
+            json_free(win);
+            return ENOMEM;
+        }
+    cands->len = 0;
+    if (json_set(doc, "culprit", chosen) != 0) {
+        json_free(chosen);
+        json_free(others);
+        json_free(win);
+        return ENOMEM;
+    }
+    if (json_set(doc, "candidates_before_coredump", others) != 0) {
+        json_free(others);
+        json_free(win);
+        return ENOMEM;
+    }
+    rc = asprintf(&why, "%s%sthe GPU core dump says %s faulted%s (%s): launch #%lld is the only candidate that "
+                  "runs it", reason ? reason : "", reason ? "; " : "", ci->kernel, where,
+                  ci->exception ? ci->exception : "exception", seq);
+    if (rc < 0 || coredump_put(verdict, "reason", json_new_str(why)) ||
+        coredump_put(verdict, "certainty", json_new_str("exact")) || coredump_put(win, "first", json_new_int(seq)) ||
+        coredump_put(win, "last", json_new_int(seq)) || json_set(verdict, "window", win) != 0) {
+        free(why);
+        return ENOMEM;
+    }
+    free(why);
+    return 0;
+}
+
+/* "gpucore-HOST-PID.nvcudmp" -> pid and host. */
+static int coredump_name(const char *name, long *pid, char *host, size_t hostsz)
+{
+    const char *dot = strstr(name, ".nvcudmp"), *dash;
+    if (strncmp(name, "gpucore-", 8) != 0 || !dot)
+        return -1;
+    for (dash = dot; dash > name + 8 && dash[-1] != '-'; dash--)
+        ;
+    if (dash <= name + 8 || !isdigit((unsigned char)*dash))
+        return -1;
+    *pid = strtol(dash, NULL, 10);
+    snprintf(host, hostsz, "%.*s", (int)(dash - 1 - (name + 8)), name + 8);
+    return 0;
+}
+
+int coredump_attach_all(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    char **reports = NULL;
+    size_t nrep = 0;
+    int tied = 0;
+
+    if (!d)
+        return 0;
+    if (cli_list_reports(dir, &reports, &nrep) != 0)
+        nrep = 0;
+    while ((de = readdir(d)) != NULL) {
+        char dump[PATH_MAX], host[256], why[1024];
+        long pid;
+        struct coredump_info ci;
+        char *out;
+        int found = 0;
+        if (fnmatch("gpucore-*.nvcudmp", de->d_name, 0) != 0 || coredump_name(de->d_name, &pid, host, sizeof host))
+            continue;
+        snprintf(dump, sizeof dump, "%s/%s", dir, de->d_name);
+        if (!(out = coredump_run_gdb(dump, why, sizeof why))) {
+            cli_err("GPU core dump %s not read: %s", dump, why);
+            continue;
+        }
+        if (coredump_parse(out, &ci) != 0) {
+            cli_err("GPU core dump %s: the debugger named no exception; its output ends: %.300s", dump,
+                    strlen(out) > 300 ? out + strlen(out) - 300 : out);
+            free(out);
+            coredump_free(&ci);
+            continue;
+        }
+        free(out);
+        for (size_t i = 0; i < nrep && !found; i++) {
+            struct json *doc = NULL;
+            const struct json *proc;
+            int changed = 0;
+            if (symbolize_load(reports[i], &doc, why, sizeof why) != 0)
+                continue;
+            proc = json_get(doc, "process");
+            const char *h = json_get_str(proc, "hostname"), *kind = json_get_str(doc, "kind");
+            if (json_get_int(proc, "pid", -1) == pid && (!h || !strcmp(h, host)) &&
+                (!kind || strcmp(kind, "exit") != 0)) {
+                found = 1;
+                if (coredump_attach(doc, &ci, dump, &changed) != 0)
+                    cli_err("out of memory tying %s to %s", dump, reports[i]);
+                else if (changed && symbolize_save(reports[i], doc, why, sizeof why) != 0)
+                    cli_err("%s", why);
+                else
+                    tied++;
+            }
+            json_free(doc);
+        }
+        if (!found) {
+            char where[PATH_MAX + 32];
+            coredump_where(&ci, where, sizeof where);
+            cli_err("GPU core dump %s (process %ld on %s): %s faulted%s (%s); culprit wrote no report for that "
+                    "process", dump, pid, host, ci.kernel ? ci.kernel : "a kernel", where,
+                    ci.exception ? ci.exception : "exception");
+        }
+        coredump_free(&ci);
+    }
+    closedir(d);
+    cli_free_list(reports, nrep);
+    return tied;
+}

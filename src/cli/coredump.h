@@ -1,0 +1,45 @@
+/* `culprit run --coredump` (coredump.c): the driver's GPU core dump on exception, written into the run's report
+ * directory, read after the process died (cuda-gdb in batch mode) for the faulting kernel, its source line, PC
+ * and, where the debugger says, block, thread, warp and lane; tied to the process's report. */
+#ifndef CULPRIT_CLI_COREDUMP_H
+#define CULPRIT_CLI_COREDUMP_H
+
+#include <stddef.h>
+
+struct json;
+
+#define COREDUMP_TIMEOUT_S 120          /* cuda-gdb is stopped after this long on one dump */
+
+/* What a dump says about the fault (strings malloc'd; absent ones NULL, numbers -1). */
+struct coredump_info {
+    char *exception;            /* "Warp Illegal Address", "Warp Assert", ... */
+    char *pc;                   /* "0x7f2af77a0ae0" */
+    char *kernel;               /* the faulting kernel, as the debugger spells it: "write_oob(int*, int)" */
+    char *file;                 /* source file of the faulting instruction (needs -lineinfo or -G) */
+    long line;                  /* its line, -1 unknown */
+    long block[3];              /* block of the faulting thread, block[0] -1 unknown */
+    long thread[3];             /* thread within the block, thread[0] -1 unknown */
+    long device, sm, warp, lane; /* where it ran, -1 unknown */
+    int debugger_crashed;       /* the debugger died while reading the dump (what it said before is kept) */
+};
+
+/* In the child before exec, for --coredump: the driver writes a small GPU core dump into dir on an exception
+ * (global, shared, local and constant memory left out), unless the user chose settings of their own. Returns 0
+ * or an errno value. */
+int coredump_setenv(const char *dir);
+
+/* Parses cuda-gdb's batch output for one dump. Returns 0 when it named at least the exception or the kernel. */
+int coredump_parse(const char *text, struct coredump_info *ci);
+void coredump_free(struct coredump_info *ci);
+
+/* After the run: reads every dump in dir (cuda-gdb from PATH, or CULPRIT_CUDA_GDB), adds "coredump" to the
+ * report of the process that wrote it (a fault or hang report of that pid) and, when the verdict is not exact,
+ * narrows it to the one candidate the dump singles out. Prints one line per dump it could not read. Returns
+ * how many dumps were tied to a report. */
+int coredump_attach_all(const char *dir);
+
+/* Ties a parsed dump to report doc (see coredump_attach_all); *changed is set when doc was modified. Returns 0
+ * or ENOMEM. */
+int coredump_attach(struct json *doc, const struct coredump_info *ci, const char *dump_path, int *changed);
+
+#endif

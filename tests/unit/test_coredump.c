@@ -1,0 +1,108 @@
+/* Unit test of the GPU core dump post-mortem (src/cli/coredump.c): cuda-gdb's batch output as recorded on an
+ * H200 (CUDA 13.0, driver 580: cuda-gdb 13.0 printed the exception, then died of an internal error), the focus
+ * and backtrace lines it prints when it goes on, and tying a dump to a report: the one candidate that runs the
+ * faulting kernel (with a grid that holds its block) becomes the culprit, never one the dump does not single out. */
+#include "../../src/cli/coredump.h"
+#include "../../src/report/json.h"
+#include "check.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Recorded: cuda-gdb -batch -ex "target cudacore core.vm.588.nvcudmp" ..., a write_oob kernel built -lineinfo. */
+static const char recorded[] =
+    "Opening GPU coredump: /tmp/x/core.vm.588.nvcudmp\n"
+    "\n"
+    "CUDA Exception: Warp Illegal Address\n"
+    "The exception was triggered at PC 0x7f2af77a0ae0  write_oob(int*, int)  (oob.cu:8)\n"
+    "terminate called after throwing an instance of 'std::out_of_range'\n"
+    "  what():  vector::_M_range_check: __n (which is 4294967294) >= this->size() (which is 64)\n"
+    "\n"
+    "\n"
+    "Fatal signal: Aborted\n"
+    "----- Backtrace -----\n"
+    "0x545d9b _Z22gdb_internal_backtracev\n"
+    "A fatal error internal to GDB has been detected, further\n"
+    "debugging is not possible.  GDB will now terminate.\n";
+
+/* The lines cuda-gdb prints after the exception when it does not die (the documented focus format). */
+static const char focused[] =
+    "CUDA Exception: Warp Illegal Address\n"
+    "The exception was triggered at PC 0x555555a0ae0  at::native::index_kernel(long*, int)  "
+    "(/src/Index.cu:42)\n"
+    "\n"
+    "Thread 1 \"python3\" received signal CUDA_EXCEPTION_14, Warp Illegal Address.\n"
+    "[Current focus set to CUDA kernel 0, grid 6, block (81,0,0), thread (44,0,0), device 0, sm 7, warp 1, "
+    "lane 12]\n"
+    "#0  0x0000555555a0ae0 in at::native::index_kernel(long*, int)<<<(96,1,1),(128,1,1)>>> () at "
+    "/src/Index.cu:42\n";
+
+static struct json *report_with(const char *cands) {
+  char text[4096];
+  struct json *doc = NULL;
+  snprintf(text, sizeof text,
+           "{\"kind\": \"fault\", \"process\": {\"pid\": 588}, \"verdict\": {\"certainty\": \"candidates\", "
+           "\"reason\": \"one of 2 launches\"}, \"culprit\": null, \"candidates\": [%s]}",
+           cands);
+  return json_parse(text, strlen(text), &doc, NULL) == 0 ? doc : NULL;
+}
+
+int main(void) {
+  struct coredump_info ci;
+  CHECK(coredump_parse(recorded, &ci) == 0);
+  CHECK(ci.exception && !strcmp(ci.exception, "Warp Illegal Address"));
+  CHECK(ci.pc && !strcmp(ci.pc, "0x7f2af77a0ae0"));
+  CHECK(ci.kernel && !strcmp(ci.kernel, "write_oob(int*, int)"), "kernel %s", ci.kernel);
+  CHECK(ci.file && !strcmp(ci.file, "oob.cu") && ci.line == 8);
+  CHECK(ci.debugger_crashed && ci.block[0] == -1 && ci.warp == -1);
+
+  /* Two candidates, one runs write_oob: it becomes the culprit and the line inside the kernel is kept. */
+  struct json *doc = report_with(
+      "{\"seq\": 5, \"kernel\": \"fill(float*, int)\", \"mangled\": \"_Z4fillPfi\", \"grid\": [16,1,1]},"
+      "{\"seq\": 6, \"kernel\": \"write_oob(int*, int)\", \"mangled\": \"_Z9write_oobPii\", \"grid\": [8,1,1]}");
+  int changed = 0;
+  CHECK(doc && coredump_attach(doc, &ci, "/r/gpucore-vm-588.nvcudmp", &changed) == 0 && changed);
+  const struct json *v = json_get(doc, "verdict");
+  CHECK(!strcmp(json_get_str(v, "certainty"), "exact"));
+  CHECK(json_get_int(json_get(doc, "culprit"), "seq", -1) == 6);
+  CHECK(strstr(json_get_str(v, "reason"), "the GPU core dump says write_oob(int*, int) faulted at oob.cu:8") != NULL,
+        "reason: %s", json_get_str(v, "reason"));
+  CHECK(json_get_int(json_get(doc, "coredump"), "source_line", -1) == 8);
+  CHECK(json_len(json_get(doc, "candidates_before_coredump")) == 1);
+  json_free(doc);
+
+  /* Both candidates run it: the dump does not single one out, the verdict stays and says why. */
+  doc = report_with(
+      "{\"seq\": 5, \"kernel\": \"write_oob(int*, int)\", \"grid\": [16,1,1]},"
+      "{\"seq\": 6, \"kernel\": \"write_oob(int*, int)\", \"grid\": [8,1,1]}");
+  CHECK(doc && coredump_attach(doc, &ci, "d", &changed) == 0);
+  v = json_get(doc, "verdict");
+  CHECK(!strcmp(json_get_str(v, "certainty"), "candidates"));
+  CHECK(strstr(json_get_str(v, "reason"), "which more than one candidate runs") != NULL);
+  json_free(doc);
+  coredump_free(&ci);
+
+  /* The focus line: block 81 fits only the first grid of two index_kernel launches. */
+  CHECK(coredump_parse(focused, &ci) == 0);
+  CHECK(ci.block[0] == 81 && ci.thread[0] == 44 && ci.sm == 7 && ci.warp == 1 && ci.lane == 12 && ci.device == 0);
+  CHECK(!ci.debugger_crashed && ci.file && !strcmp(ci.file, "/src/Index.cu") && ci.line == 42);
+  doc = report_with(
+      "{\"seq\": 11, \"kernel\": \"void at::native::index_kernel(long*, int)\", \"grid\": [96,1,1]},"
+      "{\"seq\": 12, \"kernel\": \"void at::native::index_kernel(long*, int)\", \"grid\": [8,1,1]}");
+  CHECK(doc && coredump_attach(doc, &ci, "d", &changed) == 0);
+  CHECK(json_get_int(json_get(doc, "culprit"), "seq", -1) == 11);
+  json_free(doc);
+
+  /* An exact verdict is kept; the reason says whether the dump agrees. */
+  char text[] = "{\"kind\": \"fault\", \"verdict\": {\"certainty\": \"exact\", \"reason\": \"r\"}, \"culprit\": "
+                "{\"seq\": 3, \"kernel\": \"step(float*, int)\", \"grid\": [4,1,1]}, \"candidates\": []}";
+  CHECK(json_parse(text, strlen(text), &doc, NULL) == 0 && coredump_attach(doc, &ci, "d", &changed) == 0);
+  CHECK(strstr(json_get_str(json_get(doc, "verdict"), "reason"), "names another kernel") != NULL);
+  CHECK(json_get_int(json_get(doc, "culprit"), "seq", -1) == 3);
+  json_free(doc);
+  coredump_free(&ci);
+
+  CHECK(coredump_parse("Opening GPU coredump: x\nno such file\n", &ci) == -1);
+  coredump_free(&ci);
+  return CHECK_DONE();
+}
