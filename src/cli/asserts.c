@@ -392,7 +392,8 @@ static struct json *asserts_json(const struct dev_assert *a)
         return NULL;
     if (asserts_put(o, "file", json_new_str(a->file)) || asserts_put(o, "line", json_new_int(a->line)) ||
         asserts_put(o, "kernel", json_new_str(a->kernel)) || asserts_put(o, "block", asserts_triple_json(a->block)) ||
-        asserts_put(o, "thread", asserts_triple_json(a->thread)) || asserts_put(o, "assertion", json_new_str(a->expr)) ||
+        asserts_put(o, "thread", asserts_triple_json(a->thread)) ||
+        asserts_put(o, "assertion", json_new_str(a->expr)) ||
         asserts_put(o, "stream", json_new_str(a->stream))) {
         json_free(o);
         return NULL;
@@ -597,7 +598,8 @@ static int asserts_narrow(const struct dev_asserts *as, struct json *doc, int *c
     if (seq >= 0) {
         /* the window spans the verdict's launches, now just this one */
         window = json_new(JSON_OBJ);
-        if (!window || asserts_put(window, "first", json_new_int(seq)) || asserts_put(window, "last", json_new_int(seq))) {
+        if (!window || asserts_put(window, "first", json_new_int(seq)) ||
+            asserts_put(window, "last", json_new_int(seq))) {
             json_free(window);
             return ENOMEM;
         }

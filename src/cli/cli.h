@@ -33,6 +33,7 @@ struct cli_run_opts {
     const char *report_signal; /* CULPRIT_REPORT_SIGNAL, already validated, or NULL */
     int error_exitcode;        /* exit status when CMD exited 0 although a kernel faulted; -1: CMD's own */
     int rerun;                 /* settle a verdict of candidates by a blocking rerun over its window (rerun.c) */
+    int coredump;              /* the driver's GPU core dump on exception, read after the run (coredump.c) */
     const char *dir;           /* report directory chosen by the user, or NULL for a fresh run directory */
     int quiet;                 /* print one line per report instead of the full verdict */
     int verbose;               /* let the library print its own full verdict too */
@@ -79,6 +80,17 @@ int cli_mkdirs(const char *path, mode_t leaf_mode, int *created_leaf);
  * the list (free with cli_free_list), or an errno value. */
 int cli_list_reports(const char *dir, char ***paths, size_t *n);
 void cli_free_list(char **list, size_t n);
+
+struct merge_report;
+
+/* Prints reports as text on out: the reports of a job (more than one process, or rank fields) as one merged
+ * view, each other report on its own, sep between them (NULL: nothing). run_dir: the end of `culprit run`,
+ * whose reports from a single ranked process are shown on their own (the job's other ranks may run under
+ * other culprit commands sharing run_dir), with a hint to merge them. *faulted is set when one is a fault
+ * report. Returns how many of them are faults or hangs (exit records say nothing went wrong), or -1 when
+ * something could not be shown (the message is printed). */
+int cli_show_reports(const struct merge_report *reps, size_t n, int brief, FILE *out, const char *sep,
+                     const char *run_dir, int *faulted);
 
 /* Parses a decimal integer in [lo, hi]; returns 0 and *out, or -1. */
 int cli_parse_int(const char *s, long long lo, long long hi, long long *out);

@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "../report/json.h"
 #include "../report/jsonw.h"
+#include "../report/merge.h"
 #include "../report/render.h"
 #include "../report/symbolize.h"
 
@@ -127,9 +128,11 @@ static struct json *cli_load(const char *path)
 int cli_report_main(int argc, char **argv)
 {
     struct cli_paths paths = {0};
-    int as_json = 0, brief = 0, failed = 0, i, files = 0, rc = CLI_EXIT_OK;
+    int as_json = 0, brief = 0, failed = 0, i, rc = CLI_EXIT_OK;
+    struct merge_report *reps = NULL;
+    struct merge_job *jobs = NULL;
+    size_t k, nreps = 0, njobs = 0;
     struct jw w;
-    size_t k;
 
     jw_init(&w);
     w.pretty = 1;
@@ -188,33 +191,46 @@ int cli_report_main(int argc, char **argv)
         }
     }
 
-    if (as_json && paths.n > 1)
-        jw_arr_begin(&w);
+    reps = calloc(paths.n ? paths.n : 1, sizeof *reps);
+    if (!reps) {
+        cli_err("out of memory");
+        rc = CLI_EXIT_FAIL;
+        goto out;
+    }
     for (k = 0; k < paths.n; k++) {
         struct json *doc = cli_load(paths.v[k]);
         if (!doc) {
             failed = 1;
             continue;
         }
-        if (as_json) {
-            json_dump(doc, &w);
-        } else {
-            struct render_opts ro = {brief, paths.v[k]};
-            char *text = render_doc(doc, &ro);
-            if (!text) {
-                cli_err("out of memory rendering %s", paths.v[k]);
-                failed = 1;
-            } else {
-                if (files++ && !brief)
-                    fputs("\n", stdout);
-                fputs(text, stdout);
-                free(text);
-            }
-        }
-        json_free(doc);
+        reps[nreps].path = paths.v[k];
+        reps[nreps++].doc = doc;
     }
-    if (as_json && paths.n > 1)
-        jw_arr_end(&w);
+    /* the reports of a job (several processes, or a launcher's ranks) are shown merged, as one view */
+    if (!as_json) {
+        int faulted = 0;
+        if (cli_show_reports(reps, nreps, brief, stdout, "\n", NULL, &faulted) < 0)
+            failed = 1;
+    } else if (merge_jobs(reps, nreps, &jobs, &njobs) != 0) {
+        cli_err("out of memory merging the reports");
+        failed = 1;
+    } else {
+        size_t items = 0;
+        for (k = 0; k < njobs; k++)
+            items += merge_is_job(&jobs[k]) ? 1 : jobs[k].nreports;
+        if (items > 1)
+            jw_arr_begin(&w);
+        for (k = 0; k < njobs; k++) {
+            if (merge_is_job(&jobs[k])) {
+                merge_write_json(&jobs[k], reps, &w);
+                continue;
+            }
+            for (size_t r = 0; r < jobs[k].nreports; r++)
+                json_dump(reps[jobs[k].reports[r]].doc, &w);
+        }
+        if (items > 1)
+            jw_arr_end(&w);
+    }
     if (as_json && w.len) {
         if (w.err) {
             cli_err("cannot write the JSON: out of memory, or nested deeper than %d levels", JW_MAX_DEPTH);
@@ -230,6 +246,10 @@ int cli_report_main(int argc, char **argv)
     }
     rc = failed ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 out:
+    merge_free(jobs, njobs);
+    for (k = 0; k < nreps; k++)
+        json_free((struct json *)reps[k].doc);
+    free(reps);
     jw_free(&w);
     cli_free_list(paths.v, paths.n);
     return rc;

@@ -6,10 +6,13 @@
 #define _GNU_SOURCE
 #endif
 #include "cli.h"
+#include "coredump.h"
+#include "nccllog.h"
 #include "rerun.h"
 #include "watch.h"
 #include "../core/config.h"
 #include "../report/json.h"
+#include "../report/merge.h"
 #include "../report/render.h"
 #include "../report/symbolize.h"
 
@@ -31,6 +34,9 @@ static const int cli_fwd_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1,
 #define CLI_NFWD (sizeof cli_fwd_signals / sizeof cli_fwd_signals[0])
 
 static volatile sig_atomic_t cli_child_pid;  /* the running child, 0 when none */
+/* This command's name for its run, given to CMD as CULPRIT_RUN_ID and written into every report it leads to:
+ * several `culprit run` commands sharing one --dir (srun culprit run ...) each show their own reports. */
+static char cli_run_id[160];
 
 /* A report file present before the run, so reports left over in a reused --dir are not shown again. */
 struct cli_seen {
@@ -112,7 +118,8 @@ static void cli_child_exec(const struct cli_run_opts *o, const char *lib, const 
         (o->exit_wait && setenv("CULPRIT_EXIT_WAIT", o->exit_wait, 1)) ||
         (o->hang_timeout && setenv("CULPRIT_HANG_TIMEOUT", o->hang_timeout, 1)) ||
         (o->report_signal && setenv("CULPRIT_REPORT_SIGNAL", o->report_signal, 1)) ||
-        (o->stats && setenv("CULPRIT_STATS", "1", 1)) ||
+        (o->stats && setenv("CULPRIT_STATS", "1", 1)) || setenv("CULPRIT_RUN_ID", cli_run_id, 1) ||
+        nccllog_env(dir) || (o->coredump && (errno = coredump_setenv(dir)) != 0) ||
         (o->ld_path && cli_prepend_env("LD_LIBRARY_PATH", o->ld_path)))) {
         e = errno ? errno : ENOMEM;
     } else if (e == 0) {
@@ -224,26 +231,35 @@ static int cli_is_old(const struct cli_seen *seen, size_t nseen, const char *pat
 
 /* Symbolizes a report, adds the device asserts the watch saw (w may be NULL), settles a verdict of candidates
  * by a rerun when o asks for one (o NULL: never; run_dir is the run's report directory), and prints it on
- * stderr. Returns 0 when it was shown. */
+ * stderr. Returns 0 when it was shown. With keep, the report also gets the end of its process's NCCL log and
+ * is not printed but handed back in *keep (for cli_show_reports). */
 static int cli_show_report(const char *path, int brief, const struct cli_watch *w, int *faulted,
-                           const struct cli_run_opts *o, const char *run_dir)
+                           const struct cli_run_opts *o, const char *run_dir, struct json **keep)
 {
     long long lo, hi;
     struct render_opts ro = {brief, brief ? path : NULL};
     struct json *doc = NULL;
     char why[1024];
     char *text;
-    int changed = 0, asserts = 0;
+    int changed = 0, asserts = 0, nccl = 0;
 
     if (symbolize_load(path, &doc, why, sizeof why) != 0) {
         cli_err("%s", why);
         return -1;
     }
+    /* a report of another culprit command sharing the directory is that command's to show and annotate */
+    if (keep && json_get_str(json_get(doc, "process"), "run_id") &&
+        strcmp(json_get_str(json_get(doc, "process"), "run_id"), cli_run_id) != 0) {
+        json_free(doc);
+        return 1;
+    }
     if (symbolize_doc(doc, &changed) != 0)
         changed = 0;
     if (asserts_annotate(w ? &w->asserts : NULL, doc, &asserts) != 0)
         cli_err("out of memory adding the device asserts to %s", path);
-    if ((changed || asserts) && symbolize_save(path, doc, why, sizeof why) != 0)
+    if (keep && nccllog_attach(run_dir, doc, &nccl) != 0)
+        cli_err("out of memory adding NCCL's log to %s", path);
+    if ((changed || asserts || nccl) && symbolize_save(path, doc, why, sizeof why) != 0)
         cli_err("%s (the verdict below is complete, only the file keeps its old content)", why);
     if (o && o->rerun && rerun_needed(doc, &lo, &hi)) {
         json_free(doc);
@@ -253,6 +269,10 @@ static int cli_show_report(const char *path, int brief, const struct cli_watch *
             cli_err("%s", why);
             return -1;
         }
+    }
+    if (keep) {
+        *keep = doc;
+        return 0;
     }
     text = render_doc(doc, &ro);
     /* reports written before hang reports existed have no kind: they are all faults */
@@ -271,6 +291,20 @@ static int cli_show_report(const char *path, int brief, const struct cli_watch *
     return 0;
 }
 
+/* This command's run id: host, pid and start time, in the characters the library accepts for one. */
+static void cli_make_run_id(void)
+{
+    char host[64] = "";
+    size_t i;
+    gethostname(host, sizeof host - 1);
+    for (i = 0; host[i]; i++)
+        if (!((host[i] >= 'a' && host[i] <= 'z') || (host[i] >= 'A' && host[i] <= 'Z') ||
+              (host[i] >= '0' && host[i] <= '9') || host[i] == '.' || host[i] == '-'))
+            host[i] = '_';
+    snprintf(cli_run_id, sizeof cli_run_id, "%s-%ld-%lld", host[0] ? host : "host", (long)getpid(),
+             (long long)time(NULL));
+}
+
 /* Puts back the dispositions cli_run_command found for the forwarded signals and SIGCHLD. */
 static void cli_restore_signals(const struct sigaction *old, const struct sigaction *oldchld)
 {
@@ -286,10 +320,11 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus, int *faulted)
     struct sigaction sa, old[CLI_NFWD], oldchld, dfl;
     struct cli_watch *w = NULL;
     struct cli_seen *seen = NULL;
-    size_t nseen = 0, i, n = 0, shown = 0;
+    size_t nseen = 0, i, n = 0, shown = 0, nmine = 0;
     char **reports = NULL;
+    struct merge_report *mine = NULL;
     sigset_t block, oldmask;
-    int created = 0, created_parent = 0, errpipe[2], rc, e = 0, status = 0;
+    int created = 0, created_parent = 0, errpipe[2], rc, e = 0, status = 0, verdicts;
     ssize_t got;
     pid_t pid;
 
@@ -299,6 +334,7 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus, int *faulted)
     rc = cli_prepare_dir(o, abs, sizeof abs, &created, &created_parent, rel, sizeof rel);
     if (rc)
         return rc;
+    cli_make_run_id();
     if (cli_snapshot(abs, &seen, &nseen) != 0) {
         cli_err("out of memory");
         goto not_started;
@@ -385,17 +421,30 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus, int *faulted)
     }
     *wstatus = status;
     *faulted = 0;
+    if (o->coredump)
+        coredump_attach_all(abs);  /* before the reports are shown: a dump may make a verdict exact */
 
-    if (cli_list_reports(abs, &reports, &n) == 0) {
+    if (cli_list_reports(abs, &reports, &n) == 0 && n && (mine = calloc(n, sizeof *mine)) != NULL) {
         for (i = 0; i < n; i++) {
-            if (cli_is_old(seen, nseen, reports[i]))
+            struct json *doc = NULL;
+            if (cli_is_old(seen, nseen, reports[i]) ||
+                cli_show_report(reports[i], o->quiet, w, faulted, o, abs, &doc) != 0)
                 continue;
-            if (shown)
-                fputs("culprit:\n", stderr);
-            if (cli_show_report(reports[i], o->quiet, w, faulted, o, abs) == 0)
-                shown++;
+            mine[nmine].path = reports[i];
+            mine[nmine++].doc = doc;
         }
+        fflush(stdout);
+        verdicts = cli_show_reports(mine, nmine, o->quiet, stderr, "culprit:\n", rel, faulted);
+        /* exit records say no error was seen; a report that could not be shown may still hold one */
+        shown = verdicts < 0 ? nmine : (size_t)verdicts;
+        for (i = 0; i < nmine; i++)
+            json_free((struct json *)mine[i].doc);
+        free(mine);
+    } else if (n) {
+        cli_err("out of memory");
     }
+    if (created)
+        nccllog_tidy(abs);
     if (!shown) {
         cli_err("no sticky CUDA error in %s", o->argv[0]);
         cli_remove_dir(abs, created, created_parent);
@@ -494,6 +543,10 @@ int cli_run_main(int argc, char **argv)
         }
         if (strcmp(a, "--no-watch") == 0) {
             o.no_watch = 1;
+            continue;
+        }
+        if (strcmp(a, "--coredump") == 0) {
+            o.coredump = 1;
             continue;
         }
         if (strcmp(a, "--rerun") == 0) {

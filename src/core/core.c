@@ -8,8 +8,10 @@
 #include "crumb.h"
 #include "graphs.h"
 #include "driver.h"
+#include "hang.h"
 #include "lastlook.h"
 #include "names.h"
+#include "rank.h"
 #include "ring.h"
 #include "verdict.h"
 #include "../report/demangle.h"
@@ -220,6 +222,7 @@ static void init_once(void) {
   pthread_key_create(&g_thread_key, thread_gone);
   pthread_atfork(NULL, NULL, after_fork_child);
   atexit(last_look_at_exit); /* before any library's destructors: the driver must still be whole */
+  rank_init(&g_cfg);         /* after atexit: what it registers to learn the exit status runs before that */
   __atomic_store_n(&cp_state, 1, __ATOMIC_RELEASE);
 }
 
@@ -457,6 +460,7 @@ int cp_launch_end(struct cp_launch_ctx *lc, int rc) {
       rec->flags |= CP_REC_RACY;
   }
   ring_publish(lc->ring, rec, seq);
+  hang_at_launch(&g_cfg);                     /* the first recorded launch starts the hang watcher */
 
   if (sync_after) {
     int src = lc->d->ptds && cp_drv.stream_sync_ptsz ? cp_drv.stream_sync_ptsz(lc->d->stream)
@@ -545,7 +549,10 @@ static void last_look(void *ctx, int device, const char *api) {
   if (rc) report(rc, api, 0);
 }
 
-static void last_look_at_exit(void) { last_look(NULL, -1, "exit"); }
+static void last_look_at_exit(void) {
+  last_look(NULL, -1, "exit");
+  rank_at_exit(atomic_load(&g_report), atomic_load(&g_seq) - atomic_load(&g_fork_seq));
+}
 
 void cp_ctx_going(void *ctx, int device, const char *api) {
   if (!cp_active()) return;
@@ -754,6 +761,20 @@ CP_EXPORT int culprit_api_depth(void) {
 CP_EXPORT const char *culprit_api_last_report(void) {
   return atomic_load(&g_report) == 2 && g_report_path[0] ? g_report_path : NULL;
 }
+
+/* ---- for the hang watcher (hang.c) ---- */
+
+void cp_view(struct cp_view *v) {
+  struct mode_frame *m = atomic_load_explicit(&g_mode, memory_order_acquire);
+  v->seq = atomic_load_explicit(&g_seq, memory_order_relaxed);
+  v->after_seq = atomic_load_explicit(&g_fork_seq, memory_order_relaxed);
+  v->mode = m ? m->mode : g_cfg.mode;
+  v->captures = atomic_load_explicit(&g_captures, memory_order_relaxed);
+}
+
+int cp_untracked_pending(void) { return untracked_pending(); }
+
+int cp_fault_report_state(void) { return atomic_load_explicit(&g_report, memory_order_acquire); }
 
 CP_EXPORT int culprit_api_version(void) { return CULPRIT_API_VERSION; }
 

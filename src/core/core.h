@@ -82,4 +82,17 @@ void cp_capture_ended(void *stream, void *graph);
 void cp_graph_instantiated(void *exec, void *graph);
 void cp_module_unloaded(void);
 
+/* What the hang watcher (hang.c) reads of core's state. */
+struct cp_view {
+  uint64_t seq;                   /* the last launch number handed out */
+  uint64_t after_seq;             /* launches up to this one belong to a parent process (fork) */
+  int mode;                       /* enum cp_mode in force */
+  int captures;                   /* stream captures under way: no driver query may be made then */
+};
+void cp_view(struct cp_view *v);
+/* Whether a launch culprit did not record may still be running (scans the stream table). */
+int cp_untracked_pending(void);
+/* The fault report of this process: 0 none, 1 being written, 2 written. Async-signal-safe. */
+int cp_fault_report_state(void);
+
 #endif

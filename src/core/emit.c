@@ -8,6 +8,7 @@
 #include "crumb.h"
 #include "graphs.h"
 #include "names.h"
+#include "rank.h"
 #include "ring.h"
 #include "../report/demangle.h"
 #include "../report/jsonw.h"
@@ -230,6 +231,11 @@ void emit_process(struct jw *w) {
   jw_str(w, host);
   jw_key(w, "time_unix");
   jw_int(w, (long long)time(NULL));
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  jw_key(w, "time_unix_ns");
+  jw_uint(w, (unsigned long long)now.tv_sec * 1000000000ull + (unsigned long long)now.tv_nsec);
+  rank_emit(w);
   jw_obj_end(w);
 }
 
@@ -247,11 +253,17 @@ static int mkdirs(const char *dir) {
 }
 
 int emit_write_file(const char *dir, const char *tag, const char *text, size_t len, char *path, unsigned pathlen) {
-  char tmp[CFG_DIR_MAX + 96];
+  char tmp[CFG_DIR_MAX + 160], full[CFG_DIR_MAX + 160];
   int rc = -1, fd;
   if (mkdirs(dir)) return -1;
-  snprintf(path, pathlen, "%s/culprit-%d%s.json", dir, (int)getpid(), tag);
-  snprintf(tmp, sizeof tmp, "%s/.culprit-%d%s.json.tmp", dir, (int)getpid(), tag);
+  /* processes of a job may share one directory across hosts, and pids repeat between hosts */
+  const char *host = rank_file_host();
+  char who[96];
+  if (host) snprintf(who, sizeof who, "%s-%d", host, (int)getpid());
+  else snprintf(who, sizeof who, "%d", (int)getpid());
+  snprintf(full, sizeof full, "%s/culprit-%s%s.json", dir, who, tag);
+  snprintf(tmp, sizeof tmp, "%s/.culprit-%s%s.json.tmp", dir, who, tag);
+  snprintf(path, pathlen, "%s", full);
   fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return -1;
   size_t off = 0;
@@ -261,7 +273,7 @@ int emit_write_file(const char *dir, const char *tag, const char *text, size_t l
     if (n <= 0) goto out;
     off += (size_t)n;
   }
-  if (rename(tmp, path) == 0) rc = 0;
+  if (rename(tmp, full) == 0) rc = 0;
 out:
   close(fd);
   if (rc) unlink(tmp);

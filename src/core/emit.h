@@ -27,9 +27,10 @@ const char *emit_stream_kind_name(int kind);
 void emit_frames(struct jw *w, void *const *pcs, int n);
 void emit_python(struct jw *w, const struct pystack_ref *py, int n);
 void emit_launch(struct jw *w, const struct cp_rec *r);
-/* "process": {pid, ppid, exe, argv, hostname, time_unix}. */
+/* "process": {pid, ppid, exe, argv, hostname, time_unix, time_unix_ns} and the rank fields (rank.c). */
 void emit_process(struct jw *w);
-/* Writes text into dir (made 0700 if need be) as culprit-<pid><tag>.json (tag "" or "-hang"), mode 0600,
+/* Writes text into dir (made 0700 if need be) as culprit-<pid><tag>.json (tag "", "-hang" or "-exit"; a
+ * process started by a launcher: culprit-<host>-<pid><tag>.json), mode 0600,
  * through a temporary file and a rename; path gets the file's path. Returns 0 or -1 (errno set). */
 int emit_write_file(const char *dir, const char *tag, const char *text, size_t len, char *path, unsigned pathlen);
 /* Writes s to stderr whole (retrying short writes and EINTR). */

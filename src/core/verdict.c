@@ -12,6 +12,7 @@
 #include "emit.h"
 #include "names.h"
 #include "ring.h"
+#include "suspects.h"
 #include "../report/demangle.h"
 #include "../report/jsonw.h"
 #include "../report/render.h"
@@ -52,29 +53,14 @@ static void add_cand(struct pick *p, const struct cp_rec *r) {
   else p->truncated = 1;
 }
 
-static int usable(const struct cp_rec *r) { return !(r->flags & (CP_REC_CAPTURED | CP_REC_RETURNED_ERROR)); }
+static void add_suspect(void *arg, const struct cp_rec *r) { add_cand(arg, r); }
 
-/* The suspects of one stream: its launches after the last one known complete, up to and including the first
- * whose breadcrumb was queued (had that one completed, its breadcrumb would show it). Without breadcrumbs every
- * launch after the last successful synchronize is a suspect. Returns how many were added; sets *lost when the
- * first suspect's record was overwritten. */
+/* The suspects of one stream, by the rule in suspects.c. Returns how many were added; sets *lost when the first
+ * suspect's record was overwritten. */
 static int stream_suspects(const struct emit_snap *s, uint32_t idx, const struct cp_stream *st, uint64_t done,
                            struct pick *p, int *lost) {
-  int added = 0;
-  for (size_t i = 0; i < s->n; i++) {
-    const struct cp_rec *r = emit_rec_at(s, i);
-    if (r->stream_idx != idx || emit_rseq(r) <= done || !usable(r)) continue;
-    if (!added && r->prev > done) {
-      *lost = 1;                              /* the first unfinished launch is gone from the ring: anything */
-      return 0;                               /* listed from here on would be a later, innocent launch */
-    }
-    add_cand(p, r);
-    added++;
-    /* The first launch whose breadcrumb was queued ends the list: what follows it on the stream had not
-     * started. Not so when it raced another thread's launch on the same stream (their order is unknown). */
-    if (st->slot && !(r->flags & (CP_REC_CRUMB_FAILED | CP_REC_UNCRUMBED | CP_REC_RACY))) break;
-  }
-  return added;
+  struct suspects_recs sr = {s->recs, s->n, s->rs};
+  return suspects_of_stream(&sr, idx, st, done, add_suspect, p, lost);
 }
 
 static void decide(const struct verdict_input *in, const struct emit_snap *s, struct pick *p) {

@@ -27,6 +27,12 @@ char *render_text_opts(const char *json, size_t len, const struct render_opts *o
 /* Renders a parsed report. Returns NULL only when out of memory or when doc is not an object. */
 char *render_doc(const struct json *doc, const struct render_opts *opts);
 
+/* A launch's kernel as the text shows it (demangled where possible); *owned gets memory for the caller to free. */
+const char *render_launch_name(const struct json *launch, char **owned);
+/* Where a launch was made, in short: its innermost Python line of the user's ("train.py:42"), else its first
+ * native frame in the user's code ("app.c:51", or the function); "" when the report does not say. */
+const char *render_launch_site(const struct json *launch, char *out, size_t outsz);
+
 /* Why the last render_text call of this thread returned NULL. */
 const char *render_error(void);
 

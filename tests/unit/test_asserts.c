@@ -105,7 +105,8 @@ int main(void) {
   add(&as, lam);
   launch_json(l1, sizeof l1, 3, "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>,"
               " std::array<char*, 1ul> >(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)",
-              "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_", 64, 128);
+              "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_",
+              64, 128);
   launch_json(l2, sizeof l2, 4, "void at::native::_scatter_gather_elementwise_kernel<128, 4, "
               "at::native::_cuda_scatter_gather_internal_kernel<true, float>::operator()(...)::{lambda(int)#1}>(int,"
               " {lambda(int)#1})", "_ZN2at6native32_scatter_gather_elementwise_kernelILi128ELi4EZNS0_x", 40, 128);
@@ -118,7 +119,8 @@ int main(void) {
   /* The same assert, but the fill kernel's grid cannot hold block 31: chosen by the indices alone. */
   launch_json(l1, sizeof l1, 3, "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>,"
               " std::array<char*, 1ul> >(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)",
-              "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_", 64, 128);
+              "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_",
+              64, 128);
   launch_json(l2, sizeof l2, 4, "void at::native::index_elementwise_kernel<128, 4>(long, {lambda(int)#1})",
               "_ZN2at6native24index_elementwise_kernelILi128ELi4EZx", 16, 128);
   doc = report_of(l1, l2);

@@ -1,0 +1,29 @@
+/* culprit's signal handlers: for the signals that stop a process (SIGTERM, SIGINT, SIGQUIT, SIGABRT, when
+ * CULPRIT_HANG_SIGNALS is on) and for the report signal (CULPRIT_REPORT_SIGNAL). Installed at the first recorded
+ * launch in front of whatever the program has; each asks the hang watcher for a report (hang.c), then does what
+ * the program asked for. The program's own later sigaction() and signal() calls for these signals come here
+ * (src/intercept/sigaction.c) and are kept as the disposition to chain to. */
+#ifndef CULPRIT_SIGNALS_H
+#define CULPRIT_SIGNALS_H
+
+#include <signal.h>
+
+struct cp_config;
+
+typedef int (*signals_sigaction_fn)(int sig, const struct sigaction *act, struct sigaction *old);
+/* libc's sigaction (the next one after culprit in the search order), filled by intercept at load. */
+extern signals_sigaction_fn signals_real_sigaction;
+
+/* Installs the handlers the configuration asks for, once per process (a forked child keeps its parent's). A
+ * signal the program ignores (SIG_IGN) is left alone. Returns 0, or -1 when libc's sigaction is unknown. */
+int signals_install(const struct cp_config *cfg);
+/* Whether culprit stands in front of the program's disposition of sig (async-signal-safe, lock-free). */
+int signals_owned(int sig);
+/* The program's sigaction for an owned signal: act (if any) becomes the disposition culprit's handler chains to
+ * (SIG_IGN goes to the kernel as it is, so the signal stays ignored, across exec too), and old gets the
+ * program's previous one, never culprit's. Returns 0, or -1 with errno. */
+int signals_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+/* The name of a signal for reports: "SIGTERM", "SIGUSR1", "SIGRTMIN+2", or "signal N". */
+const char *signals_name(int sig, char *buf, unsigned len);
+
+#endif

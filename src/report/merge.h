@@ -1,0 +1,72 @@
+/* The reports of one job merged into one view (merge.c): every rank (or process) of a run with one status,
+ * which rank faulted first, which ones are collateral, which saw no fault and which left no report at all, as
+ * text with one verdict line on top and as JSON (schema "culprit.job/1"). Reports are read, never changed. */
+#ifndef CULPRIT_REPORT_MERGE_H
+#define CULPRIT_REPORT_MERGE_H
+
+#include <stddef.h>
+
+struct json;
+struct jw;
+struct render_opts;
+
+/* One report file and its parsed content (both the caller's, and kept alive while a job refers to them). */
+struct merge_report {
+    const char *path;               /* the file, as the user named it */
+    const struct json *doc;         /* its content */
+};
+
+enum merge_status {
+    MERGE_FAULTED,                  /* it wrote a fault report */
+    MERGE_COLLATERAL,               /* a hang report: stopped, aborted, timed out, or asked for a snapshot */
+    MERGE_CLEAN,                    /* an exit record: it saw no fault */
+    MERGE_MISSING,                  /* a rank below the world size that left no report */
+};
+
+/* One process of the job (a rank, or a process without rank fields), or a missing rank. */
+struct merge_proc {
+    const char *host;               /* process.hostname, "" when the report lacks it */
+    long long pid;                  /* process.pid, -1 for a missing rank */
+    int rank;                       /* process.rank, -1 when it has none */
+    int local_rank;                 /* process.local_rank, -1 when it has none */
+    const struct merge_report *fault; /* its fault report (the first by time), or NULL */
+    const struct merge_report *hang;  /* its hang report (the newest), or NULL */
+    const struct merge_report *exit;  /* its exit record, or NULL */
+    int status;                     /* enum merge_status */
+    int first;                      /* the job's first fault */
+    unsigned long long fault_ns;    /* error.time_unix_ns of its fault; 0 when unknown */
+    char what[1024];                /* what happened to it, one phrase ("stopped by SIGTERM while waiting in ...") */
+    char why[160];                  /* collateral: the short form the verdict line groups by */
+    char collective[40];            /* collateral: the collective it waited in ("AllReduce"), "" none known */
+};
+
+/* One job: reports that share the launcher's job name or `culprit run`'s run id, or (reports written without
+ * either) ranked reports in one directory. Each report of other versions without any of these is a job alone. */
+struct merge_job {
+    size_t *reports;                /* indexes into the merged reports, in their order */
+    size_t nreports;                /* entries in reports */
+    struct merge_proc *procs;       /* its processes by rank, then host and pid; missing ranks included */
+    size_t nprocs;                  /* entries in procs */
+    int ranked;                     /* some report carries a rank */
+    long long world_size;           /* the largest world size a report gives; -1 unknown */
+    const char *launcher;           /* the launcher the reports name; NULL when none (or they differ) */
+    size_t nhosts;                  /* distinct host names */
+    long first;                     /* index in procs of the first fault, -1 none */
+    char verdict[1200];             /* the verdict line, without the "culprit: " prefix */
+};
+
+/* Groups reps into jobs and works out each job's view. Returns 0 and *jobs (free with merge_free), or ENOMEM. */
+int merge_jobs(const struct merge_report *reps, size_t n, struct merge_job **jobs, size_t *njobs);
+void merge_free(struct merge_job *jobs, size_t njobs);
+
+/* Whether the job is worth a merged view: reports of more than one process, or with rank fields. */
+int merge_is_job(const struct merge_job *j);
+
+/* The text: the verdict line, one line per rank or process, then (unless brief) the full verdict of the
+ * first faulting one, or of the hang that stands out when none faulted. malloc'd, or NULL when out of memory. */
+char *merge_render(const struct merge_job *j, const struct merge_report *reps, const struct render_opts *o);
+
+/* The job as JSON (schema "culprit.job/1", docs/report.md) through w. */
+void merge_write_json(const struct merge_job *j, const struct merge_report *reps, struct jw *w);
+
+#endif
