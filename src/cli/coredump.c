@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "../report/demangle.h"
 #include "../report/json.h"
+#include "../report/jsonw.h"
 #include "../report/symbolize.h"
 
 #include <ctype.h>
@@ -261,6 +262,18 @@ static char *coredump_run_gdb(const char *dump, char *why, size_t whylen)
     return buf;
 }
 
+/* A copy of a JSON subtree (through its text: a report is small and this runs once per dump). */
+static struct json *coredump_copy(const struct json *n)
+{
+    struct jw w;
+    struct json *out = NULL;
+    jw_init(&w);
+    if (json_dump(n, &w) == JSON_OK && !w.err)
+        json_parse(w.buf, w.len, &out, NULL);
+    jw_free(&w);
+    return out;
+}
+
 /* Sets obj[key] = kid, taking kid; nonzero (kid freed) on failure. */
 static int coredump_put(struct json *obj, const char *key, struct json *kid)
 {
@@ -340,6 +353,60 @@ static int coredump_fits(const struct coredump_info *ci, const struct json *l)
     return 1;
 }
 
+/* The CUresult a GPU exception surfaces as (cuda-gdb's names of the exceptions). */
+static int coredump_code(const char *exception, const char **name)
+{
+    static const struct { const char *word; int code; const char *name; } map[] = {
+        {"Assert", 710, "CUDA_ERROR_ASSERT"},
+        {"Misaligned", 716, "CUDA_ERROR_MISALIGNED_ADDRESS"},
+        {"Illegal Address", 700, "CUDA_ERROR_ILLEGAL_ADDRESS"},
+        {"Out-of-range Address", 700, "CUDA_ERROR_ILLEGAL_ADDRESS"},
+        {"Illegal Instruction", 715, "CUDA_ERROR_ILLEGAL_INSTRUCTION"},
+        {"Invalid PC", 718, "CUDA_ERROR_INVALID_PC"},
+        {"Address Space", 717, "CUDA_ERROR_INVALID_ADDRESS_SPACE"},
+        {"Stack", 714, "CUDA_ERROR_HARDWARE_STACK_ERROR"}};
+    for (size_t i = 0; exception && i < sizeof map / sizeof map[0]; i++)
+        if (strstr(exception, map[i].word)) {
+            *name = map[i].name;
+            return map[i].code;
+        }
+    *name = "CUDA_ERROR_LAUNCH_FAILED";
+    return 719;
+}
+
+/* A hang report written because the driver aborted the process after its core dump (SIGABRT) is the report of
+ * a fault: it becomes one, its "error" made from the dump and from the thread the signal found (its "hang"
+ * object stays, saying how the process ended). Returns 0 or ENOMEM. */
+static int coredump_make_fault(struct json *doc, const struct coredump_info *ci)
+{
+    const struct json *hang = json_get(doc, "hang"), *threads = json_get(doc, "threads"), *who = NULL;
+    const char *name;
+    int code = coredump_code(ci->exception, &name);
+    struct json *err = json_new(JSON_OBJ);
+    char msg[512];
+    for (size_t i = 0; i < json_len(threads) && !who; i++) {
+        const struct json *h = json_get(json_at(threads, i), "signal_handler");
+        if (json_is(h, JSON_BOOL) && h->boolean)
+            who = json_at(threads, i);
+    }
+    if (!who && json_len(threads))
+        who = json_at(threads, 0);
+    snprintf(msg, sizeof msg, "the GPU core dump says: %s", ci->exception ? ci->exception : "exception");
+    if (!err || coredump_put(err, "code", json_new_int(code)) || coredump_put(err, "name", json_new_str(name)) ||
+        coredump_put(err, "message", json_new_str(msg)) ||
+        coredump_put(err, "api", json_new_str("the driver's GPU core dump (it then aborted the process)")) ||
+        coredump_put(err, "thread", json_new_int(json_get_int(who, "tid", json_get_int(json_get(doc, "process"),
+                                                                                      "pid", 0)))) ||
+        coredump_put(err, "time_ns", json_new_int(json_get_int(hang, "time_ns", 0))) ||
+        coredump_put(err, "time_unix_ns", json_new_int(json_get_int(hang, "time_unix_ns", 0))) ||
+        (json_get(who, "stack") && json_set(err, "stack", coredump_copy(json_get(who, "stack"))) != 0) ||
+        json_set(doc, "error", err) != 0) {
+        json_free(err);
+        return ENOMEM;
+    }
+    return coredump_put(doc, "kind", json_new_str("fault")) ? ENOMEM : 0;
+}
+
 /* A copy of "source file:line" for sentences. */
 static void coredump_where(const struct coredump_info *ci, char *out, size_t n)
 {
@@ -365,6 +432,9 @@ int coredump_attach(struct json *doc, const struct coredump_info *ci, const char
         return ENOMEM;
     }
     *changed = 1;
+    const char *kind = json_get_str(doc, "kind");
+    if (kind && strcmp(kind, "hang") == 0 && ci->exception && coredump_make_fault(doc, ci) != 0)
+        return ENOMEM;
     coredump_where(ci, where, sizeof where);
     if (!verdict || !ci->kernel)
         return 0;
