@@ -50,6 +50,7 @@ static _Atomic uint64_t g_seq;                /* last launch number handed out *
 static _Atomic uint64_t g_fork_seq;           /* launches up to this belong to the parent (after fork) */
 static _Atomic int g_captures;                /* stream captures in progress */
 static _Atomic int g_report;                  /* 0 none, 1 being written, 2 written */
+static _Atomic int g_exit_armed;              /* the last look at exit is registered (arm_exit) */
 static char g_report_path[CFG_DIR_MAX + 64];  /* last report written */
 static _Atomic uint64_t g_ns_in_culprit;      /* CULPRIT_STATS: time spent in the launch path */
 static _Atomic uint64_t g_ns_native;          /* CULPRIT_STATS: of which in native stack capture */
@@ -186,6 +187,7 @@ static const char *env_get(const char *name) { return getenv(name); }
 
 static void report(int code, const char *api, uint64_t exact_seq);
 static void last_look_at_exit(void);
+static void arm_exit(void);
 
 static void init_once(void) {
   char err[300];
@@ -221,8 +223,7 @@ static void init_once(void) {
   if (g_cfg.stats) pystack_wait_counting(1);
   pthread_key_create(&g_thread_key, thread_gone);
   pthread_atfork(NULL, NULL, after_fork_child);
-  atexit(last_look_at_exit); /* before any library's destructors: the driver must still be whole */
-  rank_init(&g_cfg);         /* after atexit: what it registers to learn the exit status runs before that */
+  rank_init(&g_cfg);
   __atomic_store_n(&cp_state, 1, __ATOMIC_RELEASE);
 }
 
@@ -461,6 +462,7 @@ int cp_launch_end(struct cp_launch_ctx *lc, int rc) {
   }
   ring_publish(lc->ring, rec, seq);
   hang_at_launch(&g_cfg);                     /* the first recorded launch starts the hang watcher */
+  if (__builtin_expect(!atomic_load_explicit(&g_exit_armed, memory_order_relaxed), 0)) arm_exit();
 
   if (sync_after) {
     int src = lc->d->ptds && cp_drv.stream_sync_ptsz ? cp_drv.stream_sync_ptsz(lc->d->stream)
@@ -547,6 +549,19 @@ static void last_look(void *ctx, int device, const char *api) {
   if (atomic_load_explicit(&g_captures, memory_order_relaxed)) return;
   int rc = lastlook_find(ctx, device, after, g_cfg.exit_wait_ms);
   if (rc) report(rc, api, 0);
+}
+
+/* The last look at exit is registered at the first recorded launch, not when the library starts: an atexit
+ * handler of a preloaded library registered from its constructor runs from the library's own finalizer, after
+ * the destructors of every library loaded later (the driver that PyTorch opens, cudart's), so the driver would
+ * already be gone. Registered once the program runs, it runs among the program's exit handlers, before the
+ * libraries' destructors. A forked child inherits the registration. */
+static void arm_exit(void) {
+  int expect = 0;
+  /* relaxed: the flag only keeps the registration to one; atexit itself is thread-safe */
+  if (atomic_compare_exchange_strong_explicit(&g_exit_armed, &expect, 1, memory_order_relaxed,
+                                              memory_order_relaxed))
+    atexit(last_look_at_exit);
 }
 
 static void last_look_at_exit(void) {

@@ -39,9 +39,9 @@ static void write_exit_record(void);
 
 /* The exit status reaches only on_exit handlers, and this one, registered at library start, runs late: a
  * preloaded library's constructor runs before the program's start code registers the dynamic linker's
- * finalizer, so this runs after it, after every library's destructors (core.c's atexit handler, registered by
- * the library too, runs from the library's own finalizer). Whichever of the two runs second writes the record;
- * it needs only libc and culprit's own memory, which stays mapped. */
+ * finalizer, so this runs after it, after every library's destructors (core.c's last look at exit, registered
+ * at the first launch, runs before them). Whichever of the two runs second writes the record; it needs only
+ * libc and culprit's own memory, which stays mapped. */
 static void note_status(int status, void *arg) {
   (void)arg;
   g_status = status & 0xff;

@@ -146,6 +146,22 @@ def _(b):
     h.check_error(h.load_report(rdir), 700, "cuCtxSynchronize")
 
 
+@case("exit_dlopened_driver")
+def _(b):
+    # The driver is opened with dlopen (as PyTorch opens it); at exit it is finalized with the other libraries
+    # (after which it answers CUDA_ERROR_DEINITIALIZED): the last look runs among the program's exit handlers,
+    # registered at the first launch, so it asks while the driver still answers.
+    argv = [b.prog("dlsym"), "return0"]
+    base = h.plain(b, argv, SLOW_FAULT)
+    check(base.rc == 0, "scenario broken\n" + base.describe())
+    rdir = b.newdir("reports")
+    res = h.cli_run(b, argv, SLOW_FAULT, rdir)
+    h.same_as_plain(base, res, "culprit run", exact_stderr=False)
+    rep = h.load_report(rdir)
+    h.check_error(rep, 700, "exit")
+    check(10 in h.named_seqs(rep), "the faulty launch #10 is not named: %r" % h.named_seqs(rep))
+
+
 @case("exit_bad_options")
 def _(b):
     # Bad values are refused with one sentence and exit status 2, before anything runs; a bad CULPRIT_EXIT_WAIT

@@ -217,6 +217,7 @@ static const struct fc_errname fc_errors[] = {
     E(CUDA_ERROR_INVALID_VALUE, "invalid argument"),
     E(CUDA_ERROR_OUT_OF_MEMORY, "out of memory"),
     E(CUDA_ERROR_NOT_INITIALIZED, "initialization error"),
+    E(CUDA_ERROR_DEINITIALIZED, "driver shutting down"),
     E(CUDA_ERROR_NO_DEVICE, "no CUDA-capable device is detected"),
     E(CUDA_ERROR_INVALID_DEVICE, "invalid device ordinal"),
     E(CUDA_ERROR_INVALID_IMAGE, "device kernel image is invalid"),

@@ -195,12 +195,17 @@ static void fc_trace(const char *api, CUresult rc)
     if (write(2, buf, (size_t)n) < 0) { /* tracing is best effort */ }
 }
 
+/* The driver's own teardown: once its destructor ran (the process is exiting and the library is finalized),
+ * every call answers CUDA_ERROR_DEINITIALIZED, as the driver's do. */
+static int fc_gone;
+__attribute__((destructor)) static void fc_fini(void) { fc_gone = 1; }
+
 CUresult fc_begin(const char *api)
 {
     pthread_once(&fc_once, fc_init_once);
     pthread_mutex_lock(&fc_mu);
     tl_locked++;
-    CUresult rc = CUDA_SUCCESS;
+    CUresult rc = fc_gone ? CUDA_ERROR_DEINITIALIZED : CUDA_SUCCESS;
     for (int i = 0; i < fc_g.nfails; i++) {
         struct fc_fail *f = &fc_g.fails[i];
         if (strcmp(f->api, api)) continue;

@@ -1,5 +1,5 @@
 /* A driver-API program that loads the driver with dlopen and takes every entry point with dlsym by its
- * versioned symbol name, as Triton's launcher, XLA and CuPy do. Usage: dlsym legacy|ptsz|healthy. */
+ * versioned symbol name, as Triton's launcher, XLA and CuPy do. Usage: dlsym legacy|ptsz|healthy|return0. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 
@@ -81,6 +81,16 @@ static int ptsz(void)
     return 0;
 }
 
+/* Ten launches, then main returns 0 with nothing synchronized; the driver was opened with dlopen, as PyTorch
+ * opens it, and is finalized with the other libraries at exit. */
+static int return0(void)
+{
+    for (int i = 0; i < 10; i++)
+        CK(D.cuLaunchKernel(f_step, 4, 1, 1, 64, 1, 1, 0, NULL, args, NULL)); /* return0 */ /* CULPRIT-LAUNCH */
+    printf("return0: returning without synchronizing\n");
+    return 0;
+}
+
 static int healthy(void)
 {
     int host[NELEM], back[NELEM];
@@ -111,8 +121,9 @@ int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
     const char *what = argc > 1 ? argv[1] : "";
-    if (strcmp(what, "legacy") != 0 && strcmp(what, "ptsz") != 0 && strcmp(what, "healthy") != 0) {
-        fprintf(stderr, "usage: dlsym legacy|ptsz|healthy\n");
+    if (strcmp(what, "legacy") != 0 && strcmp(what, "ptsz") != 0 && strcmp(what, "healthy") != 0 &&
+        strcmp(what, "return0") != 0) {
+        fprintf(stderr, "usage: dlsym legacy|ptsz|healthy|return0\n");
         return 2;
     }
     if (setup() != 0)
@@ -121,5 +132,7 @@ int main(int argc, char **argv)
         return legacy();
     if (strcmp(what, "ptsz") == 0)
         return ptsz();
+    if (strcmp(what, "return0") == 0)
+        return return0();
     return healthy();
 }
