@@ -37,8 +37,8 @@ int cli_show_reports(const struct merge_report *reps, size_t n, int brief, FILE 
             if (job->procs[k].status != MERGE_MISSING)
                 procs++;
         /* one `culprit run` per rank (srun culprit run ...) sees its own rank only: the others are not missing,
-         * they are other commands' to show */
-        if (merge_is_job(job) && !(run_dir && procs == 1)) {
+         * they are other commands' to show; a job of one rank is whole */
+        if (merge_is_job(job) && !(run_dir && procs == 1 && job->world_size > 1)) {
             struct render_opts ro = {brief, NULL};
             char *text = merge_render(job, reps, &ro);
             if (!text) {
