@@ -158,9 +158,16 @@ static void coredump_line(const char *s, size_t n, struct coredump_info *ci)
         ci->lane = coredump_field(p, "lane");
     } else if (line[0] == '#' && (p = strstr(line, " in ")) != NULL && strstr(line, "<<<")) {
         /* "#0  0x00007f... in write_oob(int*, int)<<<(8,1,1),(128,1,1)>>> () at oob.cu:8" */
-        const char *k = p + 4, *e = strstr(k, "<<<"), *at = strstr(e, " at ");
+        const char *k = p + 4, *e = strstr(k, "<<<"), *at = strstr(e, " at "), *d = e + 3;
         if (!ci->kernel)
             ci->kernel = strndup(k, (size_t)(e - k));
+        if (ci->grid[0] < 0 && coredump_triple(&d, ci->grid) == 0 && *d == ',') {
+            d++;
+            if (coredump_triple(&d, ci->block_dim) != 0)
+                ci->grid[0] = ci->block_dim[0] = -1;
+        } else if (ci->grid[0] >= 0 && ci->block_dim[0] < 0) {
+            ci->grid[0] = -1;
+        }
         if (at && !ci->file) {
             const char *colon = strrchr(at + 4, ':');
             if (colon && isdigit((unsigned char)colon[1])) {
@@ -168,6 +175,17 @@ static void coredump_line(const char *s, size_t n, struct coredump_info *ci)
                 ci->line = strtol(colon + 1, NULL, 10);
             }
         }
+    } else if (!strcmp(line, "Assertion failed.") && !ci->exception) {
+        ci->exception = strdup("Assertion failed");  /* a device assert, as cuda-gdb 13.0 words it */
+    } else if (!strncmp(line, "Program terminated with signal ", 31) && !ci->exception) {
+        /* "Program terminated with signal SIGTRAP, Trace/breakpoint trap." (a __trap()) */
+        const char *sig = line + 31, *comma = strchr(sig, ',');
+        size_t m = strlen(sig);
+        if (m && sig[m - 1] == '.')
+            m--;
+        if (comma && asprintf(&ci->exception, "%.*s (%.*s)", (int)(comma - sig), sig,
+                              (int)(m - (size_t)(comma + 2 - sig)), comma + 2) < 0)
+            ci->exception = NULL;
     } else if (strstr(line, "Fatal signal:") || strstr(line, "A fatal error internal to GDB")) {
         ci->debugger_crashed = 1;
     }
@@ -179,6 +197,7 @@ int coredump_parse(const char *text, struct coredump_info *ci)
     memset(ci, 0, sizeof *ci);
     ci->line = ci->block[0] = ci->thread[0] = -1;
     ci->device = ci->sm = ci->warp = ci->lane = -1;
+    ci->grid[0] = ci->block_dim[0] = -1;
     for (const char *s = text; *s;) {
         const char *nl = strchr(s, '\n');
         size_t n = nl ? (size_t)(nl - s) : strlen(s);
@@ -323,6 +342,8 @@ static struct json *coredump_json(const struct coredump_info *ci, const char *du
         (ci->sm >= 0 && coredump_put(o, "sm", json_new_int(ci->sm))) ||
         (ci->warp >= 0 && coredump_put(o, "warp", json_new_int(ci->warp))) ||
         (ci->lane >= 0 && coredump_put(o, "lane", json_new_int(ci->lane))) ||
+        (ci->grid[0] >= 0 && coredump_put(o, "launch_grid", coredump_triple_json(ci->grid))) ||
+        (ci->grid[0] >= 0 && coredump_put(o, "launch_block", coredump_triple_json(ci->block_dim))) ||
         (ci->debugger_crashed && coredump_put(o, "debugger_crashed", coredump_true()))) {
         json_free(o);
         return NULL;
@@ -330,7 +351,18 @@ static struct json *coredump_json(const struct coredump_info *ci, const char *du
     return o;
 }
 
-/* Whether the dump's kernel and block may be those of launch l. */
+/* A launch's grid or block as three positive numbers (a graph launch has none): 1, else 0. */
+static int coredump_dims(const struct json *arr, long long v[3])
+{
+    if (json_len(arr) != 3)
+        return 0;
+    for (int i = 0; i < 3; i++)
+        if (json_int(json_at(arr, (size_t)i), &v[i]) != 0 || v[i] <= 0)
+            return 0;
+    return 1;
+}
+
+/* Whether the dump's kernel, block index and launch shape may be those of launch l. */
 static int coredump_fits(const struct coredump_info *ci, const struct json *l)
 {
     const char *k = json_get_str(l, "kernel"), *m = json_get_str(l, "mangled");
@@ -344,10 +376,12 @@ static int coredump_fits(const struct coredump_info *ci, const struct json *l)
     free(dm);
     if (!same)
         return 0;
-    const struct json *grid = json_get(l, "grid");
-    for (int i = 0; ci->block[0] >= 0 && i < 3 && json_len(grid) == 3; i++) {
-        long long g;
-        if (json_int(json_at(grid, i), &g) == 0 && g > 0 && ci->block[i] >= g)
+    long long g[3], b[3];
+    int have_g = coredump_dims(json_get(l, "grid"), g), have_b = coredump_dims(json_get(l, "block"), b);
+    for (int i = 0; i < 3; i++) {
+        if (have_g && ((ci->block[0] >= 0 && ci->block[i] >= g[i]) || (ci->grid[0] >= 0 && ci->grid[i] != g[i])))
+            return 0;
+        if (have_b && ci->block_dim[0] >= 0 && ci->block_dim[i] != b[i])
             return 0;
     }
     return 1;
@@ -357,7 +391,7 @@ static int coredump_fits(const struct coredump_info *ci, const struct json *l)
 static int coredump_code(const char *exception, const char **name)
 {
     static const struct { const char *word; int code; const char *name; } map[] = {
-        {"Assert", 710, "CUDA_ERROR_ASSERT"},
+        {"Assert", 710, "CUDA_ERROR_ASSERT"},  /* "Warp Assert", "Assertion failed" */
         {"Misaligned", 716, "CUDA_ERROR_MISALIGNED_ADDRESS"},
         {"Illegal Address", 700, "CUDA_ERROR_ILLEGAL_ADDRESS"},
         {"Out-of-range Address", 700, "CUDA_ERROR_ILLEGAL_ADDRESS"},
@@ -384,6 +418,12 @@ static int coredump_make_fault(struct json *doc, const struct coredump_info *ci)
     int code = coredump_code(ci->exception, &name);
     struct json *err = json_new(JSON_OBJ);
     char msg[512];
+    /* the driver aborts from a thread of its own: the main thread shows where the program was (waiting in a
+     * synchronize, typically); without it, the thread the signal found */
+    long long pid = json_get_int(json_get(doc, "process"), "pid", -1);
+    for (size_t i = 0; i < json_len(threads) && !who; i++)
+        if (json_get_int(json_at(threads, i), "tid", -2) == pid)
+            who = json_at(threads, i);
     for (size_t i = 0; i < json_len(threads) && !who; i++) {
         const struct json *h = json_get(json_at(threads, i), "signal_handler");
         if (json_is(h, JSON_BOOL) && h->boolean)

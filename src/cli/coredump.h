@@ -12,7 +12,7 @@ struct json;
 
 /* What a dump says about the fault (strings malloc'd; absent ones NULL, numbers -1). */
 struct coredump_info {
-    char *exception;            /* "Warp Illegal Address", "Warp Assert", ... */
+    char *exception;            /* "Warp Illegal Address", "Assertion failed", "SIGTRAP (Trace/breakpoint trap)" */
     char *pc;                   /* "0x7f2af77a0ae0" */
     char *kernel;               /* the faulting kernel, as the debugger spells it: "write_oob(int*, int)" */
     char *file;                 /* source file of the faulting instruction (needs -lineinfo or -G) */
@@ -20,6 +20,8 @@ struct coredump_info {
     long block[3];              /* block of the faulting thread, block[0] -1 unknown */
     long thread[3];             /* thread within the block, thread[0] -1 unknown */
     long device, sm, warp, lane; /* where it ran, -1 unknown */
+    long grid[3];               /* the faulting launch's grid, from the backtrace's <<<grid,block>>>; -1 unknown */
+    long block_dim[3];          /* and its block dimensions */
     int debugger_crashed;       /* the debugger died while reading the dump (what it said before is kept) */
 };
 

@@ -37,6 +37,21 @@ static const char focused[] =
     "#0  0x0000555555a0ae0 in at::native::index_kernel(long*, int)<<<(96,1,1),(128,1,1)>>> () at "
     "/src/Index.cu:42\n";
 
+/* Recorded on the H200: a device assert and a __trap() under a core dump (no "CUDA Exception" line there). */
+static const char recorded_assert[] =
+    "Opening GPU coredump: /tmp/cd/assert/gpucore-vm-1794.nvcudmp\n"
+    "[Current focus set to CUDA kernel 0, grid 6, block (3,0,0), thread (232,0,0), device 0, sm 127, warp 5, "
+    "lane 8]\n"
+    "\n"
+    "Assertion failed.\n"
+    "#0  0x00007f776f7a0cf0 in histogram_checked<<<(16,1,1),(256,1,1)>>> () at /work/main/tests/gpu/assert.cu:27\n"
+    "27\t  assert(b >= 0 && b < kBuckets);\n";
+static const char recorded_trap[] =
+    "Opening GPU coredump: /tmp/cd/trap/gpucore-vm-1731.nvcudmp\n"
+    "[Current focus set to CUDA kernel 0, grid 5, block (4,0,0), thread (1,0,0), device 0, sm 124, warp 0, lane 1]\n"
+    "Program terminated with signal SIGTRAP, Trace/breakpoint trap.\n"
+    "#0  0x00007f5bcf7a0bf0 in check_weights<<<(8,1,1),(256,1,1)>>> () at /work/main/tests/gpu/trap.cu:16\n";
+
 static struct json *report_with(const char *cands) {
   char text[4096];
   struct json *doc = NULL;
@@ -100,6 +115,26 @@ int main(void) {
   CHECK(strstr(json_get_str(json_get(doc, "verdict"), "reason"), "names another kernel") != NULL);
   CHECK(json_get_int(json_get(doc, "culprit"), "seq", -1) == 3);
   json_free(doc);
+  coredump_free(&ci);
+
+  /* The assert: its launch is the one with the backtrace's grid and block (16 x 256), not the other
+   * histogram_checked launch (8 x 256), although both grids hold block 3. */
+  CHECK(coredump_parse(recorded_assert, &ci) == 0);
+  CHECK(ci.exception && !strcmp(ci.exception, "Assertion failed"));
+  CHECK(ci.kernel && !strcmp(ci.kernel, "histogram_checked"));
+  CHECK(ci.line == 27 && ci.block[0] == 3 && ci.thread[0] == 232 && ci.grid[0] == 16 && ci.block_dim[0] == 256);
+  doc = report_with(
+      "{\"seq\": 4, \"kernel\": \"histogram_checked(int const*, unsigned int*, int)\", \"grid\": [8,1,1], "
+      "\"block\": [256,1,1]},"
+      "{\"seq\": 6, \"kernel\": \"histogram_checked(int const*, unsigned int*, int)\", \"grid\": [16,1,1], "
+      "\"block\": [256,1,1]}");
+  CHECK(doc && coredump_attach(doc, &ci, "d", &changed) == 0);
+  CHECK(json_get_int(json_get(doc, "culprit"), "seq", -1) == 6);
+  json_free(doc);
+  coredump_free(&ci);
+  CHECK(coredump_parse(recorded_trap, &ci) == 0);
+  CHECK(ci.exception && !strcmp(ci.exception, "SIGTRAP (Trace/breakpoint trap)"), "%s", ci.exception);
+  CHECK(ci.kernel && !strcmp(ci.kernel, "check_weights") && ci.line == 16 && ci.grid[0] == 8);
   coredump_free(&ci);
 
   CHECK(coredump_parse("Opening GPU coredump: x\nno such file\n", &ci) == -1);
