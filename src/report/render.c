@@ -624,8 +624,29 @@ static void render_graph_nodes(struct render_buf *b, const struct json *launch, 
     }
 }
 
+/* What the GPU core dump says of the fault inside the kernel (culprit run --coredump): the source line (with
+ * -lineinfo), the faulting block and thread, and where it ran. */
+static void render_coredump(struct render_buf *b, const struct json *cd)
+{
+    const char *file = json_get_str(cd, "source_file"), *exc = json_get_str(cd, "exception");
+    char where[300] = "", blk[64], thr[64];
+    long long line = json_get_int(cd, "source_line", -1), warp = json_get_int(cd, "warp", -1);
+    if (!json_is(cd, JSON_OBJ))
+        return;
+    if (file && line > 0)
+        snprintf(where, sizeof where, " at %s:%lld", render_base(file), line);
+    if (json_len(json_get(cd, "block")) == 3 && json_len(json_get(cd, "thread")) == 3)
+        snprintf(where + strlen(where), sizeof where - strlen(where), ", block %s, thread %s",
+                 render_dims(json_get(cd, "block"), blk, sizeof blk),
+                 render_dims(json_get(cd, "thread"), thr, sizeof thr));
+    render_line(b, "  the GPU core dump: %s%s", exc ? exc : "an exception", where);
+    if (warp >= 0)
+        render_line(b, "    (device %lld, SM %lld, warp %lld, lane %lld)", json_get_int(cd, "device", -1),
+                    json_get_int(cd, "sm", -1), warp, json_get_int(cd, "lane", -1));
+}
+
 static void render_launch(struct render_buf *b, const struct json *launch, const char *reason,
-                          const struct json *asserts)
+                          const struct json *asserts, const struct json *coredump)
 {
     char *owned = NULL;
     const char *name = render_kernel(launch, &owned);
@@ -638,6 +659,7 @@ static void render_launch(struct render_buf *b, const struct json *launch, const
     render_line(b, "the kernel that faulted: %s", name);
     render_nccl_kernel(b, name, "  ");
     render_asserts(b, asserts, name, "  ", 1);
+    render_coredump(b, coredump);
     if (seq >= 0)
         used += (size_t)snprintf(head, sizeof head, "launch #%lld", seq);
     if (api)
@@ -819,7 +841,7 @@ static void render_full(struct render_buf *b, const struct json *doc, const stru
     render_add(b, "culprit:\n");
 
     if (json_is(culprit, JSON_OBJ)) {
-        render_launch(b, culprit, reason, json_get(doc, "device_asserts"));
+        render_launch(b, culprit, reason, json_get(doc, "device_asserts"), json_get(doc, "coredump"));
         render_waiting_threads(b, doc, culprit);
     } else if (certainty && strcmp(certainty, "candidates") == 0) {
         /* handled below */
