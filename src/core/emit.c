@@ -289,3 +289,58 @@ void emit_stderr(const char *s) {
     off += (size_t)n;
   }
 }
+
+void emit_head(struct jw *w, const char *kind) {
+  jw_key(w, "schema");
+  jw_str(w, "culprit.report/1");
+  jw_key(w, "kind");
+  jw_str(w, kind);
+  jw_key(w, "tool");
+  jw_obj_begin(w);
+  jw_key(w, "name");
+  jw_str(w, "culprit");
+  jw_key(w, "version");
+  jw_str(w, CULPRIT_VERSION);
+  jw_key(w, "unwinder");
+  jw_str(w, stack_unwinder());
+  jw_obj_end(w);
+  emit_process(w);
+}
+
+void emit_config(struct jw *w, const struct cp_config *cfg, int mode) {
+  char win[64];
+  jw_key(w, "config");
+  jw_obj_begin(w);
+  jw_key(w, "mode");
+  jw_str(w, cfg_mode_name(mode));
+  jw_key(w, "ring");
+  jw_uint(w, cfg->ring);
+  jw_key(w, "stack_depth");
+  jw_int(w, cfg->stack_depth);
+  jw_key(w, "kernels");
+  jw_str(w, cfg->kernels);
+  if (cfg->launch_hi == UINT64_MAX) snprintf(win, sizeof win, "%llu:", (unsigned long long)cfg->launch_lo);
+  else snprintf(win, sizeof win, "%llu:%llu", (unsigned long long)cfg->launch_lo,
+                (unsigned long long)cfg->launch_hi);
+  jw_key(w, "launches");
+  jw_str(w, win);
+  jw_obj_end(w);
+}
+
+void emit_stats(struct jw *w, uint64_t launches, size_t records) {
+  jw_key(w, "stats");
+  jw_obj_begin(w);
+  jw_key(w, "launches");
+  jw_uint(w, launches);
+  jw_key(w, "records_in_rings");
+  jw_uint(w, records);
+  jw_key(w, "crumbs");
+  jw_uint(w, crumb_written());
+  jw_key(w, "crumb_failures");
+  jw_uint(w, crumb_failures());
+  jw_key(w, "ring_overwritten");
+  jw_uint(w, ring_total_overwritten());
+  jw_key(w, "threads");
+  jw_int(w, ring_count());
+  jw_obj_end(w);
+}

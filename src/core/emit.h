@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct cp_config;
 struct cp_rec;
 struct jw;
 struct pystack_ref;
@@ -27,6 +28,12 @@ const char *emit_stream_kind_name(int kind);
 void emit_frames(struct jw *w, void *const *pcs, int n);
 void emit_python(struct jw *w, const struct pystack_ref *py, int n);
 void emit_launch(struct jw *w, const struct cp_rec *r);
+/* The opening of every report: "schema", "kind" (fault, hang or exit), "tool", "process". */
+void emit_head(struct jw *w, const char *kind);
+/* "config": the mode in force and the settings a verdict depends on. */
+void emit_config(struct jw *w, const struct cp_config *cfg, int mode);
+/* "stats": launches recorded, records snapshotted, breadcrumbs written and refused, ring overwrites, threads. */
+void emit_stats(struct jw *w, uint64_t launches, size_t records);
 /* "process": {pid, ppid, exe, argv, hostname, time_unix, time_unix_ns} and the rank fields (rank.c). */
 void emit_process(struct jw *w);
 /* Writes text into dir (made 0700 if need be) as culprit-<pid><tag>.json (tag "", "-hang" or "-exit"; a

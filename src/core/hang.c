@@ -418,26 +418,6 @@ static void decide(const struct emit_snap *s, int mode, struct hang_pick *p) {
   }
 }
 
-static void emit_config(struct jw *w, int mode) {
-  char win[64];
-  jw_key(w, "config");
-  jw_obj_begin(w);
-  jw_key(w, "mode");
-  jw_str(w, cfg_mode_name(mode));
-  jw_key(w, "ring");
-  jw_uint(w, g_cfg->ring);
-  jw_key(w, "stack_depth");
-  jw_int(w, g_cfg->stack_depth);
-  jw_key(w, "kernels");
-  jw_str(w, g_cfg->kernels);
-  if (g_cfg->launch_hi == UINT64_MAX) snprintf(win, sizeof win, "%llu:", (unsigned long long)g_cfg->launch_lo);
-  else snprintf(win, sizeof win, "%llu:%llu", (unsigned long long)g_cfg->launch_lo,
-                (unsigned long long)g_cfg->launch_hi);
-  jw_key(w, "launches");
-  jw_str(w, win);
-  jw_obj_end(w);
-}
-
 static void emit_seconds(struct jw *w, uint32_t ms) {
   if (ms % 1000 == 0) jw_uint(w, ms / 1000);
   else jw_double(w, ms / 1000.0);
@@ -594,23 +574,10 @@ static void hang_write(int sig, int sender, uint64_t stalled_ms, uint64_t now) {
 
   jw_init(&w);
   jw_obj_begin(&w);
-  jw_key(&w, "schema");
-  jw_str(&w, "culprit.report/1");
-  jw_key(&w, "kind");
-  jw_str(&w, "hang");
-  jw_key(&w, "tool");
-  jw_obj_begin(&w);
-  jw_key(&w, "name");
-  jw_str(&w, "culprit");
-  jw_key(&w, "version");
-  jw_str(&w, CULPRIT_VERSION);
-  jw_key(&w, "unwinder");
-  jw_str(&w, stack_unwinder());
-  jw_obj_end(&w);
-  emit_process(&w);
+  emit_head(&w, "hang");
   jw_key(&w, "python_status");
   jw_str(&w, pystack_status());
-  emit_config(&w, v.mode);
+  emit_config(&w, g_cfg, v.mode);
 
   jw_key(&w, "hang");
   jw_obj_begin(&w);
@@ -675,21 +642,7 @@ static void hang_write(int sig, int sender, uint64_t stalled_ms, uint64_t now) {
   emit_streams(&w, &p, v.after_seq);
   emit_threads(&w, &tt);
 
-  jw_key(&w, "stats");
-  jw_obj_begin(&w);
-  jw_key(&w, "launches");
-  jw_uint(&w, v.seq - v.after_seq);
-  jw_key(&w, "records_in_rings");
-  jw_uint(&w, s.n);
-  jw_key(&w, "crumbs");
-  jw_uint(&w, crumb_written());
-  jw_key(&w, "crumb_failures");
-  jw_uint(&w, crumb_failures());
-  jw_key(&w, "ring_overwritten");
-  jw_uint(&w, ring_total_overwritten());
-  jw_key(&w, "threads");
-  jw_int(&w, ring_count());
-  jw_obj_end(&w);
+  emit_stats(&w, v.seq - v.after_seq, s.n);
   jw_obj_end(&w);
 
   int rc = -1;

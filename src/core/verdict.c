@@ -190,39 +190,10 @@ int verdict_emit(const struct verdict_input *in, char *path, unsigned pathlen) {
 
   jw_init(&w);
   jw_obj_begin(&w);
-  jw_key(&w, "schema");
-  jw_str(&w, "culprit.report/1");
-  jw_key(&w, "kind");
-  jw_str(&w, "fault");
-  jw_key(&w, "tool");
-  jw_obj_begin(&w);
-  jw_key(&w, "name");
-  jw_str(&w, "culprit");
-  jw_key(&w, "version");
-  jw_str(&w, CULPRIT_VERSION);
-  jw_key(&w, "unwinder");
-  jw_str(&w, stack_unwinder());
-  jw_obj_end(&w);
-  emit_process(&w);
+  emit_head(&w, "fault");
   jw_key(&w, "python_status");
   jw_str(&w, pystack_status());
-  jw_key(&w, "config");
-  jw_obj_begin(&w);
-  jw_key(&w, "mode");
-  jw_str(&w, cfg_mode_name(in->mode));
-  jw_key(&w, "ring");
-  jw_uint(&w, in->cfg->ring);
-  jw_key(&w, "stack_depth");
-  jw_int(&w, in->cfg->stack_depth);
-  jw_key(&w, "kernels");
-  jw_str(&w, in->cfg->kernels);
-  char win[64];
-  if (in->cfg->launch_hi == UINT64_MAX) snprintf(win, sizeof win, "%llu:", (unsigned long long)in->cfg->launch_lo);
-  else snprintf(win, sizeof win, "%llu:%llu", (unsigned long long)in->cfg->launch_lo,
-                (unsigned long long)in->cfg->launch_hi);
-  jw_key(&w, "launches");
-  jw_str(&w, win);
-  jw_obj_end(&w);
+  emit_config(&w, in->cfg, in->mode);
 
   jw_key(&w, "error");
   jw_obj_begin(&w);
@@ -349,21 +320,7 @@ int verdict_emit(const struct verdict_input *in, char *path, unsigned pathlen) {
   }
   jw_arr_end(&w);
 
-  jw_key(&w, "stats");
-  jw_obj_begin(&w);
-  jw_key(&w, "launches");
-  jw_uint(&w, in->launches);
-  jw_key(&w, "records_in_rings");
-  jw_uint(&w, s.n);
-  jw_key(&w, "crumbs");
-  jw_uint(&w, crumb_written());
-  jw_key(&w, "crumb_failures");
-  jw_uint(&w, crumb_failures());
-  jw_key(&w, "ring_overwritten");
-  jw_uint(&w, ring_total_overwritten());
-  jw_key(&w, "threads");
-  jw_int(&w, ring_count());
-  jw_obj_end(&w);
+  emit_stats(&w, in->launches, s.n);
   jw_obj_end(&w);
 
   if (!w.err) rc = emit_write_file(in->cfg->dir, "", w.buf, w.len, path, pathlen);
