@@ -9,6 +9,7 @@
 #endif
 #include "coredump.h"
 #include "cli.h"
+#include "promote.h"
 #include "../report/demangle.h"
 #include "../report/json.h"
 #include "../report/jsonw.h"
@@ -507,38 +508,12 @@ int coredump_attach(struct json *doc, const struct coredump_info *ci, const char
         return 0;
     }
     /* One candidate: it becomes the culprit, the others are kept as what was left before the dump. */
-    struct json *chosen = cands->kids[hit], *others = json_new(JSON_ARR), *win = json_new(JSON_OBJ);
-    long long seq = json_get_int(chosen, "seq", -1);
-    if (!others || !win) {
-        json_free(others);
-        json_free(win);
-        return ENOMEM;
-    }
-    for (i = 0; i < cands->len; i++)
-        if (i != hit && json_append(others, cands->kids[i]) != 0) {
-            others->len = 0;
-            json_free(others);
-            json_free(win);
-            return ENOMEM;
-        }
-    cands->len = 0;
-    if (json_set(doc, "culprit", chosen) != 0) {
-        json_free(chosen);
-        json_free(others);
-        json_free(win);
-        return ENOMEM;
-    }
-    if (json_set(doc, "candidates_before_coredump", others) != 0) {
-        json_free(others);
-        json_free(win);
-        return ENOMEM;
-    }
+    long long seq = json_get_int(cands->kids[hit], "seq", -1);
     rc = asprintf(&why, "%s%sthe GPU core dump says %s faulted%s (%s): launch #%lld is the only candidate that "
                   "runs it", reason ? reason : "", reason ? "; " : "", ci->kernel, where,
                   ci->exception ? ci->exception : "exception", seq);
     if (rc < 0 || coredump_put(verdict, "reason", json_new_str(why)) ||
-        coredump_put(verdict, "certainty", json_new_str("exact")) || coredump_put(win, "first", json_new_int(seq)) ||
-        coredump_put(win, "last", json_new_int(seq)) || json_set(verdict, "window", win) != 0) {
+        promote_candidate(doc, hit, "candidates_before_coredump") != 0) {
         free(why);
         return ENOMEM;
     }

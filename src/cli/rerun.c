@@ -9,6 +9,7 @@
 #endif
 #include "rerun.h"
 #include "cli.h"
+#include "promote.h"
 #include "../report/json.h"
 #include "../report/symbolize.h"
 
@@ -115,37 +116,10 @@ static int rerun_merge(struct json *doc, long long lo, long long hi, const char 
     if (strcmp(outcome, "confirmed") != 0)
         return 0;
     /* The candidate becomes the culprit; the others stay listed as what the first run could not rule out. */
-    struct json *chosen = rerun_candidate(cands, seq), *others = json_new(JSON_ARR), *win2 = json_new(JSON_OBJ);
-    size_t i;
-    if (!chosen || !others || !win2) {
-        json_free(others);
-        json_free(win2);
-        return chosen ? ENOMEM : 0;
-    }
-    for (i = 0; i < cands->len; i++)
-        if (cands->kids[i] != chosen && json_append(others, cands->kids[i]) != 0) {
-            others->len = 0;
-            json_free(others);
-            json_free(win2);
-            return ENOMEM;
-        }
-    cands->len = 0;
-    if (json_set(doc, "culprit", chosen) != 0) {
-        json_free(chosen);
-        json_free(others);
-        json_free(win2);
-        return ENOMEM;
-    }
-    if (json_set(doc, "candidates_before_rerun", others) != 0) {
-        json_free(others);
-        json_free(win2);
-        return ENOMEM;
-    }
-    if (rerun_put(verdict, "certainty", json_new_str("exact")) || rerun_put(win2, "first", json_new_int(seq)) ||
-        rerun_put(win2, "last", json_new_int(seq)) || json_set(verdict, "window", win2) != 0) {
-        json_free(win2);
-        return ENOMEM;
-    }
+    struct json *chosen = rerun_candidate(cands, seq);
+    for (size_t i = 0; chosen && i < cands->len; i++)
+        if (cands->kids[i] == chosen)
+            return promote_candidate(doc, i, "candidates_before_rerun") == ENOMEM ? ENOMEM : 0;
     return 0;
 }
 

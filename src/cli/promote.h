@@ -1,0 +1,15 @@
+/* Settling a verdict after the fact (promote.c): one candidate of a report, singled out by a fact the library
+ * could not see (a blocking rerun, a GPU core dump), becomes its exact culprit. */
+#ifndef CULPRIT_CLI_PROMOTE_H
+#define CULPRIT_CLI_PROMOTE_H
+
+#include <stddef.h>
+
+struct json;
+
+/* Makes candidates[hit] of doc the culprit: verdict.certainty "exact", verdict.window that launch alone, the
+ * other candidates moved to doc[others_key] (e.g. "candidates_before_rerun"), "candidates" left empty. The
+ * verdict's reason is the caller's to extend. Returns 0, EINVAL when hit is not a candidate, or ENOMEM. */
+int promote_candidate(struct json *doc, size_t hit, const char *others_key);
+
+#endif
