@@ -24,7 +24,7 @@ __global__ void histogram_checked(const int *values, unsigned *hist, int n) {
   if (i >= n)
     return;
   int b = values[i];
-  assert(b >= 0 && b < kBuckets);
+  assert(b >= 0 && b < kBuckets); // CULPRIT-FAULT
   atomicAdd(&hist[b], 1u);
 }
 

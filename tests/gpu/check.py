@@ -10,7 +10,11 @@ frameworks group: the Python scripts in tests/gpu/frameworks (torch, Triton, CuP
 torch.profiler, compute-sanitizer, transformers), whose reports are judged by their `python` frames; and the
 jobs group: scripts run by torchrun with several ranks, judged by every rank's report and culprit's merged
 view. A case whose module the interpreter lacks is skipped. Select groups or cases with --only (c, hangs,
-frameworks, jobs). `check.py --selftest` judges the hand-made reports in tests/gpu/fixtures/ (no GPU needed).
+frameworks, jobs). With --coredump, every faulty C case and two PyTorch cases run once more as `culprit run
+--coredump` (the driver's GPU core dump, read by cuda-gdb after the process died): that report must name the
+faulting kernel (for a C case also the line marked `// CULPRIT-FAULT`), and the table says which cases were
+exact in one run without the dump and with it. `check.py --selftest` judges the reports in tests/gpu/fixtures/
+(no GPU needed).
 
 Standard library only; Python 3.8 or later.
 """
@@ -43,7 +47,8 @@ class Case:
 
     def __init__(self, name, prog, kernel=None, codes=(700,), api=r"Launch", args=(), env=None, mode=None,
                  stream_kind=None, rerun=None, same_as=None, healthy=False, src=None, graph=False, kind="fault",
-                 group="c", trigger=None, hang_timeout=None, queued_kernel=None, note=""):
+                 group="c", trigger=None, hang_timeout=None, queued_kernel=None, coredump=False, fault_src=None,
+                 note=""):
         self.name = name            # case name in the table
         self.prog = prog            # program gpu_<prog>_<cudart>, source tests/gpu/<prog>.cu
         self.src = src or prog + ".cu"  # source file holding the CULPRIT-LAUNCH marker
@@ -70,40 +75,43 @@ class Case:
         self.hang_timeout = hang_timeout  # hang cases: culprit run --hang-timeout S, None for none
         self.queued_kernel = queued_kernel  # hang cases: the kernel queued behind the one in flight
         self.wait_line = 0          # hang cases: the CULPRIT-WAIT line (where the host waits), filled in by the suite
+        self.coredump = coredump    # --coredump runs it once more, under `culprit run --coredump`
+        self.fault_src = fault_src or self.src  # the source holding the faulting statement (its CULPRIT-FAULT line)
+        self.fault_line = 0         # that line, filled in by the suite
         self.note = note            # what the case is about
 
 
 CASES = [
-    Case("oob", "oob", "scatter_grad", api=r"Memcpy|Launch|Synchronize", stream_kind="legacy",
+    Case("oob", "oob", "scatter_grad", api=r"Memcpy|Launch|Synchronize", stream_kind="legacy", coredump=True,
          note="out-of-bounds write, surfaces at a later cudaMemcpy"),
     Case("oob_blocking", "oob", "scatter_grad", api=r".", mode="blocking", stream_kind="legacy", same_as="oob",
          note="--mode blocking must name the same launch, exactly"),
     Case("oob_clb", "oob", "scatter_grad", api=r".", env={"CUDA_LAUNCH_BLOCKING": "1"}, stream_kind="legacy",
          same_as="oob", note="CUDA_LAUNCH_BLOCKING=1 set as well"),
     Case("assert", "assert", "histogram_checked", codes=(710,), api=r"Synchronize|Launch", stream_kind="legacy",
-         note="device-side assert()"),
+         coredump=True, note="device-side assert()"),
     Case("misaligned", "misaligned", "read_field", codes=(716,), api=r"Synchronize|Launch",
-         stream_kind="legacy", note="misaligned 4-byte load"),
+         stream_kind="legacy", coredump=True, note="misaligned 4-byte load"),
     Case("trap", "trap", "check_weights", codes=STICKY, api=r"Synchronize|Launch", stream_kind="legacy",
-         note="__trap(); any sticky code is accepted and shown"),
+         coredump=True, note="__trap(); any sticky code is accepted and shown"),
     Case("streams4", "streams4", "gather_rows", api=r"Synchronize|Launch|WriteValue", stream_kind="created",
-         rerun="window", note="fault on one of four concurrent streams"),
+         rerun="window", coredump=True, note="fault on one of four concurrent streams"),
     Case("threads8", "threads8", "tile_lookup", api=r"Synchronize|Launch|WriteValue", stream_kind="created",
-         rerun="full", note="eight host threads with a stream each"),
+         rerun="full", coredump=True, note="eight host threads with a stream each"),
     Case("surface_sync", "surface", "relax_step", api=r"Synchronize", args=["sync"], stream_kind="created",
-         note="surfaces at cudaDeviceSynchronize"),
+         coredump=True, note="surfaces at cudaDeviceSynchronize"),
     Case("surface_memcpy", "surface", "relax_step", api=r"Memcpy", args=["memcpy"], stream_kind="created",
-         note="surfaces at cudaMemcpy"),
+         coredump=True, note="surfaces at cudaMemcpy"),
     Case("surface_streamsync", "surface", "relax_step", api=r"StreamSynchronize", args=["streamsync"],
-         stream_kind="created", note="surfaces at cudaStreamSynchronize"),
+         stream_kind="created", coredump=True, note="surfaces at cudaStreamSynchronize"),
     Case("surface_free", "surface", "relax_step", api=r"Free", args=["free"], stream_kind="created",
-         note="surfaces at cudaFree"),
-    Case("ptds", "ptds", "segment_add", api=r"Synchronize|Launch", stream_kind="per-thread",
+         coredump=True, note="surfaces at cudaFree"),
+    Case("ptds", "ptds", "segment_add", api=r"Synchronize|Launch", stream_kind="per-thread", coredump=True,
          note="built with --default-stream per-thread"),
     Case("driver_api", "driver_api", "drv_scatter", api=r"Memcpy|Launch", stream_kind="created",
-         src="driver_api.cpp",
+         src="driver_api.cpp", coredump=True, fault_src="driver_kernels.cu",
          note="driver API (cuModuleLoadData + cuLaunchKernel), linked with -lcuda"),
-    Case("launch_ex", "launch_ex", "tile_copy", api=r"Synchronize|Launch", stream_kind="created",
+    Case("launch_ex", "launch_ex", "tile_copy", api=r"Synchronize|Launch", stream_kind="created", coredump=True,
          note="cudaLaunchKernelEx with a cluster attribute"),
     Case("graph", "graph", "scatter_tokens", api=r"Synchronize|Launch", stream_kind="created", graph=True,
          note="fault in a node of a replayed CUDA graph (stream capture)"),
@@ -163,7 +171,7 @@ class PyCase:
 
     def __init__(self, name, script, kernel=None, codes=(710,), modules=("torch",), kind="fault", env=None,
                  graph=False, library_history=False, stdout_count=None, stdout_expect=(), surface_at_launch=False,
-                 exception_like=None, repeat=1, note=""):
+                 exception_like=None, repeat=1, coredump=False, note=""):
         self.name = name            # case name in the table
         self.script = script        # file in tests/gpu/frameworks (the sanitizer case: none)
         self.src = script           # where the markers are
@@ -183,16 +191,17 @@ class PyCase:
         # may surface at different calls from run to run, so both lines need only match it
         self.exception_like = exception_like
         self.repeat = repeat        # runs under culprit (each must give a report; the first one is judged fully)
+        self.coredump = coredump    # --coredump runs it once more, under `culprit run --coredump`
         self.note = note            # what the case is about
         self.healthy = kind == "healthy"
 
 
 PY_CASES = [
-    PyCase("torch_xent3d", "xent_seg3d.py", r"nll_loss",
+    PyCase("torch_xent3d", "xent_seg3d.py", r"nll_loss", coredump=True,
            note="cross_entropy on 3D segmentation logits, one label == C; surfaces at loss.item()"),
     PyCase("torch_embedding", "embedding_oob.py", r"indexSelect|vectorized_gather",
            note="nn.Embedding id == vocabulary size (forward is index_select)"),
-    PyCase("torch_gather", "gather_oob.py", r"gather", note="torch.gather position == row length"),
+    PyCase("torch_gather", "gather_oob.py", r"gather", coredump=True, note="torch.gather position == row length"),
     PyCase("torch_index_select", "index_select_oob.py", r"indexSelect|vectorized_gather", note="index_select id past the end"),
     PyCase("torch_backward", "backward_index_add.py", r"indexFunc|index_?add",
            note="index_add_ in backward on the autograd engine thread; line = loss.backward()"),
@@ -245,6 +254,7 @@ class JobCase:
     group = "jobs"
     kind = "job"
     healthy = False
+    coredump = False  # no --coredump run
 
     def __init__(self, name, script, nproc, fault_rank, kernel, codes=(710,), modules=("torch",), timeout=150,
                  nccl=False, env=None, note=""):
@@ -328,6 +338,8 @@ class Outcome:
         self.window = None     # (first, last) seq of the candidates, for the rerun
         self.path = ""         # how an accepted verdict was reached (exact, or candidates then blocking)
         self.notes = []        # facts worth a line under the table (the sticky code a trap gave)
+        self.plain = None      # the run without culprit, which a --coredump row is judged against
+        self.coredump_of = None  # a --coredump row: the Outcome of the same case's run without --coredump
 
     def fail(self, reason):
         self.status = "fail"
@@ -1386,6 +1398,172 @@ def judge_sanitizer(case, base, run):
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# Judging the --coredump runs: `culprit run --coredump` has the driver write a GPU core dump on the exception and
+# abort the process (SIGABRT); after it died, culprit reads the dump with cuda-gdb and ties it to the report.
+
+FAULT_MARKER = "// CULPRIT-FAULT"  # C cases: the faulting statement, the line a GPU core dump names
+COREDUMP_STATUS = -signal.SIGABRT  # how a process ends under --coredump: the driver aborts it after the dump
+COREDUMP_ROW = " --coredump"       # a --coredump row is named after its case, with this after the name
+COREDUMP_EXTRA_S = 130             # a --coredump run's time beyond --timeout: culprit gives cuda-gdb up to 120 s
+DUMP_LINE = re.compile(r"GPU core dump")  # culprit's lines about a dump it could not read or tie to a report
+
+
+def coredump_row(case):
+    """CASE as its --coredump row: the same case under the name "<case> --coredump"."""
+    row = copy.copy(case)
+    row.name = case.name + COREDUMP_ROW
+    return row
+
+
+def dump_lines(stderr):
+    """What culprit said about the GPU core dump, for a reason: its paragraphs that mention one."""
+    return "; ".join(shorten(p, 200) for p in culprit_paragraphs(stderr) if DUMP_LINE.search(p)) or "nothing"
+
+
+def judge_coredump(out, base, run, kernel_re, problems, where, fault_src=None, fault_line=None):
+    """Judges a --coredump run (run) of a faulty case against its run without culprit (base), into out: the
+    process dies of SIGABRT and leaves exactly one report, culprit-<pid>-hang.json (the abort's hang report,
+    which the dump's exception turned into a fault) or culprit-<pid>.json, of kind fault, with its error code,
+    a "coredump" object whose kernel matches kernel_re (and, given fault_line, whose source line is
+    fault_src:fault_line; cuda-gdb 13.0 dies on some dumps before it says one: then the kernel and the verdict
+    must do), and an exact verdict: problems(launch, report) and where(launch) are the group's checks of a
+    launch. A candidates verdict passes only where the dump could not narrow it: several candidates run the
+    kernel it names (concurrent streams or threads running the same kernel), the faulty launch among them."""
+    case = out.case
+    if base.timed_out:
+        out.fail("timed out without culprit")
+        return out
+    if base.rc == 0:
+        out.fail("the program did not fail without culprit")
+    if run.timed_out:
+        out.fail("--coredump: timed out")
+        return out
+    if run.rc != COREDUMP_STATUS:
+        out.fail("--coredump: exit status %d, expected %d (the driver aborts the process after its core dump)" % (
+            run.rc, COREDUMP_STATUS))
+    if len(run.reports) != 1:
+        out.fail("--coredump: %d reports, expected one (culprit on the dump: %s)" % (
+            len(run.reports), dump_lines(run.stderr)))
+    if not run.reports:
+        return out
+    path, report = run.reports[0]
+    if not isinstance(report, dict):
+        out.fail("--coredump: report %s unreadable: %s" % (os.path.basename(path), report))
+        return out
+    if report.get("schema") != SCHEMA:
+        out.fail("--coredump: schema %r, expected %r" % (report.get("schema"), SCHEMA))
+    pid = (report.get("process") or {}).get("pid")
+    names = ("culprit-%s-hang.json" % pid, "culprit-%s.json" % pid)
+    if os.path.basename(path) not in names:
+        out.fail("--coredump: report file %s, expected %s or %s" % ((os.path.basename(path),) + names))
+    if report_kind(report) != "fault":
+        out.fail("--coredump: kind %r, expected 'fault' (the dump's exception makes the abort's hang report a "
+                 "fault)" % report_kind(report))
+    error = report.get("error") or {}
+    if error.get("code") not in case.codes:
+        out.fail("--coredump: error.code %r, expected %s" % (
+            error.get("code"), "a sticky code 700-719" if case.codes == STICKY else "/".join(map(str, case.codes))))
+
+    dump = report.get("coredump")
+    if not isinstance(dump, dict):
+        out.fail("--coredump: no \"coredump\" object (culprit on the dump: %s)" % dump_lines(run.stderr))
+    else:
+        kernel = str(dump.get("kernel") or "")
+        src, line = dump.get("source_file"), dump.get("source_line")
+        at = "%s:%s" % (os.path.basename(str(src)), line) if line is not None else dump.get("exception") or "?"
+        out.surfaced = "dump %s (%s)" % (at, error.get("code"))
+        if not kernel:
+            out.fail("--coredump: the dump names no kernel (coredump.kernel missing)")
+        elif not re.search(kernel_re, kernel):
+            out.fail("--coredump: coredump.kernel %r does not match %r" % (shorten(kernel, 80), kernel_re))
+        crashed = dump.get("debugger_crashed") is True
+        if fault_line is not None:
+            if line is None and crashed:
+                out.notes.append("cuda-gdb crashed on the dump before it named a source line: kernel and exactness "
+                                 "judged alone")
+            elif os.path.basename(str(src)) != fault_src or line != fault_line:
+                out.fail("--coredump: the dump's source line is %s, expected %s:%d (CULPRIT-FAULT)" % (
+                    "%s:%s" % (src, line) if line is not None else "missing", fault_src, fault_line))
+            elif crashed:
+                out.notes.append("cuda-gdb crashed on the dump after its exception line (kernel and line from it)")
+
+    verdict = report.get("verdict") or {}
+    certainty = verdict.get("certainty")
+    out.certainty = str(certainty)
+    if certainty == "exact":
+        culprit = report.get("culprit")
+        out.named = str((culprit or {}).get("kernel", "-"))
+        out.line = where(culprit)
+        out.seq = (culprit or {}).get("seq")
+        for p in problems(culprit, report):
+            out.fail("--coredump: culprit: " + p)
+        before = report.get("candidates_before_coredump")
+        if isinstance(before, list):
+            out.notes.append("the dump made the verdict exact: launch #%s of %d candidates runs its kernel" % (
+                out.seq, len(before) + 1))
+        out.path = "exact"
+        return out
+    if certainty == "candidates":
+        candidates = [c for c in report.get("candidates") or [] if isinstance(c, dict)]
+        out.named = "%d candidates" % len(candidates)
+        running = [c for c in candidates if re.search(kernel_re, kernel_of(c))]
+        hits = [c for c in running if not problems(c, report)]
+        if not hits:
+            out.fail("--coredump: the faulty launch is not among the %d candidates" % len(candidates))
+            return out
+        out.line = where(hits[0])
+        if len(running) == 1:
+            out.fail("--coredump: candidates, but only candidate #%s runs the dump's kernel: the dump should have "
+                     "made it the culprit" % running[0].get("seq"))
+        else:
+            out.path = "candidates: %d of the %d run the dump's kernel (%s); a dump names a kernel, not a launch" % (
+                len(running), len(candidates), ", ".join("#%s" % c.get("seq") for c in running))
+        return out
+    out.fail("--coredump: verdict certainty %r, expected exact" % (certainty,))
+    return out
+
+
+def judge_c_coredump(case, cudart, want_line, base, run):
+    """A C case's --coredump run (case: its --coredump row, fault_line filled in)."""
+    out = Outcome(case, cudart)
+    if base.rc == SKIP_STATUS or run.rc == SKIP_STATUS:
+        out.skip("no CUDA device")
+        return out
+    if base.rc == 127 and "libcuda.so" in base.stderr:
+        out.skip("no CUDA driver (libcuda.so.1 not found)")
+        return out
+    return judge_coredump(out, base, run, re.escape(case.kernel),
+                          lambda c, report: launch_problems(c, case, want_line),
+                          lambda c: launch_where(c, case, want_line), case.fault_src, case.fault_line)
+
+
+def judge_py_coredump(case, want_line, base, run):
+    """A Python case's --coredump run (case: its --coredump row). PyTorch is built without device line info, so
+    the dump names the kernel only."""
+    out = Outcome(case, "python")
+    reason = py_skip_reason(base) or (py_skip_reason(run) if run.rc == SKIP_STATUS else None)
+    if reason:
+        out.skip(reason)
+        return out
+    return judge_coredump(out, base, run, case.kernel,
+                          lambda c, report: py_launch_problems(c, case, want_line, report.get("python_status"),
+                                                               report.get("python_threads")),
+                          lambda c: python_where((c or {}).get("python"), case.script, want_line))
+
+
+def one_run_line(outcomes, mode=None):
+    """The line saying how many of the cases run with --coredump were exact in one run (passing, with no blocking
+    rerun) without the dump and with it; None when there is no --coredump row."""
+    rows = [o for o in outcomes if o.coredump_of is not None and o.status != "skip"]
+    if not rows:
+        return None
+    plain = sum(o.coredump_of.status == "pass" and o.coredump_of.path == "exact" for o in rows)
+    dumped = sum(o.status == "pass" and o.certainty == "exact" for o in rows)
+    return "one run%s: default exact %d/%d, --coredump exact %d/%d" % (
+        " (--mode %s)" % mode if mode else "", plain, len(rows), dumped, len(rows))
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # Output
 
 
@@ -1394,8 +1572,9 @@ def shorten(text, width):
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
-def table(outcomes):
-    """The result table and the closing line, as a list of lines."""
+def table(outcomes, mode=None):
+    """The result table and the closing line, as a list of lines; with --coredump rows, the line comparing them
+    with the runs without the dump (one_run_line) comes before the closing line."""
     head = ["case", "cudart", "expected kernel", "named kernel", "certainty", "launch line", "surfaced at",
             "result"]
     rows = []
@@ -1426,6 +1605,9 @@ def table(outcomes):
     closing = "%d passed, %d failed" % (passed, failed)
     if skipped:
         closing += ", %d skipped" % skipped
+    one_run = one_run_line(outcomes, mode)
+    if one_run:
+        lines += ["", one_run]
     lines.append(closing)
     return lines
 
@@ -1434,10 +1616,14 @@ def table(outcomes):
 # Running the programs
 
 
+COREDUMP_ENV = re.compile(r"^CUDA_(ENABLE_\w*COREDUMP\w*|COREDUMP_\w+)$")  # the driver's core dump settings
+
+
 def clean_env(extra):
-    """The caller's environment without culprit's or CUDA_LAUNCH_BLOCKING settings, plus the case's own."""
+    """The caller's environment without culprit's, CUDA_LAUNCH_BLOCKING or the driver's core dump settings (a
+    dump on exception aborts the program), plus the case's own."""
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith("CULPRIT_") and k != "CUDA_LAUNCH_BLOCKING"}
+           if not k.startswith("CULPRIT_") and k != "CUDA_LAUNCH_BLOCKING" and not COREDUMP_ENV.match(k)}
     env.update(extra)
     return env
 
@@ -1660,7 +1846,14 @@ def suite(args):
     lines = {}
     outcomes = []
     seqs = {}  # (case, cudart) -> culprit seq, for same_as
-    total = len(cases) * len(CUDARTS) + len(py_cases) + len(job_cases)
+    dumped = {c.name for c in cases if c.coredump} if args.coredump else set()  # run once more with --coredump
+    total = (len(cases) + len(dumped)) * len(CUDARTS) + len(py_cases) + len(job_cases)
+    if args.coredump:
+        total += sum(1 for c in py_cases if c.coredump)
+        gdb = find_cuda_gdb()
+        print("--coredump: cuda-gdb %s\n" % (gdb[0] or "not found: the --coredump rows skip"))
+    else:
+        gdb = (None, {})
     deadline = time.monotonic() + args.budget
 
     for case in cases:
@@ -1673,31 +1866,30 @@ def suite(args):
                 case.capture_line = marker_line(text, case.src, CAPTURE_MARKER)
             if case.kind == "hang":
                 case.wait_line = marker_line(text, case.src, WAIT_MARKER)
+            if case.name in dumped:
+                with open(os.path.join(HERE, case.fault_src), encoding="utf-8") as f:
+                    case.fault_line = marker_line(f.read(), case.fault_src, FAULT_MARKER)
         except (OSError, ValueError) as e:
             for cudart in CUDARTS:
                 o = Outcome(case, cudart)
                 o.fail(str(e))
                 outcomes.append(o)
             continue
+        rows = []  # the case's --coredump rows, shown after its own
         for cudart in CUDARTS:
             stem = "%s_%s" % (case.name, cudart)
             exe = os.path.join(build, "bin", "gpu_%s_%s" % (case.prog, cudart))
             want = lines[case.name]
-            print("[%2d/%d] %-20s %-6s ..." % (len(outcomes) + 1, total, case.name, cudart), end=" ", flush=True)
+            print("[%2d/%d] %-20s %-6s ..." % (len(outcomes) + len(rows) + 1, total, case.name, cudart), end=" ",
+                  flush=True)
+            env = clean_env(case.env)
             if time.monotonic() > deadline:
                 o = Outcome(case, cudart)
                 o.fail("not run: the suite's time budget (%d s) was spent" % args.budget)
-                outcomes.append(o)
-                print("FAIL")
-                continue
-            if not os.access(exe, os.X_OK):
+            elif not os.access(exe, os.X_OK):
                 o = Outcome(case, cudart)
                 o.fail("%s is not built" % exe)
-                outcomes.append(o)
-                print("FAIL")
-                continue
-            env = clean_env(case.env)
-            if case.kind == "hang":
+            elif case.kind == "hang":
                 o = run_hang_case(args, case, cudart, exe, want, culprit, logs, stem, env)
             elif case.kind == "nosync":
                 o = run_nosync_case(args, case, cudart, exe, want, culprit, logs, stem, env)
@@ -1706,18 +1898,29 @@ def suite(args):
             if o.status == "pass" and o.seq is not None and o.path == "exact":
                 seqs[(case.name, cudart)] = o.seq
             outcomes.append(o)
-            if o.status == "pass":
-                print("pass" + (" (%s)" % o.path if o.path else ""))
-            else:
-                print({"skip": "skip"}.get(o.status, "FAIL"))
+            print(said(o))
+            if case.name in dumped:
+                print("[%2d/%d] %-20s %-6s ..." % (len(outcomes) + len(rows) + 1, total, case.name + COREDUMP_ROW,
+                                                  cudart), end=" ", flush=True)
+                rows.append(run_coredump_case(args, case, cudart, exe, want, culprit, logs, stem, env, gdb, o,
+                                              deadline))
+                print(said(rows[-1]))
+        outcomes += rows
 
-    outcomes += frameworks_suite(args, py_cases, culprit, logs, deadline, len(outcomes), total)
+    outcomes += frameworks_suite(args, py_cases, culprit, logs, deadline, len(outcomes), total, gdb)
     outcomes += jobs_suite(args, job_cases, culprit, logs, deadline, len(outcomes), total)
 
     print("\nlogs and reports: %s\n" % logs)
-    for line in table(outcomes):
+    for line in table(outcomes, args.mode):
         print(line)
     return 1 if any(o.status in ("fail", "rerun") for o in outcomes) else 0
+
+
+def said(o):
+    """What the progress line says of a finished case: pass (and how), FAIL or skip."""
+    if o.status == "pass":
+        return "pass" + (" (%s)" % o.path if o.path else "")
+    return {"skip": "skip"}.get(o.status, "FAIL")
 
 
 def culprit_cmd(culprit, report_dir, case, args, extra=()):
@@ -1741,6 +1944,7 @@ def run_fault_case(args, case, cudart, exe, want, culprit, logs, stem, env, seqs
 
     ref = seqs.get((case.same_as, cudart)) if case.same_as else None
     o = judge(case, cudart, want, base, run, ref)
+    o.plain = base
     if o.status == "rerun":
         rerun_dir = fresh_dir(os.path.join(logs, "reports", stem + ".rerun"))
         cmd = [culprit, "run", "--dir", rerun_dir, "--mode", "blocking"]
@@ -1749,6 +1953,56 @@ def run_fault_case(args, case, cudart, exe, want, culprit, logs, stem, env, seqs
         rerun = execute(cmd + ["--", exe] + case.args, env, args.timeout, rerun_dir)
         save_logs(logs, stem + ".rerun", rerun)
         judge_rerun(o, want, base, rerun)
+    return o
+
+
+def find_cuda_gdb():
+    """The cuda-gdb `culprit run --coredump` is to run, and what its environment needs for that: CULPRIT_CUDA_GDB
+    unless it is the one on PATH (clean_env drops the caller's CULPRIT_ settings, so one given there is passed on
+    here); else the CUDA toolkit's. (None, {}) where there is none."""
+    given = os.environ.get("CULPRIT_CUDA_GDB")
+    if given:
+        return given, {"CULPRIT_CUDA_GDB": given}
+    found = shutil.which("cuda-gdb")
+    if found:
+        return found, {}
+    for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        path = os.path.join(home, "bin", "cuda-gdb") if home else None
+        if path and os.access(path, os.X_OK):
+            return path, {"CULPRIT_CUDA_GDB": path}
+    return None, {}
+
+
+def coredump_outcome(case, cudart, default, gdb, deadline, budget):
+    """The --coredump row of a case whose run without --coredump gave DEFAULT, decided before its run: skipped
+    (no device, no cuda-gdb) or failed (not run), else None: it is to be run."""
+    o = Outcome(coredump_row(case), cudart)
+    o.coredump_of = default
+    if default.status == "skip":
+        o.skip(default.reasons[0] if default.reasons else "skipped")
+    elif default.plain is None:
+        o.fail("not run: the case's run without culprit was not made")
+    elif gdb[0] is None:
+        o.skip("cuda-gdb not found (CULPRIT_CUDA_GDB, PATH, CUDA_HOME/bin, /usr/local/cuda/bin)")
+    elif time.monotonic() > deadline:
+        o.fail("not run: the suite's time budget (%d s) was spent" % budget)
+    else:
+        return None
+    return o
+
+
+def run_coredump_case(args, case, cudart, exe, want, culprit, logs, stem, env, gdb, default, deadline):
+    """A faulty C case once more, as `culprit run --coredump` in the environment of its other runs, judged against
+    its run without culprit."""
+    o = coredump_outcome(case, cudart, default, gdb, deadline, args.budget)
+    if o is not None:
+        return o
+    report_dir = fresh_dir(os.path.join(logs, "reports", stem + ".coredump"))
+    cmd = culprit_cmd(culprit, report_dir, case, args, ["--coredump"])
+    run = execute(cmd + ["--", exe] + case.args, dict(env, **gdb[1]), args.timeout + COREDUMP_EXTRA_S, report_dir)
+    save_logs(logs, stem + ".coredump", run)
+    o = judge_c_coredump(coredump_row(case), cudart, want, default.plain, run)
+    o.coredump_of = default
     return o
 
 
@@ -1852,8 +2106,9 @@ def find_sanitizer():
     return None
 
 
-def frameworks_suite(args, cases, culprit, logs, deadline, done, total):
-    """Runs the Python cases (each once without culprit and once under it) and judges them."""
+def frameworks_suite(args, cases, culprit, logs, deadline, done, total, gdb=(None, {})):
+    """Runs the Python cases (each once without culprit and once under it, and with --coredump the cases that
+    say so once more under `culprit run --coredump`) and judges them."""
     outcomes = []
     python = args.python
     for case in cases:
@@ -1862,11 +2117,33 @@ def frameworks_suite(args, cases, culprit, logs, deadline, done, total):
               flush=True)
         o = run_py_case(args, case, culprit, logs, stem, python, deadline)
         outcomes.append(o)
-        if o.status == "pass":
-            print("pass" + (" (%s)" % o.path if o.path else ""))
-        else:
-            print({"skip": "skip"}.get(o.status, "FAIL"))
+        print(said(o))
+        if args.coredump and case.coredump:
+            print("[%2d/%d] %-20s %-6s ..." % (done + len(outcomes) + 1, total, case.name + COREDUMP_ROW, "python"),
+                  end=" ", flush=True)
+            outcomes.append(run_py_coredump(args, case, culprit, logs, python, deadline, gdb, o))
+            print(said(outcomes[-1]))
     return outcomes
+
+
+def run_py_coredump(args, case, culprit, logs, python, deadline, gdb, default):
+    """A Python case once more, as `culprit run --coredump` (the same interpreter, environment and mode as its run
+    under culprit), judged against its run without culprit."""
+    o = coredump_outcome(case, "python", default, gdb, deadline, args.budget)
+    if o is not None:
+        return o
+    script = os.path.join(FRAMEWORKS, case.script)
+    with open(script, encoding="utf-8") as f:
+        want, _ = py_markers(f.read(), case.script)  # read once already by run_py_case
+    work = fresh_dir(os.path.join(logs, "work", case.name + ".coredump"))
+    report_dir = fresh_dir(os.path.join(logs, "reports", case.name + ".coredump"))
+    mode = ["--mode", args.mode] if args.mode and not case.stdout_expect else []
+    cmd = [culprit, "run", "--dir", report_dir] + mode + ["--coredump", "--", python, script] + list(case.args)
+    run = execute(cmd, dict(clean_env(case.env), **gdb[1]), args.timeout + COREDUMP_EXTRA_S, report_dir, cwd=work)
+    save_logs(logs, case.name + ".coredump", run)
+    o = judge_py_coredump(coredump_row(case), want, default.plain, run)
+    o.coredump_of = default
+    return o
 
 
 def run_py_case(args, case, culprit, logs, stem, python, deadline):
@@ -1916,6 +2193,7 @@ def run_py_case(args, case, culprit, logs, stem, python, deadline):
                   cwd=work)
     save_logs(logs, stem + ".culprit", run)
     o = judge_py(case, want, surface, base, run)
+    o.plain = base
     if o.status == "rerun":
         rerun_dir = fresh_dir(os.path.join(logs, "reports", stem + ".rerun"))
         rerun_cmd = [culprit, "run", "--dir", rerun_dir, "--mode", "blocking"]
@@ -2584,6 +2862,173 @@ def gpt2_selftests():
     ]
 
 
+MSG_ASSERT = "gpu-test: CUDA error at cudaDeviceSynchronize() (assert.cu:56): device-side assert triggered\n"
+MSG_MISALIGNED = "gpu-test: CUDA error at cudaDeviceSynchronize() (misaligned.cu:47): misaligned address\n"
+DUMP_STARTS = ("Starting GPU coredump generation, set the CUDA_COREDUMP_SHOW_PROGRESS environment variable to 1 to "
+               "enable more detailed output\n")
+
+
+def _candidates_again(report):
+    """A change for fixture_at: the culprit the dump chose put back among the candidates (the verdict before it)."""
+    report["candidates"] = [report.pop("culprit")] + report.pop("candidates_before_coredump")
+    report["verdict"]["certainty"] = "candidates"
+
+
+def coredump_selftests():
+    """(title, case, launch line, fault line, base, run, expected status, reason text) for the C cases'
+    --coredump runs, on reports recorded on an H200 (tests/gpu/fixtures/cd_*.json)."""
+    def under(name, filename, change=None, rc=-6, stderr="", extra=()):
+        return Run(rc=rc, stderr=DUMP_STARTS + "culprit: verdict ...\n" + stderr,
+                   reports=[fixture_at(name, filename, change)] + list(extra))
+
+    oob = lambda **kw: under("cd_oob.json", "culprit-1605-hang.json", **kw)
+    streams = lambda **kw: under("cd_streams4.json", "culprit-1857-hang.json", **kw)
+    base = Run(rc=1, stderr=MSG_700)
+    streams_base = Run(rc=1, stderr=MSG_STREAMS)
+    not_read = ("culprit: GPU core dump /tmp/d/gpucore-vm-1605.nvcudmp not read: cuda-gdb was not found (install the "
+                "CUDA toolkit's debugger, or set CULPRIT_CUDA_GDB)\n")
+    return [
+        ("coredump: oob exact, the dump at the CULPRIT-FAULT line", "oob", 80, 37, base, oob(), "pass",
+         "certainty exact"),
+        ("coredump: misaligned exact, the dump at its line", "misaligned", 45, 18, Run(rc=1, stderr=MSG_MISALIGNED),
+         under("cd_misaligned.json", "culprit-1668-hang.json"), "pass", "certainty exact"),
+        ("coredump: trap (SIGTRAP) exact, code 719", "trap", 38, 16, Run(rc=1, stderr=MSG_TRAP),
+         under("cd_trap.json", "culprit-1731-hang.json"), "pass", "certainty exact"),
+        ("coredump: assert exact, code 710", "assert", 54, 27, Run(rc=1, stderr=MSG_ASSERT),
+         under("cd_assert.json", "culprit-1794-hang.json"), "pass", "certainty exact"),
+        ("coredump: streams4, cuda-gdb crashed, gather_rows on 5 candidates", "streams4", 67, 36, streams_base,
+         streams(), "pass", "candidates: 5 of the 40 run the dump's kernel (#6, #14, #22, #30, #38)"),
+        ("coredump: cuda-gdb crashed before any source line", "streams4", 67, 36, streams_base,
+         streams(change=_set("coredump.source_line", None)), "pass",
+         "cuda-gdb crashed on the dump before it named a source line"),
+        ("coredump: a trap dump the parser did not know (still a hang report)", "trap", 38, 16,
+         Run(rc=1, stderr=MSG_TRAP), under("cd_trap_unparsed.json", "culprit-1731-hang.json"), "fail",
+         "kind 'hang', expected 'fault'"),
+        ("coredump: the dump at another line", "oob", 80, 36, base, oob(), "fail",
+         "the dump's source line is oob.cu:37, expected oob.cu:36 (CULPRIT-FAULT)"),
+        ("coredump: no source line, and cuda-gdb did not crash", "oob", 80, 37, base,
+         oob(change=_set("coredump.source_line", None)), "fail", "the dump's source line is missing"),
+        ("coredump: the dump names another kernel", "oob", 80, 37, base,
+         oob(change=_set("coredump.kernel", "sum_loss(float const*, float*, int)")), "fail",
+         "coredump.kernel 'sum_loss(float const*, float*, int)' does not match 'scatter_grad'"),
+        ("coredump: the dump names no kernel", "oob", 80, 37, base, oob(change=_set("coredump.kernel", None)),
+         "fail", "coredump.kernel missing"),
+        ("coredump: no coredump object", "oob", 80, 37, base, oob(change=_set("coredump", None), stderr=not_read),
+         "fail", "no \"coredump\" object (culprit on the dump: GPU core dump /tmp/d/gpucore-vm-1605.nvcudmp not "
+         "read: cuda-gdb was not found"),
+        ("coredump: the process was not aborted", "oob", 80, 37, base, oob(rc=1), "fail",
+         "exit status 1, expected -6"),
+        ("coredump: no report", "oob", 80, 37, base, Run(rc=-6, stderr=DUMP_STARTS + not_read), "fail",
+         "0 reports, expected one (culprit on the dump: GPU core dump"),
+        ("coredump: a hang report and a fault report", "oob", 80, 37, base,
+         oob(extra=[fixture_at("oob_exact.json", "culprit-1605.json")]), "fail", "2 reports, expected one"),
+        ("coredump: the report file named for another process", "oob", 80, 37, base,
+         under("cd_oob.json", "culprit-1606-hang.json"), "fail",
+         "report file culprit-1606-hang.json, expected culprit-1605-hang.json or culprit-1605.json"),
+        ("coredump: the culprit is another launch", "oob", 80, 37, base,
+         oob(change=_set("culprit.kernel", "sum_loss(float const*, float*, int)")), "fail",
+         "culprit: kernel 'sum_loss(float const*, float*, int)' is not scatter_grad"),
+        ("coredump: the launching line wrong", "oob", 79, 37, base, oob(), "fail",
+         "culprit: launch line oob.cu:34, expected oob.cu:79"),
+        ("coredump: another error code", "misaligned", 45, 18, Run(rc=1, stderr=MSG_MISALIGNED),
+         under("cd_misaligned.json", "culprit-1668-hang.json", change=_set("error.code", 700)), "fail",
+         "error.code 700, expected 716"),
+        ("coredump: one candidate runs the dump's kernel, not narrowed", "oob", 80, 37, base,
+         oob(change=_candidates_again), "fail",
+         "only candidate #11 runs the dump's kernel: the dump should have made it the culprit"),
+        ("coredump: the faulty launch missing from the candidates", "streams4", 67, 36, streams_base,
+         streams(change=lambda r: r.update(candidates=[c for c in r["candidates"] if "gather" not in c["kernel"]])),
+         "fail",
+         "the faulty launch is not among the 35 candidates"),
+        ("coredump: the gather candidates at another line", "streams4", 66, 36, streams_base, streams(), "fail",
+         "the faulty launch is not among the 40 candidates"),
+        ("coredump: no device", "oob", 80, 37, Run(rc=SKIP_STATUS), Run(rc=SKIP_STATUS), "skip", "no CUDA device"),
+    ]
+
+
+def py_coredump_selftests():
+    """(title, case, launch line, base, run, expected status, reason text) for the PyTorch --coredump runs: the
+    real torch_gather report of a run without --coredump, with the "coredump" object culprit adds to an exact
+    verdict (no source line: PyTorch has no device line info) (tests/gpu/fixtures/py_cd_gather.json)."""
+    gather, xent = PY_CASE_BY_NAME["torch_gather"], PY_CASE_BY_NAME["torch_xent3d"]
+    base = Run(rc=1, stderr=PY_ASSERT)
+
+    def under(change=None, rc=-6, filename="culprit-2306.json"):
+        return Run(rc=rc, stderr=DUMP_STARTS + "culprit: verdict ...\n",
+                   reports=[fixture_at("py_cd_gather.json", filename, change)])
+
+    return [
+        ("py coredump: torch_gather exact, the dump names the gather kernel", gather, 24, base, under(), "pass",
+         "certainty exact"),
+        ("py coredump: the abort's hang report, made a fault", gather, 24, base,
+         under(filename="culprit-2306-hang.json"), "pass", "certainty exact"),
+        ("py coredump: the process was not aborted", gather, 24, base, under(rc=1), "fail",
+         "exit status 1, expected -6"),
+        ("py coredump: still a hang report", gather, 24, base, under(change=_set("kind", "hang"),
+                                                                    filename="culprit-2306-hang.json"),
+         "fail", "kind 'hang', expected 'fault'"),
+        ("py coredump: no coredump object", gather, 24, base, under(change=_set("coredump", None)), "fail",
+         "no \"coredump\" object"),
+        ("py coredump: the dump names no kernel", gather, 24, base, under(change=_set("coredump.kernel", None)),
+         "fail", "coredump.kernel missing"),
+        ("py coredump: the dump's kernel is not the case's", xent, 24, base, under(), "fail",
+         "does not match 'nll_loss'"),
+        ("py coredump: the culprit at another python line", gather, 25, base, under(), "fail",
+         "python line wrong: launch frames at gather_oob.py:24, gather_oob.py:31, expected gather_oob.py:25"),
+        ("py coredump: candidates where exact is required", gather, 24, base,
+         under(change=_set("verdict.certainty", "candidates")), "fail", "the faulty launch is not among the 0"),
+        ("py coredump: no device", gather, 24, Run(rc=SKIP_STATUS, stderr="skipped: no CUDA device\n"),
+         Run(rc=SKIP_STATUS), "skip", "skipped: no CUDA device"),
+    ]
+
+
+def run_coredump_selftests():
+    """The --coredump judges' self-tests, the table's --coredump rows and its one-run line, as (title, ok,
+    detail)."""
+    results = []
+    for title, name, line, fault_line, base, run, want_status, want_text in coredump_selftests():
+        case = coredump_row(prepared(CASE_BY_NAME[name], None))
+        case.fault_line = fault_line
+        o = judge_c_coredump(case, "static", line, base, run)
+        text = " ".join(o.reasons + o.notes + [o.path, "certainty " + o.certainty])
+        results.append((title, o.status == want_status and want_text in text, "got %s: %s" % (o.status, text)))
+    for title, case, line, base, run, want_status, want_text in py_coredump_selftests():
+        o = judge_py_coredump(coredump_row(case), line, base, run)
+        text = " ".join(o.reasons + o.notes + [o.path, "certainty " + o.certainty])
+        results.append((title, o.status == want_status and want_text in text, "got %s: %s" % (o.status, text)))
+
+    # the table: a default run settled by the blocking rerun, its --coredump row exact; streams4 as candidates
+    default = judge(prepared(CASE_BY_NAME["streams4"], None), "static", 67, Run(rc=1, stderr=MSG_STREAMS),
+                    Run(rc=1, stderr=MSG_STREAMS, reports=[fixture("streams4_candidates.json")]))
+    judge_rerun(default, 67, Run(rc=1, stderr=MSG_STREAMS),
+                Run(rc=1, stderr=MSG_STREAMS, reports=[fixture("streams4_rerun_exact.json")]))
+    oob = judge(CASE_BY_NAME["oob"], "static", 80, Run(rc=1, stderr=MSG_700),
+                Run(rc=1, stderr=MSG_700, reports=[fixture("oob_exact.json")]))
+    rows = []
+    for name, fault_line, launch, fixture_name, filename, default_o in (
+            ("oob", 37, 80, "cd_oob.json", "culprit-1605-hang.json", oob),
+            ("streams4", 36, 67, "cd_streams4.json", "culprit-1857-hang.json", default)):
+        case = coredump_row(CASE_BY_NAME[name])
+        case.fault_line = fault_line
+        o = judge_c_coredump(case, "static", launch, Run(rc=1, stderr=MSG_700),
+                             Run(rc=-6, reports=[fixture_at(fixture_name, filename)]))
+        o.coredump_of = default_o
+        rows.append(o)
+    lines = table([oob, default] + rows)
+    cells = [[c.strip() for c in line.split("|")[1:-1]] for line in lines[2:6]]
+    ok = [c[0] for c in cells] == ["oob", "streams4", "oob --coredump", "streams4 --coredump"] and \
+        [c[4] for c in cells] == ["exact", "candidates -> exact", "exact", "candidates"] and \
+        [c[-1] for c in cells] == ["pass"] * 4 and cells[2][6] == "dump oob.cu:37 (700)" and \
+        "oob --coredump/static: the dump made the verdict exact: launch #11 of 4 candidates runs its kernel" in \
+        lines and \
+        lines[-2:] == ["one run: default exact 1/2, --coredump exact 1/2", "4 passed, 0 failed"]
+    results.append(("table: --coredump rows, and the one-run line before the closing one", ok, "\n".join(lines)))
+    ok = table([oob])[-1] == "1 passed, 0 failed" and not any(l.startswith("one run") for l in table([oob])) and \
+        one_run_line(rows, "precise") == "one run (--mode precise): default exact 1/2, --coredump exact 1/2"
+    results.append(("table: no one-run line without --coredump rows; the mode named with one", ok, ""))
+    return results
+
+
 def _gone(pid, wait=30.0):
     """Whether process pid is gone (or a zombie) within wait seconds."""
     end = time.monotonic() + wait
@@ -2682,6 +3127,12 @@ def selftest():
              (not c.graph or _has_marker(c.src, CAPTURE_MARKER)) and
              (c.kind != "hang" or _has_marker(c.src, WAIT_MARKER)) for c in CASES)
     results.append(("every case's source exists and has one marker (and hang cases one wait marker)", ok, ""))
+    dumped = [c for c in CASES if c.coredump]
+    ok = all(_has_marker(c.fault_src, FAULT_MARKER) for c in dumped) and len(dumped) == 13 and \
+        not [c for c in dumped if c.healthy or c.graph or c.kind != "fault" or c.mode or c.env or c.same_as] and \
+        [c.name for c in PY_CASES if c.coredump] == ["torch_xent3d", "torch_gather"]
+    results.append(("every --coredump case's faulting source has one CULPRIT-FAULT line", ok,
+                    ", ".join(c.fault_src for c in dumped if not _has_marker(c.fault_src, FAULT_MARKER))))
     # "--mode record" is culprit's default said out loud (run.sh --mode all says it): the same reruns
     oob = CASE_BY_NAME["oob"]
     got = [(prepared(oob, m).rerun, prepared(oob, m).need_node) for m in (None, "record", "precise")]
@@ -2707,6 +3158,7 @@ def selftest():
 
     results += run_py_selftests()
     results += run_new_selftests()
+    results += run_coredump_selftests()
 
     for title, ok, detail in results:
         print("%s  %s%s" % ("ok  " if ok else "FAIL", title, "" if ok else "  [" + detail + "]"))
@@ -2732,8 +3184,9 @@ def main(argv):
     s.add_argument("--build", required=True, help="build directory with bin/culprit and bin/gpu_*")
     s.add_argument("--logs", required=True, help="directory for logs and copied reports")
     s.add_argument("--timeout", type=int, default=60, help="seconds allowed per program run (default 60)")
-    s.add_argument("--budget", type=int, default=480,
-                   help="seconds for the whole suite; cases not started by then fail as not run (default 480)")
+    s.add_argument("--budget", type=int,
+                   help="seconds for the whole suite; cases not started by then fail as not run (default 480, "
+                        "720 with --coredump)")
     s.add_argument("--only", nargs="+",
                    choices=sorted(CASE_BY_NAME) + sorted(PY_CASE_BY_NAME) + sorted(JOB_CASE_BY_NAME) + sorted(GROUPS),
                    help="run only these cases, or groups: c (the C programs), hangs (the spinning C program), "
@@ -2742,11 +3195,16 @@ def main(argv):
                    help="culprit mode for cases that set none (default: culprit's own default, record)")
     s.add_argument("--python", default=sys.executable,
                    help="interpreter for the frameworks group (default: the one running this script)")
+    s.add_argument("--coredump", action="store_true",
+                   help="run every faulty C case and the PyTorch cases torch_xent3d and torch_gather once more as "
+                        "`culprit run --coredump` (needs cuda-gdb) and say which were exact in one run")
     sub.add_parser("list", help="list the cases")
     args = parser.parse_args(argv)
     if args.selftest:
         return selftest()
     if args.command == "suite":
+        if args.budget is None:
+            args.budget = 720 if args.coredump else 480
         return suite(args)
     if args.command == "list":
         for c in CASES + PY_CASES + JOB_CASES:

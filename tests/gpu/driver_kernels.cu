@@ -17,5 +17,5 @@ extern "C" __global__ void drv_axpy(float *y, const float *x, int n, float a) {
 extern "C" __global__ void drv_scatter(float *y, const float *x, int n, long long base) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n)
-    y[base + i] = x[i];
+    y[base + i] = x[i]; // CULPRIT-FAULT
 }

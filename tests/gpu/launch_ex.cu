@@ -15,7 +15,7 @@ __global__ void tile_init(float *x, int n) {
 __global__ void tile_copy(float *dst, const float *src, int n, long long offset) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n)
-    dst[offset + i] = src[i];
+    dst[offset + i] = src[i]; // CULPRIT-FAULT
 }
 
 static cudaLaunchConfig_t cluster_config(cudaStream_t st, cudaLaunchAttribute *attr) {

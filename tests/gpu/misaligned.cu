@@ -15,7 +15,7 @@ __global__ void write_records(unsigned char *buf, int records) {
 __global__ void read_field(const unsigned char *buf, int *out, int records, int field_offset) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < records)
-    out[i] = *(const int *)(buf + (size_t)i * kStride + field_offset);
+    out[i] = *(const int *)(buf + (size_t)i * kStride + field_offset); // CULPRIT-FAULT
 }
 
 __global__ void sum_field(const int *vals, long long *sum, int n) {

@@ -34,7 +34,7 @@ __global__ void pick_loss(const float *logits, const int64_t *labels, float *los
 __global__ void scatter_grad(float *grad, const int64_t *labels, int batch, int classes) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < batch)
-    grad[(int64_t)i * classes + labels[i]] -= 1.0f;
+    grad[(int64_t)i * classes + labels[i]] -= 1.0f; // CULPRIT-FAULT
 }
 
 __global__ void sum_loss(const float *loss, float *total, int batch) {

@@ -15,7 +15,7 @@ __global__ void iota(int *x, int n) {
 __global__ void segment_add(int *y, const int *x, int n, long long seg) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n)
-    y[seg + i] += x[i];
+    y[seg + i] += x[i]; // CULPRIT-FAULT
 }
 
 __global__ void halve(int *x, int n) {

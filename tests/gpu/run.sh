@@ -8,15 +8,23 @@
 # Needs an NVIDIA GPU; where there is none every case is skipped.
 #
 # usage: bash tests/gpu/run.sh [--build DIR] [--logs DIR] [--timeout SECONDS] [--budget SECONDS] [--python PY]
-#                              [--mode record|precise|all]
+#                              [--mode record|precise|all] [--coredump]
 #                              [--only CASE...]
 #   --build DIR      build directory (default build); built here unless it holds bin/culprit and lib/libculprit.so
 #   --logs DIR       where each run's stdout/stderr and report JSON go (default a new temporary directory)
-#   --timeout S      limit for one program run (default 60)
-#   --budget S       limit for the whole suite; cases not started by then fail (default 480)
+#   --timeout S      limit for one program run (default 60; a --coredump run gets 130 s more for cuda-gdb)
+#   --budget S       limit for the whole suite; cases not started by then fail (default 480, 720 with --coredump)
 #   --python PY      interpreter for the frameworks group (default python3)
 #   --mode M         culprit mode (record or precise) for cases that set none; default: culprit's own (record);
 #                    all: the whole suite in record, then in precise, and one line adding both up
+#   --coredump       also run every faulty C case (not graph, healthy, nosync, spin, or the blocking and
+#                    CUDA_LAUNCH_BLOCKING variants) and the PyTorch cases torch_xent3d and torch_gather once more,
+#                    as `culprit run --coredump` (in the same mode): the driver writes a GPU core dump on the
+#                    exception and aborts the process (SIGABRT), and culprit reads the dump with cuda-gdb (PATH,
+#                    CULPRIT_CUDA_GDB, or the toolkit's; without one these rows skip). Its report must be a fault
+#                    with an exact culprit and a "coredump" object naming the kernel and, for a C case, the line
+#                    marked `// CULPRIT-FAULT`. The table gets a "CASE --coredump" row for each, and a line
+#                    "one run: default exact N/M, --coredump exact N/M" before the closing one
 #   --only CASE...   run only these cases (names as in the table) or groups: c, hangs, frameworks, jobs
 set -u
 
@@ -25,14 +33,15 @@ root=$(cd "$here/../.." && pwd)
 build=build
 logs=
 timeout=60
-budget=480
+budget=
 python=python3
 mode=
+coredump=0
 only=()
 
 usage() {
   echo "usage: bash tests/gpu/run.sh [--build DIR] [--logs DIR] [--timeout S] [--budget S] [--python PY]" \
-    "[--mode record|precise|all] [--only CASE...]" >&2
+    "[--mode record|precise|all] [--coredump] [--only CASE...]" >&2
   exit 2
 }
 
@@ -44,6 +53,7 @@ while [ $# -gt 0 ]; do
   --budget) [ $# -ge 2 ] || usage; budget=$2; shift 2 ;;
   --python) [ $# -ge 2 ] || usage; python=$2; shift 2 ;;
   --mode) [ $# -ge 2 ] || usage; mode=$2; shift 2 ;;
+  --coredump) coredump=1; shift ;;
   --only)
     shift
     while [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; do only+=("$1"); shift; done
@@ -91,7 +101,11 @@ fi
 command -v nvcc >/dev/null 2>&1 && nvcc --version | tail -n 1
 echo
 
+if [ -z "$budget" ]; then
+  if [ "$coredump" -eq 1 ]; then budget=720; else budget=480; fi
+fi
 args=(suite --build "$build" --timeout "$timeout" --budget "$budget" --python "$python")
+[ "$coredump" -eq 1 ] && args+=(--coredump)
 [ ${#only[@]} -gt 0 ] && args+=(--only "${only[@]}")
 if [ "$mode" != all ]; then
   [ -n "$mode" ] && args+=(--mode "$mode")

@@ -33,7 +33,7 @@ __global__ void gather_rows(float *out, const float *x, int n, long long idx) {
   gt_spin_ns(kSpinNs);
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n)
-    out[idx + i] = x[i];
+    out[idx + i] = x[i]; // CULPRIT-FAULT
 }
 
 int main(void) {

@@ -13,7 +13,7 @@ __global__ void relax_step(float *dst, const float *src, int n, long long offset
   if (delay_ns)
     gt_spin_ns(delay_ns);
   if (i > 0 && i < n - 1)
-    dst[offset + i] = 0.5f * src[i] + 0.25f * (src[i - 1] + src[i + 1]);
+    dst[offset + i] = 0.5f * src[i] + 0.25f * (src[i - 1] + src[i + 1]); // CULPRIT-FAULT
 }
 
 __global__ void damp(float *x, int n, float f) {

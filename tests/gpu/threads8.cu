@@ -29,7 +29,7 @@ __global__ void tile_mix(int *x, int n) {
 __global__ void tile_lookup(int *table, long long slot, int v) {
   gt_spin_ns(kSpinNs);
   if (threadIdx.x == 0)
-    table[slot] = v;
+    table[slot] = v; // CULPRIT-FAULT
 }
 
 static void worker(int id, cudaError_t *result) {

@@ -13,7 +13,7 @@ __global__ void init_weights(float *w, int n, float bias) {
 __global__ void check_weights(const float *w, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n && w[i] < 0.0f)
-    __trap();
+    __trap(); // CULPRIT-FAULT
 }
 
 __global__ void normalize(float *w, int n) {
