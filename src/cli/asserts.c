@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #endif
 #include "asserts.h"
+#include "promote.h"
 #include "../report/demangle.h"
 #include "../report/jsonw.h"
 #include "../report/json.h"
@@ -415,18 +416,6 @@ static int asserts_relevant(const struct dev_assert *a, const struct json *doc)
     return 0;
 }
 
-/* A copy of a JSON subtree (through its text: reports are small and this runs once per report). */
-static struct json *asserts_copy(const struct json *n)
-{
-    struct jw jw;
-    struct json *out = NULL;
-    jw_init(&jw);
-    if (json_dump(n, &jw) == JSON_OK && !jw.err)
-        json_parse(jw.buf, jw.len, &out, NULL);
-    jw_free(&jw);
-    return out;
-}
-
 /* The culprit is a graph launch and the asserts single out one of the kernels captured into that graph:
  * that node goes into culprit.node (the graph launch stays the culprit: it is what the stream ran). */
 static int asserts_narrow_node(const struct dev_asserts *as, struct json *doc, int *changed)
@@ -448,7 +437,7 @@ static int asserts_narrow_node(const struct dev_asserts *as, struct json *doc, i
     }
     free(why);  /* a node's reason says it in its own words */
     why = NULL;
-    node = asserts_copy(json_at(nodes, hit));
+    node = promote_copy(json_at(nodes, hit));
     name = asserts_launch_name(json_at(nodes, hit));
     if (!node || !name || json_set(culprit, "node", node) != 0 ||
         asserts_put(culprit, "node_source", json_new_str("device assert"))) {
@@ -468,77 +457,6 @@ static int asserts_narrow_node(const struct dev_asserts *as, struct json *doc, i
         return ENOMEM;
     }
     free(why);
-    return 0;
-}
-
-static int asserts_cmp_seq(const void *a, const void *b)
-{
-    long long x = json_get_int(*(struct json *const *)a, "seq", -1);
-    long long y = json_get_int(*(struct json *const *)b, "seq", -1);
-    return x < y ? -1 : x > y;
-}
-
-/* Whether launch l ran before the culprit on the culprit's stream. */
-static int asserts_before(const struct json *l, const struct json *culprit)
-{
-    const char *s = json_get_str(l, "stream"), *stream = json_get_str(culprit, "stream");
-    long long q = json_get_int(l, "seq", -1);
-    return s && stream && strcmp(s, stream) == 0 &&
-           json_get_int(l, "device", -1) == json_get_int(culprit, "device", -1) && q >= 0 &&
-           q < json_get_int(culprit, "seq", -1);
-}
-
-/* After narrowing: the former candidates launched before the new culprit on its stream are launches before it,
- * so "history" gets them (oldest first, the last REPORT_HISTORY kept); they stay in candidates_before_assert. */
-static int asserts_extend_history(struct json *doc, const struct json *chosen, const struct json *others)
-{
-    struct json *hist = (struct json *)json_get(doc, "history");
-    size_t i, drop;
-
-    if (!json_get_str(chosen, "stream") || json_get_int(chosen, "seq", -1) < 0)
-        return 0;
-    if (!json_is(hist, JSON_ARR)) {
-        hist = json_new(JSON_ARR);
-        if (!hist || json_set(doc, "history", hist) != 0) {
-            json_free(hist);
-            return ENOMEM;
-        }
-    }
-    /* The library's history ran up to the first candidate, which may be on another stream or later than the
-     * chosen one: only launches before the culprit on its stream stay. */
-    for (i = drop = 0; i < hist->len; i++) {
-        if (asserts_before(hist->kids[i], chosen))
-            hist->kids[drop++] = hist->kids[i];
-        else
-            json_free(hist->kids[i]);
-    }
-    hist->len = drop;
-    for (i = 0; i < json_len(others); i++) {
-        const struct json *o = json_at(others, i);
-        long long q = json_get_int(o, "seq", -1);
-        struct json *copy;
-        size_t k;
-        int dup = 0;
-        if (!asserts_before(o, chosen))
-            continue;
-        for (k = 0; k < hist->len; k++)
-            dup |= json_get_int(hist->kids[k], "seq", -2) == q;
-        if (dup)
-            continue;
-        copy = asserts_copy(o);
-        if (!copy || json_append(hist, copy) != 0) {
-            json_free(copy);
-            return ENOMEM;
-        }
-    }
-    qsort(hist->kids, hist->len, sizeof *hist->kids, asserts_cmp_seq);
-    if (hist->len > REPORT_HISTORY) {
-        drop = hist->len - REPORT_HISTORY;
-        for (i = 0; i < drop; i++)
-            json_free(hist->kids[i]);
-        memmove(hist->kids, hist->kids + drop, REPORT_HISTORY * sizeof *hist->kids);
-        hist->len = REPORT_HISTORY;
-    }
     return 0;
 }
 
@@ -593,7 +511,7 @@ static int asserts_narrow(const struct dev_asserts *as, struct json *doc, int *c
         return ENOMEM;
     }
     free(why);
-    if (asserts_extend_history(doc, chosen, others) != 0)
+    if (promote_extend_history(doc, chosen, others) != 0)
         return ENOMEM;
     if (seq >= 0) {
         /* the window spans the verdict's launches, now just this one */

@@ -282,18 +282,6 @@ static char *coredump_run_gdb(const char *dump, char *why, size_t whylen)
     return buf;
 }
 
-/* A copy of a JSON subtree (through its text: a report is small and this runs once per dump). */
-static struct json *coredump_copy(const struct json *n)
-{
-    struct jw w;
-    struct json *out = NULL;
-    jw_init(&w);
-    if (json_dump(n, &w) == JSON_OK && !w.err)
-        json_parse(w.buf, w.len, &out, NULL);
-    jw_free(&w);
-    return out;
-}
-
 /* Sets obj[key] = kid, taking kid; nonzero (kid freed) on failure. */
 static int coredump_put(struct json *obj, const char *key, struct json *kid)
 {
@@ -440,7 +428,7 @@ static int coredump_make_fault(struct json *doc, const struct coredump_info *ci)
                                                                                       "pid", 0)))) ||
         coredump_put(err, "time_ns", json_new_int(json_get_int(hang, "time_ns", 0))) ||
         coredump_put(err, "time_unix_ns", json_new_int(json_get_int(hang, "time_unix_ns", 0))) ||
-        (json_get(who, "stack") && json_set(err, "stack", coredump_copy(json_get(who, "stack"))) != 0) ||
+        (json_get(who, "stack") && json_set(err, "stack", promote_copy(json_get(who, "stack"))) != 0) ||
         json_set(doc, "error", err) != 0) {
         json_free(err);
         return ENOMEM;

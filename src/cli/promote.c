@@ -3,6 +3,11 @@
  * the caller's, so the report still says what the first verdict could not rule out. */
 #include "promote.h"
 #include "../report/json.h"
+#include "../report/jsonw.h"
+#include "../report/render.h"
+
+#include <stdlib.h>
+#include <string.h>
 
 #include <errno.h>
 
@@ -14,6 +19,86 @@ static int promote_put(struct json *obj, const char *key, struct json *kid)
     if (json_set(obj, key, kid) != 0) {
         json_free(kid);
         return -1;
+    }
+    return 0;
+}
+
+struct json *promote_copy(const struct json *n)
+{
+    struct jw jw;
+    struct json *out = NULL;
+    jw_init(&jw);
+    if (json_dump(n, &jw) == JSON_OK && !jw.err)
+        json_parse(jw.buf, jw.len, &out, NULL);
+    jw_free(&jw);
+    return out;
+}
+
+static int promote_cmp_seq(const void *a, const void *b)
+{
+    long long x = json_get_int(*(struct json *const *)a, "seq", -1);
+    long long y = json_get_int(*(struct json *const *)b, "seq", -1);
+    return x < y ? -1 : x > y;
+}
+
+/* Whether launch l ran before the culprit on the culprit's stream. */
+static int promote_before(const struct json *l, const struct json *culprit)
+{
+    const char *s = json_get_str(l, "stream"), *stream = json_get_str(culprit, "stream");
+    long long q = json_get_int(l, "seq", -1);
+    return s && stream && strcmp(s, stream) == 0 &&
+           json_get_int(l, "device", -1) == json_get_int(culprit, "device", -1) && q >= 0 &&
+           q < json_get_int(culprit, "seq", -1);
+}
+
+int promote_extend_history(struct json *doc, const struct json *chosen, const struct json *others)
+{
+    struct json *hist = (struct json *)json_get(doc, "history");
+    size_t i, drop;
+
+    if (!json_get_str(chosen, "stream") || json_get_int(chosen, "seq", -1) < 0)
+        return 0;
+    if (!json_is(hist, JSON_ARR)) {
+        hist = json_new(JSON_ARR);
+        if (!hist || json_set(doc, "history", hist) != 0) {
+            json_free(hist);
+            return ENOMEM;
+        }
+    }
+    /* The library's history ran up to the first candidate, which may be on another stream or later than the
+     * chosen one: only launches before the culprit on its stream stay. */
+    for (i = drop = 0; i < hist->len; i++) {
+        if (promote_before(hist->kids[i], chosen))
+            hist->kids[drop++] = hist->kids[i];
+        else
+            json_free(hist->kids[i]);
+    }
+    hist->len = drop;
+    for (i = 0; i < json_len(others); i++) {
+        const struct json *o = json_at(others, i);
+        long long q = json_get_int(o, "seq", -1);
+        struct json *copy;
+        size_t k;
+        int dup = 0;
+        if (!promote_before(o, chosen))
+            continue;
+        for (k = 0; k < hist->len; k++)
+            dup |= json_get_int(hist->kids[k], "seq", -2) == q;
+        if (dup)
+            continue;
+        copy = promote_copy(o);
+        if (!copy || json_append(hist, copy) != 0) {
+            json_free(copy);
+            return ENOMEM;
+        }
+    }
+    qsort(hist->kids, hist->len, sizeof *hist->kids, promote_cmp_seq);
+    if (hist->len > REPORT_HISTORY) {
+        drop = hist->len - REPORT_HISTORY;
+        for (i = 0; i < drop; i++)
+            json_free(hist->kids[i]);
+        memmove(hist->kids, hist->kids + drop, REPORT_HISTORY * sizeof *hist->kids);
+        hist->len = REPORT_HISTORY;
     }
     return 0;
 }
@@ -48,6 +133,8 @@ int promote_candidate(struct json *doc, size_t hit, const char *others_key)
         json_free(others);
         return ENOMEM;
     }
+    if (promote_extend_history(doc, chosen, others) != 0)
+        return ENOMEM;
     win = json_new(JSON_OBJ);
     if (!win || promote_put(win, "first", json_new_int(seq)) || promote_put(win, "last", json_new_int(seq)) ||
         json_set(verdict, "window", win) != 0) {

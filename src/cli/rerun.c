@@ -95,6 +95,8 @@ static int rerun_merge(struct json *doc, long long lo, long long hi, const char 
     struct json *r = json_new(JSON_OBJ), *win = json_new(JSON_OBJ);
     const char *reason = json_get_str(verdict, "reason");
     long long seq = json_get_int(rculprit, "seq", -1);
+    if (!json_is(rculprit, JSON_OBJ))
+        rculprit = NULL;  /* a rerun report without a culprit (null) names no launch */
     char *why = NULL;
 
     if (!r || !win || rerun_put(win, "first", json_new_int(lo)) || rerun_put(win, "last", json_new_int(hi)) ||

@@ -15,13 +15,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* REPORT.json -> REPORT.trace.json beside it. */
+/* DIR/culprit-4242.json -> DIR/trace-4242.json beside it (a name `culprit report DIR` does not take for a
+ * report). */
 static int cli_trace_default(const char *report, char *out, size_t n)
 {
-    size_t len = strlen(report);
-    if (len > 5 && strcmp(report + len - 5, ".json") == 0)
+    const char *base = strrchr(report, '/');
+    size_t dirlen = base ? (size_t)(base - report + 1) : 0, len;
+    base = base ? base + 1 : report;
+    if (strncmp(base, "culprit-", 8) == 0)
+        base += 8;
+    len = strlen(base);
+    if (len > 5 && strcmp(base + len - 5, ".json") == 0)
         len -= 5;
-    return (size_t)snprintf(out, n, "%.*s.trace.json", (int)len, report) < n ? 0 : -1;
+    return (size_t)snprintf(out, n, "%.*strace-%.*s.json", (int)dirlen, report, (int)len, base) < n ? 0 : -1;
 }
 
 int cli_trace_main(int argc, char **argv)

@@ -54,6 +54,8 @@ def _(b):
     check("confirmed by a rerun with blocking launches #17..#32: launch #20 faulted there" in rep["verdict"]["reason"],
           "reason: %s" % rep["verdict"]["reason"])
     check(len(rep.get("candidates_before_rerun") or []) == 15, "the other 15 candidates are not kept")
+    hist = [l.get("seq") for l in rep.get("history") or []]
+    check(hist and hist[-1] == 19 and all(q < 20 for q in hist), "history is not the launches before #20: %r" % hist)
     h.expect_frame(rep["culprit"].get("stack"), LINKED_SRC, h.marker_line(LINKED_SRC, "flaky"), "culprit stack")
     check(os.path.isfile(rr.get("report") or ""), "the rerun's report %r is not there" % rr.get("report"))
     check(rr["report"].startswith(rdir), "the rerun's report is outside the run's directory: %s" % rr["report"])
