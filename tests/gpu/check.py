@@ -1508,6 +1508,12 @@ def judge_coredump(out, base, run, kernel_re, problems, where, fault_src=None, f
         out.named = "%d candidates" % len(candidates)
         running = [c for c in candidates if re.search(kernel_re, kernel_of(c))]
         hits = [c for c in running if not problems(c, report)]
+        if not hits and len(running) >= 2 and len(set(c.get("thread") for c in running)) > 1:
+            # several host threads launching the same kernel (threads8): launch numbers and the order of the
+            # threads differ from run to run, so what the default run's rerun named cannot be looked for here
+            out.notes.append("%d candidates run the dump's kernel, none as the default run's culprit (%s)" % (
+                len(running), "; ".join(problems(running[0], report))[:160]))
+            hits = running
         if not hits:
             out.fail("--coredump: the faulty launch is not among the %d candidates" % len(candidates))
             return out
