@@ -374,28 +374,16 @@ static struct json *asserts_triple_json(const long v[3])
     return arr;
 }
 
-/* Sets obj[key] = kid, taking kid; returns nonzero (and frees kid) on failure. */
-static int asserts_put(struct json *obj, const char *key, struct json *kid)
-{
-    if (!kid)
-        return -1;
-    if (json_set(obj, key, kid) != 0) {
-        json_free(kid);
-        return -1;
-    }
-    return 0;
-}
-
 static struct json *asserts_json(const struct dev_assert *a)
 {
     struct json *o = json_new(JSON_OBJ);
     if (!o)
         return NULL;
-    if (asserts_put(o, "file", json_new_str(a->file)) || asserts_put(o, "line", json_new_int(a->line)) ||
-        asserts_put(o, "kernel", json_new_str(a->kernel)) || asserts_put(o, "block", asserts_triple_json(a->block)) ||
-        asserts_put(o, "thread", asserts_triple_json(a->thread)) ||
-        asserts_put(o, "assertion", json_new_str(a->expr)) ||
-        asserts_put(o, "stream", json_new_str(a->stream))) {
+    if (json_put(o, "file", json_new_str(a->file)) || json_put(o, "line", json_new_int(a->line)) ||
+        json_put(o, "kernel", json_new_str(a->kernel)) || json_put(o, "block", asserts_triple_json(a->block)) ||
+        json_put(o, "thread", asserts_triple_json(a->thread)) ||
+        json_put(o, "assertion", json_new_str(a->expr)) ||
+        json_put(o, "stream", json_new_str(a->stream))) {
         json_free(o);
         return NULL;
     }
@@ -440,7 +428,7 @@ static int asserts_narrow_node(const struct dev_asserts *as, struct json *doc, i
     node = promote_copy(json_at(nodes, hit));
     name = asserts_launch_name(json_at(nodes, hit));
     if (!node || !name || json_set(culprit, "node", node) != 0 ||
-        asserts_put(culprit, "node_source", json_new_str("device assert"))) {
+        json_put(culprit, "node_source", json_new_str("device assert"))) {
         json_free(node);
         free(name);
         return ENOMEM;
@@ -452,7 +440,7 @@ static int asserts_narrow_node(const struct dev_asserts *as, struct json *doc, i
         return ENOMEM;
     }
     free(name);
-    if (asserts_put(verdict, "reason", json_new_str(why))) {
+    if (json_put(verdict, "reason", json_new_str(why))) {
         free(why);
         return ENOMEM;
     }
@@ -506,7 +494,7 @@ static int asserts_narrow(const struct dev_asserts *as, struct json *doc, int *c
         return ENOMEM;
     }
     seq = json_get_int(chosen, "seq", -1);
-    if (asserts_put(verdict, "certainty", json_new_str("exact")) || asserts_put(verdict, "reason", json_new_str(why))) {
+    if (json_put(verdict, "certainty", json_new_str("exact")) || json_put(verdict, "reason", json_new_str(why))) {
         free(why);
         return ENOMEM;
     }
@@ -516,12 +504,12 @@ static int asserts_narrow(const struct dev_asserts *as, struct json *doc, int *c
     if (seq >= 0) {
         /* the window spans the verdict's launches, now just this one */
         window = json_new(JSON_OBJ);
-        if (!window || asserts_put(window, "first", json_new_int(seq)) ||
-            asserts_put(window, "last", json_new_int(seq))) {
+        if (!window || json_put(window, "first", json_new_int(seq)) ||
+            json_put(window, "last", json_new_int(seq))) {
             json_free(window);
             return ENOMEM;
         }
-        if (asserts_put(verdict, "window", window))
+        if (json_put(verdict, "window", window))
             return ENOMEM;
     }
     return 0;

@@ -282,18 +282,6 @@ static char *coredump_run_gdb(const char *dump, char *why, size_t whylen)
     return buf;
 }
 
-/* Sets obj[key] = kid, taking kid; nonzero (kid freed) on failure. */
-static int coredump_put(struct json *obj, const char *key, struct json *kid)
-{
-    if (!kid)
-        return -1;
-    if (json_set(obj, key, kid) != 0) {
-        json_free(kid);
-        return -1;
-    }
-    return 0;
-}
-
 static struct json *coredump_triple_json(const long v[3])
 {
     struct json *a = json_new(JSON_ARR);
@@ -319,21 +307,21 @@ static struct json *coredump_true(void)
 static struct json *coredump_json(const struct coredump_info *ci, const char *dump_path)
 {
     struct json *o = json_new(JSON_OBJ);
-    if (!o || coredump_put(o, "file", json_new_str(dump_path)) ||
-        (ci->exception && coredump_put(o, "exception", json_new_str(ci->exception))) ||
-        (ci->kernel && coredump_put(o, "kernel", json_new_str(ci->kernel))) ||
-        (ci->pc && coredump_put(o, "pc", json_new_str(ci->pc))) ||
-        (ci->file && coredump_put(o, "source_file", json_new_str(ci->file))) ||
-        (ci->line > 0 && coredump_put(o, "source_line", json_new_int(ci->line))) ||
-        (ci->block[0] >= 0 && coredump_put(o, "block", coredump_triple_json(ci->block))) ||
-        (ci->thread[0] >= 0 && coredump_put(o, "thread", coredump_triple_json(ci->thread))) ||
-        (ci->device >= 0 && coredump_put(o, "device", json_new_int(ci->device))) ||
-        (ci->sm >= 0 && coredump_put(o, "sm", json_new_int(ci->sm))) ||
-        (ci->warp >= 0 && coredump_put(o, "warp", json_new_int(ci->warp))) ||
-        (ci->lane >= 0 && coredump_put(o, "lane", json_new_int(ci->lane))) ||
-        (ci->grid[0] >= 0 && coredump_put(o, "launch_grid", coredump_triple_json(ci->grid))) ||
-        (ci->grid[0] >= 0 && coredump_put(o, "launch_block", coredump_triple_json(ci->block_dim))) ||
-        (ci->debugger_crashed && coredump_put(o, "debugger_crashed", coredump_true()))) {
+    if (!o || json_put(o, "file", json_new_str(dump_path)) ||
+        (ci->exception && json_put(o, "exception", json_new_str(ci->exception))) ||
+        (ci->kernel && json_put(o, "kernel", json_new_str(ci->kernel))) ||
+        (ci->pc && json_put(o, "pc", json_new_str(ci->pc))) ||
+        (ci->file && json_put(o, "source_file", json_new_str(ci->file))) ||
+        (ci->line > 0 && json_put(o, "source_line", json_new_int(ci->line))) ||
+        (ci->block[0] >= 0 && json_put(o, "block", coredump_triple_json(ci->block))) ||
+        (ci->thread[0] >= 0 && json_put(o, "thread", coredump_triple_json(ci->thread))) ||
+        (ci->device >= 0 && json_put(o, "device", json_new_int(ci->device))) ||
+        (ci->sm >= 0 && json_put(o, "sm", json_new_int(ci->sm))) ||
+        (ci->warp >= 0 && json_put(o, "warp", json_new_int(ci->warp))) ||
+        (ci->lane >= 0 && json_put(o, "lane", json_new_int(ci->lane))) ||
+        (ci->grid[0] >= 0 && json_put(o, "launch_grid", coredump_triple_json(ci->grid))) ||
+        (ci->grid[0] >= 0 && json_put(o, "launch_block", coredump_triple_json(ci->block_dim))) ||
+        (ci->debugger_crashed && json_put(o, "debugger_crashed", coredump_true()))) {
         json_free(o);
         return NULL;
     }
@@ -421,19 +409,19 @@ static int coredump_make_fault(struct json *doc, const struct coredump_info *ci)
     if (!who && json_len(threads))
         who = json_at(threads, 0);
     snprintf(msg, sizeof msg, "the GPU core dump says: %s", ci->exception ? ci->exception : "exception");
-    if (!err || coredump_put(err, "code", json_new_int(code)) || coredump_put(err, "name", json_new_str(name)) ||
-        coredump_put(err, "message", json_new_str(msg)) ||
-        coredump_put(err, "api", json_new_str("the driver's GPU core dump (it then aborted the process)")) ||
-        coredump_put(err, "thread", json_new_int(json_get_int(who, "tid", json_get_int(json_get(doc, "process"),
+    if (!err || json_put(err, "code", json_new_int(code)) || json_put(err, "name", json_new_str(name)) ||
+        json_put(err, "message", json_new_str(msg)) ||
+        json_put(err, "api", json_new_str("the driver's GPU core dump (it then aborted the process)")) ||
+        json_put(err, "thread", json_new_int(json_get_int(who, "tid", json_get_int(json_get(doc, "process"),
                                                                                       "pid", 0)))) ||
-        coredump_put(err, "time_ns", json_new_int(json_get_int(hang, "time_ns", 0))) ||
-        coredump_put(err, "time_unix_ns", json_new_int(json_get_int(hang, "time_unix_ns", 0))) ||
+        json_put(err, "time_ns", json_new_int(json_get_int(hang, "time_ns", 0))) ||
+        json_put(err, "time_unix_ns", json_new_int(json_get_int(hang, "time_unix_ns", 0))) ||
         (json_get(who, "stack") && json_set(err, "stack", promote_copy(json_get(who, "stack"))) != 0) ||
         json_set(doc, "error", err) != 0) {
         json_free(err);
         return ENOMEM;
     }
-    return coredump_put(doc, "kind", json_new_str("fault")) ? ENOMEM : 0;
+    return json_put(doc, "kind", json_new_str("fault")) ? ENOMEM : 0;
 }
 
 /* A copy of "source file:line" for sentences. */
@@ -472,7 +460,7 @@ int coredump_attach(struct json *doc, const struct coredump_info *ci, const char
         rc = asprintf(&why, "%s%sthe GPU core dump %s: %s faulted%s (%s)", reason ? reason : "", reason ? "; " : "",
                       same ? "agrees" : "names another kernel", ci->kernel, where,
                       ci->exception ? ci->exception : "exception");
-        if (rc < 0 || coredump_put(verdict, "reason", json_new_str(why))) {
+        if (rc < 0 || json_put(verdict, "reason", json_new_str(why))) {
             free(why);
             return ENOMEM;
         }
@@ -488,7 +476,7 @@ int coredump_attach(struct json *doc, const struct coredump_info *ci, const char
         rc = asprintf(&why, "%s%sthe GPU core dump says %s faulted%s (%s), %s", reason ? reason : "",
                       reason ? "; " : "", ci->kernel, where, ci->exception ? ci->exception : "exception",
                       hits ? "which more than one candidate runs" : "which no candidate runs");
-        if (rc < 0 || coredump_put(verdict, "reason", json_new_str(why))) {
+        if (rc < 0 || json_put(verdict, "reason", json_new_str(why))) {
             free(why);
             return ENOMEM;
         }
@@ -500,7 +488,7 @@ int coredump_attach(struct json *doc, const struct coredump_info *ci, const char
     rc = asprintf(&why, "%s%sthe GPU core dump says %s faulted%s (%s): launch #%lld is the only candidate that "
                   "runs it", reason ? reason : "", reason ? "; " : "", ci->kernel, where,
                   ci->exception ? ci->exception : "exception", seq);
-    if (rc < 0 || coredump_put(verdict, "reason", json_new_str(why)) ||
+    if (rc < 0 || json_put(verdict, "reason", json_new_str(why)) ||
         promote_candidate(doc, hit, "candidates_before_coredump") != 0) {
         free(why);
         return ENOMEM;

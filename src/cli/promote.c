@@ -11,18 +11,6 @@
 
 #include <errno.h>
 
-/* Sets obj[key] = kid, taking kid; nonzero (kid freed) on failure. */
-static int promote_put(struct json *obj, const char *key, struct json *kid)
-{
-    if (!kid)
-        return -1;
-    if (json_set(obj, key, kid) != 0) {
-        json_free(kid);
-        return -1;
-    }
-    return 0;
-}
-
 struct json *promote_copy(const struct json *n)
 {
     struct jw jw;
@@ -136,10 +124,10 @@ int promote_candidate(struct json *doc, size_t hit, const char *others_key)
     if (promote_extend_history(doc, chosen, others) != 0)
         return ENOMEM;
     win = json_new(JSON_OBJ);
-    if (!win || promote_put(win, "first", json_new_int(seq)) || promote_put(win, "last", json_new_int(seq)) ||
+    if (!win || json_put(win, "first", json_new_int(seq)) || json_put(win, "last", json_new_int(seq)) ||
         json_set(verdict, "window", win) != 0) {
         json_free(win);
         return ENOMEM;
     }
-    return promote_put(verdict, "certainty", json_new_str("exact")) ? ENOMEM : 0;
+    return json_put(verdict, "certainty", json_new_str("exact")) ? ENOMEM : 0;
 }

@@ -21,18 +21,6 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-/* Sets obj[key] = kid, taking kid; nonzero (kid freed) on failure. */
-static int rerun_put(struct json *obj, const char *key, struct json *kid)
-{
-    if (!kid)
-        return -1;
-    if (json_set(obj, key, kid) != 0) {
-        json_free(kid);
-        return -1;
-    }
-    return 0;
-}
-
 /* The fault report of the rerun that answers the first run's report: the one of the process with the same rank
  * when ranks are known, else the only fault report of the rerun. NULL when there is none (the rerun did not
  * fault). *several tells that several reports made the choice impossible. */
@@ -99,18 +87,18 @@ static int rerun_merge(struct json *doc, long long lo, long long hi, const char 
         rculprit = NULL;  /* a rerun report without a culprit (null) names no launch */
     char *why = NULL;
 
-    if (!r || !win || rerun_put(win, "first", json_new_int(lo)) || rerun_put(win, "last", json_new_int(hi)) ||
-        rerun_put(r, "window", win) || rerun_put(r, "outcome", json_new_str(outcome)) ||
-        (rpath && rerun_put(r, "report", json_new_str(rpath))) ||
-        (rculprit && rerun_put(r, "seq", json_new_int(seq))) ||
+    if (!r || !win || json_put(win, "first", json_new_int(lo)) || json_put(win, "last", json_new_int(hi)) ||
+        json_put(r, "window", win) || json_put(r, "outcome", json_new_str(outcome)) ||
+        (rpath && json_put(r, "report", json_new_str(rpath))) ||
+        (rculprit && json_put(r, "seq", json_new_int(seq))) ||
         (rculprit && json_get_str(rculprit, "kernel") &&
-         rerun_put(r, "kernel", json_new_str(json_get_str(rculprit, "kernel")))) ||
+         json_put(r, "kernel", json_new_str(json_get_str(rculprit, "kernel")))) ||
         json_set(doc, "rerun", r) != 0) {
         json_free(r);
         return ENOMEM;
     }
     if (asprintf(&why, "%s%s%s", reason ? reason : "", reason ? "; " : "", sentence) < 0 ||
-        rerun_put(verdict, "reason", json_new_str(why))) {
+        json_put(verdict, "reason", json_new_str(why))) {
         free(why);
         return ENOMEM;
     }

@@ -687,3 +687,14 @@ int json_dump(const struct json *node, struct jw *w)
         json__dump(node, w);
     return w->err ? JSON_EWRITE : JSON_OK;
 }
+
+int json_put(struct json *obj, const char *key, struct json *kid)
+{
+    if (!kid)
+        return -1;
+    if (json_set(obj, key, kid) != 0) {
+        json_free(kid);
+        return -1;
+    }
+    return 0;
+}

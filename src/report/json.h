@@ -74,6 +74,8 @@ struct json *json_new_str(const char *s);
 struct json *json_new_int(long long v);
 int json_append(struct json *arr, struct json *kid);                  /* takes ownership of kid */
 int json_set(struct json *obj, const char *key, struct json *kid);    /* replaces or appends; takes kid */
+int json_put(struct json *obj, const char *key, struct json *kid);    /* json_set that also frees kid when it
+                                                                        * fails, and fails for kid NULL */
 
 /* Writes node and everything below it through the jw writer (set w->pretty first for indented text); returns
  * JSON_OK, or JSON_EWRITE when the writer failed (out of memory, or nesting beyond JW_MAX_DEPTH). */
