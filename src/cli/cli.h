@@ -25,6 +25,7 @@ struct cli_run_opts {
     const char *mode;          /* CULPRIT_MODE, or NULL to leave the library's default */
     const char *kernels;       /* CULPRIT_KERNELS glob, or NULL */
     const char *launches;      /* CULPRIT_LAUNCHES "A:B", or NULL */
+    const char *rank_launches; /* CULPRIT_RANK_LAUNCHES "R=A:B,..." (a job's rerun), or NULL */
     const char *ring;          /* CULPRIT_RING, already validated, or NULL */
     const char *crumb_every;   /* CULPRIT_CRUMB_EVERY, already validated, or NULL */
     const char *stack_depth;   /* CULPRIT_STACK_DEPTH, already validated, or NULL */

@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "promote.h"
 #include "../report/json.h"
+#include "../core/config.h"
 #include "../report/symbolize.h"
 
 #include <errno.h>
@@ -117,50 +118,24 @@ int rerun_needed(const struct json *doc, long long *lo, long long *hi)
 {
     const struct json *verdict = json_get(doc, "verdict"), *win = json_get(verdict, "window");
     const char *kind = json_get_str(doc, "kind"), *certainty = json_get_str(verdict, "certainty");
-    if ((kind && strcmp(kind, "fault") != 0) || !certainty || strcmp(certainty, "candidates") != 0)
-        return 0;
+    if ((kind && strcmp(kind, "fault") != 0) || !certainty || strcmp(certainty, "candidates") != 0 ||
+        json_get(doc, "rerun"))
+        return 0;  /* a report merged with a rerun already is not rerun again */
     *lo = json_get_int(win, "first", -1);
     *hi = json_get_int(win, "last", -1);
     return *lo > 0 && *hi >= *lo;
 }
 
-int rerun_settle(const struct cli_run_opts *o, const char *path, const char *run_dir)
+/* After the rerun (its reports in dir): the outcome for the first run's report doc at path, over window
+ * lo..hi, merged into it and saved. Returns 0 or an exit code. */
+static int rerun_conclude(struct json *doc, const char *path, long long lo, long long hi, const char *dir)
 {
-    struct cli_run_opts r = *o;
-    struct json *doc = NULL, *answer = NULL;
-    char why[1024], window[64], dir[PATH_MAX], rpath[PATH_MAX], sentence[PATH_MAX + 512];
-    long long lo, hi, seq;
-    int wstatus = 0, faulted = 0, several = 0, rc;
+    struct json *answer = NULL;
+    char why[1024], rpath[PATH_MAX], sentence[PATH_MAX + 512];
+    long long seq;
+    int several = 0, rc;
     const char *outcome;
 
-    if (symbolize_load(path, &doc, why, sizeof why) != 0) {
-        cli_err("%s", why);
-        return CLI_EXIT_FAIL;
-    }
-    if (!rerun_needed(doc, &lo, &hi)) {
-        json_free(doc);
-        return 0;
-    }
-    snprintf(window, sizeof window, "%lld:%lld", lo, hi);
-    if ((size_t)snprintf(dir, sizeof dir, "%s/rerun-%lld", run_dir,
-                         json_get_int(json_get(doc, "process"), "pid", 0)) >= sizeof dir) {
-        json_free(doc);
-        cli_err("the rerun's report directory would be too long a path");
-        return CLI_EXIT_FAIL;
-    }
-    cli_err("the verdict is one of launches #%lld..#%lld: running the command again with blocking launches "
-            "there (culprit run --mode blocking --launches %s), reports into %s", lo, hi, window, dir);
-    r.mode = "blocking";
-    r.launches = window;
-    r.kernels = NULL;
-    r.dir = dir;
-    r.quiet = 1;
-    r.rerun = 0;
-    rc = cli_run_command(&r, &wstatus, &faulted);
-    if (rc) {
-        json_free(doc);
-        return rc;
-    }
     answer = rerun_answer(dir, doc, rpath, sizeof rpath, &several);
     seq = json_get_int(json_get(answer, "culprit"), "seq", -1);
     const char *certainty = json_get_str(json_get(answer, "verdict"), "certainty");
@@ -195,6 +170,101 @@ int rerun_settle(const struct cli_run_opts *o, const char *path, const char *run
         rc = CLI_EXIT_FAIL;
     }
     json_free(answer);
+    return rc;
+}
+
+int rerun_settle(const struct cli_run_opts *o, const char *path, const char *run_dir)
+{
+    struct cli_run_opts r = *o;
+    struct json *doc = NULL;
+    char why[1024], window[64], dir[PATH_MAX];
+    long long lo, hi;
+    int wstatus = 0, faulted = 0, rc;
+
+    if (symbolize_load(path, &doc, why, sizeof why) != 0) {
+        cli_err("%s", why);
+        return CLI_EXIT_FAIL;
+    }
+    if (!rerun_needed(doc, &lo, &hi)) {
+        json_free(doc);
+        return 0;
+    }
+    snprintf(window, sizeof window, "%lld:%lld", lo, hi);
+    if ((size_t)snprintf(dir, sizeof dir, "%s/rerun-%lld", run_dir,
+                         json_get_int(json_get(doc, "process"), "pid", 0)) >= sizeof dir) {
+        json_free(doc);
+        cli_err("the rerun's report directory would be too long a path");
+        return CLI_EXIT_FAIL;
+    }
+    cli_err("the verdict is one of launches #%lld..#%lld: running the command again with blocking launches "
+            "there (culprit run --mode blocking --launches %s), reports into %s", lo, hi, window, dir);
+    r.mode = "blocking";
+    r.launches = window;
+    r.kernels = NULL;
+    r.dir = dir;
+    r.quiet = 1;
+    r.rerun = 0;
+    rc = cli_run_command(&r, &wstatus, &faulted);
+    if (rc == 0)
+        rc = rerun_conclude(doc, path, lo, hi, dir);
     json_free(doc);
+    return rc;
+}
+
+#define RERUN_MAX_RANKS 64             /* ranks of one job a rerun gives windows to */
+
+int rerun_settle_job(const struct cli_run_opts *o, char **paths, size_t n, const char *run_dir)
+{
+    struct cli_run_opts r = *o;
+    struct json *docs[RERUN_MAX_RANKS];
+    const char *which[RERUN_MAX_RANKS];
+    long long los[RERUN_MAX_RANKS], his[RERUN_MAX_RANKS];
+    char why[1024], spec[CFG_PATTERN_MAX] = "", dir[PATH_MAX];
+    size_t k = 0, used = 0;
+    int wstatus = 0, faulted = 0, rc = 0;
+
+    for (size_t i = 0; i < n && k < RERUN_MAX_RANKS; i++) {
+        struct json *doc = NULL;
+        long long lo, hi, rank;
+        if (symbolize_load(paths[i], &doc, why, sizeof why) != 0)
+            continue;
+        rank = json_get_int(json_get(doc, "process"), "rank", -1);
+        if (rank < 0 || !rerun_needed(doc, &lo, &hi)) {
+            json_free(doc);
+            continue;
+        }
+        int w = snprintf(spec + used, sizeof spec - used, "%s%lld=%lld:%lld", used ? "," : "", rank, lo, hi);
+        if (w < 0 || (size_t)w >= sizeof spec - used) {
+            json_free(doc);
+            break;                     /* the ranks that fit are rerun; the others keep their candidates */
+        }
+        used += (size_t)w;
+        docs[k] = doc;
+        which[k] = paths[i];
+        los[k] = lo;
+        his[k++] = hi;
+    }
+    if (k == 0)
+        return 0;
+    if ((size_t)snprintf(dir, sizeof dir, "%s/rerun-job", run_dir) >= sizeof dir) {
+        cli_err("the rerun's report directory would be too long a path");
+        rc = CLI_EXIT_FAIL;
+        goto out;
+    }
+    cli_err("%zu rank(s) of the job have a window of candidates: running the job again with blocking launches "
+            "there, each rank its own (CULPRIT_RANK_LAUNCHES=%s), reports into %s", k, spec, dir);
+    r.mode = "blocking";
+    r.launches = NULL;
+    r.rank_launches = spec;
+    r.kernels = NULL;
+    r.dir = dir;
+    r.quiet = 1;
+    r.rerun = 0;
+    rc = cli_run_command(&r, &wstatus, &faulted);
+    for (size_t i = 0; rc == 0 && i < k; i++)
+        rc = rerun_conclude(docs[i], which[i], los[i], his[i], dir);
+out:
+    for (size_t i = 0; i < k; i++)
+        json_free(docs[i]);
     return rc;
 }

@@ -3,6 +3,8 @@
 #ifndef CULPRIT_CLI_RERUN_H
 #define CULPRIT_CLI_RERUN_H
 
+#include <stddef.h>
+
 struct cli_run_opts;
 struct json;
 
@@ -14,5 +16,10 @@ int rerun_needed(const struct json *doc, long long *lo, long long *hi);
  * confirmed | elsewhere | no-fault | unmatched, report, seq, kernel}; a confirmed candidate becomes the exact
  * culprit). Returns 0, or an exit code (CLI_EXIT_*) with the message printed. */
 int rerun_settle(const struct cli_run_opts *o, const char *path, const char *run_dir);
+
+/* The ranked reports among paths (a job's) whose verdicts are candidates: the job runs again once, each such
+ * rank blocking over its own window (CULPRIT_RANK_LAUNCHES), and each report gets its rank's outcome as
+ * rerun_settle gives it. Returns 0, or an exit code with the message printed. */
+int rerun_settle_job(const struct cli_run_opts *o, char **paths, size_t n, const char *run_dir);
 
 #endif

@@ -112,6 +112,7 @@ static void cli_child_exec(const struct cli_run_opts *o, const char *lib, const 
         (!o->verbose && setenv("CULPRIT_QUIET", "1", 1)) || (o->mode && setenv("CULPRIT_MODE", o->mode, 1)) ||
         (o->kernels && setenv("CULPRIT_KERNELS", o->kernels, 1)) ||
         (o->launches && setenv("CULPRIT_LAUNCHES", o->launches, 1)) ||
+        (o->rank_launches && setenv("CULPRIT_RANK_LAUNCHES", o->rank_launches, 1)) ||
         (o->ring && setenv("CULPRIT_RING", o->ring, 1)) ||
         (o->crumb_every && setenv("CULPRIT_CRUMB_EVERY", o->crumb_every, 1)) ||
         (o->stack_depth && setenv("CULPRIT_STACK_DEPTH", o->stack_depth, 1)) ||
@@ -334,7 +335,8 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus, int *faulted)
     rc = cli_prepare_dir(o, abs, sizeof abs, &created, &created_parent, rel, sizeof rel);
     if (rc)
         return rc;
-    cli_make_run_id();
+    if (!cli_run_id[0])
+        cli_make_run_id();  /* once per culprit command: a rerun (rerun.c) runs under the same id */
     if (cli_snapshot(abs, &seen, &nseen) != 0) {
         cli_err("out of memory");
         goto not_started;
@@ -424,6 +426,20 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus, int *faulted)
     if (o->coredump)
         coredump_attach_all(abs);  /* before the reports are shown: a dump may make a verdict exact */
 
+    if (o->rerun && cli_list_reports(abs, &reports, &n) == 0 && n) {
+        /* a job's ranks are rerun together, each over its own window, before any report is shown */
+        size_t fresh = 0;
+        for (i = 0; i < n; i++)
+            if (!cli_is_old(seen, nseen, reports[i]))
+                reports[fresh++] = reports[i];
+            else
+                free(reports[i]);
+        n = fresh;
+        rerun_settle_job(o, reports, n, abs);
+        cli_free_list(reports, n);
+        reports = NULL;
+        n = 0;
+    }
     if (cli_list_reports(abs, &reports, &n) == 0 && n && (mine = calloc(n, sizeof *mine)) != NULL) {
         for (i = 0; i < n; i++) {
             struct json *doc = NULL;

@@ -96,6 +96,31 @@ int cfg_parse_signal(const char *s, int *sig) {
   return -1;
 }
 
+int cfg_rank_window(const char *spec, long long rank, uint64_t *lo, uint64_t *hi) {
+  char item[96];
+  int found = 0;
+  for (const char *p = spec; p && *p;) {
+    const char *comma = strchr(p, ','), *eq;
+    size_t n = comma ? (size_t)(comma - p) : strlen(p);
+    uint64_t r, a, b;
+    if (n == 0 || n >= sizeof item) return -1;
+    memcpy(item, p, n);
+    item[n] = '\0';
+    eq = strchr(item, '=');
+    if (!eq) return -1;
+    item[eq - item] = '\0';
+    if (parse_u64(item, &r) || cfg_parse_window(eq + 1, &a, &b)) return -1;
+    if (!found && (long long)r == rank) {
+      *lo = a;
+      *hi = b;
+      found = 1;
+    }
+    p = comma ? comma + 1 : NULL;
+    if (p && !*p) return -1;  /* a trailing comma */
+  }
+  return found;
+}
+
 static int bad(char *err, size_t errlen, const char *name, const char *val, const char *want) {
   snprintf(err, errlen, "%s='%.80s' is not valid (%s)", name, val, want);
   return -1;
@@ -169,6 +194,12 @@ int cfg_parse(struct cp_config *c, cfg_getenv_fn get, char *err, size_t errlen) 
     return bad(err, errlen, "CULPRIT_HANG_TIMEOUT", v, "seconds from 0 (off) to 86400, e.g. 60");
   if ((v = get("CULPRIT_REPORT_SIGNAL")) && *v && cfg_parse_signal(v, &c->report_signal))
     return bad(err, errlen, "CULPRIT_REPORT_SIGNAL", v, "a signal name such as USR1 or USR2, a number, or none");
+  if ((v = get("CULPRIT_RANK_LAUNCHES")) && *v) {
+    uint64_t lo, hi;
+    if (strlen(v) >= sizeof c->rank_launches || cfg_rank_window(v, -1, &lo, &hi) < 0)
+      return bad(err, errlen, "CULPRIT_RANK_LAUNCHES", v, "use R=A:B for each rank, comma-separated, e.g. 2=17:32");
+    strcpy(c->rank_launches, v);
+  }
   if ((v = get("CULPRIT_HANG_SIGNALS")) && parse_bool(v, &c->hang_signals))
     return bad(err, errlen, "CULPRIT_HANG_SIGNALS", v, "use 1 or 0");
   return 0;

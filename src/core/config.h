@@ -29,6 +29,7 @@ struct cp_config {
   uint32_t hang_timeout_ms;       /* hang report after this long with work pending and no progress; 0 = off */
   int report_signal;              /* signal that asks for a hang report and lets the program go on; 0 = none */
   int hang_signals;               /* a hang report when SIGTERM, SIGINT, SIGQUIT or SIGABRT stops the process */
+  char rank_launches[CFG_PATTERN_MAX]; /* CULPRIT_RANK_LAUNCHES "R=A:B,...": blocking windows by rank, "" none */
 };
 
 #define CFG_SECONDS_MAX 86400     /* the longest CULPRIT_EXIT_WAIT or CULPRIT_HANG_TIMEOUT, in seconds */
@@ -46,6 +47,9 @@ int cfg_parse_seconds(const char *s, uint32_t max_s, uint32_t *ms);
 /* Parses a signal name (USR1, SIGUSR1, usr1) or number (1..64) into its number; "none", "off" or "0" give 0.
  * Returns 0 or -1. */
 int cfg_parse_signal(const char *s, int *sig);
+/* The window spec gives rank (CULPRIT_RANK_LAUNCHES "R=A:B[,R=A:B...]", each A:B as in CULPRIT_LAUNCHES):
+ * 1 and *lo..*hi when it names rank, 0 when it does not, -1 when spec is malformed. */
+int cfg_rank_window(const char *spec, long long rank, uint64_t *lo, uint64_t *hi);
 /* Mode name for reports. */
 const char *cfg_mode_name(int mode);
 

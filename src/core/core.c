@@ -211,6 +211,12 @@ static void init_once(void) {
   }
   const char *ring_env = getenv("CULPRIT_RING");
   ring_configure(g_cfg.ring, g_cfg.stack_depth, ring_env && *ring_env);
+  rank_init(&g_cfg);
+  /* A rerun of a job (culprit run --rerun) gives each rank its own blocking window; a rank it names none has
+   * no launch in its window. */
+  if (g_cfg.rank_launches[0] &&
+      cfg_rank_window(g_cfg.rank_launches, rank_of_process(), &g_cfg.launch_lo, &g_cfg.launch_hi) != 1)
+    g_cfg.launch_lo = g_cfg.launch_hi = UINT64_MAX;
   struct mode_frame *f = &g_frames[g_frame_next++];
   f->gen = ++g_frame_gen;
   f->mode = g_cfg.mode;
@@ -223,7 +229,6 @@ static void init_once(void) {
   if (g_cfg.stats) pystack_wait_counting(1);
   pthread_key_create(&g_thread_key, thread_gone);
   pthread_atfork(NULL, NULL, after_fork_child);
-  rank_init(&g_cfg);
   __atomic_store_n(&cp_state, 1, __ATOMIC_RELEASE);
 }
 

@@ -65,6 +65,8 @@ void rank_init(const struct cp_config *cfg) {
   on_exit(note_status, NULL);
 }
 
+long long rank_of_process(void) { return g_li.launcher ? g_li.rank : -1; }
+
 const char *rank_file_host(void) { return g_li.launcher ? g_host : NULL; }
 
 void rank_emit(struct jw *w) {

@@ -22,4 +22,7 @@ void rank_emit(struct jw *w);
  * known (rank.c registers for it at start). */
 void rank_at_exit(int report_state, uint64_t launches);
 
+/* The process's rank from its launcher, or -1 (not started by one, or rank unknown). */
+long long rank_of_process(void);
+
 #endif

@@ -267,6 +267,34 @@ def _(b):
               for p in job["processes"] if p.get("status") == "collateral"), "collateral entries %r" % job)
 
 
+@case("rank_job_rerun")
+def _(b):
+    """culprit run --rerun around the job: rank 2's record-mode verdict (breadcrumbs every 16th launch) is a
+    window; the job runs once more with rank 2 alone blocking over its own window (CULPRIT_RANK_LAUNCHES) and
+    rank 2's report is confirmed, the other ranks' reports are left as they were."""
+    ready = os.path.join(b.newdir("ready"), "rank")
+    argv = job_argv(b, extra=["--env", "2:" + FAULT] + sum((["--env", "%d:%s" % (r, HANG)] for r in (0, 1, 3)), [])
+                    + ["--wait-for", ready + "-*:4"])
+    rdir = b.newdir("reports")
+    res = h.cli_run(b, argv, env_of(b, {"RANKJOB_READY": ready, "CULPRIT_CRUMB_EVERY": ""}), rdir, ("--rerun",))
+    check(res.rc == 1, "the launcher should fail (a worker failed)\n" + res.describe())
+    check("each rank its own (CULPRIT_RANK_LAUNCHES=2=" in res.err_text, "no word of the job's rerun\n" +
+          res.describe())
+    top = {n: r for n, r in reports(rdir).items() if os.path.dirname(n) == ""}
+    ranks = by_rank({n: r for n, r in top.items() if os.path.exists(os.path.join(rdir, n))})
+    fault = [r for _, r in ranks.get(2, []) if r.get("kind") == "fault"]
+    check(len(fault) == 1, "rank 2's fault report: %s" % sorted(top))
+    rr = fault[0].get("rerun") or {}
+    check(rr.get("outcome") == "confirmed" and fault[0]["verdict"]["certainty"] == "exact",
+          "rank 2 after the rerun: %r, verdict %r" % (rr, fault[0]["verdict"]))
+    check(h.BAD == fault[0]["culprit"].get("mangled"), "rank 2's culprit %r" % fault[0]["culprit"].get("kernel"))
+    check(os.path.dirname(rr.get("report", "")).endswith("rerun-job"), "the rerun's report %r" % rr.get("report"))
+    for r in (0, 1, 3):
+        check(all("rerun" not in rep for _, rep in ranks.get(r, [])), "rank %d was given a rerun outcome" % r)
+    check("confirmed by a rerun" in res.err_text, "the merged verdict does not say it was confirmed\n" +
+          res.describe())
+
+
 @case("rank_job_timeout")
 def _(b):
     """4 ranks, rank 2 faults and the others time out (culprit run --hang-timeout) in the all-reduce; the

@@ -88,5 +88,16 @@ int main(void) {
   CHECK(cfg_parse_signal("usr1", &sig) == 0 && sig == SIGUSR1);
   CHECK(cfg_parse_signal("10", &sig) == 0 && sig == 10);
   CHECK(cfg_parse_signal("SIGSTOP", &sig) != 0 && cfg_parse_signal("19", &sig) != 0);
+
+  /* A rerun's windows by rank: the named rank's window, none for another, malformed specs refused. */
+  CHECK(cfg_rank_window("2=17:32,5=40", 5, &lo, &hi) == 1 && lo == 40 && hi == 40);
+  CHECK(cfg_rank_window("2=17:32,5=40", 2, &lo, &hi) == 1 && lo == 17 && hi == 32);
+  CHECK(cfg_rank_window("2=17:32,5=40", 3, &lo, &hi) == 0 && cfg_rank_window("2=17:32", -1, &lo, &hi) == 0);
+  CHECK(cfg_rank_window("2=17:32,", 2, &lo, &hi) == -1 && cfg_rank_window("x=1:2", 0, &lo, &hi) == -1);
+  CHECK(cfg_rank_window("2=9:3", 2, &lo, &hi) == -1 && cfg_rank_window("2", 2, &lo, &hi) == -1);
+  const char *rl[] = {"CULPRIT_RANK_LAUNCHES", "1=4:9", NULL};
+  CHECK(parse(rl, &c, err) == 0 && !strcmp(c.rank_launches, "1=4:9"));
+  const char *rlbad[] = {"CULPRIT_RANK_LAUNCHES", "1=4:9,,", NULL};
+  CHECK(parse(rlbad, &c, err) == -1 && strstr(err, "CULPRIT_RANK_LAUNCHES"));
   return CHECK_DONE();
 }
