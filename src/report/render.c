@@ -805,6 +805,22 @@ static void render_waiting_threads(struct render_buf *b, const struct json *doc,
     }
 }
 
+/* The hand-off to cuda-gdb: run under it, the program stops where the kernel faults (cuda-gdb stops at a GPU
+ * exception, an assert included, with the focus on the faulting thread and, with -lineinfo, its source line), so
+ * the culprit can be stepped through there. Only for faults of a process whose command line is known. */
+static void render_debugger(struct render_buf *b, const struct json *doc)
+{
+    const char *kind = json_get_str(doc, "kind");
+    const struct json *argv = json_get(json_get(doc, "process"), "argv");
+    if ((kind && strcmp(kind, "fault") != 0) || json_len(argv) == 0)
+        return;
+    render_add(b, "culprit:\n");
+    render_line(b, "to stop in cuda-gdb where it faults (the faulting thread, its line with -lineinfo):");
+    render_add(b, "culprit:   cuda-gdb -ex run --args ");
+    render_argv(b, argv);
+    render_add(b, "\n");
+}
+
 static void render_full(struct render_buf *b, const struct json *doc, const struct render_opts *o)
 {
     const struct json *err = json_get(doc, "error");
@@ -904,6 +920,7 @@ static void render_full(struct render_buf *b, const struct json *doc, const stru
             render_launch_item(b, json_at(hist, i), "  ", 0, NULL, NULL, 0, -1);
     }
     render_nccl_log(b, doc);
+    render_debugger(b, doc);
     if (o && o->path)
         render_line(b, "report: %s", o->path);
 }

@@ -92,6 +92,9 @@ def _(b):
     res, rep, runs, _ = flaky_run(b, None, opts=("--rerun", "--mode", "precise"))
     check(runs == 1 and "rerun" not in rep, "an exact verdict was rerun (%d runs)" % runs)
     h.expect_exact(rep, kernel=h.BAD, seq=20)
+    # the verdict hands over to cuda-gdb with the program's own command line
+    want = "culprit:   cuda-gdb -ex run --args %s flaky 40" % b.prog("linked")
+    check(want in res.err_text.splitlines(), "no cuda-gdb hand-off line %r\n%s" % (want, res.describe()))
     res, rep, runs, _ = flaky_run(b, None, opts=())
     check(runs == 1 and "rerun" not in rep and rep["verdict"]["certainty"] == "candidates",
           "without --rerun the program ran %d times" % runs)
