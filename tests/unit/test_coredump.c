@@ -11,7 +11,7 @@
 
 /* Recorded: cuda-gdb -batch -ex "target cudacore core.vm.588.nvcudmp" ..., a write_oob kernel built -lineinfo. */
 static const char recorded[] =
-    "Opening GPU coredump: /tmp/x/core.vm.588.nvcudmp\n"
+    "Opening GPU coredump: /tmp/run/core.vm.588.nvcudmp\n"
     "\n"
     "CUDA Exception: Warp Illegal Address\n"
     "The exception was triggered at PC 0x7f2af77a0ae0  write_oob(int*, int)  (oob.cu:8)\n"
@@ -39,18 +39,18 @@ static const char focused[] =
 
 /* Recorded on the H200: a device assert and a __trap() under a core dump (no "CUDA Exception" line there). */
 static const char recorded_assert[] =
-    "Opening GPU coredump: /tmp/cd/assert/gpucore-vm-1794.nvcudmp\n"
+    "Opening GPU coredump: /tmp/run/gpucore-vm-1794.nvcudmp\n"
     "[Current focus set to CUDA kernel 0, grid 6, block (3,0,0), thread (232,0,0), device 0, sm 127, warp 5, "
     "lane 8]\n"
     "\n"
     "Assertion failed.\n"
-    "#0  0x00007f776f7a0cf0 in histogram_checked<<<(16,1,1),(256,1,1)>>> () at /work/main/tests/gpu/assert.cu:27\n"
+    "#0  0x00007f776f7a0cf0 in histogram_checked<<<(16,1,1),(256,1,1)>>> () at /opt/culprit/tests/gpu/assert.cu:27\n"
     "27\t  assert(b >= 0 && b < kBuckets);\n";
 static const char recorded_trap[] =
-    "Opening GPU coredump: /tmp/cd/trap/gpucore-vm-1731.nvcudmp\n"
+    "Opening GPU coredump: /tmp/run/gpucore-vm-1731.nvcudmp\n"
     "[Current focus set to CUDA kernel 0, grid 5, block (4,0,0), thread (1,0,0), device 0, sm 124, warp 0, lane 1]\n"
     "Program terminated with signal SIGTRAP, Trace/breakpoint trap.\n"
-    "#0  0x00007f5bcf7a0bf0 in check_weights<<<(8,1,1),(256,1,1)>>> () at /work/main/tests/gpu/trap.cu:16\n";
+    "#0  0x00007f5bcf7a0bf0 in check_weights<<<(8,1,1),(256,1,1)>>> () at /opt/culprit/tests/gpu/trap.cu:16\n";
 
 static struct json *report_with(const char *cands) {
   char text[4096];
