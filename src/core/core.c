@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "core.h"
 
+#include "clock.h"
 #include "config.h"
 #include "crumb.h"
 #include "graphs.h"
@@ -93,18 +94,6 @@ static void read_clb(void) {
 
 static __thread int tls_tid;
 static __thread struct cp_ring *tls_ring;
-
-static inline uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t unix_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static inline int my_tid(void) {
   if (__builtin_expect(!tls_tid, 0)) tls_tid = (int)syscall(SYS_gettid);
@@ -280,11 +269,11 @@ static void blocking_lock(struct cp_launch_ctx *lc) {
  * from the thread's chain cache and CULPRIT_STATS times both; a launch whose stacks were left for a failure
  * (blocking mode) takes them plainly, still inside the launch call, so they are the launch's own. */
 static void take_stacks(struct cp_launch_ctx *lc, struct cp_rec *rec, int at_failure) {
-  uint64_t t1 = lc->t0 && !at_failure ? now_ns() : 0;
+  uint64_t t1 = lc->t0 && !at_failure ? cp_mono_ns() : 0;
   int reused = 0, nframes = 0, npy;
   if (at_failure) nframes = g_cfg.stack_depth ? stack_capture(rec->frames, g_cfg.stack_depth) : 0;
   else nframes = stack_capture_launch(rec->frames, g_cfg.stack_depth, &reused);
-  uint64_t t2 = t1 ? now_ns() : 0;
+  uint64_t t2 = t1 ? cp_mono_ns() : 0;
   if (t1 && reused) {
     atomic_fetch_add_explicit(&g_stack_reused, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&g_ns_reused, t2 - t1, memory_order_relaxed);
@@ -297,17 +286,17 @@ static void take_stacks(struct cp_launch_ctx *lc, struct cp_rec *rec, int at_fai
   if (npy == 0) {
     /* a thread without Python (the autograd engine, a library's helper): the frames of the one waiting on it */
     unsigned long long waiting = 0;
-    uint64_t t3 = t1 ? now_ns() : 0;
+    uint64_t t3 = t1 ? cp_mono_ns() : 0;
     npy = pystack_waiting(rec->py, PYSTACK_MAX, &waiting);
     if (npy) {
       rec->flags |= CP_REC_PY_WAITING;
       rec->py_thread = waiting;
     }
-    if (t1) atomic_fetch_add_explicit(&g_ns_py_wait, now_ns() - t3, memory_order_relaxed);
+    if (t1) atomic_fetch_add_explicit(&g_ns_py_wait, cp_mono_ns() - t3, memory_order_relaxed);
   }
   if (t1) {
     atomic_fetch_add_explicit(&g_ns_native, t2 - t1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&g_ns_python, now_ns() - t2, memory_order_relaxed);
+    atomic_fetch_add_explicit(&g_ns_python, cp_mono_ns() - t2, memory_order_relaxed);
   }
   /* the counts last (release, paired with the report's acquire): a report of another thread reading this record
    * meanwhile sees no frames or all of them */
@@ -327,11 +316,11 @@ int cp_launch_begin(struct cp_launch_ctx *lc, const struct cp_launch_desc *d) {
     return 0;
   }
   pthread_once(&g_clb_once, read_clb);
-  lc->t0 = g_cfg.stats ? now_ns() : 0;
+  lc->t0 = g_cfg.stats ? cp_mono_ns() : 0;
   lc->ring = r;
   lc->d = d;
   struct cp_rec *rec = lc->rec = ring_claim(r);
-  rec->time_ns = now_ns();
+  rec->time_ns = cp_mono_ns();
   rec->func = d->func;
   rec->stream = d->stream;
   rec->api = d->api;
@@ -390,7 +379,7 @@ int cp_launch_begin(struct cp_launch_ctx *lc, const struct cp_launch_desc *d) {
   } else {
     take_stacks(lc, rec, 0);
   }
-  if (lc->t0) lc->spent = now_ns() - lc->t0;  /* the driver's own launch time is not culprit's */
+  if (lc->t0) lc->spent = cp_mono_ns() - lc->t0;  /* the driver's own launch time is not culprit's */
   return 1;
 }
 
@@ -420,7 +409,7 @@ static int blocking_applies(const struct mode_frame *m, const struct cp_rec *rec
 }
 
 int cp_launch_end(struct cp_launch_ctx *lc, int rc) {
-  uint64_t t_end = lc->t0 ? now_ns() : 0;
+  uint64_t t_end = lc->t0 ? cp_mono_ns() : 0;
   struct cp_rec *rec = lc->rec;
   uint64_t seq;
   if (lc->inflight && rc != 0) atomic_fetch_sub_explicit(&lc->stream->inflight, 1, memory_order_seq_cst);
@@ -484,7 +473,7 @@ int cp_launch_end(struct cp_launch_ctx *lc, int rc) {
   } else if (lc->serialized) {
     pthread_mutex_unlock(&g_blocking_lock);
   }
-  if (lc->t0) atomic_fetch_add_explicit(&g_ns_in_culprit, lc->spent + now_ns() - t_end, memory_order_relaxed);
+  if (lc->t0) atomic_fetch_add_explicit(&g_ns_in_culprit, lc->spent + cp_mono_ns() - t_end, memory_order_relaxed);
   return rc;
 }
 
@@ -656,8 +645,8 @@ static void report(int code, const char *api, uint64_t exact_seq) {
       .exact_seq = exact_seq,
       .after_seq = atomic_load(&g_fork_seq),
       .tid = my_tid(),
-      .time_ns = now_ns(),
-      .time_unix_ns = unix_ns(),
+      .time_ns = cp_mono_ns(),
+      .time_unix_ns = cp_wall_ns(),
       .frames = frames,
       .nframes = stack_capture(frames, g_cfg.stack_depth > 0 ? g_cfg.stack_depth : 24),
       .py = py,

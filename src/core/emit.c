@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "emit.h"
 
+#include "clock.h"
 #include "config.h"
 #include "crumb.h"
 #include "graphs.h"
@@ -231,10 +232,8 @@ void emit_process(struct jw *w) {
   jw_str(w, host);
   jw_key(w, "time_unix");
   jw_int(w, (long long)time(NULL));
-  struct timespec now;
-  clock_gettime(CLOCK_REALTIME, &now);
   jw_key(w, "time_unix_ns");
-  jw_uint(w, (unsigned long long)now.tv_sec * 1000000000ull + (unsigned long long)now.tv_nsec);
+  jw_uint(w, cp_wall_ns());
   rank_emit(w);
   jw_obj_end(w);
 }
@@ -342,5 +341,24 @@ void emit_stats(struct jw *w, uint64_t launches, size_t records) {
   jw_uint(w, ring_total_overwritten());
   jw_key(w, "threads");
   jw_int(w, ring_count());
+  jw_obj_end(w);
+}
+
+void emit_verdict(struct jw *w, const char *certainty, const char *reason, uint64_t first, uint64_t last) {
+  jw_key(w, "verdict");
+  jw_obj_begin(w);
+  jw_key(w, "certainty");
+  jw_str(w, certainty);
+  jw_key(w, "reason");
+  jw_str(w, reason);
+  if (first) {
+    jw_key(w, "window");
+    jw_obj_begin(w);
+    jw_key(w, "first");
+    jw_uint(w, first);
+    jw_key(w, "last");
+    jw_uint(w, last);
+    jw_obj_end(w);
+  }
   jw_obj_end(w);
 }

@@ -32,6 +32,8 @@ void emit_launch(struct jw *w, const struct cp_rec *r);
 void emit_head(struct jw *w, const char *kind);
 /* "config": the mode in force and the settings a verdict depends on. */
 void emit_config(struct jw *w, const struct cp_config *cfg, int mode);
+/* "verdict": {certainty, reason, window {first, last}}; no window when first is 0 (no launch is named). */
+void emit_verdict(struct jw *w, const char *certainty, const char *reason, uint64_t first, uint64_t last);
 /* "stats": launches recorded, records snapshotted, breadcrumbs written and refused, ring overwrites, threads. */
 void emit_stats(struct jw *w, uint64_t launches, size_t records);
 /* "process": {pid, ppid, exe, argv, hostname, time_unix, time_unix_ns} and the rank fields (rank.c). */

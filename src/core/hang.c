@@ -14,6 +14,7 @@
 #define _GNU_SOURCE
 #include "hang.h"
 
+#include "clock.h"
 #include "config.h"
 #include "core.h"
 #include "crumb.h"
@@ -68,18 +69,6 @@ static pthread_once_t g_fork_once = PTHREAD_ONCE_INIT;
 
 int hang_written(void) { return atomic_load_explicit(&g_written, memory_order_relaxed); }
 
-static uint64_t mono_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t wall_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static void nap_ms(long ms) {
   struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
   nanosleep(&ts, NULL);
@@ -91,20 +80,20 @@ void hang_request(int sig, int sender_pid, int stop, const void *uc) {
   int fd = atomic_load_explicit(&g_wfd, memory_order_acquire);
   if (fd < 0) return;
   if ((int)syscall(SYS_gettid) == atomic_load_explicit(&g_watcher_tid, memory_order_relaxed)) return;
-  uint64_t until = mono_ns() + FAULT_WAIT_MS * 1000000ull;
+  uint64_t until = cp_mono_ns() + FAULT_WAIT_MS * 1000000ull;
   if (cp_fault_report_state() == 1) {
     /* the fault report is the one that counts: it must not be cut short, and no hang report follows it */
-    while (cp_fault_report_state() == 1 && mono_ns() < until) nap_ms(5);
+    while (cp_fault_report_state() == 1 && cp_mono_ns() < until) nap_ms(5);
     return;
   }
   if (cp_fault_report_state() == 2) return;
-  until = mono_ns() + HANDLER_WAIT_MS * 1000000ull;
+  until = cp_mono_ns() + HANDLER_WAIT_MS * 1000000ull;
   if (stop) {
     int expect = 0;
     if (!atomic_compare_exchange_strong_explicit(&g_stop_state, &expect, 1, memory_order_acq_rel,
                                                  memory_order_acquire)) {
       /* a stop signal already asked: its report is the process's last; wait for it, do not write another */
-      while (atomic_load_explicit(&g_stop_state, memory_order_acquire) == 1 && mono_ns() < until) nap_ms(2);
+      while (atomic_load_explicit(&g_stop_state, memory_order_acquire) == 1 && cp_mono_ns() < until) nap_ms(2);
       return;
     }
   }
@@ -116,7 +105,7 @@ void hang_request(int sig, int sender_pid, int stop, const void *uc) {
   char c = 1;
   ssize_t w = write(fd, &c, 1);               /* EAGAIN: the pipe is full of wake-ups already */
   (void)w;
-  while (atomic_load_explicit(&g_served, memory_order_acquire) < ticket && mono_ns() < until) nap_ms(2);
+  while (atomic_load_explicit(&g_served, memory_order_acquire) < ticket && cp_mono_ns() < until) nap_ms(2);
   threads_handler_leave();
   if (stop) atomic_store_explicit(&g_stop_state, 2, memory_order_release);
 }
@@ -599,25 +588,11 @@ static void hang_write(int sig, int sender, uint64_t stalled_ms, uint64_t now) {
   jw_key(&w, "time_ns");
   jw_uint(&w, now);
   jw_key(&w, "time_unix_ns");
-  jw_uint(&w, wall_ns());
+  jw_uint(&w, cp_wall_ns());
   jw_obj_end(&w);
 
-  jw_key(&w, "verdict");
-  jw_obj_begin(&w);
-  jw_key(&w, "certainty");
-  jw_str(&w, p.certainty);
-  jw_key(&w, "reason");
-  jw_str(&w, p.reason);
-  if (p.lo) {
-    jw_key(&w, "window");
-    jw_obj_begin(&w);
-    jw_key(&w, "first");
-    jw_uint(&w, p.culprit ? emit_rseq(p.culprit) : p.lo);
-    jw_key(&w, "last");
-    jw_uint(&w, p.culprit ? emit_rseq(p.culprit) : p.hi);
-    jw_obj_end(&w);
-  }
-  jw_obj_end(&w);
+  emit_verdict(&w, p.certainty, p.reason, !p.lo ? 0 : p.culprit ? emit_rseq(p.culprit) : p.lo,
+               p.culprit ? emit_rseq(p.culprit) : p.hi);
   jw_key(&w, "culprit");
   if (p.culprit) emit_launch(&w, p.culprit);
   else jw_null(&w);
@@ -687,7 +662,7 @@ static void *watch(void *arg) {
   pthread_setname_np(pthread_self(), "culprit-watch");
   cp_view(&v);
   progressed(&g_follow, v.after_seq, &pending);
-  uint64_t last_progress = mono_ns();
+  uint64_t last_progress = cp_mono_ns();
   for (;;) {
     struct pollfd pf = {rfd, POLLIN, 0};
     char drain[64];
@@ -695,7 +670,7 @@ static void *watch(void *arg) {
       while (read(rfd, drain, sizeof drain) > 0) {
       }
     cp_view(&v);
-    uint64_t now = mono_ns();
+    uint64_t now = cp_mono_ns();
     if (progressed(&g_follow, v.after_seq, &pending)) {
       last_progress = now;
       stall_reported = 0;

@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include "lastlook.h"
 
+#include "clock.h"
 #include "crumb.h"
 #include "driver.h"
 #include "ring.h"
@@ -17,12 +18,6 @@
 
 #define LOOK_MAX_CTX 64               /* contexts looked at (a process rarely has more than one per device) */
 #define CU_ERROR_NOT_READY 600        /* cuda.h's CUDA_ERROR_NOT_READY: the stream still has work */
-
-static uint64_t look_now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 /* Whether entry s belongs to what is being looked at: one context, one device's contexts, or (ctx NULL and
  * device -1) every context; and has launches of this process (after_seq: a parent's, after fork). */
@@ -74,7 +69,7 @@ int lastlook_find(void *ctx, int device, uint64_t after_seq, uint32_t wait_ms) {
   /* No stream entry (launches culprit could not follow): the current context, as it is. */
   if (n == 0 && cur && (!ctx || ctx == cur)) ctxs[n++] = cur;
   int tid = (int)syscall(SYS_gettid);
-  uint64_t deadline = look_now_ms() + wait_ms;
+  uint64_t deadline = cp_mono_ns() / 1000000u + wait_ms;
   for (int k = 0; k < n && !found; k++) {
     int pushed = 0;
     if (ctxs[k] != cur) {
@@ -85,7 +80,7 @@ int lastlook_find(void *ctx, int device, uint64_t after_seq, uint32_t wait_ms) {
     for (unsigned nap_ms = 1;; nap_ms = nap_ms < 16 ? nap_ms * 2 : 16) {
       int pending = 0;
       found = look_round(ctxs[k], after_seq, tid, &pending);
-      if (found || !pending || look_now_ms() >= deadline) break;
+      if (found || !pending || cp_mono_ns() / 1000000u >= deadline) break;
       struct timespec ts = {0, (long)nap_ms * 1000000L};
       nanosleep(&ts, NULL);
     }

@@ -219,22 +219,7 @@ int verdict_emit(const struct verdict_input *in, char *path, unsigned pathlen) {
   emit_frames(&w, in->frames, in->nframes);
   jw_obj_end(&w);
 
-  jw_key(&w, "verdict");
-  jw_obj_begin(&w);
-  jw_key(&w, "certainty");
-  jw_str(&w, p.certainty);
-  jw_key(&w, "reason");
-  jw_str(&w, p.reason);
-  if (p.win_lo) {
-    jw_key(&w, "window");
-    jw_obj_begin(&w);
-    jw_key(&w, "first");
-    jw_uint(&w, p.win_lo);
-    jw_key(&w, "last");
-    jw_uint(&w, p.win_hi);
-    jw_obj_end(&w);
-  }
-  jw_obj_end(&w);
+  emit_verdict(&w, p.certainty, p.reason, p.win_lo, p.win_hi);
 
   jw_key(&w, "culprit");
   if (p.culprit && !strcmp(p.certainty, "exact")) emit_launch(&w, p.culprit);
