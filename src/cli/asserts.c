@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #endif
 #include "asserts.h"
+#include "cli.h"
 #include "promote.h"
 #include "../report/demangle.h"
 #include "../report/jsonw.h"
@@ -44,30 +45,6 @@ void asserts_free(struct dev_asserts *as)
         free(as->a[i].expr);
     }
     as->n = 0;
-}
-
-/* Parses "[x,y,z]" at *p (spaces allowed), advancing *p. Returns 0 or -1. */
-static int asserts_triple(const char **p, long v[3])
-{
-    const char *s = *p;
-    char *end;
-    int i;
-    if (*s++ != '[')
-        return -1;
-    for (i = 0; i < 3; i++) {
-        while (*s == ' ')
-            s++;
-        if (!isdigit((unsigned char)*s))
-            return -1;
-        v[i] = strtol(s, &end, 10);
-        s = end;
-        while (*s == ' ')
-            s++;
-        if (*s++ != (i < 2 ? ',' : ']'))
-            return -1;
-    }
-    *p = s;
-    return 0;
 }
 
 static const char *asserts_memrmem(const char *hay, size_t n, const char *needle)
@@ -110,10 +87,10 @@ int asserts_parse(const char *text, size_t len, struct dev_assert *a)
     if (!blk)
         goto out;
     p = blk + 9;
-    if (asserts_triple(&p, a->block) != 0 || strncmp(p, ", thread: ", 10) != 0)
+    if (cli_parse_triple(&p, a->block, '[', ']') != 0 || strncmp(p, ", thread: ", 10) != 0)
         goto out;
     p += 10;
-    if (asserts_triple(&p, a->thread) != 0 || strncmp(p, " Assertion `", 12) != 0)
+    if (cli_parse_triple(&p, a->thread, '[', ']') != 0 || strncmp(p, " Assertion `", 12) != 0)
         goto out;
     expr = p + 12;
     if (expr > end - tl)

@@ -93,6 +93,10 @@ struct merge_report;
 int cli_show_reports(const struct merge_report *reps, size_t n, int brief, FILE *out, const char *sep,
                      const char *run_dir, int *faulted);
 
+/* Parses "[x,y,z]" (open '[' and close ']', or any other pair; spaces allowed) at *p into v, advancing *p past
+ * it: the block and thread indices devices and debuggers print. Returns 0 or -1. */
+int cli_parse_triple(const char **p, long v[3], char open, char close);
+
 /* Parses a decimal integer in [lo, hi]; returns 0 and *out, or -1. */
 int cli_parse_int(const char *s, long long lo, long long hi, long long *out);
 

@@ -56,29 +56,6 @@ void coredump_free(struct coredump_info *ci)
     memset(ci, 0, sizeof *ci);
 }
 
-/* "(a,b,c)" at *p into v, advancing *p. */
-static int coredump_triple(const char **p, long v[3])
-{
-    const char *s = *p;
-    char *end;
-    if (*s++ != '(')
-        return -1;
-    for (int i = 0; i < 3; i++) {
-        while (*s == ' ')
-            s++;
-        if (!isdigit((unsigned char)*s))
-            return -1;
-        v[i] = strtol(s, &end, 10);
-        s = end;
-        while (*s == ' ')
-            s++;
-        if (*s++ != (i < 2 ? ',' : ')'))
-            return -1;
-    }
-    *p = s;
-    return 0;
-}
-
 /* "... LOC)" where LOC is "file:line": fills file and line from the last such group of s[0..n). */
 static void coredump_location(const char *s, size_t n, struct coredump_info *ci)
 {
@@ -145,12 +122,12 @@ static void coredump_line(const char *s, size_t n, struct coredump_info *ci)
         const char *b = strstr(p, "block "), *t = strstr(p, "thread ");
         if (b) {
             b += 6;
-            if (coredump_triple(&b, ci->block) != 0)
+            if (cli_parse_triple(&b, ci->block, '(', ')') != 0)
                 ci->block[0] = -1;
         }
         if (t) {
             t += 7;
-            if (coredump_triple(&t, ci->thread) != 0)
+            if (cli_parse_triple(&t, ci->thread, '(', ')') != 0)
                 ci->thread[0] = -1;
         }
         ci->device = coredump_field(p, "device");
@@ -162,9 +139,9 @@ static void coredump_line(const char *s, size_t n, struct coredump_info *ci)
         const char *k = p + 4, *e = strstr(k, "<<<"), *at = strstr(e, " at "), *d = e + 3;
         if (!ci->kernel)
             ci->kernel = strndup(k, (size_t)(e - k));
-        if (ci->grid[0] < 0 && coredump_triple(&d, ci->grid) == 0 && *d == ',') {
+        if (ci->grid[0] < 0 && cli_parse_triple(&d, ci->grid, '(', ')') == 0 && *d == ',') {
             d++;
-            if (coredump_triple(&d, ci->block_dim) != 0)
+            if (cli_parse_triple(&d, ci->block_dim, '(', ')') != 0)
                 ci->grid[0] = ci->block_dim[0] = -1;
         } else if (ci->grid[0] >= 0 && ci->block_dim[0] < 0) {
             ci->grid[0] = -1;

@@ -5,6 +5,7 @@
 #endif
 #include "cli.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <dirent.h>
 #include <fnmatch.h>
@@ -192,5 +193,27 @@ int cli_parse_int(const char *s, long long lo, long long hi, long long *out)
     if (errno || *end || v < lo || v > hi)
         return -1;
     *out = v;
+    return 0;
+}
+
+int cli_parse_triple(const char **p, long v[3], char open, char close)
+{
+    const char *s = *p;
+    char *end;
+    if (*s++ != open)
+        return -1;
+    for (int i = 0; i < 3; i++) {
+        while (*s == ' ')
+            s++;
+        if (!isdigit((unsigned char)*s))
+            return -1;
+        v[i] = strtol(s, &end, 10);
+        s = end;
+        while (*s == ' ')
+            s++;
+        if (*s++ != (i < 2 ? ',' : close))
+            return -1;
+    }
+    *p = s;
     return 0;
 }
