@@ -103,12 +103,6 @@ static const char *merge_kind(const struct json *doc)
     return k ? k : "fault";
 }
 
-static const char *merge_base(const char *path)
-{
-    const char *s = path ? strrchr(path, '/') : NULL;
-    return s ? s + 1 : path;
-}
-
 static unsigned long long merge_uint(const struct json *obj, const char *key)
 {
     long long v = json_get_int(obj, key, 0);
@@ -159,24 +153,6 @@ static size_t merge_root(size_t *parent, size_t i)
 
 /* ---- phrases ---- */
 
-/* Copies s into out, cut in the middle with "..." beyond max bytes. */
-static const char *merge_elide(const char *s, char *out, size_t outsz, size_t max)
-{
-    size_t n = strlen(s);
-    if (max + 1 > outsz)
-        max = outsz - 1;
-    if (n <= max) {
-        memcpy(out, s, n + 1);
-        return out;
-    }
-    size_t head = (max - 3) * 2 / 3, tail = max - 3 - head;
-    memcpy(out, s, head);
-    memcpy(out + head, "...", 3);
-    memcpy(out + head + 3, s + n - tail, tail);
-    out[max] = '\0';
-    return out;
-}
-
 /* A launch as a phrase: "write_oob(int*, int)", or for NCCL's kernels the collective ("NCCL AllReduce (sum,
  * f32, ring, LL)"), then " launched at train.py:42" when the report says where. */
 static void merge_launch_phrase(const struct json *launch, char *out, size_t outsz)
@@ -185,7 +161,7 @@ static void merge_launch_phrase(const struct json *launch, char *out, size_t out
     const char *name = render_launch_name(launch, &owned);
     const char *shown = nccl_describe_name(name, nccl, sizeof nccl);
     if (!shown)
-        shown = merge_elide(name, cut, sizeof cut, MERGE_NAME_MAX);
+        shown = render_elide(name, cut, sizeof cut, MERGE_NAME_MAX);
     render_launch_site(launch, site, sizeof site);
     snprintf(out, outsz, "%s%s%s", shown, site[0] ? " launched at " : "", site);
     free(owned);
@@ -786,7 +762,7 @@ char *merge_render(const struct merge_job *j, const struct merge_report *reps, c
         /* a fault and a clean exit say what they are; collateral and missing ranks are named so */
         int named = p->status == MERGE_COLLATERAL || p->status == MERGE_MISSING;
         snprintf(text, sizeof text, "%s%s%s%s%s", named ? merge_status_names[p->status] : "", named ? ": " : "",
-                 p->what, r ? "; report " : "", r ? merge_base(r->path) : "");
+                 p->what, r ? "; report " : "", r ? render_base(r->path) : "");
         merge_para(&b, head, "      ", text);
     }
     if (feat && !(o && o->brief)) {

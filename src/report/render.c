@@ -124,14 +124,13 @@ static void render_para(struct render_buf *b, const char *head, const char *inde
 }
 
 
-static const char *render_base(const char *path)
+const char *render_base(const char *path)
 {
     const char *s = path ? strrchr(path, '/') : NULL;
     return s ? s + 1 : path;
 }
 
-/* Copies name into out, cut in the middle with "..." when it is longer than max bytes. */
-static const char *render_elide(const char *name, char *out, size_t outsz, size_t max)
+const char *render_elide(const char *name, char *out, size_t outsz, size_t max)
 {
     size_t n = strlen(name);
     if (max + 1 > outsz)

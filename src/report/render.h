@@ -33,6 +33,11 @@ const char *render_launch_name(const struct json *launch, char **owned);
  * native frame in the user's code ("app.c:51", or the function); "" when the report does not say. */
 const char *render_launch_site(const struct json *launch, char *out, size_t outsz);
 
+/* The last component of a path ("train.py" of "/x/train.py"); path itself without a '/', NULL for NULL. */
+const char *render_base(const char *path);
+/* Copies name into out, cut in the middle with "..." when it is longer than max bytes. */
+const char *render_elide(const char *name, char *out, size_t outsz, size_t max);
+
 /* Why the last render_text call of this thread returned NULL. */
 const char *render_error(void);
 
