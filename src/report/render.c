@@ -820,6 +820,18 @@ static void render_debugger(struct render_buf *b, const struct json *doc)
     render_add(b, "\n");
 }
 
+/* Widens lo..hi (-1: nothing yet) to the launch numbers of arr[from..to). */
+static void render_seq_span(const struct json *arr, size_t from, size_t to, long long *lo, long long *hi)
+{
+    for (size_t k = from; k < to; k++) {
+        long long s = json_get_int(json_at(arr, k), "seq", -1);
+        if (s >= 0 && (*lo < 0 || s < *lo))
+            *lo = s;
+        if (s > *hi)
+            *hi = s;
+    }
+}
+
 static void render_full(struct render_buf *b, const struct json *doc, const struct render_opts *o)
 {
     const struct json *err = json_get(doc, "error");
@@ -881,20 +893,13 @@ static void render_full(struct render_buf *b, const struct json *doc, const stru
             char last_place[200] = "";
             for (i = 0; i < n; i++) {
                 const struct json *c = json_at(cands, i);
-                long long s = json_get_int(c, "seq", -1);
                 size_t j = i;
                 /* consecutive launches of the same kernel, shape and launch site read as one line */
                 while (j + 1 < n && render_same_launch(json_at(cands, j), json_at(cands, j + 1)))
                     j++;
                 render_launch_item(b, c, "  ", 1, json_get(doc, "device_asserts"), last_place, sizeof last_place,
                                    j > i ? json_get_int(json_at(cands, j), "seq", -1) : -1);
-                for (size_t k = i; k <= j; k++) {
-                    s = json_get_int(json_at(cands, k), "seq", -1);
-                    if (s >= 0 && (lo < 0 || s < lo))
-                        lo = s;
-                    if (s > hi)
-                        hi = s;
-                }
+                render_seq_span(cands, i, j + 1, &lo, &hi);
                 i = j;
             }
             if (reason && !json_is(culprit, JSON_OBJ))
@@ -948,15 +953,9 @@ static void render_brief(struct render_buf *b, const struct json *doc, const str
             render_add(b, ", launch #%lld", seq);
         free(owned);
     } else if (json_len(cands) > 0 || (certainty && strcmp(certainty, "candidates") == 0)) {
-        size_t i, n = json_len(cands);
+        size_t n = json_len(cands);
         long long lo = -1, hi = -1;
-        for (i = 0; i < n; i++) {
-            long long s = json_get_int(json_at(cands, i), "seq", -1);
-            if (s >= 0 && (lo < 0 || s < lo))
-                lo = s;
-            if (s > hi)
-                hi = s;
-        }
+        render_seq_span(cands, 0, n, &lo, &hi);
         render_add(b, "; one of %zu candidate launches", n);
         if (lo >= 0)
             render_add(b, " (#%lld..#%lld)", lo, hi);
@@ -1286,13 +1285,7 @@ static void render_hang_brief(struct render_buf *b, const struct json *doc, cons
         free(owned);
     } else if (json_len(cands)) {
         long long lo = -1, hi = -1;
-        for (size_t i = 0; i < json_len(cands); i++) {
-            long long s = json_get_int(json_at(cands, i), "seq", -1);
-            if (s >= 0 && (lo < 0 || s < lo))
-                lo = s;
-            if (s > hi)
-                hi = s;
-        }
+        render_seq_span(cands, 0, json_len(cands), &lo, &hi);
         render_add(b, ": one of %zu launches (#%lld..#%lld) was in flight", json_len(cands), lo, hi);
     } else if (certainty && strcmp(certainty, "idle") == 0) {
         render_add(b, ": no launch was in flight");
