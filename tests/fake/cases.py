@@ -2082,16 +2082,17 @@ def main():
     ap.add_argument("--check-list", nargs="*", metavar="NAME", help="check NAME... equals the case list")
     ap.add_argument("case", nargs="?")
     a = ap.parse_args()
+    me = os.path.basename(sys.argv[0])  # cases.py, or a file of more cases that runs this main
     if a.list:
         print("\n".join(CASES))
         return PASS
     if a.check_list is not None:
         given, mine = list(a.check_list), list(CASES)
         if sorted(given) == sorted(mine) and len(set(given)) == len(given):
-            print("%d cases, CMake list and cases.py agree" % len(mine))
+            print("%d cases, CMake list and %s agree" % (len(mine), me))
             return PASS
-        print("FAIL: the CMake list and cases.py disagree: only in CMake %s, only in cases.py %s, duplicates %s" % (
-            sorted(set(given) - set(mine)), sorted(set(mine) - set(given)),
+        print("FAIL: the CMake list and %s disagree: only in CMake %s, only in %s %s, duplicates %s" % (
+            me, sorted(set(given) - set(mine)), me, sorted(set(mine) - set(given)),
             sorted(n for n in set(given) if given.count(n) > 1)))
         return FAIL
     if not a.build or not a.case:

@@ -13,7 +13,6 @@ is cases.py's.
 Standard library only.
 """
 
-import argparse
 import glob
 import json
 import os
@@ -25,20 +24,14 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cases  # noqa: E402
-from cases import PASS, FAIL, SKIP, STEP, CaseFailed, CaseSkipped, check  # noqa: E402
+from cases import STEP, CaseFailed, CaseSkipped, check  # noqa: E402
 
 HANG_SRC = os.path.join(cases.PROG_SRC, "hang.c")
 STOP_SIGNALS = {signal.SIGTERM: "SIGTERM", signal.SIGINT: "SIGINT", signal.SIGQUIT: "SIGQUIT",
                 signal.SIGABRT: "SIGABRT"}
 
-CASES = {}
-
-
-def case(name):
-    def register(fn):
-        CASES[name] = fn
-        return fn
-    return register
+cases.CASES.clear()  # this file's cases only
+CASES, case = cases.CASES, cases.case
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -666,46 +659,5 @@ def _(b):
 
 # ---------------------------------------------------------------------------------------------------------------
 
-def main():
-    ap = argparse.ArgumentParser(description="Hang-report scenario tests of culprit over the simulated driver.")
-    ap.add_argument("--build", help="the CMake build directory")
-    ap.add_argument("--list", action="store_true", help="print the case names")
-    ap.add_argument("--check-list", nargs="*", metavar="NAME", help="check NAME... equals the case list")
-    ap.add_argument("case", nargs="?")
-    a = ap.parse_args()
-    if a.list:
-        print("\n".join(CASES))
-        return PASS
-    if a.check_list is not None:
-        given, mine = list(a.check_list), list(CASES)
-        if sorted(given) == sorted(mine) and len(set(given)) == len(given):
-            print("%d cases, CMake list and hang_cases.py agree" % len(mine))
-            return PASS
-        print("FAIL: the CMake list and hang_cases.py disagree: only in CMake %s, only in hang_cases.py %s, "
-              "duplicates %s" % (sorted(set(given) - set(mine)), sorted(set(mine) - set(given)),
-                                 sorted(n for n in set(given) if given.count(n) > 1)))
-        return FAIL
-    if not a.build or not a.case:
-        ap.error("--build BUILD CASE is required")
-    if a.case not in CASES:
-        print("FAIL: no case named %r (see --list)" % a.case)
-        return FAIL
-    b = None
-    try:
-        b = cases.Build(a.build)
-        CASES[a.case](b)
-    except CaseSkipped as e:
-        print("SKIP %s: %s" % (a.case, e))
-        return SKIP
-    except CaseFailed as e:
-        print("FAIL %s: %s" % (a.case, e))
-        return FAIL
-    finally:
-        if b is not None:
-            b.cleanup()
-    print("PASS %s" % a.case)
-    return PASS
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cases.main())
