@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #endif
 #include "render.h"
+#include "render_int.h"
 #include "demangle.h"
 #include "json.h"
 #include "nccl.h"
@@ -15,17 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RENDER_WIDTH 100     /* lists and wrapped sentences are kept within this many columns */
-#define RENDER_NAME_MIN 32   /* ...but a kernel name in a list keeps at least this many bytes */
-#define RENDER_BRIEF_NAME 60 /* the one-line form shortens kernel names beyond this */
-
-/* A growable text buffer with printf-style appends. */
-struct render_buf {
-    char *p;       /* the text, NUL-terminated */
-    size_t len;    /* bytes used */
-    size_t cap;    /* bytes allocated */
-    int oom;       /* an allocation failed; the text is unusable */
-};
 
 static _Thread_local char render_why[200];
 
@@ -64,7 +54,7 @@ static void render_vadd(struct render_buf *b, const char *fmt, va_list ap)
     b->len += (size_t)n;
 }
 
-static void render_add(struct render_buf *b, const char *fmt, ...)
+void render_add(struct render_buf *b, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -73,7 +63,7 @@ static void render_add(struct render_buf *b, const char *fmt, ...)
 }
 
 /* Appends one whole line with the "culprit: " prefix. */
-static void render_line(struct render_buf *b, const char *fmt, ...)
+void render_line(struct render_buf *b, const char *fmt, ...)
 {
     va_list ap;
     render_add(b, "culprit: ");
@@ -86,7 +76,7 @@ static void render_line(struct render_buf *b, const char *fmt, ...)
 /* ---- small pieces ---- */
 /* Appends head + text as lines of at most RENDER_WIDTH columns, breaking text at spaces; continuation lines
  * start with indent. A single word longer than a line is kept whole. */
-static void render_para(struct render_buf *b, const char *head, const char *indent, const char *text)
+void render_para(struct render_buf *b, const char *head, const char *indent, const char *text)
 {
     const size_t prefix = strlen("culprit: ");
     size_t col = prefix + strlen(head);
@@ -151,7 +141,7 @@ const char *render_elide(const char *name, char *out, size_t outsz, size_t max)
 
 /* The kernel's display name: the demangled name, else a demangling of the mangled one, else whatever there
  * is. *owned receives memory the caller frees. */
-static const char *render_kernel(const struct json *launch, char **owned)
+const char *render_kernel(const struct json *launch, char **owned)
 {
     const char *k = json_get_str(launch, "kernel");
     const char *m = json_get_str(launch, "mangled");
@@ -170,7 +160,7 @@ static const char *render_kernel(const struct json *launch, char **owned)
     return "(unnamed kernel)";
 }
 
-static const char *render_stream_kind(const char *kind)
+const char *render_stream_kind(const char *kind)
 {
     if (!kind)
         return NULL;
@@ -204,7 +194,7 @@ static const char *render_dims(const struct json *arr, char *out, size_t outsz)
 }
 
 /* "grid [4,1,1] block [256,1,1]" or the parts that are known. */
-static const char *render_geometry(const struct json *launch, char *out, size_t outsz)
+const char *render_geometry(const struct json *launch, char *out, size_t outsz)
 {
     char g[64], bl[64];
     const char *kind = json_get_str(launch, "kind");
@@ -259,13 +249,13 @@ static int render_is_lib_module(const struct json *frame)
     return 0;
 }
 
-static int render_is_lib_frame(const struct json *frame)
+int render_is_lib_frame(const struct json *frame)
 {
     return render_is_lib_module(frame) || render_is_cuda_code(frame);
 }
 
 /* How a folded frame is named in the line that counts them. */
-static const char *render_lib_name(const struct json *frame)
+const char *render_lib_name(const struct json *frame)
 {
     const char *fn = json_get_str(frame, "function");
     if (render_is_lib_module(frame) || !render_is_cuda_code(frame))
@@ -276,7 +266,7 @@ static const char *render_lib_name(const struct json *frame)
 }
 
 /* One frame: "main at demo.cu:51", "helper (app+0x11b2)", "libfoo.so+0x20", or the raw pc. */
-static const char *render_frame(const struct json *frame, char *out, size_t outsz)
+const char *render_frame(const struct json *frame, char *out, size_t outsz)
 {
     const char *fn = json_get_str(frame, "function");
     const char *file = json_get_str(frame, "file");
@@ -305,7 +295,7 @@ static const char *render_frame(const struct json *frame, char *out, size_t outs
     return out;
 }
 
-static void render_stack_max(struct render_buf *b, const struct json *stack, const char *indent, size_t max);
+void render_stack_max(struct render_buf *b, const struct json *stack, const char *indent, size_t max);
 
 /* Prints a stack with the user's frames first and library frames folded into one line. */
 static void render_stack(struct render_buf *b, const struct json *stack, const char *indent)
@@ -314,7 +304,7 @@ static void render_stack(struct render_buf *b, const struct json *stack, const c
 }
 
 /* The same, showing at most max of the user's frames (the rest are counted; the report has them all). */
-static void render_stack_max(struct render_buf *b, const struct json *stack, const char *indent, size_t max)
+void render_stack_max(struct render_buf *b, const struct json *stack, const char *indent, size_t max)
 {
     size_t i, n = json_len(stack), user = 0, folded = 0;
     char text[1024];
@@ -388,7 +378,7 @@ static const char *render_pyframe(const struct json *frame, char *out, size_t ou
 
 /* The Python frames, innermost first, the user's own code shown and installed packages folded into a count
  * (they are in the report). Returns 1 when there were any. */
-static int render_python(struct render_buf *b, const struct json *py, const char *indent)
+int render_python(struct render_buf *b, const struct json *py, const char *indent)
 {
     size_t i, n = json_len(py), user = 0, folded = 0;
     char text[1400];
@@ -420,7 +410,7 @@ static const struct json *render_user_pyframe(const struct json *py)
 }
 
 /* Where a launch or an error came from: its Python frames first when it has them, then the native stack. */
-static void render_origin(struct render_buf *b, const struct json *obj, const char *head)
+void render_origin(struct render_buf *b, const struct json *obj, const char *head)
 {
     if (json_len(json_get(obj, "python"))) {
         /* for a Python program the C++ frames matter less: the innermost few, the rest are in the report */
@@ -458,7 +448,7 @@ static const struct json *render_user_frame(const struct json *launch)
 }
 
 /* "stream 0x0 (legacy default stream), device 0, thread 4242", with the parts that are present. */
-static const char *render_place(const struct json *launch, char *out, size_t outsz)
+const char *render_place(const struct json *launch, char *out, size_t outsz)
 {
     const char *stream = json_get_str(launch, "stream");
     const char *kind = render_stream_kind(json_get_str(launch, "stream_kind"));
@@ -478,7 +468,7 @@ static const char *render_place(const struct json *launch, char *out, size_t out
 }
 
 /* Appends argv as a command a POSIX shell would read back the same way. */
-static void render_argv(struct render_buf *b, const struct json *argv)
+void render_argv(struct render_buf *b, const struct json *argv)
 {
     size_t i, n = json_len(argv);
     if (!json_is(argv, JSON_ARR) || n == 0) {
@@ -554,7 +544,7 @@ static void render_asserts(struct render_buf *b, const struct json *asserts, con
 }
 
 /* An NCCL kernel also gets the collective it runs, "NCCL AllReduce (sum, f32, ring, LL)", on a line of its own. */
-static void render_nccl_kernel(struct render_buf *b, const char *name, const char *indent)
+void render_nccl_kernel(struct render_buf *b, const char *name, const char *indent)
 {
     char what[160];
     if (nccl_describe_name(name, what, sizeof what))
@@ -565,7 +555,7 @@ static void render_nccl_kernel(struct render_buf *b, const char *name, const cha
 
 /* NCCL's warnings in this process (`culprit run` keeps the end of NCCL's log in "nccl_log"): the first few WARN
  * lines, which usually name the cause, and a count of the others. */
-static void render_nccl_log(struct render_buf *b, const struct json *doc)
+void render_nccl_log(struct render_buf *b, const struct json *doc)
 {
     const struct json *log = json_get(doc, "nccl_log");
     size_t i, n = json_len(log), warns = 0, shown = 0;
@@ -589,9 +579,6 @@ static void render_nccl_log(struct render_buf *b, const struct json *doc)
 
 /* ---- the two forms ---- */
 
-static void render_launch_item(struct render_buf *b, const struct json *launch, const char *indent, int where,
-                               const struct json *asserts, char *last_place, size_t last_len, long long upto);
-static int render_same_launch(const struct json *a, const struct json *c);
 
 /* Under a faulting graph launch: the node a device assert pinned, else the kernels captured into the graph (one
  * of them faulted), each with the line that captured it. */
@@ -691,7 +678,7 @@ static void render_launch(struct render_buf *b, const struct json *launch, const
  * ran and was launched from, and a device assert that names its kernel (asserts may be NULL). */
 /* Two candidates that differ only in their launch number (next to each other): same kernel, shape, stream,
  * thread and launch site. Shown as one line, so a window of a loop's launches stays short. */
-static int render_same_launch(const struct json *a, const struct json *c)
+int render_same_launch(const struct json *a, const struct json *c)
 {
     static const char *const keys[] = {"kernel", "stream", "stream_kind", "api"};
     char ga[160], gc[160], fa[1400], fc[1400];
@@ -717,7 +704,7 @@ static int render_same_launch(const struct json *a, const struct json *c)
     return strcmp(render_frame(ua, fa, sizeof fa), render_frame(uc, fc, sizeof fc)) == 0;
 }
 
-static void render_launch_item(struct render_buf *b, const struct json *launch, const char *indent, int where,
+void render_launch_item(struct render_buf *b, const struct json *launch, const char *indent, int where,
                                const struct json *asserts, char *last_place, size_t last_len, long long upto)
 {
     char *owned = NULL;
@@ -821,7 +808,7 @@ static void render_debugger(struct render_buf *b, const struct json *doc)
 }
 
 /* Widens lo..hi (-1: nothing yet) to the launch numbers of arr[from..to). */
-static void render_seq_span(const struct json *arr, size_t from, size_t to, long long *lo, long long *hi)
+void render_seq_span(const struct json *arr, size_t from, size_t to, long long *lo, long long *hi)
 {
     for (size_t k = from; k < to; k++) {
         long long s = json_get_int(json_at(arr, k), "seq", -1);
@@ -998,312 +985,6 @@ static void render_exit(struct render_buf *b, const struct json *doc, const stru
     render_nccl_log(b, doc);
     if (o && o->path)
         render_line(b, "report: %s", o->path);
-}
-
-/* ---- hang reports ("kind": "hang") ---- */
-
-/* "SIGTERM (sent by pid 4711) stopped the process" or "no progress for 5 s (--hang-timeout 5)". */
-static void render_hang_head(struct render_buf *b, const struct json *doc)
-{
-    const struct json *hang = json_get(doc, "hang");
-    const char *trig = json_get_str(hang, "trigger");
-    long long sender = json_get_int(hang, "sender_pid", -1);
-    long long stalled = json_get_int(hang, "stalled_ms", -1);
-    double timeout = 0;
-    char since[64] = "";
-
-    if (stalled >= 0)
-        snprintf(since, sizeof since, "%lld.%01lld s", stalled / 1000, stalled % 1000 / 100);
-    if (trig && strcmp(trig, "timeout") == 0) {
-        json_num(json_get(hang, "timeout_s"), &timeout);
-        render_line(b, "hang report: no progress for %s with work unfinished (--hang-timeout %g); the process was "
-                       "left running", since[0] ? since : "a while", timeout);
-        return;
-    }
-    {
-        char who[48] = "";
-        int stops = trig && (strcmp(trig, "SIGTERM") == 0 || strcmp(trig, "SIGINT") == 0 ||
-                             strcmp(trig, "SIGQUIT") == 0 || strcmp(trig, "SIGABRT") == 0);
-        if (sender > 0)
-            snprintf(who, sizeof who, " (sent by pid %lld)", sender);
-        /* under a second the watcher's sampling (once a second without a timeout) cannot tell */
-        render_line(b, "hang report: %s%s %s%s%s", trig ? trig : "a signal", who,
-                    stops ? "stopped the process" : "asked for it, and the process carries on",
-                    stalled >= 1000 ? "; no progress for " : "", stalled >= 1000 ? since : "");
-    }
-}
-
-/* "sleeping" for the state letter of /proc. */
-static const char *render_thread_state(const char *s)
-{
-    if (!s)
-        return "state unknown";
-    switch (s[0]) {
-    case 'R': return "running";
-    case 'S': return "sleeping";
-    case 'D': return "waiting uninterruptibly";
-    case 'T': return "stopped";
-    case 't': return "stopped by a tracer";
-    case 'Z': return "exited";
-    default: return s;
-    }
-}
-
-/* "cuCtxSynchronize (libcuda.so.1)": a library frame by its function and module. */
-static const char *render_hang_frame_name(const struct json *f, char *out, size_t outsz)
-{
-    const char *fn = json_get_str(f, "function"), *mod = render_base(json_get_str(f, "module"));
-    char *dm = fn && strncmp(fn, "_Z", 2) == 0 ? demangle_name(fn) : NULL;
-    if (fn)
-        snprintf(out, outsz, "%s (%s)", dm ? dm : fn, mod ? mod : "?");
-    else
-        render_frame(f, out, outsz);
-    free(dm);
-    return out;
-}
-
-static void render_hang_thread(struct render_buf *b, const struct json *t, long long pid)
-{
-    const struct json *stack = json_get(t, "stack");
-    const char *note = json_get_str(t, "stack_note");
-    long long tid = json_get_int(t, "tid", -1);
-    char text[1024], cut[RENDER_WIDTH + 1];
-
-    /* a thread in culprit's handler waits for this very report: where the signal found it is what counts */
-    render_line(b, "  thread %lld \"%s\"%s, %s:", tid, json_get_str(t, "name") ? json_get_str(t, "name") : "?",
-                tid == pid ? " (the main thread)" : "",
-                json_get(t, "signal_handler") ? "where the signal found it"
-                                               : render_thread_state(json_get_str(t, "state")));
-    size_t i, n = json_len(stack), user = 0;
-    for (i = 0; i < n; i++)
-        user += !render_is_lib_frame(json_at(stack, i));
-    if (n && render_is_lib_frame(json_at(stack, 0))) {
-        /* where it waits, even inside libraries (the stack below folds them): the innermost frame, and the
-         * entry point of the CUDA driver (or else of the library the program's code called) it is inside */
-        size_t u = 0, e = 0;
-        char inner[300], entry[300];
-        while (u < n && render_is_lib_frame(json_at(stack, u)))
-            u++;
-        for (i = 0; i < n; i++) {
-            const char *mod = render_base(json_get_str(json_at(stack, i), "module"));
-            if (mod && strncmp(mod, "libcuda.so", 10) == 0 && json_get_str(json_at(stack, i), "function"))
-                e = i + 1;
-        }
-        if (!e && u < n) {
-            /* culprit's own wrappers of the driver's entry points are no one's place to wait */
-            e = u;
-            while (e > 1 && render_lib_name(json_at(stack, e - 1)) &&
-                   strncmp(render_lib_name(json_at(stack, e - 1)), "libculprit.so", 13) == 0)
-                e--;
-        }
-        render_hang_frame_name(json_at(stack, 0), inner, sizeof inner);
-        snprintf(text, sizeof text, "%s", inner);
-        if (e > 1 && json_get_str(json_at(stack, e - 1), "function")) {
-            render_hang_frame_name(json_at(stack, e - 1), entry, sizeof entry);
-            if (strcmp(entry, inner) != 0)
-                snprintf(text, sizeof text, "%s, at %s", entry, inner);
-        }
-        render_line(b, "    waits in %s", render_elide(text, cut, sizeof cut, RENDER_WIDTH - 22));
-    }
-    if (render_python(b, json_get(t, "python"), "    ")) {
-        /* the Python lines say where; the native frames matter when they are the program's own */
-        if (user) {
-            render_line(b, "    native stack:");
-            render_stack_max(b, stack, "      ", 3);
-        } else if (n) {
-            render_line(b, "    (%zu native frames, all in libraries and the interpreter, in the report)", n);
-        }
-    } else if (n) {
-        render_stack_max(b, stack, "    ", 6);
-    }
-    if (note)
-        render_para(b, "    ", "    ", note);
-}
-
-/* The launch in flight, like the culprit of a fault report. */
-static void render_hang_launch(struct render_buf *b, const struct json *launch, const char *reason)
-{
-    char *owned = NULL;
-    const char *name = render_kernel(launch, &owned);
-    const char *api = json_get_str(launch, "api");
-    long long seq = json_get_int(launch, "seq", -1), shmem = json_get_int(launch, "shared_mem", -1);
-    char geo[160], place[200];
-
-    render_line(b, "the launch in flight: %s", name);
-    render_nccl_kernel(b, name, "  ");
-    if (seq >= 0)
-        render_line(b, "  launch #%lld%s%s", seq, api ? " via " : "", api ? api : "");
-    render_geometry(launch, geo, sizeof geo);
-    if (geo[0])
-        render_line(b, "  %s%s%lld bytes of shared memory", geo, shmem >= 0 ? ", " : "", shmem >= 0 ? shmem : 0);
-    render_place(launch, place, sizeof place);
-    if (place[0])
-        render_line(b, "  on %s", place);
-    if (reason)
-        render_para(b, "  how culprit knows: ", "    ", reason);
-    render_origin(b, launch, "  launched from");
-    free(owned);
-}
-
-/* A list of launches, runs of the same launch on one line. */
-static void render_hang_list(struct render_buf *b, const struct json *list, int where)
-{
-    char last_place[200] = "";
-    size_t i, n = json_len(list);
-    for (i = 0; i < n; i++) {
-        size_t j = i;
-        while (j + 1 < n && render_same_launch(json_at(list, j), json_at(list, j + 1)))
-            j++;
-        render_launch_item(b, json_at(list, i), "  ", where, NULL, where ? last_place : NULL, sizeof last_place,
-                           j > i ? json_get_int(json_at(list, j), "seq", -1) : -1);
-        i = j;
-    }
-}
-
-static void render_hang_streams(struct render_buf *b, const struct json *streams)
-{
-    size_t i, n = json_len(streams);
-    if (!n)
-        return;
-    render_add(b, "culprit:\n");
-    render_line(b, "streams:");
-    for (i = 0; i < n; i++) {
-        const struct json *s = json_at(streams, i);
-        const struct json *win = json_get(s, "in_flight_window");
-        const char *kind = render_stream_kind(json_get_str(s, "kind"));
-        long long done = json_get_int(s, "last_completed", -1), fl = json_get_int(s, "in_flight", -1);
-        long long q = json_get_int(s, "queued", -1);
-        char state[160] = "";
-        int pending = json_get(s, "queued") != NULL;  /* only streams with unfinished work count what waits */
-        char behind[48] = "nothing";
-        if (q > 0)
-            snprintf(behind, sizeof behind, "%lld", q);
-        if (fl >= 0)
-            snprintf(state, sizeof state, "#%lld in flight, %s queued behind it", fl, behind);
-        else if (win)
-            snprintf(state, sizeof state, "one of #%lld..#%lld in flight, %s queued behind them",
-                     json_get_int(win, "first", -1), json_get_int(win, "last", -1), behind);
-        else if (pending)
-            snprintf(state, sizeof state, "unfinished work");
-        else
-            snprintf(state, sizeof state, "all its work completed");
-        render_line(b, "  stream %s%s%s%s, device %lld, %lld launch%s:%s%s",
-                    json_get_str(s, "stream") ? json_get_str(s, "stream") : "?", kind ? " (" : "", kind ? kind : "",
-                    kind ? ")" : "", json_get_int(s, "device", -1), json_get_int(s, "launches", 0),
-                    json_get_int(s, "launches", 0) == 1 ? "" : "es", pending ? "" : " ", pending ? "" : state);
-        if (pending && done > 0)
-            render_line(b, "    %s (its breadcrumb shows #%lld completed)", state, done);
-        else if (pending)
-            render_line(b, "    %s", state);
-    }
-}
-
-static void render_hang_full(struct render_buf *b, const struct json *doc, const struct render_opts *o)
-{
-    const struct json *verdict = json_get(doc, "verdict");
-    const struct json *culprit = json_get(doc, "culprit");
-    const struct json *cands = json_get(doc, "candidates");
-    const struct json *queued = json_get(doc, "queued");
-    const struct json *threads = json_get(doc, "threads");
-    const struct json *pythreads = json_get(doc, "python_threads");
-    const char *certainty = json_get_str(verdict, "certainty");
-    const char *reason = json_get_str(verdict, "reason");
-    const char *mode = json_get_str(json_get(doc, "config"), "mode");
-    long long pid = json_get_int(json_get(doc, "process"), "pid", -1);
-    size_t i;
-
-    render_hang_head(b, doc);
-    render_add(b, "culprit:\n");
-    if (json_is(culprit, JSON_OBJ)) {
-        render_hang_launch(b, culprit, reason);
-    } else if (json_len(cands)) {
-        size_t n = json_len(cands);
-        render_line(b, "culprit could not tell which of these %zu launch%s is the one in flight:", n,
-                    n == 1 ? "" : "es");
-        render_hang_list(b, cands, 1);
-        if (reason)
-            render_para(b, "  why: ", "    ", reason);
-        if (mode && strcmp(mode, "record") == 0) {
-            render_line(b, "to name it exactly, run it again in precise mode (a breadcrumb after every launch):");
-            render_add(b, "culprit:   culprit run --mode precise -- ");
-            render_argv(b, json_get(json_get(doc, "process"), "argv"));
-            render_add(b, "\n");
-        }
-    } else if (certainty && strcmp(certainty, "idle") == 0) {
-        render_para(b, "no launch was in flight: ", "  ", reason ? reason : "every stream had completed its work");
-    } else {
-        render_para(b, "culprit could not name the launch in flight: ", "  ",
-                    reason ? reason : "the report gives no reason");
-    }
-    if (json_len(queued)) {
-        const char *stream = json_get_str(json_at(queued, 0), "stream");
-        render_add(b, "culprit:\n");
-        render_line(b, "queued behind it on stream %s (oldest first%s):", stream ? stream : "?",
-                    json_len(queued) == 8 ? ", the first 8" : "");
-        render_hang_list(b, queued, 0);
-    }
-    render_hang_streams(b, json_get(doc, "streams"));
-    if (json_len(threads)) {
-        render_add(b, "culprit:\n");
-        render_line(b, "threads, where each waits:");
-        for (i = 0; i < json_len(threads); i++)
-            render_hang_thread(b, json_at(threads, i), pid);
-        if (json_get_int(doc, "threads_left_out", 0) > 0)
-            render_line(b, "  (%lld more threads left out)", json_get_int(doc, "threads_left_out", 0));
-    }
-    if (json_len(pythreads)) {
-        render_line(b, "  Python threads culprit could not tie to one of those:");
-        for (i = 0; i < json_len(pythreads); i++) {
-            const struct json *t = json_at(pythreads, i);
-            render_line(b, "    Python thread %lld:", json_get_int(t, "id", 0));
-            render_python(b, json_get(t, "python"), "      ");
-        }
-    }
-    render_nccl_log(b, doc);
-    if (o && o->path)
-        render_line(b, "report: %s", o->path);
-}
-
-static void render_hang_brief(struct render_buf *b, const struct json *doc, const struct render_opts *o)
-{
-    const struct json *hang = json_get(doc, "hang");
-    const struct json *culprit = json_get(doc, "culprit");
-    const struct json *cands = json_get(doc, "candidates");
-    const char *trig = json_get_str(hang, "trigger");
-    const char *certainty = json_get_str(json_get(doc, "verdict"), "certainty");
-
-    long long stalled = json_get_int(hang, "stalled_ms", 0);
-    if (trig && strcmp(trig, "timeout") == 0)
-        render_add(b, "culprit: hang report (no progress for %lld.%01lld s)", stalled / 1000, stalled % 1000 / 100);
-    else
-        render_add(b, "culprit: hang report (%s)", trig ? trig : "signal");
-    if (json_is(culprit, JSON_OBJ)) {
-        char *owned = NULL;
-        char shortname[RENDER_BRIEF_NAME + 1];
-        render_elide(render_kernel(culprit, &owned), shortname, sizeof shortname, RENDER_BRIEF_NAME);
-        render_add(b, ": launch #%lld %s was in flight", json_get_int(culprit, "seq", -1), shortname);
-        free(owned);
-    } else if (json_len(cands)) {
-        long long lo = -1, hi = -1;
-        render_seq_span(cands, 0, json_len(cands), &lo, &hi);
-        render_add(b, ": one of %zu launches (#%lld..#%lld) was in flight", json_len(cands), lo, hi);
-    } else if (certainty && strcmp(certainty, "idle") == 0) {
-        render_add(b, ": no launch was in flight");
-    } else {
-        render_add(b, ": the launch in flight is unknown");
-    }
-    if (o && o->path)
-        render_add(b, "; report: %s", o->path);
-    render_add(b, "\n");
-}
-
-/* A hang report: what stopped the process, the launch in flight, what waits behind it, the streams, the threads. */
-static void render_hang(struct render_buf *b, const struct json *doc, const struct render_opts *o)
-{
-    if (o && o->brief)
-        render_hang_brief(b, doc, o);
-    else
-        render_hang_full(b, doc, o);
 }
 
 char *render_doc(const struct json *doc, const struct render_opts *opts)

@@ -1,0 +1,47 @@
+/* What render.c and render_hang.c share (not for other rooms): the text buffer the renderers append to and the
+ * pieces both the fault verdict and the hang report are written with. render.h is the interface. */
+#ifndef CULPRIT_REPORT_RENDER_INT_H
+#define CULPRIT_REPORT_RENDER_INT_H
+
+#include <stddef.h>
+
+struct json;
+struct render_opts;
+
+#define RENDER_WIDTH 100     /* lists and wrapped sentences are kept within this many columns */
+#define RENDER_NAME_MIN 32   /* ...but a kernel name in a list keeps at least this many bytes */
+#define RENDER_BRIEF_NAME 60 /* the one-line form shortens kernel names beyond this */
+
+/* A growable text buffer with printf-style appends. */
+struct render_buf {
+    char *p;       /* the text, NUL-terminated */
+    size_t len;    /* bytes used */
+    size_t cap;    /* bytes allocated */
+    int oom;       /* an allocation failed; the text is unusable */
+};
+
+__attribute__((format(printf, 2, 3))) void render_add(struct render_buf *b, const char *fmt, ...);
+void render_argv(struct render_buf *b, const struct json *argv);
+const char *render_frame(const struct json *frame, char *out, size_t outsz);
+const char *render_geometry(const struct json *launch, char *out, size_t outsz);
+int render_is_lib_frame(const struct json *frame);
+const char *render_kernel(const struct json *launch, char **owned);
+void render_launch_item(struct render_buf *b, const struct json *launch, const char *indent, int where,
+                        const struct json *asserts, char *last_place, size_t last_len, long long upto);
+const char *render_lib_name(const struct json *frame);
+__attribute__((format(printf, 2, 3))) void render_line(struct render_buf *b, const char *fmt, ...);
+void render_nccl_kernel(struct render_buf *b, const char *name, const char *indent);
+void render_nccl_log(struct render_buf *b, const struct json *doc);
+void render_origin(struct render_buf *b, const struct json *obj, const char *head);
+void render_para(struct render_buf *b, const char *head, const char *indent, const char *text);
+const char *render_place(const struct json *launch, char *out, size_t outsz);
+int render_python(struct render_buf *b, const struct json *py, const char *indent);
+int render_same_launch(const struct json *a, const struct json *c);
+void render_seq_span(const struct json *arr, size_t from, size_t to, long long *lo, long long *hi);
+void render_stack_max(struct render_buf *b, const struct json *stack, const char *indent, size_t max);
+const char *render_stream_kind(const char *kind);
+
+/* A hang report ("kind": "hang"), full or brief (render_hang.c). */
+void render_hang(struct render_buf *b, const struct json *doc, const struct render_opts *o);
+
+#endif
