@@ -11,9 +11,9 @@
 #include "jsonw.h"
 #include "nccl.h"
 #include "render.h"
+#include "render_int.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,77 +21,35 @@
 #define MERGE_WIDTH 100     /* the verdict line and the rank lines are wrapped within this many columns */
 #define MERGE_NAME_MAX 80   /* a kernel name in a phrase is cut in the middle beyond this */
 
-/* A growable text buffer. */
-struct merge_buf {
-    char *p;        /* the text, NUL-terminated */
-    size_t len;     /* bytes used */
-    size_t cap;     /* bytes allocated */
-    int oom;        /* an allocation failed */
-};
-
-static void merge_add(struct merge_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void merge_add(struct merge_buf *b, const char *fmt, ...)
-{
-    va_list ap;
-    int n;
-    if (b->oom)
-        return;
-    va_start(ap, fmt);
-    n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (n < 0) {
-        b->oom = 1;
-        return;
-    }
-    if (b->len + (size_t)n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 1024;
-        char *p;
-        while (cap < b->len + (size_t)n + 1)
-            cap *= 2;
-        p = realloc(b->p, cap);
-        if (!p) {
-            b->oom = 1;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    va_start(ap, fmt);
-    vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
-    va_end(ap);
-    b->len += (size_t)n;
-}
-
 /* Appends "culprit: " + head + text, broken at spaces into lines of at most MERGE_WIDTH columns; the lines after
  * the first start with indent. */
-static void merge_para(struct merge_buf *b, const char *head, const char *indent, const char *text)
+static void merge_para(struct render_buf *b, const char *head, const char *indent, const char *text)
 {
     const size_t prefix = strlen("culprit: ");
     size_t col = prefix + strlen(head);
     const char *p = text;
     int line_start = 1;
-    merge_add(b, "culprit: %s", head);
+    render_add(b, "culprit: %s", head);
     while (*p == ' ')
         p++;
     while (*p) {
         size_t word = strcspn(p, " ");
         if (!line_start && col + 1 + word > MERGE_WIDTH) {
-            merge_add(b, "\nculprit: %s", indent);
+            render_add(b, "\nculprit: %s", indent);
             col = prefix + strlen(indent);
             line_start = 1;
         } else if (!line_start) {
-            merge_add(b, " ");
+            render_add(b, " ");
             col++;
         }
         line_start = 0;
-        merge_add(b, "%.*s", (int)word, p);
+        render_add(b, "%.*s", (int)word, p);
         col += word;
         p += word;
         while (*p == ' ')
             p++;
     }
-    merge_add(b, "\n");
+    render_add(b, "\n");
 }
 
 /* ---- reading the reports ---- */
@@ -358,7 +316,7 @@ static void merge_label(const struct merge_job *j, const struct merge_proc *p, c
 
 /* Appends the processes of sel (indexes into j->procs) as "rank 3", "ranks 0, 1, 3", "ranks 0-5, 7", or, with
  * processes without a rank or sharing one, by their labels. */
-static void merge_list(struct merge_buf *b, const struct merge_job *j, const size_t *sel, size_t n)
+static void merge_list(struct render_buf *b, const struct merge_job *j, const size_t *sel, size_t n)
 {
     int plain = 1;  /* all have ranks of their own */
     for (size_t i = 0; i < n; i++)
@@ -368,27 +326,27 @@ static void merge_list(struct merge_buf *b, const struct merge_job *j, const siz
         for (size_t i = 0; i < n; i++) {
             char l[64];
             merge_label(j, &j->procs[sel[i]], l, sizeof l);
-            merge_add(b, "%s%s", i ? ", " : "", l);
+            render_add(b, "%s%s", i ? ", " : "", l);
         }
         return;
     }
-    merge_add(b, "rank%s ", n == 1 ? "" : "s");
+    render_add(b, "rank%s ", n == 1 ? "" : "s");
     for (size_t i = 0; i < n;) {
         size_t k = i;
         while (k + 1 < n && j->procs[sel[k + 1]].rank == j->procs[sel[k]].rank + 1)
             k++;
         if (k - i >= 2)
-            merge_add(b, "%s%d-%d", i ? ", " : "", j->procs[sel[i]].rank, j->procs[sel[k]].rank);
+            render_add(b, "%s%d-%d", i ? ", " : "", j->procs[sel[i]].rank, j->procs[sel[k]].rank);
         else
             for (size_t m = i; m <= k; m++)
-                merge_add(b, "%s%d", m ? ", " : "", j->procs[sel[m]].rank);
+                render_add(b, "%s%d", m ? ", " : "", j->procs[sel[m]].rank);
         i = k + 1;
     }
 }
 
 static void merge_verdict_line(struct merge_job *j)
 {
-    struct merge_buf b = {0};
+    struct render_buf b = {0};
     size_t *sel = calloc(j->nprocs ? j->nprocs : 1, sizeof *sel), n, unranked = 0, distinct = 0, nparts = 0;
     int any_fault = j->first >= 0, in_coll = 0, out_coll = 0;
     if (!sel)
@@ -401,36 +359,36 @@ static void merge_verdict_line(struct merge_job *j)
     }
     if (j->ranked) {
         long long nr = j->world_size > 0 ? j->world_size : (long long)distinct;
-        merge_add(&b, "job of %lld rank%s", nr, nr == 1 ? "" : "s");
+        render_add(&b, "job of %lld rank%s", nr, nr == 1 ? "" : "s");
         if (j->launcher)
-            merge_add(&b, " (%s)", j->launcher);
+            render_add(&b, " (%s)", j->launcher);
         if (unranked)
-            merge_add(&b, " and %zu process%s without a rank", unranked, unranked == 1 ? "" : "es");
+            render_add(&b, " and %zu process%s without a rank", unranked, unranked == 1 ? "" : "es");
     } else {
-        merge_add(&b, "job of %zu processes", j->nprocs);
+        render_add(&b, "job of %zu processes", j->nprocs);
     }
     if (j->nhosts > 1)
-        merge_add(&b, " on %zu hosts", j->nhosts);
-    merge_add(&b, ": ");
+        render_add(&b, " on %zu hosts", j->nhosts);
+    render_add(&b, ": ");
 
     if (any_fault) {
         const struct merge_proc *f = &j->procs[j->first];
         char l[64], launch[700];
         merge_label(j, f, l, sizeof l);
         merge_fault_launch(f->fault->doc, launch, sizeof launch);
-        merge_add(&b, "%s", l);
+        render_add(&b, "%s", l);
         if (j->nhosts > 1 && f->host[0])
-            merge_add(&b, " (on %s)", f->host);
-        merge_add(&b, " faulted first: %s", launch);
+            render_add(&b, " (on %s)", f->host);
+        render_add(&b, " faulted first: %s", launch);
         nparts++;
         n = 0;
         for (size_t i = 0; i < j->nprocs; i++)
             if (j->procs[i].status == MERGE_FAULTED && !j->procs[i].first)
                 sel[n++] = i;
         if (n) {
-            merge_add(&b, "; ");
+            render_add(&b, "; ");
             merge_list(&b, j, sel, n);
-            merge_add(&b, " also faulted");
+            render_add(&b, " also faulted");
         }
     }
     /* collateral, grouped by what happened to them */
@@ -451,14 +409,14 @@ static void merge_verdict_line(struct merge_job *j)
         for (size_t k = i; k < j->nprocs; k++)
             if (j->procs[k].status == MERGE_COLLATERAL && strcmp(j->procs[k].why, p->why) == 0)
                 sel[n++] = k;
-        merge_add(&b, "%s", !any_fault && nparts == 0 ? (j->ranked ? "no rank faulted; " : "no process faulted; ")
+        render_add(&b, "%s", !any_fault && nparts == 0 ? (j->ranked ? "no rank faulted; " : "no process faulted; ")
                                                        : "; ");
         nparts++;
         merge_list(&b, j, sel, n);
         if (any_fault)
-            merge_add(&b, " %s collateral (%s)", n == 1 ? "is" : "are", p->why);
+            render_add(&b, " %s collateral (%s)", n == 1 ? "is" : "are", p->why);
         else
-            merge_add(&b, " hung (%s)", p->why);
+            render_add(&b, " hung (%s)", p->why);
     }
     if (!any_fault && in_coll && out_coll) {
         /* the others wait in a collective for the ranks that never reached it */
@@ -466,28 +424,28 @@ static void merge_verdict_line(struct merge_job *j)
         for (size_t i = 0; i < j->nprocs; i++)
             if (j->procs[i].status == MERGE_COLLATERAL && !j->procs[i].collective[0])
                 sel[n++] = i;
-        merge_add(&b, "; ");
+        render_add(&b, "; ");
         merge_list(&b, j, sel, n);
-        merge_add(&b, " did not reach the collective the others wait in: look there first");
+        render_add(&b, " did not reach the collective the others wait in: look there first");
     }
     n = 0;
     for (size_t i = 0; i < j->nprocs; i++)
         if (j->procs[i].status == MERGE_CLEAN)
             sel[n++] = i;
     if (n) {
-        merge_add(&b, "%s", nparts ? "; " : j->ranked ? "no rank faulted; " : "no process faulted; ");
+        render_add(&b, "%s", nparts ? "; " : j->ranked ? "no rank faulted; " : "no process faulted; ");
         nparts++;
         merge_list(&b, j, sel, n);
-        merge_add(&b, " saw no fault");
+        render_add(&b, " saw no fault");
     }
     n = 0;
     for (size_t i = 0; i < j->nprocs; i++)
         if (j->procs[i].status == MERGE_MISSING)
             sel[n++] = i;
     if (n) {
-        merge_add(&b, "%s", nparts ? "; " : "");
+        render_add(&b, "%s", nparts ? "; " : "");
         merge_list(&b, j, sel, n);
-        merge_add(&b, " %s missing (no report)", n == 1 ? "is" : "are");
+        render_add(&b, " %s missing (no report)", n == 1 ? "is" : "are");
     }
     if (!b.oom)
         snprintf(j->verdict, sizeof j->verdict, "%s", b.p);
@@ -740,7 +698,7 @@ static const char *const merge_status_names[] = {"faulted", "collateral", "clean
 
 char *merge_render(const struct merge_job *j, const struct merge_report *reps, const struct render_opts *o)
 {
-    struct merge_buf b = {0};
+    struct render_buf b = {0};
     const struct merge_proc *feat = merge_featured(j);
     (void)reps;
     /* the verdict's own lines are indented deeper than the rank lines that follow */
@@ -771,13 +729,13 @@ char *merge_render(const struct merge_job *j, const struct merge_report *reps, c
         char l[64];
         char *text = render_doc(r->doc, &ro);
         merge_label(j, feat, l, sizeof l);
-        merge_add(&b, "culprit:\n");
+        render_add(&b, "culprit:\n");
         if (feat->fault)
-            merge_add(&b, "culprit: %s, the first to fault:\n", l);
+            render_add(&b, "culprit: %s, the first to fault:\n", l);
         else
-            merge_add(&b, "culprit: %s's hang report:\n", l);
+            render_add(&b, "culprit: %s's hang report:\n", l);
         if (text)
-            merge_add(&b, "%s", text);
+            render_add(&b, "%s", text);
         else
             b.oom = 1;
         free(text);
