@@ -1,5 +1,6 @@
-/* What the renderers of src/report share (render.c, render_hang.c, merge.c; not for other rooms): the text buffer the renderers append to and the
- * pieces both the fault verdict and the hang report are written with. render.h is the interface. */
+/* What the renderers of src/report share (render.c, render_hang.c, merge.c; not for other rooms): the text
+ * buffer they append to and the pieces the fault verdict, the hang report and the job view are written with.
+ * render.h is the interface. */
 #ifndef CULPRIT_REPORT_RENDER_INT_H
 #define CULPRIT_REPORT_RENDER_INT_H
 
