@@ -77,6 +77,28 @@ static inline const char *culprit_last_report(void) {
   return f ? f() : (const char *)0;
 }
 
+/* Names the work behind the launches this thread makes until culprit_op_end: an operator of your framework,
+ * its arguments, and (problem, may be NULL) what is wrong with them when you know. A report names the operator
+ * of each launch it lists and lists the operators that came with a problem. Notes nest (eight deep per thread).
+ *
+ *   culprit_op_begin("lookup", "ids int32[4096] max 70000", ids_max >= rows ? "ids past the table" : NULL);
+ *   lookup_kernel<<<grid, block>>>(...);
+ *   culprit_op_end();
+ *
+ * Returns CULPRIT_OK, CULPRIT_EINVAL (no name), CULPRIT_ESTACK (too deep, or end without begin), or
+ * CULPRIT_ENOTLOADED / CULPRIT_EDISABLED. */
+static inline int culprit_op_begin(const char *name, const char *args, const char *problem) {
+  typedef int (*fn)(const char *, const char *, const char *);
+  fn f = (fn)culprit__sym("culprit_api_op_begin");
+  return f ? f(name, args, problem) : CULPRIT_ENOTLOADED;
+}
+
+static inline int culprit_op_end(void) {
+  typedef int (*fn)(void);
+  fn f = (fn)culprit__sym("culprit_api_op_end");
+  return f ? f() : CULPRIT_ENOTLOADED;
+}
+
 #ifdef __cplusplus
 }
 #endif

@@ -9,6 +9,7 @@
 #include "crumb.h"
 #include "graphs.h"
 #include "names.h"
+#include "ops.h"
 #include "rank.h"
 #include "ring.h"
 #include "../report/demangle.h"
@@ -196,6 +197,7 @@ void emit_launch(struct jw *w, const struct cp_rec *r) {
   }
   jw_key(w, "stack");
   emit_frames(w, r->frames, nframes);
+  ops_emit_for(w, emit_rseq(r), r->tid);
   if (r->kind == CP_KIND_GRAPH) emit_graph_nodes(w, r);
   jw_obj_end(w);
 }

@@ -11,6 +11,7 @@
 #include "driver.h"
 #include "emit.h"
 #include "names.h"
+#include "ops.h"
 #include "ring.h"
 #include "suspects.h"
 #include "../report/demangle.h"
@@ -305,6 +306,7 @@ int verdict_emit(const struct verdict_input *in, char *path, unsigned pathlen) {
   }
   jw_arr_end(&w);
 
+  ops_emit_diagnosis(&w);
   emit_stats(&w, in->launches, s.n);
   jw_obj_end(&w);
 

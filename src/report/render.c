@@ -361,7 +361,7 @@ static int render_is_lib_pyframe(const struct json *frame)
 {
     const char *file = json_get_str(frame, "file");
     return !file || strstr(file, "/site-packages/") || strstr(file, "/dist-packages/") ||
-           strstr(file, "/lib/python3") || strncmp(file, "<frozen", 7) == 0;
+           strstr(file, "/lib/python3") || strncmp(file, "<frozen", 7) == 0 || render_ends(file, "/culprit/diagnose.py");
 }
 
 /* "train.py:42 in forward" */
@@ -670,6 +670,7 @@ static void render_launch(struct render_buf *b, const struct json *launch, const
     if (reason)
         render_para(b, "  how culprit knows: ", "    ", reason);
     render_origin(b, launch, "  launched from");
+    render_op(b, launch, "  ", 1);
     render_graph_nodes(b, launch, asserts);
     free(owned);
 }
@@ -742,6 +743,7 @@ void render_launch_item(struct render_buf *b, const struct json *launch, const c
             render_line(b, "%s    launched from %s", indent, render_frame(uf, text, sizeof text));
         snprintf(text, sizeof text, "%s    ", indent);
         render_asserts(b, asserts, name, text, 0);
+        render_op(b, launch, text, 0);
     }
     free(owned);
 }
@@ -910,6 +912,7 @@ static void render_full(struct render_buf *b, const struct json *doc, const stru
         for (i = 0; i < json_len(hist); i++)
             render_launch_item(b, json_at(hist, i), "  ", 0, NULL, NULL, 0, -1);
     }
+    render_diagnosis(b, doc);
     render_nccl_log(b, doc);
     render_debugger(b, doc);
     if (o && o->path)

@@ -42,6 +42,14 @@ void render_seq_span(const struct json *arr, size_t from, size_t to, long long *
 void render_stack_max(struct render_buf *b, const struct json *stack, const char *indent, size_t max);
 const char *render_stream_kind(const char *kind);
 
+/* The operator behind a launch ("op"): "operator: NAME(ARGS)" (full) or its name, and what was wrong with its
+ * arguments (render_op.c). */
+#define RENDER_OP_TEXT 1400
+#define RENDER_OP_NAME 128
+void render_op(struct render_buf *b, const struct json *launch, const char *indent, int full);
+/* The report's "diagnosis": the operators whose arguments broke their contract, but the culprit's own. */
+void render_diagnosis(struct render_buf *b, const struct json *doc);
+
 /* A hang report ("kind": "hang"), full or brief (render_hang.c). */
 void render_hang(struct render_buf *b, const struct json *doc, const struct render_opts *o);
 

@@ -1,0 +1,42 @@
+/* Operator notes (ops.c): a framework's own name for the work behind launches. Before an operator runs, its
+ * caller (culprit's Python package, culprit/diagnose.py, for each PyTorch operator; or a program through
+ * include/culprit.h) says the operator's name, its arguments and, when its inputs break the operator's
+ * contract, what is wrong; the launches the calling thread makes until the operator ends belong to it. Notes
+ * nest per thread (a compiled region holds the operators it falls back to). A report names the operator of
+ * each launch it lists, and lists the operators whose inputs were wrong. */
+#ifndef CULPRIT_OPS_H
+#define CULPRIT_OPS_H
+
+#include <stdint.h>
+
+struct jw;
+
+#define OPS_NAME 128    /* bytes kept of a name, an argument list and a problem */
+#define OPS_ARGS 640
+#define OPS_PROBLEM 512
+
+struct ops_note {
+  uint64_t first;       /* first launch number (seq) that can belong to it */
+  uint64_t last;        /* last one, once it ended (below first when none) */
+  int32_t tid;          /* the thread that ran it */
+  int32_t pid;          /* the process (a forked child's notes are its own) */
+  int running;          /* 1 until it ended: it holds every later launch of its thread */
+  char name[OPS_NAME];
+  char args[OPS_ARGS];
+  char problem[OPS_PROBLEM];
+};
+
+/* Opens a note on the calling thread (problem may be NULL or empty). Returns 0, -2 for a NULL or empty name,
+ * -3 when eight notes are already open on this thread, -1 when no memory could be had. */
+int ops_begin(const char *name, const char *args, const char *problem);
+/* Closes the innermost open note of the calling thread. Returns 0, or -3 when none is open. */
+int ops_end(void);
+/* Copies into *out the innermost note of thread tid that holds launch seq; returns 1, or 0 when none does. */
+int ops_find(uint64_t seq, int32_t tid, struct ops_note *out);
+/* Writes "op": {name, args, problem?} for launch seq of thread tid, when a note holds it. */
+void ops_emit_for(struct jw *w, uint64_t seq, int32_t tid);
+/* Writes "diagnosis": [this process's notes with a problem, oldest first, each with first/last/thread], when
+ * there is one. */
+void ops_emit_diagnosis(struct jw *w);
+
+#endif
