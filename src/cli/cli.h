@@ -35,6 +35,7 @@ struct cli_run_opts {
     int error_exitcode;        /* exit status when CMD exited 0 although a kernel faulted; -1: CMD's own */
     int rerun;                 /* settle a verdict of candidates by a blocking rerun over its window (rerun.c) */
     int coredump;              /* the driver's GPU core dump on exception, read after the run (coredump.c) */
+    const char *boot;          /* --diagnose: culprit/_boot, put on PYTHONPATH with CULPRIT_DIAGNOSE=1; or NULL */
     const char *dir;           /* report directory chosen by the user, or NULL for a fresh run directory */
     int quiet;                 /* print one line per report instead of the full verdict */
     int verbose;               /* let the library print its own full verdict too */
@@ -72,6 +73,11 @@ int cli_exe_dir(char *out, size_t outsz);
 /* Locates libculprit.so: $CULPRIT_LIB, <exe dir>/../lib/libculprit.so, <exe dir>/libculprit.so. Returns 0 and
  * the absolute path, or prints why it is missing and returns CLI_EXIT_USAGE. */
 int cli_find_lib(char *out, size_t outsz);
+
+/* Locates the start-up hook of culprit's Python package (culprit/_boot, which `--diagnose` puts on the
+ * command's PYTHONPATH): in $CULPRIT_PYTHON, <exe dir>/../lib/python (CMake's trees) or <exe dir>/../../..
+ * (a wheel's). Returns 0 and its absolute path, or CLI_EXIT_USAGE (the reason printed unless quiet). */
+int cli_find_boot(char *out, size_t outsz, int quiet);
 
 /* Creates path and any missing parents (parents with mode 0777 minus umask, the last one with leaf_mode).
  * *created_leaf tells whether the last component was made here. Returns 0 or an errno value. */

@@ -173,6 +173,15 @@ static int rerun_conclude(struct json *doc, const char *path, long long lo, long
     return rc;
 }
 
+/* A rerun diagnoses PyTorch operators by default: it is slow anyway, and the operator's arguments are what
+ * the user wants to see next. Without the Python package at hand it runs as asked. */
+static void rerun_diagnose(struct cli_run_opts *r)
+{
+    static char boot[PATH_MAX];
+    if (!r->boot && cli_find_boot(boot, sizeof boot, 1) == 0)
+        r->boot = boot;
+}
+
 int rerun_settle(const struct cli_run_opts *o, const char *path, const char *run_dir)
 {
     struct cli_run_opts r = *o;
@@ -196,8 +205,10 @@ int rerun_settle(const struct cli_run_opts *o, const char *path, const char *run
         cli_err("the rerun's report directory would be too long a path");
         return CLI_EXIT_FAIL;
     }
+    rerun_diagnose(&r);
     cli_err("the verdict is one of launches #%lld..#%lld: running the command again with blocking launches "
-            "there (culprit run --mode blocking --launches %s), reports into %s", lo, hi, window, dir);
+            "there (culprit run --mode blocking --launches %s%s), reports into %s", lo, hi, window,
+            r.boot ? " --diagnose" : "", dir);
     r.mode = "blocking";
     r.launches = window;
     r.kernels = NULL;
@@ -251,8 +262,10 @@ int rerun_settle_job(const struct cli_run_opts *o, char **paths, size_t n, const
         rc = CLI_EXIT_FAIL;
         goto out;
     }
+    rerun_diagnose(&r);
     cli_err("%zu rank(s) of the job have a window of candidates: running the job again with blocking launches "
-            "there, each rank its own (CULPRIT_RANK_LAUNCHES=%s), reports into %s", k, spec, dir);
+            "there, each rank its own (CULPRIT_RANK_LAUNCHES=%s%s), reports into %s", k, spec,
+            r.boot ? ", operators diagnosed" : "", dir);
     r.mode = "blocking";
     r.launches = NULL;
     r.rank_launches = spec;

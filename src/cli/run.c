@@ -121,6 +121,7 @@ static void cli_child_exec(const struct cli_run_opts *o, const char *lib, const 
         (o->report_signal && setenv("CULPRIT_REPORT_SIGNAL", o->report_signal, 1)) ||
         (o->stats && setenv("CULPRIT_STATS", "1", 1)) || setenv("CULPRIT_RUN_ID", cli_run_id, 1) ||
         nccllog_env(dir) || (o->coredump && (errno = coredump_setenv(dir)) != 0) ||
+        (o->boot && (setenv("CULPRIT_DIAGNOSE", "1", 1) || cli_prepend_env("PYTHONPATH", o->boot))) ||
         (o->ld_path && cli_prepend_env("LD_LIBRARY_PATH", o->ld_path)))) {
         e = errno ? errno : ENOMEM;
     } else if (e == 0) {
@@ -527,6 +528,7 @@ static const char *cli_optval(int argc, char **argv, int *i, const char *name, i
 int cli_run_main(int argc, char **argv)
 {
     struct cli_run_opts o;
+    static char boot[PATH_MAX];
     int i, rc, wstatus = 0, faulted = 0;
     long long v;
 
@@ -567,6 +569,12 @@ int cli_run_main(int argc, char **argv)
         }
         if (strcmp(a, "--rerun") == 0) {
             o.rerun = 1;
+            continue;
+        }
+        if (strcmp(a, "--diagnose") == 0) {
+            o.boot = boot;
+            if (cli_find_boot(boot, sizeof boot, 0) != 0)
+                return CLI_EXIT_USAGE;
             continue;
         }
         if ((val = cli_optval(argc, argv, &i, "--mode", &missing)) != NULL) {

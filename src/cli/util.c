@@ -90,6 +90,46 @@ found:
     return 0;
 }
 
+/* Whether dir holds culprit's Python package with its start-up hook; out gets <dir>/culprit/_boot. */
+static int cli_boot_in(const char *dir, char *out, size_t outsz)
+{
+    char hook[PATH_MAX + 64], real[PATH_MAX];
+    snprintf(hook, sizeof hook, "%s/culprit/_boot/sitecustomize.py", dir);
+    if (!cli_is_file(hook) || !realpath(hook, real))
+        return 0;
+    *strrchr(real, '/') = '\0';
+    return (size_t)snprintf(out, outsz, "%s", real) < outsz;
+}
+
+int cli_find_boot(char *out, size_t outsz, int quiet)
+{
+    const char *env = getenv("CULPRIT_PYTHON");
+    char dir[PATH_MAX], cand[PATH_MAX + 32];
+    /* CMake's build and install tree keep the package in lib/python; a wheel puts the executable in
+     * culprit/_native/bin of the package itself */
+    static const char *const rel[] = {"../lib/python", "../../.."};
+
+    if (env && *env) {
+        if (cli_boot_in(env, out, outsz))
+            return 0;
+        if (!quiet)
+            cli_err("CULPRIT_PYTHON names %s, which does not hold culprit's Python package "
+                    "(culprit/_boot/sitecustomize.py)", env);
+        return CLI_EXIT_USAGE;
+    }
+    if (cli_exe_dir(dir, sizeof dir) == 0) {
+        for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
+            snprintf(cand, sizeof cand, "%s/%s", dir, rel[i]);
+            if (cli_boot_in(cand, out, outsz))
+                return 0;
+        }
+    }
+    if (!quiet)
+        cli_err("cannot find culprit's Python package beside the culprit executable (%s/../lib/python); set "
+                "CULPRIT_PYTHON to the directory that holds its culprit/ folder", dir);
+    return CLI_EXIT_USAGE;
+}
+
 int cli_mkdirs(const char *path, mode_t leaf_mode, int *created_leaf)
 {
     char buf[PATH_MAX];
