@@ -40,11 +40,12 @@ import threading
 import warnings
 
 from . import _lib
+from . import diagnose as _diagnose
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "blocking", "paused", "recording", "precise", "Scope", "mode", "loaded", "status", "depth", "launches",
+    "blocking", "paused", "recording", "precise", "diagnosing", "Scope", "mode", "loaded", "status", "depth", "launches",
     "last_report", "last_report_path", "CulpritWarning",
 ]
 
@@ -416,12 +417,19 @@ class Scope:
         return self._first, (None if self._last == _lib.LAUNCH_MAX else self._last)
 
     def _enter(self):
-        return _push(self._name, _Frame(self._mode, self._kernels, self._first, self._last))
+        frame = _push(self._name, _Frame(self._mode, self._kernels, self._first, self._last))
+        # A blocking scope is slow anyway: it diagnoses the PyTorch operators it runs too (culprit/diagnose.py).
+        token = _diagnose.enter() if frame is not None and self._mode == _lib.BLOCKING else None
+        return frame, token
 
     @staticmethod
-    def _leave(frame):
-        if frame is not None:
-            _pop(frame)
+    def _leave(entered):
+        frame, token = entered if entered is not None else (None, None)
+        try:
+            _diagnose.leave(token)
+        finally:
+            if frame is not None:
+                _pop(frame)
 
     def __enter__(self):
         frame = self._enter()
@@ -562,6 +570,57 @@ def precise(func=None):
             model(batch)      # the suspect region: exact names, no synchronization
     """
     return _scope("precise()", _lib.PRECISE, func)
+
+
+class _Diagnosing(Scope):
+    """The scope diagnosing() makes: the operator diagnosis on, the library's mode untouched."""
+
+    def __init__(self):
+        super().__init__("diagnosing()", _lib.RECORD)
+
+    def _enter(self):
+        token = _diagnose.enter()
+        if token is None and "torch" in sys.modules:
+            _warn_noop_diagnosis()
+        return token
+
+    @staticmethod
+    def _leave(token):
+        _diagnose.leave(token)
+
+    def __repr__(self):
+        return "culprit.diagnosing()"
+
+
+_diag_warned = False
+
+
+def _warn_noop_diagnosis():
+    global _diag_warned
+    if _diag_warned or _diagnose.active():
+        return
+    _diag_warned = True
+    a = _lib.api()
+    why = ("the culprit library is not loaded (run the program under culprit run)" if a is None else
+           "the loaded libculprit.so has no operator notes (an older build)" if not a.has_ops else
+           "the diagnosis could not start (see the line above)")
+    _warn("culprit: diagnosing() does nothing: %s" % why)
+
+
+def diagnosing(func=None):
+    """The four-step diagnosis for a block of code, in this thread: each PyTorch operator it runs tells culprit
+    its name and a summary of its arguments (shapes, dtypes, devices), and the operators behind most device
+    asserts (embedding, index_select, gather, scatter, index, nll_loss, ...) have the value range of their
+    index tensors read (a synchronization each) and checked against their contract. A report of a fault in it
+    names the operator behind the culprit launch and says what was wrong with its arguments. Context manager
+    and decorator; nothing happens without torch imported or without the library. Blocking scopes diagnose
+    too; `culprit run --diagnose` diagnoses the whole program.
+
+        with culprit.diagnosing():
+            loss = criterion(model(x), y)
+    """
+    scope = _Diagnosing()
+    return scope(func) if func is not None else scope
 
 
 # ---- exit check -----------------------------------------------------------------------------------------------

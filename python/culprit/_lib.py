@@ -33,6 +33,12 @@ _SIGNATURES = {
     "culprit_api_launches": (ctypes.c_ulonglong, []),
 }
 
+# Entry points a library may lack (added after interface 1 began): looked up, and None when missing.
+_OPTIONAL = {
+    "culprit_api_op_begin": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p]),
+    "culprit_api_op_end": (ctypes.c_int, []),
+}
+
 
 class Api:
     """The library's entry points, each a ctypes function with its prototype."""
@@ -45,6 +51,13 @@ class Api:
             setattr(self, name[len("culprit_api_"):], fn)
         if self.version() != API_VERSION:
             raise Mismatch(self.version())
+        for name, (restype, argtypes) in _OPTIONAL.items():
+            fn = getattr(handle, name, None)
+            if fn is not None:
+                fn.restype = restype
+                fn.argtypes = argtypes
+            setattr(self, name[len("culprit_api_"):], fn)
+        self.has_ops = self.op_begin is not None and self.op_end is not None
 
 
 class Mismatch(Exception):
