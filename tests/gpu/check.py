@@ -224,6 +224,21 @@ PY_CASES = [
     PyCase("lightning_embedding", "lightning_embedding.py", r"indexSelect|vectorized_gather",
            modules=("torch", "lightning|pytorch_lightning"),
            note="Lightning training_step embedding error at step 3"),
+    # the callback's status line, and the verdict it attached to the exception Lightning re-raised (the script
+    # prints both): blocking at step 3 makes the nll_loss launch itself report the assert
+    PyCase("lightning_callback", "lightning_callback.py", r"nll_loss", surface_at_launch=True,
+           modules=("torch", "lightning|pytorch_lightning"),
+           stdout_expect=(r"^culprit-log: culprit: rank 0 of 1: culprit loaded, mode \w+; scopes: blocking "
+                          r"\(kernels '\*nll_loss\*'\) in training_step; diagnosing in training_step for global "
+                          r"step 3$",
+                          r"^culprit-verdict: culprit: rank 0: the kernel that faulted: \S.*nll_loss",
+                          r"^culprit-verdict: culprit:   launched from \S*lightning_callback\.py:\d+ in "
+                          r"(Classifier\.)?training_step$",
+                          r"^culprit-verdict: culprit:   CUDA_ERROR_ASSERT \(710\): .*; it surfaced in cuLaunch\w* "
+                          r"at \S*lightning_callback\.py:\d+ in (Classifier\.)?training_step$",
+                          r"^culprit-verdict: culprit: report: \S*/{report_name}$"),
+           note="culprit.lightning.CulpritCallback: blocking + diagnosis around training_step at step 3; the "
+                "exception carries culprit's verdict"),
     PyCase("package_scopes", "package_scopes.py", r"nll_loss", surface_at_launch=True,
            stdout_expect=(r"^loaded True$", r"^mode while paused off$", r"^mode in scope blocking$",
                           r"^mode after the exception record$", r"^last report \S*/{report_name}$"),
@@ -282,12 +297,18 @@ JOB_CASES = [
             note="torchrun, one NCCL rank: index_select past the end between two all_reduce calls"),
 ]
 JOB_CASE_BY_NAME = {c.name: c for c in JOB_CASES}
+
+# The diagnose group lives in its own file (diagnose_group.py): PyTorch faults under `culprit run --diagnose`.
+import diagnose_group  # noqa: E402
+DIAG_CASES = diagnose_group.DIAG_CASES
+DIAG_CASE_BY_NAME = diagnose_group.DIAG_CASE_BY_NAME
 GROUPS = {}
-for _c in CASES + PY_CASES + JOB_CASES:
+for _c in CASES + PY_CASES + JOB_CASES + DIAG_CASES:
     GROUPS.setdefault(_c.group, []).append(_c.name)
-assert len(CASE_BY_NAME) + len(PY_CASE_BY_NAME) + len(JOB_CASE_BY_NAME) == \
-    len(set(CASE_BY_NAME) | set(PY_CASE_BY_NAME) | set(JOB_CASE_BY_NAME)), "case names must be unique across groups"
-assert not set(GROUPS) & (set(CASE_BY_NAME) | set(PY_CASE_BY_NAME) | set(JOB_CASE_BY_NAME))
+assert len(CASE_BY_NAME) + len(PY_CASE_BY_NAME) + len(JOB_CASE_BY_NAME) + len(DIAG_CASE_BY_NAME) == \
+    len(set(CASE_BY_NAME) | set(PY_CASE_BY_NAME) | set(JOB_CASE_BY_NAME) | set(DIAG_CASE_BY_NAME)), \
+    "case names must be unique across groups"
+assert not set(GROUPS) & (set(CASE_BY_NAME) | set(PY_CASE_BY_NAME) | set(JOB_CASE_BY_NAME) | set(DIAG_CASE_BY_NAME))
 
 
 class Run:
@@ -1849,11 +1870,12 @@ def suite(args):
     cases = [c for c in CASES if c.name in names]
     py_cases = [c for c in PY_CASES if c.name in names]
     job_cases = [c for c in JOB_CASES if c.name in names]
+    diag_cases = [c for c in DIAG_CASES if c.name in names]
     lines = {}
     outcomes = []
     seqs = {}  # (case, cudart) -> culprit seq, for same_as
     dumped = {c.name for c in cases if c.coredump} if args.coredump else set()  # run once more with --coredump
-    total = (len(cases) + len(dumped)) * len(CUDARTS) + len(py_cases) + len(job_cases)
+    total = (len(cases) + len(dumped)) * len(CUDARTS) + len(py_cases) + len(job_cases) + len(diag_cases)
     if args.coredump:
         total += sum(1 for c in py_cases if c.coredump)
         gdb = find_cuda_gdb()
@@ -1915,6 +1937,8 @@ def suite(args):
 
     outcomes += frameworks_suite(args, py_cases, culprit, logs, deadline, len(outcomes), total, gdb)
     outcomes += jobs_suite(args, job_cases, culprit, logs, deadline, len(outcomes), total)
+    outcomes += diagnose_group.suite(sys.modules[__name__], args, diag_cases, culprit, logs, deadline,
+                                     len(outcomes), total)
 
     print("\nlogs and reports: %s\n" % logs)
     for line in table(outcomes, args.mode):
@@ -2072,7 +2096,7 @@ def run_nosync_case(args, case, cudart, exe, want, culprit, logs, stem, env):
 def selected(only):
     """The case names --only selects (case names or group names); all cases without it."""
     if not only:
-        return set(CASE_BY_NAME) | set(PY_CASE_BY_NAME) | set(JOB_CASE_BY_NAME)
+        return set(CASE_BY_NAME) | set(PY_CASE_BY_NAME) | set(JOB_CASE_BY_NAME) | set(DIAG_CASE_BY_NAME)
     names = set()
     for name in only:
         names.update(GROUPS.get(name, [name]))
@@ -2575,8 +2599,8 @@ def run_py_selftests():
         c_names | {"torch_gather"} and selected(["hangs"]) == {"spin_timeout", "spin_sigterm"} and \
         selected(["jobs", "nosync"]) == set(JOB_CASE_BY_NAME) | {"nosync"} and "nosync" in c_names and \
         not c_names & set(GROUPS["hangs"]) and selected([]) == set(CASE_BY_NAME) | set(PY_CASE_BY_NAME) | \
-        set(JOB_CASE_BY_NAME)
-    results.append(("--only takes groups (c, hangs, frameworks, jobs) and case names", ok, ""))
+        set(JOB_CASE_BY_NAME) | set(DIAG_CASE_BY_NAME) and selected(["diagnose"]) == set(DIAG_CASE_BY_NAME)
+    results.append(("--only takes groups (c, hangs, frameworks, jobs, diagnose) and case names", ok, ""))
     return results
 
 
@@ -3194,7 +3218,8 @@ def main(argv):
                    help="seconds for the whole suite; cases not started by then fail as not run (default 480, "
                         "720 with --coredump)")
     s.add_argument("--only", nargs="+",
-                   choices=sorted(CASE_BY_NAME) + sorted(PY_CASE_BY_NAME) + sorted(JOB_CASE_BY_NAME) + sorted(GROUPS),
+                   choices=sorted(CASE_BY_NAME) + sorted(PY_CASE_BY_NAME) + sorted(JOB_CASE_BY_NAME) +
+                   sorted(DIAG_CASE_BY_NAME) + sorted(GROUPS),
                    help="run only these cases, or groups: c (the C programs), hangs (the spinning C program), "
                         "frameworks (the Python scripts), jobs (the torchrun jobs)")
     s.add_argument("--mode", choices=("record", "precise"),
@@ -3213,7 +3238,7 @@ def main(argv):
             args.budget = 720 if args.coredump else 480
         return suite(args)
     if args.command == "list":
-        for c in CASES + PY_CASES + JOB_CASES:
+        for c in CASES + PY_CASES + JOB_CASES + DIAG_CASES:
             print("%-22s %-10s %s" % (c.name, c.group, c.note))
         return 0
     parser.print_help()

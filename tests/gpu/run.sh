@@ -2,8 +2,9 @@
 # culprit's GPU test suite: builds (if needed), shows the GPU, runs every C case in tests/gpu against the static
 # and the shared CUDA runtime (groups c and hangs: the hang cases stop a spinning kernel's program with SIGTERM
 # and kill it at a bound), then the frameworks group (the Python scripts in tests/gpu/frameworks: torch, Triton,
-# CuPy, JAX, Lightning, torch.profiler, compute-sanitizer, transformers) and the jobs group (torchrun jobs of
-# those scripts; a case whose module is missing is skipped), each without and under `culprit run`, and prints
+# CuPy, JAX, Lightning, torch.profiler, compute-sanitizer, transformers), the jobs group (torchrun jobs of
+# those scripts; a case whose module is missing is skipped) and the diagnose group (PyTorch faults under
+# `culprit run --diagnose`, diagnose_group.py), each without and under `culprit run`, and prints
 # one table ending in "N passed, N failed[, N skipped]".
 # Needs an NVIDIA GPU; where there is none every case is skipped.
 #
@@ -25,7 +26,8 @@
 #                    with an exact culprit and a "coredump" object naming the kernel and, for a C case, the line
 #                    marked `// CULPRIT-FAULT`. The table gets a "CASE --coredump" row for each, and a line
 #                    "one run: default exact N/M, --coredump exact N/M" before the closing one
-#   --only CASE...   run only these cases (names as in the table) or groups: c, hangs, frameworks, jobs
+#   --only CASE...   run only these cases (names as in the table) or groups: c, hangs, frameworks, jobs,
+#                    diagnose
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
