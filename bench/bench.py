@@ -6,6 +6,7 @@ and min-max of those pairs), then the peak resident memory of each process and w
 
 usage: python3 bench/bench.py [--build DIR] [--reps N] [--seconds S] [--warmup S] [--workloads a,b] [--configs a,b]
                               [--extra NAME:VAR=VAL,VAR=VAL ...] [--seed-table] [--budget S] [--ab [PAIRS]]
+                              [--marks [NAMES]]
 
 The torch workloads of one repetition and configuration run in one process, one after the other (torch is
 imported once); the launch loop is a C program of its own. Configurations: none, clb (CUDA_LAUNCH_BLOCKING=1),
@@ -18,7 +19,11 @@ the table then says how many ran. --warmup S runs each torch workload S seconds 
 (culprit learns a program's call chains in its first seconds; without it every measurement includes that).
 --ab makes the torch workloads under record and precise also measure themselves against culprit.paused() in the
 same process (workloads.py --ab: pairs of windows, recording and paused), and prints a table of those ratios:
-the cost of recording with the drift between processes taken out."""
+the cost of recording with the drift between processes taken out. A workload that cannot run here for want of a
+package (gpt2 without transformers) says so and is reported as skipped, not failed. --marks also runs the
+completion-mark study (bin/bench_mark_cost, no tool) once before the repetitions and prints its table: for each
+way of marking a kernel's completion, whether the driver accepts it, whether it waits for the kernel, whether it
+can be read after a fault, and its GPU cost between short kernels; NAMES limits it to those marks."""
 import argparse
 import datetime
 import os
@@ -34,7 +39,15 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 C_WORKLOADS = {"launch_loop": ["{build}/bin/bench_launch_loop", "200000"]}
-PY_WORKLOADS = ["smallop", "resnet50", "triton", "multistream"]
+# in the order they run in one process: gpt2, the largest by far, last, so the others run as they always have
+PY_WORKLOADS = ["smallop", "resnet50", "triton", "multistream", "gpt2"]
+MARKS_CMD = "{build}/bin/bench_mark_cost"
+MARKS_TIMEOUT = 900  # seconds for the whole mark study (one child per mark, each with a limit of its own)
+# the keys of the study's "mark NAME key=value ..." lines that the table shows, with their column titles
+MARK_COLUMNS = [("accepted", "accepted"), ("ordered", "waits for the kernel"), ("survives", "read after a fault"),
+                ("ns_per_kernel_10us", "ns/kernel, 10 us kernels"), ("ratio_10us", "ratio"),
+                ("ns_per_kernel_30us", "ns/kernel, 30 us kernels"), ("ratio_30us", "ratio"),
+                ("host_ns", "host ns/mark")]
 CULPRIT_MODES = {"record": {"CULPRIT_MODE": "record"}, "precise": {"CULPRIT_MODE": "precise"},
                  "blocking": {"CULPRIT_MODE": "blocking"},
                  # the rerun a verdict with candidates prints: blocking over a window of 16 launches only
@@ -83,10 +96,14 @@ def config_env(name, build, extras, tmp):
 
 
 def parse(out, workloads):
-    """{workload: (value, unit, better)} from a run's stdout."""
+    """{workload: (value, unit, better)} from a run's stdout; a workload that said it was skipped (`skipped
+    workload=NAME reason=TEXT`) maps to (None, TEXT, "skipped")."""
     found = {}
     for line in out.splitlines():
-        if line.startswith("launch_us="):
+        if line.startswith("skipped ") and " workload=" in line:
+            head, _, reason = line.partition(" reason=")
+            found[head.split("workload=", 1)[1].split()[0]] = (None, reason.strip() or "no reason given", "skipped")
+        elif line.startswith("launch_us="):
             found[workloads[0]] = (float(line.split("=", 1)[1]), "us/launch", "lower")
         elif line.startswith("metric="):
             f = dict(p.split("=", 1) for p in line.split() if "=" in p)
@@ -116,14 +133,64 @@ def ab_rows(ab):
     return rows
 
 
-def run_one(cmd, env, timeout, workloads, tmp):
-    """Runs CMD; returns ({workload: result}, peak RSS in MiB or None, error or None)."""
-    out_path, err_path = os.path.join(tmp, "stdout"), os.path.join(tmp, "stderr")
+def parse_marks(out):
+    """The mark study's output: ({key: value} of its "marks ..." header, [(name, {key: value})] of its rows)."""
+    head, rows = {}, []
+    for line in out.splitlines():
+        words = line.split()
+        if len(words) >= 2 and words[0] == "mark":
+            rows.append((words[1], dict(w.split("=", 1) for w in words[2:] if "=" in w)))
+        elif words[:1] == ["marks"] and words[1:2] != ["done"]:
+            head = dict(w.split("=", 1) for w in words[1:] if "=" in w)
+    return head, rows
+
+
+def marks_rows(rows):
+    """The mark table's rows; the last column says why a mark was refused or failed, and through which entry
+    point it was called."""
+    out = []
+    for name, f in rows:
+        cells = [f.get(k, "-") for k, _ in MARK_COLUMNS]
+        note = []
+        if f.get("accepted") == "0" and f.get("rc", "-") != "-":
+            note.append("refused: " + f["rc"])
+        if f.get("entry", "-") != "-":
+            note.append("entry " + f["entry"])
+        if f.get("read", "-") != "-":
+            note.append("read by " + f["read"].replace("_", " "))
+        if f.get("survives_after_exit", "-") != "-":
+            note.append("after its exit: %s" % f["survives_after_exit"])
+        if f.get("error", "-") != "-":
+            note.append("error: " + f["error"])
+        out.append("| %s | %s | %s |" % (name, " | ".join(cells), "; ".join(note)))
+    return out
+
+
+def run_marks(build, names, env, timeout, tmp):
+    """Runs the mark study once (all marks, or the comma-separated NAMES); returns (header, rows, error or None).
+    Rows printed before a timeout or crash are kept."""
+    cmd = [MARKS_CMD.format(build=build)] + ([] if names == "all" else ["--only", names])
     try:
-        with open(out_path, "w") as out, open(err_path, "w") as err:
-            p = subprocess.Popen(cmd, env=env, stdout=out, stderr=err, start_new_session=True)
+        code, _, out, err_tail = run_cmd(cmd, env, timeout, tmp)
     except OSError as e:
-        return {}, None, "cannot run %s: %s" % (cmd[0], e.strerror)
+        return {}, [], "cannot run %s: %s" % (cmd[0], e.strerror)
+    head, rows = parse_marks(out)
+    if code is None:
+        return head, rows, "timed out after %g s" % timeout
+    if code == 77:
+        return head, rows, "skipped: no CUDA device"
+    if code != 0 or not rows:
+        return head, rows, "exit %d, %d rows: %s" % (code, len(rows), err_tail)
+    return head, rows, None
+
+
+def run_cmd(cmd, env, timeout, tmp):
+    """Runs CMD in a session of its own, stdout and stderr to files in TMP, and kills the whole session after
+    TIMEOUT seconds. Returns (exit code, or None when it timed out; its resource usage, or None; its stdout; the
+    last line of its stderr as a list). OSError when it cannot start."""
+    out_path, err_path = os.path.join(tmp, "stdout"), os.path.join(tmp, "stderr")
+    with open(out_path, "w") as out, open(err_path, "w") as err:
+        p = subprocess.Popen(cmd, env=env, stdout=out, stderr=err, start_new_session=True)
 
     def kill():
         os.killpg(p.pid, signal.SIGKILL)
@@ -131,27 +198,41 @@ def run_one(cmd, env, timeout, workloads, tmp):
         p.returncode = -signal.SIGKILL  # reaped here (wait4 gives its resource usage): Popen must not wait
 
     deadline = time.monotonic() + timeout
+    code, usage = None, None
     try:
         while True:
             pid, status, usage = os.wait4(p.pid, os.WNOHANG)
             if pid:
+                code = p.returncode = os.waitstatus_to_exitcode(status)
                 break
             if time.monotonic() > deadline:
                 kill()
-                return {}, None, "timed out after %g s" % timeout
+                usage = None
+                break
             time.sleep(0.05)
     except Stopped:
         kill()
         raise
-    p.returncode = os.waitstatus_to_exitcode(status)
     with open(out_path) as f:
-        found = parse(f.read(), workloads)
+        out = f.read()
     with open(err_path) as f:
         err_tail = f.read().strip().splitlines()[-1:]
+    return code, usage, out, err_tail
+
+
+def run_one(cmd, env, timeout, workloads, tmp):
+    """Runs CMD; returns ({workload: result}, peak RSS in MiB or None, error or None)."""
+    try:
+        code, usage, out, err_tail = run_cmd(cmd, env, timeout, tmp)
+    except OSError as e:
+        return {}, None, "cannot run %s: %s" % (cmd[0], e.strerror)
+    if code is None:
+        return {}, None, "timed out after %g s" % timeout
+    found = parse(out, workloads)
     rss = usage.ru_maxrss / 1024.0  # kilobytes on Linux
     missing = [w for w in workloads if w not in found]
-    if p.returncode != 0 or missing:
-        return found, rss, "exit %d, no result for %s: %s" % (p.returncode, ",".join(missing) or "-", err_tail)
+    if code != 0 or missing:
+        return found, rss, "exit %d, no result for %s: %s" % (code, ",".join(missing) or "-", err_tail)
     return found, rss, None
 
 
@@ -201,7 +282,7 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--warmup", type=float, default=0.0, help="untimed seconds before each torch measurement")
-    ap.add_argument("--workloads", default="launch_loop,smallop,resnet50,triton,multistream")
+    ap.add_argument("--workloads", default=",".join(list(C_WORKLOADS) + PY_WORKLOADS))  # every table: all of them
     ap.add_argument("--configs", default="none,clb,record,precise,blocking")
     ap.add_argument("--extra", nargs="*", default=[])
     ap.add_argument("--seed-table", action="store_true")
@@ -209,6 +290,8 @@ def main():
     ap.add_argument("--budget", type=float, default=0, help="seconds after which no repetition starts (0: none)")
     ap.add_argument("--ab", type=int, nargs="?", const=6, default=0, metavar="PAIRS",
                     help="torch workloads under record/precise also measured against culprit.paused(), in process")
+    ap.add_argument("--marks", nargs="?", const="all", default=None, metavar="NAMES",
+                    help="also run the completion-mark study once, before the repetitions (NAMES: only those marks)")
     a = ap.parse_args()
     if a.ab < 0:
         ap.error("--ab takes a positive number of window pairs")
@@ -241,11 +324,20 @@ def main():
         groups.append((("resnet50",), ("clb_anomaly",)))
 
     tmp = tempfile.mkdtemp(prefix="culprit-bench.")
-    results, rss, failures, ab = {}, {}, [], {}
+    results, rss, failures, ab, skipped = {}, {}, [], {}, {}
+    marks_head, marks = {}, None
     t_start, reps_done = time.monotonic(), 0
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     try:
+        if a.marks:
+            # first, on a quiet machine; no tool: it measures the driver, not culprit
+            marks_head, marks, err = run_marks(build, a.marks, config_env("none", build, extras, tmp),
+                                               max(a.timeout, MARKS_TIMEOUT), tmp)
+            print("  marks: %d rows%s" % (len(marks), ", " + err if err else ""), file=sys.stderr)
+            if err:
+                failures.append("marks: " + err)
+            t_start = time.monotonic()  # the budget is for the repetitions
         for rep in range(a.reps):
             if rep and a.budget and time.monotonic() - t_start > a.budget:
                 print("budget of %g s spent: stopping after %d repetitions" % (a.budget, rep), file=sys.stderr)
@@ -264,6 +356,10 @@ def main():
                     if peak is not None and not err:
                         rss.setdefault((wl, cfgs, c), []).append(peak)
                     for w, r in found.items():
+                        if r[0] is None:  # the workload said it cannot run here
+                            skipped.setdefault((w, cfgs, c), []).append(r[1])
+                            print("  rep %d %s %s: skipped: %s" % (rep + 1, w, c, r[1]), file=sys.stderr)
+                            continue
                         results.setdefault((w, cfgs, c), []).append(r + (rep,))
                         print("  rep %d %s %s: %.4g %s" % (rep + 1, w, c, r[0], r[1]), file=sys.stderr)
                     if err:
@@ -299,7 +395,8 @@ def main():
                 title = CONFIG_TITLES.get(c, c)
                 rs = results.get((w, cfgs, c))
                 if not rs:
-                    print("| %s | %s | failed | | | | |" % (w, title))
+                    why = skipped.get((w, cfgs, c))
+                    print("| %s | %s | %s | | | | |" % (w, title, "skipped: " + why[-1] if why else "failed"))
                     continue
                 vals = [v for v, _, _, _ in rs]
                 med = statistics.median(vals)
@@ -344,13 +441,27 @@ def main():
         print("|---|---|---|---|---|")
         for row in ab_rows(ab):
             print(row)
+    if marks is not None:
+        print()
+        print("Completion marks (bench_mark_cost, no tool, %s, driver %s, one process per mark; GPU time per kernel "
+              "between back-to-back kernels, ratio = speed relative to no mark in the same process; read after a "
+              "fault: the marks before a faulting %s kernel read back, and none after it):"
+              % (marks_head.get("device", "unknown GPU").replace("_", " "), marks_head.get("driver", "?"),
+                 marks_head.get("fault", "?")))
+        print()
+        print("| mark | %s | note |" % " | ".join(t for _, t in MARK_COLUMNS))
+        print("|---|%s---|" % ("---|" * len(MARK_COLUMNS)))
+        for row in marks_rows(marks):
+            print(row)
     if failures:
         print()
         print("failed runs:")
         for f in failures:
             print("- " + f)
     print()
-    print("%d passed, %d failed" % (sum(len(v) for v in results.values()), len(failures)))
+    n_skipped = sum(len(v) for v in skipped.values())
+    print("%d passed, %d failed%s" % (sum(len(v) for v in results.values()), len(failures),
+                                      ", %d skipped" % n_skipped if n_skipped else ""))
     return 1 if failures else 0
 
 

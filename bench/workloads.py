@@ -8,6 +8,9 @@ run's first seconds is not in the measurement.
   smallop      a 64x64 tensor through 20 elementwise ops per step (steps/s)
   triton       a small Triton elementwise kernel launched back to back (launches/s)
   multistream  4 CUDA streams each running small ops, joined every step (steps/s)
+  gpt2         GPT-2-style transformer training (12 layers, width 768, 1024 tokens, batch 32) built from a
+               config, no weights: bf16 autocast, fused AdamW, random tokens (tokens/s); needs transformers,
+               and says it is skipped (`skipped workload=gpt2 reason=...`) where that is missing
 
 Set BENCH_ANOMALY=1 to run under torch.autograd.set_detect_anomaly(True) (the seed's "sync + debug" row).
 
@@ -29,21 +32,25 @@ AB_PAIRS = 0       # --ab: pairs of windows (recording, paused) the measurement 
 AB = None          # the last workload's (median, min, max) of the pairs' ratios
 
 
-def run_for(step, seconds, sync):
-    """Runs step until SECONDS have passed (checked at a synchronize every 10 steps): (steps, seconds taken)."""
+class Skipped(Exception):
+    """The workload cannot run here (a package is missing); the message says why."""
+
+
+def run_for(step, seconds, sync, every=10):
+    """Runs step until SECONDS have passed (checked at a synchronize every EVERY steps): (steps, seconds taken)."""
     n = 0
     t0 = time.perf_counter()
     while True:
         step()
         n += 1
-        if n % 10 == 0:
+        if n % every == 0:
             sync()
             dt = time.perf_counter() - t0
             if dt >= seconds:
                 return n, dt
 
 
-def alternate(step, seconds, sync, pairs, paused):
+def alternate(step, seconds, sync, pairs, paused, every=10):
     """PAIRS pairs of windows of seconds / (2 * pairs) each, one under the context manager paused() and one
     without, the order flipping from pair to pair. Returns (steps and seconds of the windows without it,
     [speed without / speed with, one per pair])."""
@@ -53,30 +60,32 @@ def alternate(step, seconds, sync, pairs, paused):
         speed = {}
         for on in ((True, False) if i % 2 == 0 else (False, True)):
             if on:
-                n, dt = run_for(step, window, sync)
+                n, dt = run_for(step, window, sync, every)
                 steps, taken = steps + n, taken + dt
             else:
                 with paused():
-                    n, dt = run_for(step, window, sync)
+                    n, dt = run_for(step, window, sync, every)
             speed[on] = n / dt
         ratios.append(speed[True] / speed[False])
     return steps, taken, ratios
 
 
-def timed(step, warmup, seconds, sync):
+def timed(step, warmup, seconds, sync, every=10):
+    """WARMUP steps, --warmup seconds more, then SECONDS measured (checked every EVERY steps; pairs of windows
+    under --ab): (steps, seconds)."""
     global AB
     for _ in range(warmup):
         step()
     sync()
     t0 = time.perf_counter()
     while time.perf_counter() - t0 < WARMUP_SECONDS:
-        for _ in range(10):
+        for _ in range(every):
             step()
         sync()
     if not AB_PAIRS:
-        return run_for(step, seconds, sync)
+        return run_for(step, seconds, sync, every)
     import culprit
-    n, dt, ratios = alternate(step, seconds, sync, AB_PAIRS, culprit.paused)
+    n, dt, ratios = alternate(step, seconds, sync, AB_PAIRS, culprit.paused, every)
     AB = (statistics.median(ratios), min(ratios), max(ratios))
     return n, dt
 
@@ -160,7 +169,37 @@ def multistream(seconds):
     return "steps_per_s", n / dt, "steps/s", "higher"
 
 
-WORKLOADS = {"resnet50": resnet50, "smallop": smallop, "triton": triton_loop, "multistream": multistream}
+GPT2_LAYERS, GPT2_WIDTH, GPT2_HEADS, GPT2_SEQ, GPT2_BATCH = 12, 768, 12, 1024, 32  # GPT-2 small's shape
+
+
+def gpt2(seconds):
+    """A GPT-2-style language model trained on random tokens: the model is built from a config (nothing is
+    downloaded), bf16 autocast over fp32 weights, fused AdamW. Its steps are long (about 0.1 s on an H200), so
+    the clock is checked at a synchronize after every step rather than every 10th."""
+    try:
+        import transformers
+    except ImportError as e:
+        raise Skipped("transformers is not installed (%s)" % e)
+    import torch
+    cfg = transformers.GPT2Config(n_layer=GPT2_LAYERS, n_embd=GPT2_WIDTH, n_head=GPT2_HEADS, n_positions=GPT2_SEQ,
+                                  vocab_size=50257)
+    model = transformers.GPT2LMHeadModel(cfg).cuda().train()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+    tokens = torch.randint(0, cfg.vocab_size, (GPT2_BATCH, GPT2_SEQ), device="cuda")
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = model(input_ids=tokens, labels=tokens).loss
+        loss.backward()
+        opt.step()
+
+    n, dt = timed(step, 3, seconds, torch.cuda.synchronize, every=1)
+    return "tokens_per_s", n * GPT2_BATCH * GPT2_SEQ / dt, "tokens/s", "higher"
+
+
+WORKLOADS = {"resnet50": resnet50, "smallop": smallop, "triton": triton_loop, "multistream": multistream,
+             "gpt2": gpt2}
 
 
 def main():
@@ -192,7 +231,12 @@ def main():
         import torch
         torch.autograd.set_detect_anomaly(True)
     for name in names:
-        metric, value, unit, better = WORKLOADS[name](a.seconds)
+        try:
+            metric, value, unit, better = WORKLOADS[name](a.seconds)
+        except Skipped as e:
+            print("skipped workload=%s reason=%s" % (name, e))
+            sys.stdout.flush()
+            continue
         ab = " ab_ratio=%.4f ab_min=%.4f ab_max=%.4f" % AB if AB_PAIRS else ""
         print("metric=%s value=%.4f unit=%s better=%s workload=%s%s" % (metric, value, unit.replace(" ", "_"),
                                                                         better, name, ab))

@@ -1,6 +1,8 @@
 """The benchmark driver (bench/bench.py) without a GPU: its parsing, configurations and process handling, and
 whole runs against a stand-in launch loop (a shell script in a build folder of its own) whose speed depends on
-the configuration, so the table's medians, spreads, ratios and failure lines can be checked exactly."""
+the configuration, so the table's medians, spreads, ratios and failure lines can be checked exactly; a workload
+that reports itself skipped (gpt2 without transformers, through a stand-in module), and --marks against a
+stand-in mark study."""
 
 import os
 import signal
@@ -104,8 +106,8 @@ esac
 
 def fake_build(tmp_path):
     build = tmp_path / "build"
-    (build / "bin").mkdir(parents=True)
-    (build / "lib").mkdir()
+    (build / "bin").mkdir(parents=True, exist_ok=True)  # again for each run_bench: a test may run it twice
+    (build / "lib").mkdir(exist_ok=True)
     (build / "lib" / "libculprit.so").write_bytes(b"")  # preloading it fails harmlessly: the loader says so
     loop = build / "bin" / "bench_launch_loop"
     loop.write_text(LOOP)
@@ -224,7 +226,7 @@ def test_alternate_pairs_windows_in_flipping_order(monkeypatch):
         def __exit__(self, *exc):
             state["paused"] = False
 
-    def fake_run_for(step, seconds, sync):
+    def fake_run_for(step, seconds, sync, every=10):
         order.append(("paused" if state["paused"] else "recording", seconds))
         return (10, 1.0) if state["paused"] else (8, 1.0)  # recording runs at 0.8 of the paused speed
 
@@ -259,3 +261,129 @@ def test_workloads_ab_needs_the_library(tmp_path):
     p = subprocess.run([sys.executable, os.path.join(BENCH_DIR, "workloads.py"), "smallop", "--ab"], env=env,
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
     assert p.returncode == 2 and "run it with libculprit.so preloaded" in p.stderr and "metric=" not in p.stdout
+
+
+def test_run_for_checks_the_clock_every_n_steps(monkeypatch):
+    now = [0.0]
+    syncs = []
+    monkeypatch.setattr(workloads.time, "perf_counter", lambda: now[0])
+
+    def step():
+        now[0] += 3.0
+
+    # one step per check (gpt2's long steps): the first check past 5 units is after the second step
+    assert workloads.run_for(step, 5.0, lambda: syncs.append(now[0]), every=1) == (2, 6.0)
+    assert syncs == [3.0, 6.0]
+
+
+# ---- the gpt2 workload, and workloads that cannot run here ----
+
+def test_every_workload_is_benched_by_default():
+    assert set(bench.PY_WORKLOADS) == set(workloads.WORKLOADS)
+    assert bench.PY_WORKLOADS[-1] == "gpt2"  # the largest runs after the others in their shared process
+
+
+def test_parse_reads_a_skipped_workload():
+    out = ("metric=steps_per_s value=12.5 unit=steps/s better=higher workload=smallop\n"
+           "skipped workload=gpt2 reason=transformers is not installed (No module named 'transformers')\n")
+    found = bench.parse(out, ["smallop", "gpt2"])
+    assert found["smallop"] == (12.5, "steps/s", "higher")
+    assert found["gpt2"] == (None, "transformers is not installed (No module named 'transformers')", "skipped")
+
+
+def no_transformers(tmp_path):
+    """A PYTHONPATH folder whose transformers fails to import as a missing one does, whatever is installed."""
+    stub = tmp_path / "stub" / "transformers"
+    stub.mkdir(parents=True)
+    (stub / "__init__.py").write_text("raise ImportError(\"No module named 'transformers'\")\n")
+    return str(tmp_path / "stub")
+
+
+def test_gpt2_without_transformers_says_it_is_skipped(tmp_path):
+    env = dict(os.environ, PYTHONPATH=no_transformers(tmp_path))
+    env.pop("LD_PRELOAD", None)
+    p = subprocess.run([sys.executable, os.path.join(BENCH_DIR, "workloads.py"), "gpt2", "--seconds", "1"], env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == ("skipped workload=gpt2 reason=transformers is not installed "
+                                "(No module named 'transformers')")
+
+
+def test_bench_reports_a_skipped_workload_as_skipped_not_failed(tmp_path):
+    p = run_bench(tmp_path, "--workloads", "gpt2", "--configs", "none,record", "--reps", "1", "--seconds", "1",
+                  env={"PYTHONPATH": no_transformers(tmp_path)})
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err
+    lines = [line for line in out.splitlines() if line.startswith("| gpt2 |") and line.count("|") == 8]
+    assert lines == ["| gpt2 | none | skipped: transformers is not installed (No module named 'transformers') "
+                     "| | | | |",
+                     "| gpt2 | culprit record | skipped: transformers is not installed (No module named "
+                     "'transformers') | | | | |"]
+    assert "failed runs" not in out
+    assert out.rstrip().endswith("0 passed, 0 failed, 2 skipped")
+
+
+# ---- --marks: the completion-mark study ----
+
+MARKS = r"""#!/bin/sh
+echo "$@" > "$BENCH_TEST_DIR/marks.args"
+[ -n "$BENCH_TEST_MARKS_FAIL" ] && { echo "bench_mark_cost: it broke" >&2; exit 3; }
+echo "marks device=NVIDIA_H200 driver=13000 toolkit=13000 mem_ops_v1=0 mem_ops_64=1 kernels=3000 reps=3 fault=oob"
+echo "mark write64 accepted=1 rc=CUDA_SUCCESS entry=dlsym:cuStreamWriteValue64_v2 works=1 ordered=1 mark_ms=50.1 kernel_ms=50.1 host_ns=700 none_ns_10us=10500.0 ns_per_kernel_10us=12500.0 ratio_10us=0.840 none_ns_30us=30500.0 ns_per_kernel_30us=32500.0 ratio_30us=0.938 refused=0 fault=oob sync_rc=cudaErrorIllegalAddress survives=1 landed=32/32 after_fault=0 read=host_memory survives_after_exit=- error=-"
+echo "mark write64_nobarrier accepted=0 rc=CUDA_ERROR_INVALID_VALUE entry=dlsym:cuStreamWriteValue64_v2 works=- ordered=- error=-"
+echo "mark ipc_event accepted=1 rc=CUDA_SUCCESS entry=- ordered=1 survives=0 read=other_process survives_after_exit=0 error=timed_out_in_fault"
+echo "marks done rows=3 accepted=2"
+"""
+
+
+def marks_build(tmp_path):
+    build = fake_build(tmp_path)
+    prog = tmp_path / "build" / "bin" / "bench_mark_cost"
+    prog.write_text(MARKS)
+    prog.chmod(prog.stat().st_mode | stat.S_IXUSR)
+    return build
+
+
+def test_parse_marks_and_its_table():
+    head, rows = bench.parse_marks("noise\nmarks device=NVIDIA_H200 driver=13000 fault=oob\n"
+                                   "mark write64 accepted=1 ordered=1 survives=1 ns_per_kernel_10us=12500.0 "
+                                   "ratio_10us=0.840 entry=dlsym:cuStreamWriteValue64_v2 error=-\n"
+                                   "mark write64_v1 accepted=0 rc=CUDA_ERROR_NOT_SUPPORTED entry=dlsym:x\n"
+                                   "marks done rows=2 accepted=1\n")
+    assert head == {"device": "NVIDIA_H200", "driver": "13000", "fault": "oob"}
+    assert [name for name, _ in rows] == ["write64", "write64_v1"]
+    table = bench.marks_rows(rows)
+    assert table[0] == ("| write64 | 1 | 1 | 1 | 12500.0 | 0.840 | - | - | - | "
+                        "entry dlsym:cuStreamWriteValue64_v2 |")
+    assert table[1] == ("| write64_v1 | 0 | - | - | - | - | - | - | - | "
+                        "refused: CUDA_ERROR_NOT_SUPPORTED; entry dlsym:x |")
+
+
+def test_marks_runs_the_study_once_and_prints_its_table(tmp_path):
+    marks_build(tmp_path)
+    p = run_bench(tmp_path, "--reps", "2", "--configs", "none,record", "--marks")
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err
+    assert (tmp_path / "marks.args").read_text().strip() == ""  # all marks, no tool's variables needed
+    assert "Completion marks (bench_mark_cost, no tool, NVIDIA H200, driver 13000" in out
+    rows = [line for line in out.splitlines() if line.startswith("| write64") or line.startswith("| ipc_event")]
+    assert rows == ["| write64 | 1 | 1 | 1 | 12500.0 | 0.840 | 32500.0 | 0.938 | 700 | "
+                    "entry dlsym:cuStreamWriteValue64_v2; read by host memory |",
+                    "| write64_nobarrier | 0 | - | - | - | - | - | - | - | "
+                    "refused: CUDA_ERROR_INVALID_VALUE; entry dlsym:cuStreamWriteValue64_v2 |",
+                    "| ipc_event | 1 | 1 | 0 | - | - | - | - | - | "
+                    "read by other process; after its exit: 0; error: timed_out_in_fault |"]
+    assert out.rstrip().endswith("4 passed, 0 failed")  # the launch loop's runs; the study is not a run
+
+
+def test_marks_names_and_failure(tmp_path):
+    marks_build(tmp_path)
+    p = run_bench(tmp_path, "--reps", "1", "--configs", "none", "--marks", "write64,event")
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err
+    assert (tmp_path / "marks.args").read_text().split() == ["--only", "write64,event"]
+    p = run_bench(tmp_path, "--reps", "1", "--configs", "none", "--marks", env={"BENCH_TEST_MARKS_FAIL": "1"})
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 1
+    assert "- marks: exit 3, 0 rows: ['bench_mark_cost: it broke']" in out
+    assert out.rstrip().endswith("1 passed, 1 failed")
