@@ -21,6 +21,7 @@ have addr2line || need_pkgs+=(binutils)
 { [ -e /usr/include/libunwind.h ] || [ -e "/usr/include/$(uname -m)-linux-gnu/libunwind.h" ]; } || need_pkgs+=(libunwind-dev)
 if [ "$what" = test ]; then
   python3 -c 'import pytest' >/dev/null 2>&1 || need_pkgs+=(python3-pytest)
+  python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need_pkgs+=(python3-venv)  # the pip install test
 fi
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && have apt-get; then

@@ -7,14 +7,20 @@
     last report: none
 
 Exit status 0 when the library is active, 1 otherwise.
+
+With arguments it is the `culprit` command itself (the program a pip install bundles), so `python -m culprit run
+-- python train.py` works where the console script is not on PATH.
 """
 
 import sys
 
 import culprit
+from culprit import _cli
 
 
 def main():
+    if len(sys.argv) > 1:
+        return _cli.exec_native(sys.argv[1:])
     st = culprit.status()
     head = "culprit %s: " % culprit.__version__
     if st == "absent" and culprit._lib.mismatch is not None:
