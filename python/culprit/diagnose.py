@@ -115,6 +115,9 @@ def _summary(t, want_range=False, exclude=None):
     except Exception:
         pass
     if want_range and a.is_integer and _readable(t):
+        # The read's own launches are named as culprit's, so a report does not pin them on the program.
+        api = _api()
+        opened = api is not None and api.op_begin(b"culprit::read_range", _enc(describe(a)), b"") == 0
         try:
             x = t
             if exclude is not None and isinstance(exclude, int):
@@ -127,6 +130,9 @@ def _summary(t, want_range=False, exclude=None):
             # A sticky error of an earlier kernel surfaces here: the operator runs next and raises it as the
             # program would have; nothing is said about a range that could not be read.
             a.lo = a.hi = None
+        finally:
+            if opened:
+                api.op_end()
     return a
 
 
