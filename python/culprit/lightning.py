@@ -14,6 +14,7 @@ the process it opens no scope and says so once per rank; it never replaces the u
 Lightning plugin or strategy: it changes nothing Lightning does.
 """
 
+import collections
 import logging
 import operator
 import os
@@ -33,7 +34,7 @@ except ImportError as _e1:
             "(%s) can be imported; install one of them (package 'lightning' or 'pytorch-lightning') or use the "
             "culprit scopes directly" % (_e1, _e2)) from None
 
-__all__ = ["CulpritCallback", "PHASES"]
+__all__ = ["CulpritCallback", "PHASES", "verdict_of", "report_of"]
 
 # The parts of a batch a scope can cover, and the callback hooks that start them (see CulpritCallback).
 TRAIN_PHASES = ("training_step", "backward", "optimizer_step")
@@ -183,8 +184,59 @@ def _note(exc, text):
 def _set(exc, name, value):
     try:
         setattr(exc, name, value)
-    except Exception:  # noqa: BLE001 - an exception type that takes no attributes
+    except Exception:  # noqa: BLE001 - an exception type that takes no attributes: verdict_of() has it
         pass
+
+
+_attached = collections.OrderedDict()  # id(exception) -> (exception, report, verdict), the last few explained
+_ATTACHED_MAX = 16
+
+
+def _remember(exc, report, text):
+    _attached[id(exc)] = (exc, report, text)
+    _attached.move_to_end(id(exc))
+    while len(_attached) > _ATTACHED_MAX:
+        _attached.popitem(last=False)
+
+
+def _lookup_one(exc, name, index):
+    value = getattr(exc, name, None)
+    if value is not None:
+        return value
+    hit = _attached.get(id(exc))
+    if hit is not None and hit[0] is exc:
+        return hit[index]
+    notes = getattr(exc, "__notes__", None) or ()   # another object carrying the verdict note
+    for kept in reversed(list(_attached.values())):
+        if kept[2] in notes:
+            return kept[index]
+    return None
+
+
+def _lookup(exc, name, index):
+    """What the callback attached to exc or to an exception exc was raised while handling: Lightning's teardown
+    moves the module to the CPU after on_exception, which raises a new CUDA error on a dead context, and that
+    is the one that reaches the caller (its __context__ is the one the callback saw)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen and len(seen) < 16:
+        seen.add(id(exc))
+        value = _lookup_one(exc, name, index)
+        if value is not None:
+            return value
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def verdict_of(exc):
+    """The verdict text CulpritCallback attached to exc, or None: exc.culprit_verdict, or, for an exception type
+    that takes no attributes, what the callback remembered of it; also through the exceptions exc was raised while
+    handling (Lightning's teardown raises a second CUDA error after the first)."""
+    return _lookup(exc, "culprit_verdict", 2)
+
+
+def report_of(exc):
+    """The report (a dict) CulpritCallback attached to exc, or None (as verdict_of)."""
+    return _lookup(exc, "culprit_report", 1)
 
 
 class CulpritCallback(_pl.Callback):
@@ -435,6 +487,7 @@ class CulpritCallback(_pl.Callback):
             text = _verdict.summary(report, path=path, rank=rank)
             _set(exc, "culprit_report", report)
             _set(exc, "culprit_verdict", text)
+            _remember(exc, report, text)
             _note(exc, text)
             log.error("%s", text)
             self._tell_loggers(trainer, "culprit/verdict", text)

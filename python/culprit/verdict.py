@@ -122,7 +122,7 @@ def _is_lib_pyframe(frame):
     """A frame of an installed package or the standard library rather than of the user's program (render.c's rule)."""
     f = frame.get("file")
     return (not isinstance(f, str) or "/site-packages/" in f or "/dist-packages/" in f or "/lib/python3" in f
-            or f.startswith("<frozen"))
+            or f.startswith("<frozen") or f.endswith("/culprit/diagnose.py"))
 
 
 def _user_pyframe(frames):

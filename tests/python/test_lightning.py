@@ -313,3 +313,42 @@ def test_the_gpu_judge_reads_what_the_callback_says(run_py):
     for pattern in patterns:
         pattern = pattern.replace("{report_name}", re.escape("culprit-5001.json"))
         assert re.search(pattern, "\n".join(out), re.M), (pattern, out)
+
+
+class _NoAttributes(RuntimeError):
+    """An exception type that takes no attributes, as some C-level CUDA error types do."""
+
+    def __setattr__(self, name, value):
+        if name != "__notes__":
+            raise AttributeError(name)
+        super().__setattr__(name, value)
+
+
+def test_verdict_of_an_exception_that_takes_no_attributes(monkeypatch):
+    import culprit
+    import culprit.lightning as cl
+    with open(os.path.join(REPO, "tests", "gpu", "fixtures", "py_xent_exact.json")) as f:
+        report = json.load(f)
+    kernel = report["culprit"]["kernel"][:20]
+    monkeypatch.setattr(culprit, "last_report", lambda: report)
+    monkeypatch.setattr(culprit, "last_report_path", lambda: "/r/culprit-1.json")
+    exc, other = _NoAttributes("CUDA error"), RuntimeError("x")
+    CulpritCallback()._explain(standin.Trainer(), exc)
+    assert not hasattr(exc, "culprit_verdict")
+    text = cl.verdict_of(exc)
+    assert text and kernel in text and cl.report_of(exc) is report
+    assert cl.verdict_of(other) is None and cl.report_of(other) is None
+    # another object with the same notes (an exception translated again on its way up) finds it by its note
+    again = RuntimeError("CUDA error")
+    again.__notes__ = list(exc.__notes__)
+    assert cl.verdict_of(again) == text and cl.report_of(again) is report
+    # a CUDA error raised while handling it (Lightning's teardown on a dead context) leads back to it
+    try:
+        try:
+            raise exc
+        except RuntimeError:
+            raise RuntimeError("CUDA error in teardown")
+    except RuntimeError as later:
+        assert cl.verdict_of(later) == text and cl.report_of(later) is report
+    CulpritCallback()._explain(standin.Trainer(), other)   # a plain exception carries it as attributes
+    assert other.culprit_verdict == cl.verdict_of(other) and kernel in other.culprit_verdict
