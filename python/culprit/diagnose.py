@@ -46,6 +46,27 @@ _torch = None
 _Mode = None
 _global_mode_threads = set()  # threads where the whole-program diagnosis is on
 _scopes_open = 0              # diagnosis scopes open in all threads (compiled graphs are noted while any is)
+# Operators on the CPU only cannot make a GPU fault, and a CPU kernel checks its own indices and raises at once:
+# they pass straight through (data loading in DataLoader workers stays fast). CULPRIT_DIAGNOSE=all notes them too.
+_cuda_only = os.environ.get("CULPRIT_DIAGNOSE", "1") != "all"
+
+
+def _on_gpu(args, kwargs):
+    """Whether a call is a GPU operator: its first tensor argument (or list of them) is not on the CPU, or it
+    makes tensors on a device other than the CPU."""
+    torch = _torch
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            return a.device.type != "cpu"
+        if isinstance(a, (list, tuple)) and a and isinstance(a[0], torch.Tensor):
+            return a[0].device.type != "cpu"
+    d = kwargs.get("device")
+    if d is not None:
+        return str(d).split(":")[0] != "cpu"
+    for v in kwargs.values():
+        if isinstance(v, torch.Tensor):
+            return v.device.type != "cpu"
+    return False
 
 
 def _warn(key, msg):
@@ -235,7 +256,7 @@ def _make_mode_class(torch):
             if kwargs is None:
                 kwargs = {}
             a = _api()
-            if a is None:
+            if a is None or (_cuda_only and not _on_gpu(args, kwargs)):
                 return func(*args, **kwargs)
             try:
                 op = _op_of(func)

@@ -94,6 +94,13 @@ static int cli_prepend_env(const char *name, const char *item)
     return rc;
 }
 
+/* --diagnose: CULPRIT_DIAGNOSE=1 (GPU operators), unless the caller asked for all operators (=all). */
+static int cli_diagnose_env(void)
+{
+    const char *v = getenv("CULPRIT_DIAGNOSE");
+    return v && strcmp(v, "all") == 0 ? 0 : setenv("CULPRIT_DIAGNOSE", "1", 1);
+}
+
 /* Child side of fork: set the environment and exec. On failure the errno goes back through errfd. */
 static void cli_child_exec(const struct cli_run_opts *o, const char *lib, const char *dir, int errfd,
                            const sigset_t *oldmask, const struct sigaction *old, const struct sigaction *oldchld,
@@ -121,7 +128,7 @@ static void cli_child_exec(const struct cli_run_opts *o, const char *lib, const 
         (o->report_signal && setenv("CULPRIT_REPORT_SIGNAL", o->report_signal, 1)) ||
         (o->stats && setenv("CULPRIT_STATS", "1", 1)) || setenv("CULPRIT_RUN_ID", cli_run_id, 1) ||
         nccllog_env(dir) || (o->coredump && (errno = coredump_setenv(dir)) != 0) ||
-        (o->boot && (setenv("CULPRIT_DIAGNOSE", "1", 1) || cli_prepend_env("PYTHONPATH", o->boot))) ||
+        (o->boot && (cli_diagnose_env() || cli_prepend_env("PYTHONPATH", o->boot))) ||
         (o->ld_path && cli_prepend_env("LD_LIBRARY_PATH", o->ld_path)))) {
         e = errno ? errno : ENOMEM;
     } else if (e == 0) {

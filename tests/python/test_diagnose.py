@@ -147,6 +147,7 @@ def hooked(monkeypatch):
     from culprit import diagnose
     api = FakeApi()
     monkeypatch.setattr(diagnose, "_api", lambda: api)
+    monkeypatch.setattr(diagnose, "_cuda_only", False)     # these tests run CPU operators
     token = diagnose.enter()
     assert token is not None and diagnose.active()
     yield torch, api
@@ -184,6 +185,7 @@ def test_hook_changes_no_result(monkeypatch):
     from culprit import diagnose
     api = FakeApi()
     monkeypatch.setattr(diagnose, "_api", lambda: api)
+    monkeypatch.setattr(diagnose, "_cuda_only", False)
     torch.manual_seed(0)
     x = torch.randn(6, 5)
     idx = torch.tensor([[0, 4], [1, 3], [2, 2], [3, 1], [4, 0], [0, 0]])
@@ -378,7 +380,14 @@ def test_end_to_end_with_torch_on_cpu(tmp_path):
         torch.ops.culprit_test.lookup(w, i)
         print("sync", gpu.sync())
     """ % HERE
+    # CPU operators are noted only with CULPRIT_DIAGNOSE=all: by default they pass straight through
     p = culprit_run(tmp_path, ["--diagnose"], code, env={"FAKECUDA_FAULT": "kernel=lookup_rows"})
+    doc = only_report(tmp_path)
+    assert "op" not in doc["culprit"] and "diagnosis" not in doc, p.stderr
+    for f in glob.glob(str(tmp_path / "reports" / "*.json")):
+        os.unlink(f)
+    p = culprit_run(tmp_path, ["--diagnose"], code, env={"FAKECUDA_FAULT": "kernel=lookup_rows",
+                                                          "CULPRIT_DIAGNOSE": "all"})
     doc = only_report(tmp_path)
     assert doc["culprit"]["op"]["name"] == "culprit_test::lookup", p.stderr
     assert doc["culprit"]["op"]["args"] == "table: float32[10,4] cpu, idx: int64[2,2] cpu"

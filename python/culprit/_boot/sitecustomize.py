@@ -67,7 +67,7 @@ def _main():
     import os
     import sys
 
-    if os.environ.get("CULPRIT_DIAGNOSE", "") == "1":
+    if os.environ.get("CULPRIT_DIAGNOSE", "") in ("1", "all"):
         try:
             _load_culprit()
             from culprit import diagnose
