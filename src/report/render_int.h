@@ -1,6 +1,6 @@
-/* What the renderers of src/report share (render.c, render_hang.c, merge.c; not for other rooms): the text
- * buffer they append to and the pieces the fault verdict, the hang report and the job view are written with.
- * render.h is the interface. */
+/* What the renderers of src/report share (render.c, render_hang.c, render_op.c, merge.c; not for other rooms):
+ * the text buffer they append to and the pieces the fault verdict, the hang report and the job view are written
+ * with (most of them in render_parts.c). render.h is the interface. */
 #ifndef CULPRIT_REPORT_RENDER_INT_H
 #define CULPRIT_REPORT_RENDER_INT_H
 
@@ -23,6 +23,8 @@ struct render_buf {
 
 __attribute__((format(printf, 2, 3))) void render_add(struct render_buf *b, const char *fmt, ...);
 void render_argv(struct render_buf *b, const struct json *argv);
+const char *render_dims(const struct json *arr, char *out, size_t outsz);   /* "[4,1,1]", empty when absent */
+const char *render_errname(const struct json *err, char *out, size_t outsz);
 const char *render_frame(const struct json *frame, char *out, size_t outsz);
 const char *render_geometry(const struct json *launch, char *out, size_t outsz);
 int render_is_lib_frame(const struct json *frame);
@@ -36,11 +38,15 @@ void render_nccl_log(struct render_buf *b, const struct json *doc);
 void render_origin(struct render_buf *b, const struct json *obj, const char *head);
 void render_para(struct render_buf *b, const char *head, const char *indent, const char *text);
 const char *render_place(const struct json *launch, char *out, size_t outsz);
+const char *render_pyframe(const struct json *frame, char *out, size_t outsz);
 int render_python(struct render_buf *b, const struct json *py, const char *indent);
 int render_same_launch(const struct json *a, const struct json *c);
 void render_seq_span(const struct json *arr, size_t from, size_t to, long long *lo, long long *hi);
+void render_stack(struct render_buf *b, const struct json *stack, const char *indent);
 void render_stack_max(struct render_buf *b, const struct json *stack, const char *indent, size_t max);
 const char *render_stream_kind(const char *kind);
+const struct json *render_user_frame(const struct json *launch);      /* the launch's first frame of the user's */
+const struct json *render_user_pyframe(const struct json *py);        /* the first Python frame of the user's */
 
 /* The operator behind a launch ("op"): "operator: NAME(ARGS)" (full) or its name, and what was wrong with its
  * arguments (render_op.c). */

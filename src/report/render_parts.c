@@ -1,0 +1,506 @@
+/* The pieces every culprit verdict is written with (the fault verdict in render.c, hang reports in
+ * render_hang.c, the operator lines in render_op.c, the job view in merge.c): the text buffer and its wrapped
+ * paragraphs, kernel names, launch geometry and places, native and Python frames and which of them are the
+ * user's, the command line and error names. Declared in render_int.h. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "render.h"
+#include "render_int.h"
+#include "demangle.h"
+#include "json.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void render_vadd(struct render_buf *b, const char *fmt, va_list ap)
+{
+    va_list aq;
+    int n;
+    if (b->oom)
+        return;
+    va_copy(aq, ap);
+    n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0, fmt, aq);
+    va_end(aq);
+    if (n < 0) {
+        b->oom = 1;
+        return;
+    }
+    if (!b->p || b->len + (size_t)n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 1024;
+        char *p;
+        while (cap < b->len + (size_t)n + 1)
+            cap *= 2;
+        p = realloc(b->p, cap);
+        if (!p) {
+            b->oom = 1;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+        vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+    }
+    b->len += (size_t)n;
+}
+
+void render_add(struct render_buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    render_vadd(b, fmt, ap);
+    va_end(ap);
+}
+
+/* Appends one whole line with the "culprit: " prefix. */
+void render_line(struct render_buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    render_add(b, "culprit: ");
+    va_start(ap, fmt);
+    render_vadd(b, fmt, ap);
+    va_end(ap);
+    render_add(b, "\n");
+}
+
+/* ---- small pieces ---- */
+/* Appends head + text as lines of at most RENDER_WIDTH columns, breaking text at spaces; continuation lines
+ * start with indent. A single word longer than a line is kept whole. */
+void render_para(struct render_buf *b, const char *head, const char *indent, const char *text)
+{
+    const size_t prefix = strlen("culprit: ");
+    size_t col = prefix + strlen(head);
+    const char *p = text;
+    int line_start = 1;  /* no word on the current line yet */
+
+    while (*p == ' ' || *p == '\n' || *p == '\t')
+        p++;
+    if (!*p) {
+        size_t hl = strlen(head);
+        while (hl && head[hl - 1] == ' ')
+            hl--;
+        render_add(b, "culprit: %.*s\n", (int)hl, head);
+        return;
+    }
+    render_add(b, "culprit: %s", head);
+    while (*p) {
+        size_t word = strcspn(p, " \n\t");
+        if (!line_start && col + 1 + word > RENDER_WIDTH) {
+            render_add(b, "\nculprit: %s", indent);
+            col = prefix + strlen(indent);
+            line_start = 1;
+        } else if (!line_start) {
+            render_add(b, " ");
+            col++;
+        }
+        line_start = 0;
+        render_add(b, "%.*s", (int)word, p);
+        col += word;
+        p += word;
+        while (*p == ' ' || *p == '\n' || *p == '\t')
+            p++;
+    }
+    render_add(b, "\n");
+}
+
+
+const char *render_base(const char *path)
+{
+    const char *s = path ? strrchr(path, '/') : NULL;
+    return s ? s + 1 : path;
+}
+
+const char *render_elide(const char *name, char *out, size_t outsz, size_t max)
+{
+    size_t n = strlen(name);
+    if (max + 1 > outsz)
+        max = outsz - 1;
+    if (n <= max) {
+        memcpy(out, name, n + 1);
+        return out;
+    }
+    {
+        size_t head = (max - 3) * 2 / 3, tail = max - 3 - head;
+        memcpy(out, name, head);
+        memcpy(out + head, "...", 3);
+        memcpy(out + head + 3, name + n - tail, tail);
+        out[max] = '\0';
+    }
+    return out;
+}
+
+/* The kernel's display name: the demangled name, else a demangling of the mangled one, else whatever there
+ * is. *owned receives memory the caller frees. */
+const char *render_kernel(const struct json *launch, char **owned)
+{
+    const char *k = json_get_str(launch, "kernel");
+    const char *m = json_get_str(launch, "mangled");
+    const char *kind = json_get_str(launch, "kind");
+    *owned = NULL;
+    if (k && *k && strncmp(k, "_Z", 2) != 0)
+        return k;
+    if ((*owned = demangle_name(m ? m : k)) != NULL)
+        return *owned;
+    if (k && *k)
+        return k;
+    if (m && *m)
+        return m;
+    if (kind && strcmp(kind, "graph") == 0)
+        return "(CUDA graph)";
+    return "(unnamed kernel)";
+}
+
+const char *render_stream_kind(const char *kind)
+{
+    if (!kind)
+        return NULL;
+    if (strcmp(kind, "legacy") == 0)
+        return "legacy default stream";
+    if (strcmp(kind, "per-thread") == 0)
+        return "per-thread default stream";
+    if (strcmp(kind, "created") == 0)
+        return "created stream";
+    return kind;
+}
+
+/* Writes "[4,1,1]" for a dims array into out; empty when absent. */
+const char *render_dims(const struct json *arr, char *out, size_t outsz)
+{
+    size_t i, n = json_len(arr), used = 0;
+    out[0] = '\0';
+    if (!json_is(arr, JSON_ARR) || n == 0)
+        return out;
+    used += (size_t)snprintf(out, outsz, "[");
+    for (i = 0; i < n && used < outsz; i++) {
+        long long v;
+        if (json_int(json_at(arr, i), &v))
+            used += (size_t)snprintf(out + used, outsz - used, "%s?", i ? "," : "");
+        else
+            used += (size_t)snprintf(out + used, outsz - used, "%s%lld", i ? "," : "", v);
+    }
+    if (used < outsz)
+        snprintf(out + used, outsz - used, "]");
+    return out;
+}
+
+/* "grid [4,1,1] block [256,1,1]" or the parts that are known. */
+const char *render_geometry(const struct json *launch, char *out, size_t outsz)
+{
+    char g[64], bl[64];
+    const char *kind = json_get_str(launch, "kind");
+    if (kind && strcmp(kind, "graph") == 0) {  /* a graph launch has no shape of its own; its nodes do */
+        out[0] = '\0';
+        return out;
+    }
+    render_dims(json_get(launch, "grid"), g, sizeof g);
+    render_dims(json_get(launch, "block"), bl, sizeof bl);
+    snprintf(out, outsz, "%s%s%s%s%s", g[0] ? "grid " : "", g, g[0] && bl[0] ? " " : "", bl[0] ? "block " : "",
+             bl);
+    return out;
+}
+
+static int render_ends(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* The CUDA runtime linked into the program itself (cudart_static: its internal symbols are named after the
+ * library, its entry points cuda* without line information) and the launch stubs nvcc writes for <<<...>>>
+ * (inlined from the toolkit's headers): the program's module, but not the user's code. */
+static int render_is_cuda_code(const struct json *frame)
+{
+    const char *fn = json_get_str(frame, "function"), *file = json_get_str(frame, "file");
+    if (fn && (strncmp(fn, "libcudart_static_", 17) == 0 || strncmp(fn, "__device_stub__", 15) == 0))
+        return 1;
+    if (fn && !file && strncmp(fn, "cuda", 4) == 0 && fn[4] >= 'A' && fn[4] <= 'Z')
+        return 1;
+    return file && (strstr(file, "/include/crt/") || render_ends(file, "/cuda_runtime.h") ||
+                    render_ends(file, "/cuda_runtime_api.h") || render_ends(file, ".stub.c"));
+}
+
+/* Frames inside the CUDA runtime/driver, culprit itself and the C runtime say nothing about the user's code;
+ * they are folded into one line so the user's own frames come first. */
+static int render_is_lib_module(const struct json *frame)
+{
+    static const char *const libs[] = {
+        "libcuda.so", "libcudart.so", "libcudart_static", "libculprit.so", "libnvidia-", "libc.so",
+        "libc-", "libpthread.so", "libpthread-", "libdl.so", "ld-linux", "ld64.so", "libgcc_s.so",
+        /* the interpreter's own frames: the Python frames above say where in the program this was */
+        "libpython", "python3", "libffi.so", "_ctypes.",
+    };
+    const char *mod = render_base(json_get_str(frame, "module"));
+    size_t i;
+    if (!mod)
+        return 0;
+    for (i = 0; i < sizeof libs / sizeof libs[0]; i++)
+        if (strncmp(mod, libs[i], strlen(libs[i])) == 0)
+            return 1;
+    return 0;
+}
+
+int render_is_lib_frame(const struct json *frame)
+{
+    return render_is_lib_module(frame) || render_is_cuda_code(frame);
+}
+
+/* How a folded frame is named in the line that counts them. */
+const char *render_lib_name(const struct json *frame)
+{
+    const char *fn = json_get_str(frame, "function");
+    if (render_is_lib_module(frame) || !render_is_cuda_code(frame))
+        return render_base(json_get_str(frame, "module"));
+    if (json_get_str(frame, "file") || (fn && strncmp(fn, "__device_stub__", 15) == 0))
+        return "nvcc launch stubs";
+    return "static CUDA runtime";
+}
+
+/* One frame: "main at demo.cu:51", "helper (app+0x11b2)", "libfoo.so+0x20", or the raw pc. */
+const char *render_frame(const struct json *frame, char *out, size_t outsz)
+{
+    const char *fn = json_get_str(frame, "function");
+    const char *file = json_get_str(frame, "file");
+    const char *mod = render_base(json_get_str(frame, "module"));
+    const char *off = json_get_str(frame, "offset");
+    const char *pc = json_get_str(frame, "pc");
+    long long line = json_get_int(frame, "line", 0);
+    char *dm = NULL;
+    char where[256];
+
+    if (fn && strncmp(fn, "_Z", 2) == 0 && (dm = demangle_name(fn)) != NULL)
+        fn = dm;
+    if (mod && *mod)
+        snprintf(where, sizeof where, "%s+%s", mod, off ? off : (pc ? pc : "?"));
+    else
+        snprintf(where, sizeof where, "pc %s", pc ? pc : "?");
+    if (file && line > 0)
+        snprintf(out, outsz, "%s at %s:%lld", fn ? fn : "??", file, line);
+    else if (file)
+        snprintf(out, outsz, "%s at %s", fn ? fn : "??", file);
+    else if (fn)
+        snprintf(out, outsz, "%s (%s)", fn, where);
+    else
+        snprintf(out, outsz, "%s", where);
+    free(dm);
+    return out;
+}
+
+
+/* Prints a stack with the user's frames first and library frames folded into one line. */
+void render_stack(struct render_buf *b, const struct json *stack, const char *indent)
+{
+    render_stack_max(b, stack, indent, (size_t)-1);
+}
+
+/* The same, showing at most max of the user's frames (the rest are counted; the report has them all). */
+void render_stack_max(struct render_buf *b, const struct json *stack, const char *indent, size_t max)
+{
+    size_t i, n = json_len(stack), user = 0, folded = 0;
+    char text[1024];
+    char libs[256] = "";
+    size_t libslen = 0;
+
+    if (!json_is(stack, JSON_ARR) || n == 0) {
+        render_line(b, "%s(no stack recorded)", indent);
+        return;
+    }
+    for (i = 0; i < n; i++)
+        if (!render_is_lib_frame(json_at(stack, i)))
+            user++;
+    size_t shown = 0, hidden = 0;
+    for (i = 0; i < n; i++) {
+        const struct json *f = json_at(stack, i);
+        if (user && !render_is_lib_frame(f) && shown == max) {
+            hidden++;
+            continue;
+        }
+        if (user && render_is_lib_frame(f)) {
+            const char *mod = render_lib_name(f);
+            folded++;
+            /* name each folded library once, as long as the line stays short */
+            if (mod && !strstr(libs, mod) && libslen + strlen(mod) + 3 < 60) {
+                libslen += (size_t)snprintf(libs + libslen, sizeof libs - libslen, "%s%s", libslen ? ", " : "",
+                                            mod);
+            } else if (mod && !strstr(libs, mod) && !strstr(libs, "...") && libslen + 5 < sizeof libs) {
+                libslen += (size_t)snprintf(libs + libslen, sizeof libs - libslen, ", ...");
+            }
+            continue;
+        }
+        {
+            /* C++ template names run to hundreds of characters: keep the line within the width, cutting the
+             * middle so the function's start and its file:line (or module) stay readable */
+            char num[24], cut[RENDER_WIDTH + 1];
+            size_t used = strlen("culprit: ") + strlen(indent) + (size_t)snprintf(num, sizeof num, "#%zu ", i);
+            size_t room = used + RENDER_NAME_MIN < RENDER_WIDTH ? RENDER_WIDTH - used : RENDER_NAME_MIN;
+            render_line(b, "%s%s%s", indent, num, render_elide(render_frame(f, text, sizeof text), cut, sizeof cut,
+                                                                room));
+        }
+        shown++;
+    }
+    if (hidden)
+        render_line(b, "%s(%zu more native frame%s in the report)", indent, hidden, hidden == 1 ? "" : "s");
+    if (folded)
+        render_line(b, "%s(%zu frame%s in CUDA, system and interpreter libraries: %s)", indent, folded,
+                    folded == 1 ? "" : "s",
+                    libs);
+}
+
+/* A Python frame of an installed package or of the standard library rather than of the user's program. */
+static int render_is_lib_pyframe(const struct json *frame)
+{
+    const char *file = json_get_str(frame, "file");
+    return !file || strstr(file, "/site-packages/") || strstr(file, "/dist-packages/") ||
+           strstr(file, "/lib/python3") || strncmp(file, "<frozen", 7) == 0 || render_ends(file, "/culprit/diagnose.py");
+}
+
+/* "train.py:42 in forward" */
+const char *render_pyframe(const struct json *frame, char *out, size_t outsz)
+{
+    const char *file = json_get_str(frame, "file"), *fn = json_get_str(frame, "function");
+    long long line = json_get_int(frame, "line", 0);
+    if (line > 0)
+        snprintf(out, outsz, "%s:%lld in %s", file ? file : "?", line, fn ? fn : "?");
+    else
+        snprintf(out, outsz, "%s in %s", file ? file : "?", fn ? fn : "?");
+    return out;
+}
+
+/* The Python frames, innermost first, the user's own code shown and installed packages folded into a count
+ * (they are in the report). Returns 1 when there were any. */
+int render_python(struct render_buf *b, const struct json *py, const char *indent)
+{
+    size_t i, n = json_len(py), user = 0, folded = 0;
+    char text[1400];
+    if (!json_is(py, JSON_ARR) || n == 0)
+        return 0;
+    for (i = 0; i < n; i++)
+        if (!render_is_lib_pyframe(json_at(py, i)))
+            user++;
+    for (i = 0; i < n; i++) {
+        const struct json *f = json_at(py, i);
+        if (user && render_is_lib_pyframe(f)) {
+            folded++;
+            continue;
+        }
+        render_line(b, "%s%s", indent, render_pyframe(f, text, sizeof text));
+    }
+    if (folded)
+        render_line(b, "%s(%zu frame%s in installed Python packages)", indent, folded, folded == 1 ? "" : "s");
+    return 1;
+}
+
+/* The user's innermost Python frame, or NULL. */
+const struct json *render_user_pyframe(const struct json *py)
+{
+    for (size_t i = 0; i < json_len(py); i++)
+        if (!render_is_lib_pyframe(json_at(py, i)))
+            return json_at(py, i);
+    return json_len(py) ? json_at(py, 0) : NULL;
+}
+
+/* Where a launch or an error came from: its Python frames first when it has them, then the native stack. */
+void render_origin(struct render_buf *b, const struct json *obj, const char *head)
+{
+    if (json_len(json_get(obj, "python"))) {
+        /* for a Python program the C++ frames matter less: the innermost few, the rest are in the report */
+        if (json_get(obj, "python_thread"))
+            /* the launching thread runs no Python (PyTorch's autograd engine): the thread that waited on it */
+            render_line(b, "%s (Python, of thread %lld, which waited on it):", head,
+                        json_get_int(obj, "python_thread", 0));
+        else
+            render_line(b, "%s (Python):", head);
+        render_python(b, json_get(obj, "python"), "    ");
+        render_line(b, "  native stack:");
+        render_stack_max(b, json_get(obj, "stack"), "    ", 3);
+        return;
+    }
+    render_line(b, "%s:", head);
+    render_stack(b, json_get(obj, "stack"), "    ");
+}
+
+/* The first frame of a launch's stack that belongs to the user's code, or NULL. For a <<<...>>> launch that is
+ * past the host-side function nvcc names after the kernel (its line is the kernel's definition): the launch
+ * site is where that was called. */
+const struct json *render_user_frame(const struct json *launch)
+{
+    const struct json *stack = json_get(launch, "stack");
+    const char *kernel = json_get_str(launch, "kernel");
+    size_t i;
+    for (i = 0; i < json_len(stack); i++) {
+        const struct json *f = json_at(stack, i);
+        const char *fn = json_get_str(f, "function");
+        if (render_is_lib_frame(f) || (kernel && fn && strcmp(fn, kernel) == 0 && i + 1 < json_len(stack)))
+            continue;
+        return f;
+    }
+    return NULL;
+}
+
+/* "stream 0x0 (legacy default stream), device 0, thread 4242", with the parts that are present. */
+const char *render_place(const struct json *launch, char *out, size_t outsz)
+{
+    const char *stream = json_get_str(launch, "stream");
+    const char *kind = render_stream_kind(json_get_str(launch, "stream_kind"));
+    long long dev = json_get_int(launch, "device", -1), tid = json_get_int(launch, "thread", -1);
+    size_t used = 0;
+    out[0] = '\0';
+    if (stream)
+        used += (size_t)snprintf(out, outsz, "stream %s%s%s%s", stream, kind ? " (" : "", kind ? kind : "",
+                                 kind ? ")" : "");
+    else if (kind)
+        used += (size_t)snprintf(out, outsz, "the %s", kind);
+    if (dev >= 0 && used < outsz)
+        used += (size_t)snprintf(out + used, outsz - used, "%sdevice %lld", used ? ", " : "", dev);
+    if (tid >= 0 && used < outsz)
+        snprintf(out + used, outsz - used, "%sthread %lld", used ? ", " : "", tid);
+    return out;
+}
+
+/* Appends argv as a command a POSIX shell would read back the same way. */
+void render_argv(struct render_buf *b, const struct json *argv)
+{
+    size_t i, n = json_len(argv);
+    if (!json_is(argv, JSON_ARR) || n == 0) {
+        render_add(b, "<your command>");
+        return;
+    }
+    for (i = 0; i < n; i++) {
+        const char *a = json_str(json_at(argv, i));
+        const char *c;
+        if (!a)
+            a = "";
+        if (i)
+            render_add(b, " ");
+        if (*a && strspn(a, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_@%+=:,./-") ==
+                      strlen(a)) {
+            render_add(b, "%s", a);
+            continue;
+        }
+        render_add(b, "'");
+        for (c = a; *c; c++) {
+            if (*c == '\'')
+                render_add(b, "'\\''");
+            else
+                render_add(b, "%c", *c);
+        }
+        render_add(b, "'");
+    }
+}
+
+/* "CUDA_ERROR_ILLEGAL_ADDRESS (700)", or what is known of it. */
+const char *render_errname(const struct json *err, char *out, size_t outsz)
+{
+    const char *name = json_get_str(err, "name");
+    long long code;
+    int has_code = json_int(json_get(err, "code"), &code) == 0;
+    if (name && has_code)
+        snprintf(out, outsz, "%s (%lld)", name, code);
+    else if (name)
+        snprintf(out, outsz, "%s", name);
+    else if (has_code)
+        snprintf(out, outsz, "CUDA error %lld", code);
+    else
+        snprintf(out, outsz, "a sticky CUDA error");
+    return out;
+}
