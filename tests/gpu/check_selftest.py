@@ -1,0 +1,883 @@
+"""The GPU suite's self-test: every judge of check.py run against the report fixtures in tests/gpu/fixtures and
+made-up runs, on any machine (CTest runs it on the CPU as `check.py --selftest`), so that a judge that would
+pass a wrong verdict, or fail a right one, is caught before the suite meets a GPU.
+"""
+from check import *  # noqa: F401,F403 - the judges, cases and helpers under test
+
+def fixture(name):
+    path = os.path.join(FIXTURES, name)
+    try:
+        with open(path, encoding="utf-8") as f:
+            return (path, json.load(f))
+    except ValueError as e:
+        return (path, str(e))
+
+
+MSG_700 = "gpu-test: CUDA error at cudaMemcpy(...) (oob.cu:82): an illegal memory access was encountered\n"
+MSG_TRAP = "gpu-test: CUDA error at cudaDeviceSynchronize() (trap.cu:40): unspecified launch failure\n"
+MSG_FREE = "gpu-test: CUDA error at cudaFree(b) (surface.cu:66): an illegal memory access was encountered\n"
+MSG_THREADS = ("gpu-test: CUDA error at cudaDeviceSynchronize() (threads8.cu:69): an illegal memory access was "
+               "encountered\n")
+MSG_GRAPH = ("gpu-test: CUDA error at cudaStreamSynchronize(st) (graph.cu:61): an illegal memory access was "
+             "encountered\n")
+MSG_STREAMS = ("gpu-test: CUDA error at cudaDeviceSynchronize() (streams4.cu:78): an illegal memory access was "
+               "encountered\n")
+
+
+def selftests():
+    """(title, case, want_line, base, run, rerun or None, ref_seq, expected status, expected reason text)."""
+    oob, streams, trap = CASE_BY_NAME["oob"], CASE_BY_NAME["streams4"], CASE_BY_NAME["trap"]
+    threads, healthy = CASE_BY_NAME["threads8"], CASE_BY_NAME["healthy"]
+    free, blocking = CASE_BY_NAME["surface_free"], CASE_BY_NAME["oob_blocking"]
+    fail_base = Run(rc=1, stderr=MSG_700)
+    graph, graph_precise = copy.copy(CASE_BY_NAME["graph"]), copy.copy(CASE_BY_NAME["graph_precise"])
+    graph.capture_line = graph_precise.capture_line = 50
+    graph_base = Run(rc=1, stderr=MSG_GRAPH)
+
+    def under(name, rc=1, stderr=MSG_700):
+        return Run(rc=rc, stderr="culprit: verdict ...\n" + stderr, reports=[fixture(name)])
+
+    return [
+        ("graph: the node named, captured at the marker", graph_precise, 60, graph_base,
+         under("graph_node.json", stderr=MSG_GRAPH), None, None, "pass", ""),
+        ("graph, record mode: the node found among the graph's nodes", graph, 60, graph_base,
+         under("graph_no_node.json", stderr=MSG_GRAPH), None, None, "pass", ""),
+        ("graph, precise mode: the node must be named", graph_precise, 60, graph_base,
+         under("graph_no_node.json", stderr=MSG_GRAPH), None, None, "fail", "faulting node is not named"),
+        ("graph: node captured at another line", graph_precise, 60, graph_base,
+         under("graph_node_wrong_line.json", stderr=MSG_GRAPH), None, None, "fail",
+         "capture line graph.cu:44, expected graph.cu:50"),
+        ("graph: another node named", graph_precise, 60, graph_base,
+         under("graph_node_wrong_kernel.json", stderr=MSG_GRAPH), None, None, "fail", "is not scatter_tokens"),
+        ("graph: replay line wrong", graph_precise, 59, graph_base,
+         under("graph_node.json", stderr=MSG_GRAPH), None, None, "fail", "launch line graph.cu:60, expected"),
+        ("graph: a kernel culprit is not the graph launch", graph, 80, fail_base, under("oob_exact.json"), None,
+         None, "fail", "expected the graph launch"),
+        ("exact verdict at the marker line", oob, 80, fail_base, under("oob_exact.json"), None, None,
+         "pass", ""),
+        ("inlined wrapper frame before the launching frame", oob, 80, fail_base, under("oob_inlined.json"), None,
+         None, "pass", ""),
+        ("launching frame at another line", oob, 80, fail_base, under("oob_wrong_line.json"), None, None,
+         "fail", "launch line oob.cu:34, expected oob.cu:80"),
+        ("wrong kernel named", oob, 80, fail_base, under("oob_wrong_kernel.json"), None, None,
+         "fail", "is not scatter_grad"),
+        ("wrong error code", oob, 80, fail_base, under("oob_code_710.json"), None, None,
+         "fail", "error.code 710, expected 700"),
+        ("unknown verdict", oob, 80, fail_base, under("oob_unknown.json"), None, None,
+         "fail", "certainty 'unknown'"),
+        ("no report", oob, 80, fail_base, Run(rc=1, stderr=MSG_700), None, None, "fail", "no report written"),
+        ("unreadable report", oob, 80, fail_base, under("broken.json"), None, None, "fail", "unreadable"),
+        ("exit status changed", oob, 80, fail_base, under("oob_exact.json", rc=0), None, None,
+         "fail", "exit status 0, 1 without culprit"),
+        ("program's message lost", oob, 80, fail_base, under("oob_exact.json", stderr=""), None, None,
+         "fail", "own error message"),
+        ("did not fault without culprit", oob, 80, Run(rc=0), under("oob_exact.json"), None, None,
+         "fail", "did not fail without culprit"),
+        ("no device", oob, 80, Run(rc=SKIP_STATUS), Run(rc=SKIP_STATUS), None, None, "skip", "no CUDA device"),
+        ("no driver library for a -lcuda program", oob, 80,
+         Run(rc=127, stderr="gpu_driver_api_static: error while loading shared libraries: libcuda.so.1: cannot "
+                            "open shared object file: No such file or directory\n"),
+         Run(rc=127), None, None, "skip", "no CUDA driver"),
+        ("timeout", oob, 80, fail_base, Run(rc=-9, stderr=MSG_700, timed_out=True), None, None,
+         "fail", "timed out"),
+        ("blocking mode names the same launch", blocking, 80, fail_base, under("oob_exact.json"), None, 12,
+         "pass", ""),
+        ("blocking mode names another launch", blocking, 80, fail_base, under("oob_exact.json"), None, 7,
+         "fail", "culprit is launch #12, oob named #7"),
+        ("blocking mode must be exact", blocking, 80, fail_base, under("streams4_candidates.json"), None, None,
+         "fail", "expected exact"),
+        ("trap with its own sticky code", trap, 31, Run(rc=1, stderr=MSG_TRAP),
+         under("trap_719.json", stderr=MSG_TRAP), None, None, "pass", ""),
+        ("surfacing call not plausible", free, 57, Run(rc=1, stderr=MSG_FREE),
+         under("surface_free_ctxsync.json", stderr=MSG_FREE), None, None, "fail", "does not match 'Free'"),
+        ("candidates settled by the blocking rerun", streams, 67, Run(rc=1, stderr=MSG_STREAMS),
+         under("streams4_candidates.json", stderr=MSG_STREAMS),
+         under("streams4_rerun_exact.json", stderr=MSG_STREAMS), None, "pass", "launches 21:24"),
+        ("blocking rerun names another launch", streams, 67, Run(rc=1, stderr=MSG_STREAMS),
+         under("streams4_candidates.json", stderr=MSG_STREAMS),
+         under("streams4_rerun_wrong.json", stderr=MSG_STREAMS), None, "fail", "is not gather_rows"),
+        ("candidate with the faulty kernel but the wrong line", streams, 66, Run(rc=1, stderr=MSG_STREAMS),
+         under("streams4_candidates.json", stderr=MSG_STREAMS), None, None, "fail",
+         "candidate #23 is the faulty kernel, but: launch line streams4.cu:67, expected streams4.cu:66"),
+        ("faulty launch missing from the candidates", streams, 67, Run(rc=1, stderr=MSG_STREAMS),
+         under("streams4_candidates_missing.json", stderr=MSG_STREAMS), None, None, "fail",
+         "not among the 3 candidates"),
+        ("threads: candidates lead to a full blocking rerun", threads, 50, Run(rc=1, stderr=MSG_THREADS),
+         under("threads8_candidates.json", stderr=MSG_THREADS), None, None, "rerun", ""),
+        ("threads: the full blocking rerun names the launch", threads, 50, Run(rc=1, stderr=MSG_THREADS),
+         under("threads8_candidates.json", stderr=MSG_THREADS),
+         under("threads8_rerun_exact.json", stderr=MSG_THREADS), None, "pass", "over all launches"),
+        ("candidates where exact is required", oob, 67, fail_base, under("streams4_candidates.json"), None, None,
+         "fail", "expected exact"),
+        ("healthy program", healthy, 0, Run(stdout=b"ok\n"), Run(stdout=b"ok\n"), None, None, "pass", ""),
+        ("healthy program's stdout changed", healthy, 0, Run(stdout=b"ok\n"), Run(stdout=b"ok\nx\n"), None, None,
+         "fail", "stdout differs"),
+        ("healthy program got a report", healthy, 0, Run(stdout=b"ok\n"),
+         Run(stdout=b"ok\n", reports=[fixture("oob_exact.json")]), None, None, "fail", "report was written"),
+    ]
+
+
+PY_ASSERT = ("Traceback (most recent call last):\n  File \"x.py\", line 33, in main\n"
+             "torch.AcceleratorError: CUDA error: device-side assert triggered\n"
+             "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n\n")
+PACKAGE_OUT = (b"loaded True\nmode while paused off\nmode in scope blocking\nmode after the exception record\n"
+               b"last report /tmp/reports/py_package_blocking.json\n")
+SAN_PLAIN = ("========= COMPUTE-SANITIZER\n========= Invalid __global__ write of size 4 bytes\n"
+             "=========     at scatter_grad(float *, const long *, int, int)+0x1b0 in oob.cu:37\n"
+             "========= ERROR SUMMARY: 2 errors\n")
+
+
+def py_selftests():
+    """(title, case, launch line, surface line, base, run, rerun or None, status, reason text, table result,
+    note text)."""
+    xent, backward = PY_CASE_BY_NAME["torch_xent3d"], PY_CASE_BY_NAME["torch_backward"]
+    graph, library = PY_CASE_BY_NAME["torch_cuda_graph"], PY_CASE_BY_NAME["torch_library_history"]
+    select, jax = PY_CASE_BY_NAME["torch_index_select"], PY_CASE_BY_NAME["jax_healthy"]
+    profiler = PY_CASE_BY_NAME["torch_profiler"]
+    # the package case's checks on the xent fixtures (its script and lines are xent_seg3d.py's here)
+    package = copy.copy(PY_CASE_BY_NAME["package_scopes"])
+    package.script = package.src = xent.script
+    base = Run(rc=1, stderr=PY_ASSERT)
+
+    def with_stdout(run, stdout):
+        run.stdout = stdout
+        return run
+
+    def under(name, rc=1, stderr=PY_ASSERT):
+        return Run(rc=rc, stderr=stderr + "culprit: verdict ...\n", reports=[fixture(name)])
+
+    return [
+        ("python: exact verdict at the marked and surface lines", xent, 32, 33, base, under("py_xent_exact.json"),
+         None, "pass", "", "pass", ""),
+        ("python: no python frames anywhere", xent, 32, 33, base, under("py_xent_no_python.json"), None,
+         "fail", "python line missing: the launch has no python frames (python_status 'unsupported: CPython 3.14')",
+         "FAIL(py)", ""),
+        ("python: wrong kernel is not a python-line failure", xent, 32, 33, base,
+         under("py_xent_wrong_kernel.json"), None, "fail", "does not match 'nll_loss'", "FAIL", ""),
+        ("python: error surfaced at another line", xent, 32, 33, base, under("py_xent_surface_elsewhere.json"),
+         None, "fail", "error: python line wrong: error frames at xent_seg3d.py:36, xent_seg3d.py:38, expected "
+         "xent_seg3d.py:33",
+         "FAIL(py)", ""),
+        ("python: backward kernel named, engine thread has no python", backward, 46, None, base,
+         under("py_backward_engine_thread.json"), None, "fail", "python line missing: the launch has no python",
+         "FAIL(py)", ""),
+        ("python: backward kernel at the loss.backward() line", backward, 46, None, base,
+         under("py_backward_exact.json"), None, "pass", "", "pass", ""),
+        ("python: engine-thread launch, the waiting thread at loss.backward()", backward, 46, None, base,
+         under("py_backward_waiting_thread.json"), None, "pass", "", "pass", ""),
+        ("python: graph launch at the replay line", graph, 49, 50, base, under("py_graph_level.json"), None,
+         "pass", "", "pass", "graph-level"),
+        ("python: graph node's kernel at the replay line", graph, 49, 50, base, under("py_graph_node.json"), None,
+         "pass", "", "pass", "node-level"),
+        ("python: graph launch at another line", graph, 48, 50, base, under("py_graph_level.json"), None,
+         "fail", "python line wrong: launch frames at cuda_graph_replay.py:49", "FAIL(py)", ""),
+        ("python: cuBLAS and cuDNN kernels in the history", library, 28, 29, base,
+         under("py_library_history.json"), None, "pass", "", "pass", "library kernels in history: 3"),
+        ("python: no library kernel in the history", library, 28, 29, base,
+         under("py_library_history_none.json"), None, "fail", "no cuBLAS/cuDNN kernel in the history", "FAIL", ""),
+        ("python: candidates settled by a blocking rerun", select, 25, None, base,
+         under("py_index_select_candidates.json"), under("py_index_select_rerun.json"), "pass",
+         "blocking rerun over launches 40:41", "pass", ""),
+        ("python: candidates need the rerun", select, 25, None, base, under("py_index_select_candidates.json"),
+         None, "rerun", "", "FAIL", ""),
+        ("python: the script's exception lost under culprit", xent, 32, 33, base,
+         under("py_xent_exact.json", stderr="Segmentation fault\n"), None, "fail", "own exception", "FAIL", ""),
+        ("python: exit status changed", xent, 32, 33, base, under("py_xent_exact.json", rc=-6), None, "fail",
+         "exit status -6, 1 without culprit", "FAIL", ""),
+        ("python: did not fail without culprit", xent, 32, 33, Run(rc=0, stdout=b"loss 1.6\n"),
+         under("py_xent_exact.json", rc=0, stderr=""), None, "fail", "did not fail without culprit", "FAIL", ""),
+        ("python: module missing at run time", xent, 32, 33,
+         Run(rc=1, stderr="ModuleNotFoundError: No module named 'torch'\n"), Run(rc=1), None, "skip",
+         "No module named 'torch'", "skip", ""),
+        ("python: no device", xent, 32, 33, Run(rc=SKIP_STATUS, stderr="skipped: no CUDA device\n"),
+         Run(rc=SKIP_STATUS), None, "skip", "skipped: no CUDA device", "skip", ""),
+        ("python: healthy JAX output unchanged", jax, 0, None, Run(stdout=b"device gpu\ntotal 1.0\n"),
+         Run(stdout=b"device gpu\ntotal 1.0\n"), None, "pass", "", "pass", ""),
+        ("python: healthy JAX output changed", jax, 0, None, Run(stdout=b"device gpu\ntotal 1.0\n"),
+         Run(stdout=b"device gpu\ntotal 1.1\n"), None, "fail", "stdout differs", "FAIL", ""),
+        ("python: healthy JAX got a report", jax, 0, None, Run(stdout=b"ok\n"),
+         Run(stdout=b"ok\n", reports=[fixture("py_xent_exact.json")]), None, "fail", "report was written", "FAIL",
+         ""),
+        ("python: profiler sees kernels", profiler, 0, None, Run(stdout=b"cuda kernel events: 12\n"),
+         Run(stdout=b"cuda kernel events: 12\n"), None, "pass", "", "pass", "cuda kernel events: 12"),
+        ("python: profiler sees no kernels", profiler, 0, None, Run(stdout=b"cuda kernel events: 0\n"),
+         Run(stdout=b"cuda kernel events: 0\n"), None, "fail", "count above 0", "FAIL", ""),
+        ("python: the package's lines and its report path", package, 32, None, base,
+         with_stdout(under("py_package_blocking.json"), PACKAGE_OUT), None, "pass", "", "pass", ""),
+        ("python: the package names another report", package, 32, None, base,
+         with_stdout(under("py_package_blocking.json"), PACKAGE_OUT.replace(b"py_package_blocking", b"culprit-99")),
+         None,
+         "fail", "no line matching '^last report", "FAIL", ""),
+        ("python: the package's mode not restored after the exception", package, 32, None, base,
+         with_stdout(under("py_package_blocking.json"),
+                     PACKAGE_OUT.replace(b"exception record", b"exception blocking")),
+         None, "fail", "mode after the exception record", "FAIL", ""),
+        ("python: blocking must report at the launch line", package, 32, None, base,
+         with_stdout(under("py_xent_exact.json"), PACKAGE_OUT.replace(b"py_package_blocking", b"py_xent_exact")),
+         None, "fail", "error: python line wrong: error frames at xent_seg3d.py:33", "FAIL(py)", ""),
+    ]
+
+
+def sanitizer_selftests():
+    """(title, base, run, status, reason text, note text) for the compute-sanitizer case."""
+    under = SAN_PLAIN.replace("2 errors", "3 errors") + "culprit: verdict ...\n"
+    return [
+        ("sanitizer: still reports the write under culprit", Run(rc=1, stdout=SAN_PLAIN.encode()),
+         Run(rc=1, stdout=under.encode()), "pass", "", "ERROR SUMMARY 2 alone, 3 under culprit"),
+        ("sanitizer: report lost under culprit", Run(rc=1, stdout=SAN_PLAIN.encode()),
+         Run(rc=1, stdout=b"========= COMPUTE-SANITIZER\n"), "fail", "report is missing", ""),
+        ("sanitizer: device not supported", Run(rc=1, stdout=b"========= Error: Device not supported\n"),
+         Run(rc=1), "skip", "Device not supported", ""),
+    ]
+
+
+def run_py_selftests():
+    results = []
+    for title, case, line, surface, base, run, rerun, want_status, want_text, want_result, want_note in \
+            py_selftests():
+        o = judge_py(case, line, surface, base, run)
+        if o.status == "rerun" and rerun is not None:
+            judge_py_rerun(o, line, base, rerun)
+        text = " ".join(o.reasons + [o.path])
+        result = table([o])[2].split("|")[-2].strip()
+        ok = (o.status == want_status and want_text in text and result == want_result
+              and want_note in " ".join(o.notes))
+        results.append((title, ok, "got %s (%s): %s; notes: %s" % (o.status, result, text, o.notes)))
+    for title, base, run, want_status, want_text, want_note in sanitizer_selftests():
+        o = judge_sanitizer(PY_CASE_BY_NAME["sanitizer_memcheck"], base, run)
+        text = " ".join(o.reasons)
+        ok = o.status == want_status and want_text in text and want_note in " ".join(o.notes)
+        results.append((title, ok, "got %s: %s; notes: %s" % (o.status, text, o.notes)))
+
+    ok = py_markers("a\nf()  " + PY_LAUNCH + "\ng()  " + PY_SURFACE + "\n") == (2, 3)
+    ok = ok and py_markers("a\nf()  " + PY_LAUNCH + "\n") == (2, None)
+    for bad, healthy in (("f()  %s\ng()  %s\n" % (PY_LAUNCH, PY_LAUNCH), False), ("x\n", False),
+                         ("f()  %s\n" % PY_LAUNCH, True),
+                         ("f()  %s\ng()  %s\nh()  %s\n" % (PY_LAUNCH, PY_SURFACE, PY_SURFACE), False)):
+        try:
+            py_markers(bad, healthy=healthy)
+            ok = False
+        except ValueError:
+            pass
+    results.append(("python markers found, duplicates and misplaced ones refused", ok, ""))
+
+    bad = []
+    for c in PY_CASES + JOB_CASES:
+        if c.script is None:
+            continue
+        try:
+            with open(os.path.join(FRAMEWORKS, c.script), encoding="utf-8") as f:
+                py_markers(f.read(), c.script, c.healthy)
+        except (OSError, ValueError) as e:
+            bad.append(str(e))
+    results.append(("every framework script exists and has its markers", not bad, "; ".join(bad)))
+    c_names = {c.name for c in CASES if c.group == "c"}
+    ok = selected(["frameworks"]) == set(PY_CASE_BY_NAME) and selected(["c", "torch_gather"]) == \
+        c_names | {"torch_gather"} and selected(["hangs"]) == {"spin_timeout", "spin_sigterm"} and \
+        selected(["jobs", "nosync"]) == set(JOB_CASE_BY_NAME) | {"nosync"} and "nosync" in c_names and \
+        not c_names & set(GROUPS["hangs"]) and selected([]) == set(CASE_BY_NAME) | set(PY_CASE_BY_NAME) | \
+        set(JOB_CASE_BY_NAME) | set(DIAG_CASE_BY_NAME) and selected(["diagnose"]) == set(DIAG_CASE_BY_NAME)
+    results.append(("--only takes groups (c, hangs, frameworks, jobs, diagnose) and case names", ok, ""))
+    return results
+
+
+def fixture_at(name, filename, change=None):
+    """A fixture as a run's report file of another name (report names carry pid, host and kind), optionally
+    changed by change(report) first."""
+    path, report = fixture(name)
+    if change is not None and isinstance(report, dict):
+        report = copy.deepcopy(report)
+        change(report)
+    return (os.path.join("/reports", filename), report)
+
+
+def _set(path, value):
+    """A change for fixture_at: sets the value at a key path ("hang.timeout_s"); None deletes it."""
+    def change(report):
+        keys = path.split(".")
+        node = report
+        for key in keys[:-1]:
+            node = node[int(key)] if isinstance(node, list) else node[key]
+        if value is None:
+            del node[keys[-1]]
+        else:
+            node[keys[-1]] = value
+    return change
+
+
+SPIN_OUT = b"warm-up done: x[0] = 1.8750\nspinning: waiting for a flag that nothing sets\n"
+
+
+def hang_selftests():
+    """(title, case, base, run, timeout report or None, mode, expected status, reason text)."""
+    term, timeout = copy.copy(CASE_BY_NAME["spin_sigterm"]), copy.copy(CASE_BY_NAME["spin_timeout"])
+    term.wait_line = timeout.wait_line = 58
+    base = Run(rc=-15, stdout=SPIN_OUT, stopped=signal.SIGTERM)
+    name = "culprit-6100-hang.json"
+
+    def under(fixture_name, rc=-15, change=None, filename=name, extra=()):
+        return Run(rc=rc, stdout=SPIN_OUT, stderr="culprit: hang report ...\n", stopped=signal.SIGTERM, pid=6099,
+                   reports=[fixture_at(fixture_name, filename, change)] + list(extra))
+
+    def snap(fixture_name, change=None):
+        return fixture_at(fixture_name, name, change)[1]
+
+    no_wait = _set("threads.0.stack", [])
+    return [
+        ("hang: SIGTERM, the spinning launch exactly in flight", term, base, under("spin_hang_sigterm.json"), None,
+         "precise", "pass", "the main thread waits at spin.cu:58"),
+        ("hang: record mode's candidates hold the spinning launch", term, base, under("spin_hang_candidates.json"),
+         None, "record", "pass", "candidates (record mode"),
+        ("hang: precise mode must be exact", term, base, under("spin_hang_candidates.json"), None, "precise",
+         "fail", "verdict certainty 'candidates', expected exact"),
+        ("hang: nothing in flight", term, base, under("spin_hang_idle.json"), None, "record", "fail",
+         "certainty 'idle', expected exact or candidates"),
+        ("hang: the in-flight launch at another line", term, base,
+         under("spin_hang_sigterm.json", change=_set("culprit.stack.1.line", 55)), None, "precise", "fail",
+         "in flight: launch line spin.cu:55, expected spin.cu:54"),
+        ("hang: the queued launch missing", term, base, under("spin_hang_sigterm.json", change=_set("queued", [])),
+         None, "precise", "fail", "consume_after_flag is not among the queued launches"),
+        ("hang: the stream's in_flight is another launch", term, base,
+         under("spin_hang_sigterm.json", change=_set("streams.0.in_flight", 7)), None, "precise", "fail",
+         "has in_flight 7, expected #6"),
+        ("hang: the wrong signal", term, base, under("spin_hang_sigterm.json", change=_set("hang.signal", 2)), None,
+         "precise", "fail", "hang.signal 2, expected 15"),
+        ("hang: no time_unix_ns in the process", term, base,
+         under("spin_hang_sigterm.json", change=_set("process.time_unix_ns", None)), None, "precise", "fail",
+         "process.time_unix_ns is None"),
+        ("hang: SIGTERM report taken in the handler may miss the wait", term, base,
+         under("spin_hang_sigterm.json", change=no_wait), None, "precise", "pass", ""),
+        ("hang: no main thread", term, base, under("spin_hang_sigterm.json", change=_set("threads.0.tid", 6107)),
+         None, "precise", "fail", "the main thread (tid 6100) is not among the 2 threads"),
+        ("hang: timeout report seen, then replaced by the SIGTERM one", timeout, base,
+         under("spin_hang_sigterm.json"), snap("spin_hang_timeout.json"), "precise", "pass",
+         "holds the SIGTERM report"),
+        ("hang: timeout report kept after the SIGTERM", timeout, base, under("spin_hang_timeout.json"),
+         snap("spin_hang_timeout.json"), "record", "pass", "holds the timeout report"),
+        ("hang: no timeout report appeared", timeout, base, under("spin_hang_sigterm.json"), None, "precise",
+         "fail", "no hang report with trigger 'timeout' appeared"),
+        ("hang: a SIGTERM report where a timeout one is expected", timeout, base, under("spin_hang_sigterm.json"),
+         snap("spin_hang_sigterm.json"), "precise", "fail", "hang.trigger 'SIGTERM', expected 'timeout'"),
+        ("hang: another timeout than asked", timeout, base, under("spin_hang_sigterm.json"),
+         snap("spin_hang_timeout.json", _set("hang.timeout_s", 5)), "precise", "fail",
+         "hang.timeout_s 5, expected 3"),
+        ("hang: a timeout report without where the main thread waits", timeout, base,
+         under("spin_hang_sigterm.json"), snap("spin_hang_timeout.json", no_wait), "precise", "fail",
+         "does not show where it waits (spin.cu:58; no frame in spin.cu)"),
+        ("hang: it did not die of SIGTERM under culprit", term, base, under("spin_hang_sigterm.json", rc=0), None,
+         "precise", "fail", "exit status 0, -15 without culprit"),
+        ("hang: it ended by itself without culprit", term, Run(rc=1, stderr=MSG_700), under("spin_hang_sigterm.json"),
+         None, "precise", "fail", "ended by itself (exit status 1)"),
+        ("hang: a fault report as well", term, base,
+         under("spin_hang_sigterm.json", extra=[fixture_at("oob_exact.json", "culprit-6100.json")]), None,
+         "precise", "fail", "a fault report was written: culprit-6100.json"),
+        ("hang: no report", term, base, Run(rc=-15, stopped=signal.SIGTERM), None, "precise", "fail",
+         "0 hang reports, expected one"),
+        ("hang: the report file misnamed", term, base, under("spin_hang_sigterm.json", filename="culprit-6100.json"),
+         None, "precise", "fail", "report file culprit-6100.json, expected culprit-6100-hang.json"),
+        ("hang: still running after SIGTERM under culprit", term, base,
+         Run(rc=-9, stopped=signal.SIGTERM, timed_out=True), None, "precise", "fail", "under culprit: timed out"),
+        ("hang: no device", term, Run(rc=SKIP_STATUS), Run(rc=SKIP_STATUS), None, "precise", "skip",
+         "no CUDA device"),
+    ]
+
+
+NOSYNC_SAYS = ("culprit: gpu_nosync_shared exited with status 0 although a kernel faulted (--error-exitcode N makes "
+               "culprit exit N then)\n")
+
+
+def nosync_selftests():
+    """(title, base, run, strict run, expected status, reason text)."""
+    name = "culprit-6200.json"
+
+    def under(rc=0, stderr=NOSYNC_SAYS, change=None, filename=name):
+        return Run(rc=rc, stderr="culprit: CUDA_ERROR_ILLEGAL_ADDRESS ...\n" + stderr,
+                   reports=[fixture_at("nosync_exit.json", filename, change)])
+
+    base = Run(rc=0, stdout=b"first value 1.5\ncounter update queued; exiting without waiting for it\n")
+    return [
+        ("nosync: exit 0 kept, the fault found at exit, --error-exitcode 9 exits 9", base, under(), under(rc=9),
+         "pass", ""),
+        ("nosync: found at the primary context's release", base,
+         under(change=_set("error.api", "cuDevicePrimaryCtxRelease_v2")), under(rc=9), "pass", ""),
+        ("nosync: surfaced somewhere the program never calls", base,
+         under(change=_set("error.api", "cuStreamSynchronize")), under(rc=9), "fail", "does not match"),
+        ("nosync: --error-exitcode ignored", base, under(), under(rc=0), "fail",
+         "--error-exitcode 9: exit status 0, expected 9"),
+        ("nosync: culprit says nothing of the exit status", base, under(stderr=""), under(rc=9), "fail",
+         "did not say that the command exited 0"),
+        ("nosync: no report", base, Run(rc=0, stderr="culprit: no sticky CUDA error in gpu_nosync_shared\n"),
+         Run(rc=0), "fail", "no report written (culprit said 'no sticky CUDA error')"),
+        ("nosync: exit status changed by culprit", base, under(rc=1), under(rc=9), "fail",
+         "exit status 1, 0 without culprit"),
+        ("nosync: failed without culprit", Run(rc=1, stderr=MSG_700), under(), under(rc=9), "fail",
+         "without culprit: exit status 1, expected 0"),
+        ("nosync: candidates for a single unfinished launch", base,
+         under(change=_set("verdict.certainty", "candidates")), under(rc=9), "fail", "expected exact"),
+        ("nosync: the culprit at another line", base, under(change=_set("culprit.stack.1.line", 30)), under(rc=9),
+         "fail", "launch line nosync.cu:30, expected nosync.cu:34"),
+        ("nosync: no wall-clock time of the error", base, under(change=_set("error.time_unix_ns", None)),
+         under(rc=9), "fail", "error.time_unix_ns is None"),
+    ]
+
+
+TORCHRUN_ERR = ("[rank1]: Traceback (most recent call last):\n"
+                "[rank1]: torch.AcceleratorError: CUDA error: device-side assert triggered\n"
+                "E1201 12:00:03.123000 7000 torch/distributed/elastic/multiprocessing/api.py:882] failed "
+                "(exitcode: 1) local_rank: 1 (pid: 7101) of binary: /usr/bin/python3.12\n"
+                "Traceback (most recent call last):\n"
+                "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
+                "============================================================\n"
+                "ddp_gloo_fault.py FAILED\n")
+MERGED = ("culprit: job of 3 ranks (torchrun): rank 1 faulted first: void at::native::(anonymous\n"
+          "culprit:   namespace)::nll_loss_forward_reduce_cuda_kernel_2d<float, float, long>(...) launched at\n"
+          "culprit:   ddp_gloo_fault.py:48; ranks 0, 2 are collateral (stopped by SIGTERM)\n"
+          "culprit:   rank 0 (gpu-node, pid 7100): collateral: stopped by SIGTERM; report\n"
+          "culprit:       culprit-gpu-node-7100-hang.json\n"
+          "culprit:   rank 1 (gpu-node, pid 7101): faulted first: CUDA_ERROR_ASSERT (710) in\n"
+          "culprit:       void at::native::(anonymous namespace)::nll_loss_forward_reduce_cuda_kernel_2d<float,\n"
+          "culprit:       float, long>(...) launched at ddp_gloo_fault.py:48; report culprit-gpu-node-7101.json\n"
+          "culprit:   rank 2 (gpu-node, pid 7102): exited with status 1; report culprit-gpu-node-7102-exit.json\n"
+          "culprit:\n"
+          "culprit: rank 1, the first to fault:\n")
+JOB_JSON = '{"schema": "culprit.job/1", "first_fault": {"rank": 1}, "processes": []}'
+
+
+def job_selftests():
+    """(title, case, launch line, base, run, `culprit report --json` output, expected status, reason text)."""
+    ddp, nccl = JOB_CASE_BY_NAME["ddp_gloo"], JOB_CASE_BY_NAME["nccl_one_rank"]
+    base = Run(rc=1, stderr=TORCHRUN_ERR)
+    f1 = lambda change=None, name="culprit-gpu-node-7101.json": fixture_at("ddp_rank1_fault.json", name, change)
+    h0 = fixture_at("ddp_rank0_hang.json", "culprit-gpu-node-7100-hang.json")
+    e2 = fixture_at("ddp_rank2_exit.json", "culprit-gpu-node-7102-exit.json")
+
+    def under(reports, stderr=TORCHRUN_ERR + MERGED, rc=1):
+        return Run(rc=rc, stderr=stderr, reports=reports)
+
+    nccl_err = TORCHRUN_ERR.replace("ddp_gloo_fault", "nccl_one_rank_fault").replace("rank1", "rank0")
+    nccl_merged = ("culprit: job of 1 rank: rank 0 faulted first: void at::native::(anonymous namespace)::"
+                   "indexSelectSmallIndex<float, long, unsigned int, 2, 2, -2>(...) launched at "
+                   "nccl_one_rank_fault.py:40\nculprit:   rank 0 (pid 7301 on gpu-node): faulted first\n")
+    nccl_json = JOB_JSON.replace('"rank": 1', '"rank": 0')
+    n0 = fixture_at("nccl_rank0_fault.json", "culprit-gpu-node-7301.json")
+    n0h = fixture_at("nccl_rank0_fault_nccl_history.json", "culprit-gpu-node-7301.json")
+    nccl_line = "culprit:   #12 ncclDevKernel_AllReduce_Sum_f32_RING_LL(...)  NCCL AllReduce (sum, f32, ring, LL)\n"
+    return [
+        ("job: rank 1 faulted first, rank 0 stopped, rank 2 exited; merged view", ddp, 48, base,
+         under([f1(), h0, e2]), JOB_JSON, "pass", ""),
+        ("job: a rank left no report", ddp, 48, base, under([f1(), h0]), JOB_JSON, "fail",
+         "rank 2: no report, expected a hang report or an exit record"),
+        ("job: a rank's exit record, then its hang report when torchrun stopped it", ddp, 48, base,
+         under([f1(), h0, fixture_at("ddp_rank2_exit.json", "culprit-gpu-node-7100-exit.json",
+                                     lambda r: r["process"].update(rank=0, local_rank=0, pid=7100)), e2]),
+         JOB_JSON, "pass", "rank 0: exit record (status 1)"),
+        ("job: a rank with two hang reports", ddp, 48, base,
+         under([f1(), h0, fixture_at("ddp_rank0_hang.json", "culprit-gpu-node-7100-hang.json"), e2]), JOB_JSON,
+         "fail", "rank 0: 2 reports of kind hang/hang"),
+        ("job: the faulting rank wrote a hang report too", ddp, 48, base,
+         under([f1(), h0, e2, fixture_at("ddp_rank0_hang.json", "culprit-gpu-node-7101-hang.json",
+                                         lambda r: r["process"].update(rank=1, local_rank=1, pid=7101))]),
+         JOB_JSON, "fail", "rank 1: unexpected hang report"),
+        ("job: no fault report", ddp, 48, base, under([h0, e2], stderr=TORCHRUN_ERR), JOB_JSON, "fail",
+         "0 fault reports from rank 1, expected one"),
+        ("job: another rank faulted too", ddp, 48, base,
+         under([f1(), f1(_set("process.rank", 0), "culprit-gpu-node-7100.json"), h0, e2]), JOB_JSON, "fail",
+         "rank 0 wrote a fault report too"),
+        ("job: the merged view does not name the first fault", ddp, 48, base, under([f1(), h0, e2], TORCHRUN_ERR),
+         JOB_JSON, "fail", "merged view: no line says rank 1 faulted first"),
+        ("job: the merged view names another line", ddp, 48, base,
+         under([f1(), h0, e2], TORCHRUN_ERR + MERGED.replace("ddp_gloo_fault.py:48", "ddp_gloo_fault.py:50")),
+         JOB_JSON, "fail", "merged view: the faulted-first line does not say ddp_gloo_fault.py:48"),
+        ("job: the merged view names another kernel", ddp, 48, base,
+         under([f1(), h0, e2], TORCHRUN_ERR + MERGED.replace("nll_loss_forward_reduce", "cunn_SoftMaxForward")),
+         JOB_JSON, "fail", "merged view: the faulted-first line does not name a kernel like 'nll_loss'"),
+        ("job: the line on another paragraph than the faulted-first one", ddp, 48, base,
+         under([f1(), h0, e2], TORCHRUN_ERR + MERGED.replace("culprit:   ddp_gloo_fault.py:48;", "culprit: x;")),
+         JOB_JSON, "fail", "merged view: the faulted-first line does not say ddp_gloo_fault.py:48"),
+        ("job: the merged view leaves a rank out", ddp, 48, base,
+         under([f1(), h0, e2], TORCHRUN_ERR + MERGED.replace("culprit:   rank 2", "culprit: ?").replace(
+             "ranks 0, 2", "rank 0")), JOB_JSON, "fail", "merged view: no line for rank 2"),
+        ("job: a stopped rank not called collateral", ddp, 48, base,
+         under([f1(), h0, e2], TORCHRUN_ERR + MERGED.replace("collateral", "stopped")), JOB_JSON, "fail",
+         "rank 0 left a hang report but no rank is called collateral"),
+        ("job: ranks that ended on their own need not be collateral", ddp, 48, base,
+         under([f1(), fixture_at("ddp_rank2_exit.json", "culprit-gpu-node-7100-exit.json",
+                                 lambda r: r["process"].update(rank=0, local_rank=0, pid=7100)), e2],
+               TORCHRUN_ERR + MERGED.replace("collateral", "clean")), JOB_JSON, "pass", ""),
+        ("job: a report without the host in its name", ddp, 48, base,
+         under([f1(name="culprit-7101.json"), h0, e2]), JOB_JSON, "fail",
+         "report file culprit-7101.json, expected culprit-gpu-node-7101.json"),
+        ("job: the world size wrong", ddp, 48, base, under([f1(_set("process.world_size", 4)), h0, e2]), JOB_JSON,
+         "fail", "rank 1: process.world_size 4, expected 3"),
+        ("job: no launcher", ddp, 48, base, under([f1(_set("process.launcher", None)), h0, e2]), JOB_JSON, "fail",
+         "process.launcher None, expected 'torchrun'"),
+        ("job: no rank at all", ddp, 48, base, under([f1(_set("process.rank", None)), h0, e2]), JOB_JSON, "fail",
+         "process.rank is None"),
+        ("job: the faulting rank's verdict not exact", ddp, 48, base,
+         under([f1(_set("verdict.certainty", "candidates")), h0, e2]), JOB_JSON, "fail",
+         "rank 1: verdict certainty 'candidates', expected exact"),
+        ("job: the culprit at another python line", ddp, 48, base,
+         under([f1(_set("culprit.python.1.line", 50)), h0, e2]), JOB_JSON, "fail",
+         "python line wrong: launch frames at ddp_gloo_fault.py:50"),
+        ("job: the job view's first fault is another rank", ddp, 48, base, under([f1(), h0, e2]),
+         '{"schema": "culprit.job/1", "first_fault": {"rank": 0}}', "fail", "first_fault.rank 0, expected 1"),
+        ("job: culprit report --json is not the job view", ddp, 48, base, under([f1(), h0, e2]),
+         '[{"schema": "culprit.report/1"}]', "fail", "schema 'list', expected 'culprit.job/1'"),
+        ("job: exit status changed", ddp, 48, base, under([f1(), h0, e2], rc=0), JOB_JSON, "fail",
+         "exit status 0, 1 without culprit"),
+        ("job: did not fail without culprit", ddp, 48, Run(rc=0), under([f1(), h0, e2]), JOB_JSON, "fail",
+         "the job did not fail without culprit"),
+        ("job: skipped by the ranks", ddp, 48, Run(rc=1, stderr="skipped: no CUDA device\n" + TORCHRUN_ERR),
+         Run(rc=1), "", "skip", "skipped: no CUDA device"),
+        ("job: one NCCL rank, no NCCL kernel listed", nccl, 40, Run(rc=1, stderr=nccl_err),
+         under([n0], nccl_err + nccl_merged), nccl_json, "pass", ""),
+        ("job: an NCCL kernel listed and shown as its collective", nccl, 40, Run(rc=1, stderr=nccl_err),
+         under([n0h], nccl_err + nccl_merged + nccl_line), nccl_json, "pass", ""),
+        ("job: an NCCL kernel listed but not decoded", nccl, 40, Run(rc=1, stderr=nccl_err),
+         under([n0h], nccl_err + nccl_merged), nccl_json, "fail",
+         "is not shown as the collective NCCL AllReduce"),
+    ]
+
+
+GPT2_CUBLAS = ("Traceback (most recent call last):\n  File \"gpt2_vocab_oob.py\", line 37, in main\n"
+               "RuntimeError: CUDA error: CUBLAS_STATUS_INTERNAL_ERROR when calling `cublasLtMatmul( ... )`\n")
+GPT2_ASSERT = ("Traceback (most recent call last):\n  File \"gpt2_vocab_oob.py\", line 39, in main\n"
+               "torch.AcceleratorError: CUDA error: device-side assert triggered\n")
+
+
+def gpt2_selftests():
+    """(title, base, first run, second run, expected status, reason text, note text) for the GPT-2 case."""
+    base = Run(rc=1, stderr=GPT2_CUBLAS)
+
+    def under(name, stderr=GPT2_ASSERT, rc=1):
+        return Run(rc=rc, stderr=stderr + "culprit: verdict ...\n", reports=[fixture(name)])
+
+    no_report = Run(rc=1, stderr=GPT2_CUBLAS + "culprit: no sticky CUDA error in python3\n")
+    return [
+        ("gpt2: a report each run, surfacing in cuBLAS's launch and at exit", base,
+         under("gpt2_cublas_thread.json"), under("gpt2_at_exit.json", GPT2_CUBLAS), "pass", "",
+         "surfaced in cuLaunchKernelEx (710) on thread 8033, not the main thread"),
+        ("gpt2: no report in the second run", base, under("gpt2_cublas_thread.json"), no_report, "fail",
+         "run 2 under culprit: no report written (culprit said 'no sticky CUDA error')", ""),
+        ("gpt2: the exception is no CUDA error under culprit", base,
+         under("gpt2_cublas_thread.json", "Traceback (most recent call last):\nKeyError: 'loss'\n"),
+         under("gpt2_at_exit.json"), "fail", "is not a CUDA error like", ""),
+        ("gpt2: exit status changed in the second run", base, under("gpt2_cublas_thread.json"),
+         under("gpt2_at_exit.json", rc=-6), "fail", "run 2 under culprit: exit status -6, 1 without culprit", ""),
+        ("gpt2: the culprit is not the embedding", base, under("gpt2_cublas_thread.json"),
+         under("py_xent_exact.json"), "fail", "run 2 under culprit: culprit: kernel", ""),
+    ]
+
+
+MSG_ASSERT = "gpu-test: CUDA error at cudaDeviceSynchronize() (assert.cu:56): device-side assert triggered\n"
+MSG_MISALIGNED = "gpu-test: CUDA error at cudaDeviceSynchronize() (misaligned.cu:47): misaligned address\n"
+DUMP_STARTS = ("Starting GPU coredump generation, set the CUDA_COREDUMP_SHOW_PROGRESS environment variable to 1 to "
+               "enable more detailed output\n")
+
+
+def _candidates_again(report):
+    """A change for fixture_at: the culprit the dump chose put back among the candidates (the verdict before it)."""
+    report["candidates"] = [report.pop("culprit")] + report.pop("candidates_before_coredump")
+    report["verdict"]["certainty"] = "candidates"
+
+
+def coredump_selftests():
+    """(title, case, launch line, fault line, base, run, expected status, reason text) for the C cases'
+    --coredump runs, on reports recorded on an H200 (tests/gpu/fixtures/cd_*.json)."""
+    def under(name, filename, change=None, rc=-6, stderr="", extra=()):
+        return Run(rc=rc, stderr=DUMP_STARTS + "culprit: verdict ...\n" + stderr,
+                   reports=[fixture_at(name, filename, change)] + list(extra))
+
+    oob = lambda **kw: under("cd_oob.json", "culprit-1605-hang.json", **kw)
+    streams = lambda **kw: under("cd_streams4.json", "culprit-1857-hang.json", **kw)
+    base = Run(rc=1, stderr=MSG_700)
+    streams_base = Run(rc=1, stderr=MSG_STREAMS)
+    not_read = ("culprit: GPU core dump /tmp/d/gpucore-vm-1605.nvcudmp not read: cuda-gdb was not found (install the "
+                "CUDA toolkit's debugger, or set CULPRIT_CUDA_GDB)\n")
+    return [
+        ("coredump: oob exact, the dump at the CULPRIT-FAULT line", "oob", 80, 37, base, oob(), "pass",
+         "certainty exact"),
+        ("coredump: misaligned exact, the dump at its line", "misaligned", 45, 18, Run(rc=1, stderr=MSG_MISALIGNED),
+         under("cd_misaligned.json", "culprit-1668-hang.json"), "pass", "certainty exact"),
+        ("coredump: trap (SIGTRAP) exact, code 719", "trap", 38, 16, Run(rc=1, stderr=MSG_TRAP),
+         under("cd_trap.json", "culprit-1731-hang.json"), "pass", "certainty exact"),
+        ("coredump: assert exact, code 710", "assert", 54, 27, Run(rc=1, stderr=MSG_ASSERT),
+         under("cd_assert.json", "culprit-1794-hang.json"), "pass", "certainty exact"),
+        ("coredump: streams4, cuda-gdb crashed, gather_rows on 5 candidates", "streams4", 67, 36, streams_base,
+         streams(), "pass", "candidates: 5 of the 40 run the dump's kernel (#6, #14, #22, #30, #38)"),
+        ("coredump: cuda-gdb crashed before any source line", "streams4", 67, 36, streams_base,
+         streams(change=_set("coredump.source_line", None)), "pass",
+         "cuda-gdb crashed on the dump before it named a source line"),
+        ("coredump: a trap dump the parser did not know (still a hang report)", "trap", 38, 16,
+         Run(rc=1, stderr=MSG_TRAP), under("cd_trap_unparsed.json", "culprit-1731-hang.json"), "fail",
+         "kind 'hang', expected 'fault'"),
+        ("coredump: the dump at another line", "oob", 80, 36, base, oob(), "fail",
+         "the dump's source line is oob.cu:37, expected oob.cu:36 (CULPRIT-FAULT)"),
+        ("coredump: no source line, and cuda-gdb did not crash", "oob", 80, 37, base,
+         oob(change=_set("coredump.source_line", None)), "fail", "the dump's source line is missing"),
+        ("coredump: the dump names another kernel", "oob", 80, 37, base,
+         oob(change=_set("coredump.kernel", "sum_loss(float const*, float*, int)")), "fail",
+         "coredump.kernel 'sum_loss(float const*, float*, int)' does not match 'scatter_grad'"),
+        ("coredump: the dump names no kernel", "oob", 80, 37, base, oob(change=_set("coredump.kernel", None)),
+         "fail", "coredump.kernel missing"),
+        ("coredump: no coredump object", "oob", 80, 37, base, oob(change=_set("coredump", None), stderr=not_read),
+         "fail", "no \"coredump\" object (culprit on the dump: GPU core dump /tmp/d/gpucore-vm-1605.nvcudmp not "
+         "read: cuda-gdb was not found"),
+        ("coredump: the process was not aborted", "oob", 80, 37, base, oob(rc=1), "fail",
+         "exit status 1, expected -6"),
+        ("coredump: no report", "oob", 80, 37, base, Run(rc=-6, stderr=DUMP_STARTS + not_read), "fail",
+         "0 reports, expected one (culprit on the dump: GPU core dump"),
+        ("coredump: a hang report and a fault report", "oob", 80, 37, base,
+         oob(extra=[fixture_at("oob_exact.json", "culprit-1605.json")]), "fail", "2 reports, expected one"),
+        ("coredump: the report file named for another process", "oob", 80, 37, base,
+         under("cd_oob.json", "culprit-1606-hang.json"), "fail",
+         "report file culprit-1606-hang.json, expected culprit-1605-hang.json or culprit-1605.json"),
+        ("coredump: the culprit is another launch", "oob", 80, 37, base,
+         oob(change=_set("culprit.kernel", "sum_loss(float const*, float*, int)")), "fail",
+         "culprit: kernel 'sum_loss(float const*, float*, int)' is not scatter_grad"),
+        ("coredump: the launching line wrong", "oob", 79, 37, base, oob(), "fail",
+         "culprit: launch line oob.cu:34, expected oob.cu:79"),
+        ("coredump: another error code", "misaligned", 45, 18, Run(rc=1, stderr=MSG_MISALIGNED),
+         under("cd_misaligned.json", "culprit-1668-hang.json", change=_set("error.code", 700)), "fail",
+         "error.code 700, expected 716"),
+        ("coredump: one candidate runs the dump's kernel, not narrowed", "oob", 80, 37, base,
+         oob(change=_candidates_again), "fail",
+         "only candidate #11 runs the dump's kernel: the dump should have made it the culprit"),
+        ("coredump: the faulty launch missing from the candidates", "streams4", 67, 36, streams_base,
+         streams(change=lambda r: r.update(candidates=[c for c in r["candidates"] if "gather" not in c["kernel"]])),
+         "fail",
+         "the faulty launch is not among the 35 candidates"),
+        ("coredump: the gather candidates at another line", "streams4", 66, 36, streams_base, streams(), "fail",
+         "the faulty launch is not among the 40 candidates"),
+        ("coredump: no device", "oob", 80, 37, Run(rc=SKIP_STATUS), Run(rc=SKIP_STATUS), "skip", "no CUDA device"),
+    ]
+
+
+def py_coredump_selftests():
+    """(title, case, launch line, base, run, expected status, reason text) for the PyTorch --coredump runs: the
+    real torch_gather report of a run without --coredump, with the "coredump" object culprit adds to an exact
+    verdict (no source line: PyTorch has no device line info) (tests/gpu/fixtures/py_cd_gather.json)."""
+    gather, xent = PY_CASE_BY_NAME["torch_gather"], PY_CASE_BY_NAME["torch_xent3d"]
+    base = Run(rc=1, stderr=PY_ASSERT)
+
+    def under(change=None, rc=-6, filename="culprit-2306.json"):
+        return Run(rc=rc, stderr=DUMP_STARTS + "culprit: verdict ...\n",
+                   reports=[fixture_at("py_cd_gather.json", filename, change)])
+
+    return [
+        ("py coredump: torch_gather exact, the dump names the gather kernel", gather, 24, base, under(), "pass",
+         "certainty exact"),
+        ("py coredump: the abort's hang report, made a fault", gather, 24, base,
+         under(filename="culprit-2306-hang.json"), "pass", "certainty exact"),
+        ("py coredump: the process was not aborted", gather, 24, base, under(rc=1), "fail",
+         "exit status 1, expected -6"),
+        ("py coredump: still a hang report", gather, 24, base, under(change=_set("kind", "hang"),
+                                                                    filename="culprit-2306-hang.json"),
+         "fail", "kind 'hang', expected 'fault'"),
+        ("py coredump: no coredump object", gather, 24, base, under(change=_set("coredump", None)), "fail",
+         "no \"coredump\" object"),
+        ("py coredump: the dump names no kernel", gather, 24, base, under(change=_set("coredump.kernel", None)),
+         "fail", "coredump.kernel missing"),
+        ("py coredump: the dump's kernel is not the case's", xent, 24, base, under(), "fail",
+         "does not match 'nll_loss'"),
+        ("py coredump: the culprit at another python line", gather, 25, base, under(), "fail",
+         "python line wrong: launch frames at gather_oob.py:24, gather_oob.py:31, expected gather_oob.py:25"),
+        ("py coredump: candidates where exact is required", gather, 24, base,
+         under(change=_set("verdict.certainty", "candidates")), "fail", "the faulty launch is not among the 0"),
+        ("py coredump: no device", gather, 24, Run(rc=SKIP_STATUS, stderr="skipped: no CUDA device\n"),
+         Run(rc=SKIP_STATUS), "skip", "skipped: no CUDA device"),
+    ]
+
+
+def run_coredump_selftests():
+    """The --coredump judges' self-tests, the table's --coredump rows and its one-run line, as (title, ok,
+    detail)."""
+    results = []
+    for title, name, line, fault_line, base, run, want_status, want_text in coredump_selftests():
+        case = coredump_row(prepared(CASE_BY_NAME[name], None))
+        case.fault_line = fault_line
+        o = judge_c_coredump(case, "static", line, base, run)
+        text = " ".join(o.reasons + o.notes + [o.path, "certainty " + o.certainty])
+        results.append((title, o.status == want_status and want_text in text, "got %s: %s" % (o.status, text)))
+    for title, case, line, base, run, want_status, want_text in py_coredump_selftests():
+        o = judge_py_coredump(coredump_row(case), line, base, run)
+        text = " ".join(o.reasons + o.notes + [o.path, "certainty " + o.certainty])
+        results.append((title, o.status == want_status and want_text in text, "got %s: %s" % (o.status, text)))
+
+    # the table: a default run settled by the blocking rerun, its --coredump row exact; streams4 as candidates
+    default = judge(prepared(CASE_BY_NAME["streams4"], None), "static", 67, Run(rc=1, stderr=MSG_STREAMS),
+                    Run(rc=1, stderr=MSG_STREAMS, reports=[fixture("streams4_candidates.json")]))
+    judge_rerun(default, 67, Run(rc=1, stderr=MSG_STREAMS),
+                Run(rc=1, stderr=MSG_STREAMS, reports=[fixture("streams4_rerun_exact.json")]))
+    oob = judge(CASE_BY_NAME["oob"], "static", 80, Run(rc=1, stderr=MSG_700),
+                Run(rc=1, stderr=MSG_700, reports=[fixture("oob_exact.json")]))
+    rows = []
+    for name, fault_line, launch, fixture_name, filename, default_o in (
+            ("oob", 37, 80, "cd_oob.json", "culprit-1605-hang.json", oob),
+            ("streams4", 36, 67, "cd_streams4.json", "culprit-1857-hang.json", default)):
+        case = coredump_row(CASE_BY_NAME[name])
+        case.fault_line = fault_line
+        o = judge_c_coredump(case, "static", launch, Run(rc=1, stderr=MSG_700),
+                             Run(rc=-6, reports=[fixture_at(fixture_name, filename)]))
+        o.coredump_of = default_o
+        rows.append(o)
+    lines = table([oob, default] + rows)
+    cells = [[c.strip() for c in line.split("|")[1:-1]] for line in lines[2:6]]
+    ok = [c[0] for c in cells] == ["oob", "streams4", "oob --coredump", "streams4 --coredump"] and \
+        [c[4] for c in cells] == ["exact", "candidates -> exact", "exact", "candidates"] and \
+        [c[-1] for c in cells] == ["pass"] * 4 and cells[2][6] == "dump oob.cu:37 (700)" and \
+        "oob --coredump/static: the dump made the verdict exact: launch #11 of 4 candidates runs its kernel" in \
+        lines and \
+        lines[-2:] == ["one run: default exact 1/2, --coredump exact 1/2", "4 passed, 0 failed"]
+    results.append(("table: --coredump rows, and the one-run line before the closing one", ok, "\n".join(lines)))
+    ok = table([oob])[-1] == "1 passed, 0 failed" and not any(l.startswith("one run") for l in table([oob])) and \
+        one_run_line(rows, "precise") == "one run (--mode precise): default exact 1/2, --coredump exact 1/2"
+    results.append(("table: no one-run line without --coredump rows; the mode named with one", ok, ""))
+    return results
+
+
+def _gone(pid, wait=30.0):
+    """Whether process pid is gone (or a zombie) within wait seconds."""
+    end = time.monotonic() + wait
+    while True:
+        try:
+            with open("/proc/%d/stat" % pid, encoding="utf-8", errors="replace") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return True
+        except (OSError, IndexError):
+            return True
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.1)
+
+
+def run_new_selftests():
+    """The hang, no-synchronize, job and GPT-2 self-tests, as (title, ok, detail)."""
+    results = []
+    for title, case, base, run, timeout_report, mode, want_status, want_text in hang_selftests():
+        o = judge_hang(case, "static", 54, base, run, mode, timeout_report)
+        text = " ".join(o.reasons + o.notes + [o.path])
+        results.append((title, o.status == want_status and want_text in text,
+                        "got %s: %s" % (o.status, text)))
+    case = CASE_BY_NAME["nosync"]
+    for title, base, run, strict, want_status, want_text in nosync_selftests():
+        o = judge_nosync(case, "shared", 34, base, run, strict)
+        text = " ".join(o.reasons + [o.path])
+        results.append((title, o.status == want_status and want_text in text,
+                        "got %s: %s" % (o.status, text)))
+    for title, case, line, base, run, job_json, want_status, want_text in job_selftests():
+        o = judge_job(case, line, base, run, job_json)
+        text = " ".join(o.reasons + o.notes + [o.path])
+        results.append((title, o.status == want_status and want_text in text,
+                        "got %s: %s" % (o.status, text)))
+    gpt2 = PY_CASE_BY_NAME["gpt2_vocab"]
+    for title, base, first, second, want_status, want_text, want_note in gpt2_selftests():
+        o = judge_py(gpt2, 35, None, base, first)
+        judge_py_again(o, 35, base, second, 2)
+        text = " ".join(o.reasons + [o.path])
+        ok = o.status == want_status and want_text in text and want_note in " ".join(o.notes)
+        results.append((title, ok, "got %s: %s; notes: %s" % (o.status, text, o.notes)))
+
+    # a child in a session of its own whose own child is in another one, as torchrun starts its workers
+    spawn = ("import subprocess, sys, time\n"
+             "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'], start_new_session=True)\n"
+             "print(p.pid, flush=True)\ntime.sleep(60)\n")
+    child = subprocess.Popen([sys.executable, "-c", spawn], stdout=subprocess.PIPE, start_new_session=True)
+    grandchild = int(child.stdout.readline())
+    found = descendants(os.getpid())
+    kill_tree(child.pid)
+    ok = child.pid in found and grandchild in found and child.wait(timeout=30) == -signal.SIGKILL and \
+        _gone(grandchild)
+    child.stdout.close()
+    results.append(("the processes below a pid are found and killed, other sessions too", ok, repr(found)))
+
+    orphan = ("import subprocess, sys\n"
+              "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'], start_new_session=True,\n"
+              "                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\nprint(p.pid)\n")
+    run = execute([sys.executable, "-c", orphan], os.environ.copy(), 60)
+    left = int(run.stdout or b"0")
+    ok = left > 0 and run.rc == 0 and "1 process(es) it left behind were killed" in run.stop_note and _gone(left)
+    results.append(("what a run leaves behind is found by its token and killed", ok,
+                    "rc %s note %r" % (run.rc, run.stop_note)))
+
+    script = ("import sys, time\nprint('spinning: now', flush=True)\n"
+              "import signal\nsignal.signal(signal.SIGTERM, lambda *a: sys.exit(5))\ntime.sleep(60)\n")
+    run = execute([sys.executable, "-c", script], os.environ.copy(), 60, stop=Stop(b"spinning:", hold=0.2))
+    ok = run.stopped == signal.SIGTERM and run.rc == 5 and not run.timed_out and b"spinning: now" in run.stdout
+    results.append(("a Stop run is signalled once its ready line appeared", ok,
+                    "rc %s stopped %s timed out %s" % (run.rc, run.stopped, run.timed_out)))
+    stubborn = "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nprint('spinning:', flush=True)\n" \
+               "time.sleep(60)\n"
+    run = execute([sys.executable, "-c", stubborn], os.environ.copy(), 60,
+                  stop=Stop(b"spinning:", hold=0.1, grace=0.5))
+    ok = run.rc == -signal.SIGKILL and run.timed_out and "after SIGTERM" in run.stop_note
+    results.append(("a Stop run that ignores its signal is killed at the bound", ok,
+                    "rc %s timed out %s note %r" % (run.rc, run.timed_out, run.stop_note)))
+    return results
+
+
+def selftest():
+    failures = 0
+    results = []
+    try:
+        marker_line("a\nb<<<1, 1>>>(); " + MARKER + "\nc\n")
+        ok = marker_line("a\nb<<<1, 1>>>(); " + MARKER + "\nc\n") == 2
+    except ValueError:
+        ok = False
+    try:
+        marker_line("x\ny\n")
+        ok = False
+    except ValueError:
+        pass
+    results.append(("marker line found, missing marker refused", ok, ""))
+    ok = all(os.path.exists(os.path.join(HERE, c.src)) and (c.healthy or _has_marker(c.src)) and
+             (not c.graph or _has_marker(c.src, CAPTURE_MARKER)) and
+             (c.kind != "hang" or _has_marker(c.src, WAIT_MARKER)) for c in CASES)
+    results.append(("every case's source exists and has one marker (and hang cases one wait marker)", ok, ""))
+    dumped = [c for c in CASES if c.coredump]
+    ok = all(_has_marker(c.fault_src, FAULT_MARKER) for c in dumped) and len(dumped) == 13 and \
+        not [c for c in dumped if c.healthy or c.graph or c.kind != "fault" or c.mode or c.env or c.same_as] and \
+        [c.name for c in PY_CASES if c.coredump] == ["torch_xent3d", "torch_gather"]
+    results.append(("every --coredump case's faulting source has one CULPRIT-FAULT line", ok,
+                    ", ".join(c.fault_src for c in dumped if not _has_marker(c.fault_src, FAULT_MARKER))))
+    # "--mode record" is culprit's default said out loud (run.sh --mode all says it): the same reruns
+    oob = CASE_BY_NAME["oob"]
+    got = [(prepared(oob, m).rerun, prepared(oob, m).need_node) for m in (None, "record", "precise")]
+    ok = got == [("window", False), ("window", False), (None, True)] and prepared(oob, "record") is not oob
+    results.append(("--mode record settles candidates by a rerun, as the default does; precise does not", ok,
+                    repr(got)))
+
+    for title, case, line, base, run, rerun, ref, want_status, want_text in selftests():
+        o = judge(case, "static", line, base, run, ref)
+        if o.status == "rerun" and rerun is not None:
+            judge_rerun(o, line, base, rerun)
+        text = " ".join(o.reasons + [o.path])
+        ok = o.status == want_status and want_text in text
+        results.append((title, ok, "got %s: %s" % (o.status, text)))
+
+    sample = [judge(CASE_BY_NAME["oob"], "static", 80, Run(rc=1, stderr=MSG_700),
+                    Run(rc=1, stderr=MSG_700, reports=[fixture("oob_exact.json")])),
+              judge(CASE_BY_NAME["oob"], "shared", 80, Run(rc=1, stderr=MSG_700), Run(rc=1, stderr=MSG_700)),
+              judge(CASE_BY_NAME["oob"], "shared", 80, Run(rc=SKIP_STATUS), Run(rc=SKIP_STATUS))]
+    lines = table(sample)
+    ok = lines[-1] == "1 passed, 1 failed, 1 skipped" and "| scatter_grad(float*, long const*, int, int) |" in lines[2]
+    results.append(("table and closing line", ok, lines[-1]))
+
+    results += run_py_selftests()
+    results += run_new_selftests()
+    results += run_coredump_selftests()
+
+    for title, ok, detail in results:
+        print("%s  %s%s" % ("ok  " if ok else "FAIL", title, "" if ok else "  [" + detail + "]"))
+        failures += not ok
+    print("%d passed, %d failed" % (len(results) - failures, failures))
+    return 1 if failures else 0
+
+
+def _has_marker(src, marker=MARKER):
+    with open(os.path.join(HERE, src), encoding="utf-8") as f:
+        try:
+            marker_line(f.read(), src, marker)
+            return True
+        except ValueError:
+            return False
