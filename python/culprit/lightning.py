@@ -230,7 +230,7 @@ def _lookup(exc, name, index):
 def verdict_of(exc):
     """The verdict text CulpritCallback attached to exc, or None: exc.culprit_verdict, or, for an exception type
     that takes no attributes, what the callback remembered of it; also through the exceptions exc was raised while
-    handling (Lightning's teardown raises a second CUDA error after the first)."""
+    handling (Lightning's teardown raises a second CUDA error after the first, and that one reaches the caller)."""
     return _lookup(exc, "culprit_verdict", 2)
 
 
