@@ -151,6 +151,7 @@ static void render_hang_launch(struct render_buf *b, const struct json *launch, 
     if (reason)
         render_para(b, "  how culprit knows: ", "    ", reason);
     render_origin(b, launch, "  launched from");
+    render_op(b, launch, "  ", 1);
     free(owned);
 }
 

@@ -394,3 +394,29 @@ def test_end_to_end_with_torch_on_cpu(tmp_path):
     d = doc["diagnosis"][0]
     assert d["name"] == "aten::embedding" and "holds 12" in d["problem"] and "has 10 rows" in d["problem"]
     assert "the diagnosis found aten::embedding (no launch): indices int64[2,2] cpu holds 12" in p.stderr
+
+
+def test_hang_report_names_the_operator_in_flight(tmp_path):
+    code = """
+        import sys
+        sys.path.insert(0, %r)
+        import fakegpu
+        from culprit import _lib
+        a = _lib.api()
+        gpu = fakegpu.Gpu()
+        k = gpu.kernels("ring_allreduce")
+        assert a.op_begin(b"c10d::allreduce_", b"tensors: [float32[1024] cuda:0]", b"") == 0
+        gpu.launch(k["ring_allreduce"])
+        assert a.op_end() == 0
+        print("sync", gpu.sync())
+    """ % HERE
+    p = culprit_run(tmp_path, ["--diagnose", "--hang-timeout", "0.5"], code,
+                    env={"FAKECUDA_HANG": "kernel=ring_allreduce,ms=2500"})
+    assert "sync 0" in p.stdout, p.stdout + p.stderr
+    paths = glob.glob(str(tmp_path / "reports" / "culprit-*-hang.json"))
+    assert len(paths) == 1, p.stderr
+    with open(paths[0]) as f:
+        doc = json.load(f)
+    named = [l for l in [doc.get("culprit")] + (doc.get("candidates") or []) if l]
+    assert named and named[0]["op"]["name"] == "c10d::allreduce_", json.dumps(doc)[:2000]
+    assert "operator: c10d::allreduce_" in p.stderr
