@@ -76,7 +76,8 @@ static void trace_python_line(const struct json *py, char *out, size_t n)
     out[0] = '\0';
     for (size_t i = 0; i < json_len(py) && !pick; i++) {
         const char *f = json_get_str(json_at(py, i), "file");
-        if (f && !strstr(f, "site-packages/") && !strstr(f, "dist-packages/") && !strstr(f, "/lib/python"))
+        if (f && !strstr(f, "site-packages/") && !strstr(f, "dist-packages/") && !strstr(f, "/lib/python") &&
+            !strstr(f, "/culprit/diagnose.py"))
             pick = json_at(py, i);
     }
     if (!pick && json_len(py))
@@ -170,6 +171,15 @@ static void trace_launch_event(struct jw *w, const struct trace_item *it, int pi
     if (line[0]) {
         jw_key(w, "native");
         jw_str(w, line);
+    }
+    const struct json *op = json_get(l, "op");   /* the framework operator behind it (--diagnose) */
+    if (json_get_str(op, "name")) {
+        jw_key(w, "operator");
+        jw_str(w, json_get_str(op, "name"));
+        if (json_get_str(op, "problem")) {
+            jw_key(w, "what_was_wrong");
+            jw_str(w, json_get_str(op, "problem"));
+        }
     }
     jw_obj_end(w);
     jw_obj_end(w);

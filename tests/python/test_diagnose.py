@@ -420,3 +420,48 @@ def test_hang_report_names_the_operator_in_flight(tmp_path):
     named = [l for l in [doc.get("culprit")] + (doc.get("candidates") or []) if l]
     assert named and named[0]["op"]["name"] == "c10d::allreduce_", json.dumps(doc)[:2000]
     assert "operator: c10d::allreduce_" in p.stderr
+
+
+def test_report_and_trace_of_a_real_diagnosis(tmp_path):
+    """A report --diagnose wrote on the GPU (fixture): `culprit report` prints the operator and what was wrong,
+    `culprit trace` puts the operator on the culprit's event."""
+    import shutil
+    exe = os.path.join(build_dir(), "bin", "culprit")
+    if not os.path.exists(exe):
+        pytest.skip("culprit not built in %s" % build_dir())
+    fixture = os.path.join(HERE, "..", "gpu", "fixtures", "py_diag_xent.json")
+    path = str(tmp_path / "culprit-706.json")
+    shutil.copyfile(fixture, path)
+    p = subprocess.run([exe, "report", path], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    text = " ".join(diagnose_text(p.stdout + p.stderr))
+    assert "operator: aten::nll_loss2d_forward(self: float32[2,5,1,2048] cuda:0 (a view of float32[2,5,8,16,16])" in text
+    assert ("what was wrong: target int64[2,1,2048] cuda:0 (a view of int64[2,8,16,16]) holds 5, but input "
+            "float32[2,5,1,2048] cuda:0 (a view of float32[2,5,8,16,16]) has 5 classes (valid 0..4, "
+            "ignore_index -100)") in text
+    out = str(tmp_path / "trace.json")
+    p = subprocess.run([exe, "trace", path, "-o", out], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    with open(out) as f:
+        events = json.load(f)["traceEvents"]
+    culprit = [e for e in events if e.get("cat") == "culprit"]
+    assert culprit and all(e["args"]["operator"] == "aten::nll_loss2d_forward" for e in culprit)
+    assert "holds 5" in culprit[0]["args"]["what_was_wrong"]
+
+
+def diagnose_text(out):
+    """The verdict's lines with the "culprit:" prefixes gone and wrapped lines joined."""
+    lines, cur = [], ""
+    for line in out.splitlines():
+        if not line.startswith("culprit:"):
+            continue
+        body = line[len("culprit:"):]
+        if body.startswith("      ") and cur:
+            cur += " " + body.strip()
+            continue
+        if cur:
+            lines.append(cur)
+        cur = body.strip()
+    if cur:
+        lines.append(cur)
+    return lines
