@@ -18,39 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MERGE_WIDTH 100     /* the verdict line and the rank lines are wrapped within this many columns */
 #define MERGE_NAME_MAX 80   /* a kernel name in a phrase is cut in the middle beyond this */
-
-/* Appends "culprit: " + head + text, broken at spaces into lines of at most MERGE_WIDTH columns; the lines after
- * the first start with indent. */
-static void merge_para(struct render_buf *b, const char *head, const char *indent, const char *text)
-{
-    const size_t prefix = strlen("culprit: ");
-    size_t col = prefix + strlen(head);
-    const char *p = text;
-    int line_start = 1;
-    render_add(b, "culprit: %s", head);
-    while (*p == ' ')
-        p++;
-    while (*p) {
-        size_t word = strcspn(p, " ");
-        if (!line_start && col + 1 + word > MERGE_WIDTH) {
-            render_add(b, "\nculprit: %s", indent);
-            col = prefix + strlen(indent);
-            line_start = 1;
-        } else if (!line_start) {
-            render_add(b, " ");
-            col++;
-        }
-        line_start = 0;
-        render_add(b, "%.*s", (int)word, p);
-        col += word;
-        p += word;
-        while (*p == ' ')
-            p++;
-    }
-    render_add(b, "\n");
-}
 
 /* ---- reading the reports ---- */
 
@@ -702,7 +670,7 @@ char *merge_render(const struct merge_job *j, const struct merge_report *reps, c
     const struct merge_proc *feat = merge_featured(j);
     (void)reps;
     /* the verdict's own lines are indented deeper than the rank lines that follow */
-    merge_para(&b, "", "    ", j->verdict);
+    render_para(&b, "", "    ", j->verdict);   /* wrapped within RENDER_WIDTH */
     for (size_t i = 0; i < j->nprocs; i++) {
         const struct merge_proc *p = &j->procs[i];
         const struct merge_report *r = p->fault ? p->fault : p->hang ? p->hang : p->exit;
@@ -721,7 +689,7 @@ char *merge_render(const struct merge_job *j, const struct merge_report *reps, c
         int named = p->status == MERGE_COLLATERAL || p->status == MERGE_MISSING;
         snprintf(text, sizeof text, "%s%s%s%s%s", named ? merge_status_names[p->status] : "", named ? ": " : "",
                  p->what, r ? "; report " : "", r ? render_base(r->path) : "");
-        merge_para(&b, head, "      ", text);
+        render_para(&b, head, "      ", text);
     }
     if (feat && !(o && o->brief)) {
         const struct merge_report *r = feat->fault ? feat->fault : feat->hang;
