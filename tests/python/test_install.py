@@ -242,6 +242,20 @@ def test_python_m_culprit_run(installed, tmp_path):
     assert p.returncode == 1 and "library not loaded" in p.stdout, p.what
 
 
+def test_diagnose_from_the_wheel(installed, tmp_path):
+    """`culprit run --diagnose` finds the start-up hook inside the installed package (culprit/_boot) and the
+    package it loads is the wheel's."""
+    venv, pkg = installed
+    env = _venv_env(venv)
+    code = ("import os, sys; print(os.environ.get('CULPRIT_DIAGNOSE')); "
+            "print(sys.modules['culprit'].__file__); print(os.environ['PYTHONPATH'].split(os.pathsep)[0])")
+    p = _run(["culprit", "run", "--diagnose", "--", "python", "-c", code], env=env, cwd=str(tmp_path))
+    assert p.returncode == 0, p.what
+    flag, where, boot = p.stdout.splitlines()
+    assert flag == "1" and where.startswith(pkg), p.what
+    assert os.path.realpath(boot) == os.path.realpath(os.path.join(pkg, "_boot")), p.what
+
+
 # ---- without a wheel --------------------------------------------------------------------------------------------
 
 
