@@ -122,6 +122,7 @@ static void cli_child_exec(const struct cli_run_opts *o, const char *lib, const 
         (o->rank_launches && setenv("CULPRIT_RANK_LAUNCHES", o->rank_launches, 1)) ||
         (o->ring && setenv("CULPRIT_RING", o->ring, 1)) ||
         (o->crumb_every && setenv("CULPRIT_CRUMB_EVERY", o->crumb_every, 1)) ||
+        (o->mark && setenv("CULPRIT_MARK", o->mark, 1)) ||
         (o->stack_depth && setenv("CULPRIT_STACK_DEPTH", o->stack_depth, 1)) ||
         (o->exit_wait && setenv("CULPRIT_EXIT_WAIT", o->exit_wait, 1)) ||
         (o->hang_timeout && setenv("CULPRIT_HANG_TIMEOUT", o->hang_timeout, 1)) ||
@@ -616,6 +617,12 @@ int cli_run_main(int argc, char **argv)
                 return CLI_EXIT_USAGE;
             }
             o.crumb_every = val;
+        } else if ((val = cli_optval(argc, argv, &i, "--mark", &missing)) != NULL) {
+            if (strcmp(val, "write") && strcmp(val, "memset")) {
+                cli_err("--mark must be write or memset, not '%s'", val);
+                return CLI_EXIT_USAGE;
+            }
+            o.mark = val;
         } else if ((val = cli_optval(argc, argv, &i, "--stack-depth", &missing)) != NULL) {
             if (cli_parse_int(val, 0, 64, &v) != 0) {
                 cli_err("--stack-depth must be a whole number of frames from 0 to 64, not '%s'", val);

@@ -175,6 +175,11 @@ int cfg_parse(struct cp_config *c, cfg_getenv_fn get, char *err, size_t errlen) 
     if (parse_u64(v, &n) || n > 64) return bad(err, errlen, "CULPRIT_STACK_DEPTH", v, "a number from 0 to 64");
     c->stack_depth = (int)n;
   }
+  if ((v = get("CULPRIT_MARK")) && *v) {
+    if (!strcmp(v, "write")) c->mark = CP_MARK_WRITE;
+    else if (!strcmp(v, "memset")) c->mark = CP_MARK_MEMSET;
+    else return bad(err, errlen, "CULPRIT_MARK", v, "use write or memset");
+  }
   if ((v = get("CULPRIT_CRUMB_EVERY")) && *v) {
     if (parse_u64(v, &n) || n < 1 || n > 4096)
       return bad(err, errlen, "CULPRIT_CRUMB_EVERY", v, "a number of launches from 1 to 4096");

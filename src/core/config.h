@@ -30,7 +30,13 @@ struct cp_config {
   int report_signal;              /* signal that asks for a hang report and lets the program go on; 0 = none */
   int hang_signals;               /* a hang report when SIGTERM, SIGINT, SIGQUIT or SIGABRT stops the process */
   char rank_launches[CFG_PATTERN_MAX]; /* CULPRIT_RANK_LAUNCHES "R=A:B,...": blocking windows by rank, "" none */
+  int mark;                       /* enum cp_mark: how a breadcrumb is written */
 };
+
+/* CULPRIT_MARK: the breadcrumb a stream gets after a launch. write: a fenced cuStreamWriteValue64 of the launch
+ * number (the default); memset: a cuMemsetD32Async of its low 32 bits, which cost the H200 a fifth less GPU
+ * time between short kernels in the completion-mark study (docs/performance.md). */
+enum cp_mark { CP_MARK_WRITE = 0, CP_MARK_MEMSET = 1 };
 
 #define CFG_SECONDS_MAX 86400     /* the longest CULPRIT_EXIT_WAIT or CULPRIT_HANG_TIMEOUT, in seconds */
 

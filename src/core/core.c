@@ -188,6 +188,7 @@ static void init_once(void) {
     return;
   }
   if (g_cfg.mode == CP_MODE_OFF) { cp_state = -1; return; }
+  crumb_set_mark(g_cfg.mark);
   /* The report directory is fixed now: the program may chdir later. */
   if (g_cfg.dir[0] != '/') {
     char cwd[CFG_DIR_MAX];

@@ -5,6 +5,8 @@
 #define _GNU_SOURCE
 #include "crumb.h"
 
+#include "config.h"
+
 #include "driver.h"
 #include "ring.h"
 
@@ -207,7 +209,10 @@ uint64_t crumb_ctx_synced_max(void) {
 
 uint64_t crumb_done(const struct cp_stream *s) {
   uint64_t d = atomic_load_explicit(&s->synced, memory_order_relaxed);
-  if (s->slot && *s->slot > d) d = *s->slot;
+  if (s->slot) {
+    uint64_t v = crumb_slot_value(s->slot, atomic_load_explicit(&s->last_launched, memory_order_relaxed));
+    if (v > d) d = v;
+  }
   for (int i = 0; i < MAX_POOLS; i++) {
     void *c = atomic_load_explicit(&g_ctx_synced[i].ctx, memory_order_acquire);
     if (!c) break;
@@ -284,10 +289,25 @@ struct cp_stream *crumb_stream(void *handle, int ptds, int tid, int may_alloc) {
  * (CUDA_ERROR_INVALID_VALUE) by the _v2 entry points that CUDA 12 and 13 resolve to. */
 #define CRUMB_FLAGS 0u
 
+int crumb_mark32;
+
+void crumb_set_mark(int mark) { crumb_mark32 = mark == CP_MARK_MEMSET; }
+
+/* CULPRIT_MARK=memset: the low 32 bits of value, by a memset of the slot's first word (the low half of the
+ * 64-bit slot on a little-endian host; the high half is never written and stays 0). */
+static int crumb_memset_to(void *handle, int ptds, uint64_t dslot, uint64_t value) {
+  unsigned low = (unsigned)(value & 0xffffffffu);
+  if (!cp_drv.memset_d32_async) return -1;
+  if (ptds && cp_drv.memset_d32_async_ptsz) return cp_drv.memset_d32_async_ptsz(dslot, low, 1, handle);
+  if (ptds && !handle) return cp_drv.memset_d32_async(dslot, low, 1, CP_CU_STREAM_PER_THREAD);
+  return cp_drv.memset_d32_async(dslot, low, 1, handle);
+}
+
 int crumb_write_to(void *handle, int ptds, uint64_t dslot, uint64_t value) {
   int rc;
-  if (!cp_drv.write_value64) return -1;
-  if (ptds && cp_drv.write_value64_ptsz) rc = cp_drv.write_value64_ptsz(handle, dslot, value, CRUMB_FLAGS);
+  if (crumb_mark32) rc = crumb_memset_to(handle, ptds, dslot, value);
+  else if (!cp_drv.write_value64) return -1;
+  else if (ptds && cp_drv.write_value64_ptsz) rc = cp_drv.write_value64_ptsz(handle, dslot, value, CRUMB_FLAGS);
   else if (ptds && !handle) rc = cp_drv.write_value64(CP_CU_STREAM_PER_THREAD, dslot, value, CRUMB_FLAGS);
   else rc = cp_drv.write_value64(handle, dslot, value, CRUMB_FLAGS);
   if (rc) atomic_fetch_add_explicit(&g_failures, 1, memory_order_relaxed);

@@ -54,6 +54,22 @@ int crumb_untracked_pending(uint64_t ctx_done);
 uint64_t crumb_ctx_synced_max(void);
 /* The highest seq known complete on s: its breadcrumb, or a successful synchronize of it or its context. */
 uint64_t crumb_done(const struct cp_stream *s);
+
+/* CULPRIT_MARK (config.h): set once at start; 1 when breadcrumbs are 32-bit memsets. */
+extern int crumb_mark32;
+void crumb_set_mark(int mark);
+
+/* The launch number a breadcrumb slot holds. With 32-bit marks the slot keeps the low half of it: the number is
+ * the one at or below ref (the last launch that can have written the slot) with those low bits, for no launch
+ * still pending is 2^32 launches behind the last one. */
+static inline uint64_t crumb_slot_value(volatile const uint64_t *slot, uint64_t ref) {
+  uint64_t raw = *slot;
+  if (!crumb_mark32) return raw;
+  if ((raw & 0xffffffffu) == 0) return 0;   /* nothing written yet (or launch k * 2^32: reads as not done) */
+  uint64_t v = (ref & ~(uint64_t)0xffffffffu) | (raw & 0xffffffffu);
+  if (v > ref && v >= ((uint64_t)1 << 32)) v -= (uint64_t)1 << 32;
+  return v;
+}
 /* Completion bounds from events: an event recorded on s after launch seq; once the event is known complete
  * (synchronized, or queried successfully) every launch up to seq on s is complete too. */
 void crumb_event_recorded(void *event, struct cp_stream *s, uint64_t seq);

@@ -12,6 +12,8 @@ struct cp_driver {
   int (*stream_get_ctx)(void *stream, void **ctx);                         /* cuStreamGetCtx */
   int (*write_value64)(void *stream, uint64_t dptr, uint64_t v, unsigned f); /* cuStreamWriteValue64_v2 */
   int (*write_value64_ptsz)(void *stream, uint64_t dptr, uint64_t v, unsigned f); /* ..._v2_ptsz */
+  int (*memset_d32_async)(uint64_t dptr, unsigned v, size_t n, void *stream);      /* cuMemsetD32Async */
+  int (*memset_d32_async_ptsz)(uint64_t dptr, unsigned v, size_t n, void *stream); /* ..._ptsz */
   int (*host_alloc)(void **p, size_t n, unsigned flags);                   /* cuMemHostAlloc */
   int (*host_get_dptr)(uint64_t *dptr, void *p, unsigned flags);           /* cuMemHostGetDevicePointer_v2 */
   int (*func_get_name)(const char **name, void *func);                     /* cuFuncGetName */

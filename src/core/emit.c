@@ -325,6 +325,8 @@ void emit_config(struct jw *w, const struct cp_config *cfg, int mode) {
                 (unsigned long long)cfg->launch_hi);
   jw_key(w, "launches");
   jw_str(w, win);
+  jw_key(w, "mark");
+  jw_str(w, cfg->mark == CP_MARK_MEMSET ? "memset" : "write");
   jw_obj_end(w);
 }
 

@@ -5,6 +5,8 @@
 #define _GNU_SOURCE
 #include "graphs.h"
 
+#include "crumb.h"
+
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -114,7 +116,7 @@ int graph_window(void *exec, uint64_t *after, uint64_t *upto, uint64_t *done) {
     if (!s->open && s->graph == graph) {
       *after = s->after;
       *upto = s->upto;
-      *done = s->slot ? *s->slot : UINT64_MAX;
+      *done = s->slot ? crumb_slot_value(s->slot, s->upto) : UINT64_MAX;
       found = 1;
     }
   }

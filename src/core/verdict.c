@@ -294,7 +294,7 @@ int verdict_emit(const struct verdict_input *in, char *path, unsigned pathlen) {
     jw_key(&w, "crumbs");
     jw_bool(&w, st->slot != NULL);
     if (st->slot) {
-      uint64_t done = *st->slot;
+      uint64_t done = crumb_slot_value(st->slot, last);
       jw_key(&w, "last_completed");
       jw_uint(&w, done);
       jw_key(&w, "pending");

@@ -98,6 +98,8 @@ static void fill_driver(void) {
   GET(stream_get_ctx, "cuStreamGetCtx");
   GET(write_value64, "cuStreamWriteValue64_v2");
   GET(write_value64_ptsz, "cuStreamWriteValue64_v2_ptsz");
+  GET(memset_d32_async, "cuMemsetD32Async");
+  GET(memset_d32_async_ptsz, "cuMemsetD32Async_ptsz");
   GET(host_alloc, "cuMemHostAlloc");
   GET(host_get_dptr, "cuMemHostGetDevicePointer_v2");
   GET(func_get_name, "cuFuncGetName");

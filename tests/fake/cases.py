@@ -115,6 +115,9 @@ def _no_core():
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
+MARK = None  # --mark: the breadcrumb kind (CULPRIT_MARK) every run of the case gets; None: the library's default
+
+
 def _base_env(b, extra):
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("CULPRIT_", "FAKECUDA_")) and k not in ("LD_PRELOAD", "LD_LIBRARY_PATH")}
@@ -123,6 +126,8 @@ def _base_env(b, extra):
     # These scenarios check attribution itself, so every launch gets a breadcrumb (precise density); the sparse
     # default of record mode has cases of its own (sparse_*), which set CULPRIT_CRUMB_EVERY themselves.
     env["CULPRIT_CRUMB_EVERY"] = "1"
+    if MARK:
+        env["CULPRIT_MARK"] = MARK
     for k, v in (extra or {}).items():
         env[k] = v
     return env
@@ -2080,8 +2085,11 @@ def main():
     ap.add_argument("--build", help="the CMake build directory")
     ap.add_argument("--list", action="store_true", help="print the case names")
     ap.add_argument("--check-list", nargs="*", metavar="NAME", help="check NAME... equals the case list")
+    ap.add_argument("--mark", choices=("write", "memset"), help="run the case with CULPRIT_MARK set to this")
     ap.add_argument("case", nargs="?")
     a = ap.parse_args()
+    global MARK
+    MARK = a.mark
     me = os.path.basename(sys.argv[0])  # cases.py, or a file of more cases that runs this main
     if a.list:
         print("\n".join(CASES))

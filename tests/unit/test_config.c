@@ -45,11 +45,18 @@ int main(void) {
   const char *nosig[] = {"CULPRIT_REPORT_SIGNAL", "none", "CULPRIT_EXIT_WAIT", "0", NULL};
   CHECK(parse(nosig, &c, err) == 0 && c.report_signal == 0 && c.exit_wait_ms == 0);
 
+  CHECK(parse(none, &c, err) == 0 && c.mark == CP_MARK_WRITE, "the fenced write is the default breadcrumb");
+  const char *memset_mark[] = {"CULPRIT_MARK", "memset", NULL};
+  CHECK(parse(memset_mark, &c, err) == 0 && c.mark == CP_MARK_MEMSET);
+  const char *write_mark[] = {"CULPRIT_MARK", "write", NULL};
+  CHECK(parse(write_mark, &c, err) == 0 && c.mark == CP_MARK_WRITE);
+
   const char *off[] = {"CULPRIT_MODE", "off", NULL};
   CHECK(parse(off, &c, err) == 0 && c.mode == CP_MODE_OFF);
 
   /* Each bad value is refused and the sentence names the variable. */
   const char *bad[][3] = {{"CULPRIT_MODE", "fast", NULL},       {"CULPRIT_RING", "abc", NULL},
+                          {"CULPRIT_MARK", "event", NULL},      {"CULPRIT_MARK", "MEMSET", NULL},
                           {"CULPRIT_RING", "15", NULL},         {"CULPRIT_RING", "1048577", NULL},
                           {"CULPRIT_RING", "-5", NULL},         {"CULPRIT_RING", "99999999999999999999999", NULL},
                           {"CULPRIT_STACK_DEPTH", "65", NULL},  {"CULPRIT_LAUNCHES", "0", NULL},
