@@ -1648,10 +1648,12 @@ COREDUMP_ENV = re.compile(r"^CUDA_(ENABLE_\w*COREDUMP\w*|COREDUMP_\w+)$")  # the
 
 
 def clean_env(extra):
-    """The caller's environment without culprit's, CUDA_LAUNCH_BLOCKING or the driver's core dump settings (a
-    dump on exception aborts the program), plus the case's own."""
+    """The caller's environment without culprit's (but CULPRIT_MARK: `CULPRIT_MARK=memset run.sh` runs the whole
+    suite with that breadcrumb), CUDA_LAUNCH_BLOCKING or the driver's core dump settings (a dump on exception
+    aborts the program), plus the case's own."""
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith("CULPRIT_") and k != "CUDA_LAUNCH_BLOCKING" and not COREDUMP_ENV.match(k)}
+           if (not k.startswith("CULPRIT_") or k == "CULPRIT_MARK") and k != "CUDA_LAUNCH_BLOCKING" and
+           not COREDUMP_ENV.match(k)}
     env.update(extra)
     return env
 
