@@ -37,6 +37,7 @@ _SIGNATURES = {
 _OPTIONAL = {
     "culprit_api_op_begin": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p]),
     "culprit_api_op_end": (ctypes.c_int, []),
+    "culprit_api_captures": (ctypes.c_int, []),
 }
 
 

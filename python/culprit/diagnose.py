@@ -109,6 +109,11 @@ def _readable(t):
     if t.numel() == 0:
         return False
     if t.is_cuda:
+        # A capture under way anywhere in the process (another thread's, in global capture mode, too) would be
+        # broken by the read's synchronization.
+        a = _lib.api()
+        if a is not None and a.captures is not None and a.captures() != 0:
+            return False
         try:
             if torch.cuda.is_current_stream_capturing():
                 return False

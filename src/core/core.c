@@ -788,6 +788,13 @@ int cp_fault_report_state(void) { return atomic_load_explicit(&g_report, memory_
 
 CP_EXPORT int culprit_api_version(void) { return CULPRIT_API_VERSION; }
 
+/* Stream captures under way in the process: while one is, a synchronizing call from any thread may break it
+ * (global capture mode), so the Python diagnosis reads no tensor then. */
+CP_EXPORT int culprit_api_captures(void) {
+  if (!cp_active()) return -4;
+  return atomic_load_explicit(&g_captures, memory_order_relaxed);
+}
+
 CP_EXPORT unsigned long long culprit_api_launches(void) {
   return (unsigned long long)(atomic_load(&g_seq) - atomic_load(&g_fork_seq));
 }

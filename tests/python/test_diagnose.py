@@ -465,3 +465,24 @@ def diagnose_text(out):
     if cur:
         lines.append(cur)
     return lines
+
+
+def test_no_range_read_while_any_stream_captures(run_py):
+    """culprit_api_captures counts the captures under way in the process; while one is, the diagnosis reads no
+    tensor (a synchronization from any thread would break a capture in global mode)."""
+    r = run_py("""
+        import ctypes, fakegpu
+        from culprit import _lib
+        a = _lib.api()
+        gpu = fakegpu.Gpu()
+        lib = gpu.lib
+        s = ctypes.c_void_p()
+        assert lib.cuStreamCreate(ctypes.byref(s), 0) == 0
+        before = a.captures()
+        assert lib.cuStreamBeginCapture_v2(s, 0) == 0
+        during = a.captures()
+        g = ctypes.c_void_p()
+        assert lib.cuStreamEndCapture(s, ctypes.byref(g)) == 0
+        print(before, during, a.captures())
+    """).ok()
+    assert r.out.split() == ["0", "1", "0"], r.out + r.err
