@@ -8,8 +8,8 @@ The C programs come in two groups: c (faults, and one program that exits 0 witho
 kernel that spins until the harness stops the program with SIGTERM; its hang report is judged). Then comes the
 frameworks group: the Python scripts in tests/gpu/frameworks (torch, Triton, CuPy, JAX, Lightning,
 torch.profiler, compute-sanitizer, transformers), whose reports are judged by their `python` frames; and the
-jobs group: scripts run by torchrun with several ranks, judged by every rank's report and culprit's merged
-view; and the diagnose group (diagnose_group.py): PyTorch faults under `culprit run --diagnose`. A case whose
+jobs group (jobs_group.py): scripts run by torchrun with several ranks, judged by every rank's report and
+culprit's merged view; and the diagnose group (diagnose_group.py): PyTorch faults under `culprit run --diagnose`. A case whose
 module the interpreter lacks is skipped. Select groups or cases with --only (c, hangs, frameworks, jobs,
 diagnose). With --coredump, every faulty C case and two PyTorch cases run once more as `culprit run
 --coredump` (the driver's GPU core dump, read by cuda-gdb after the process died): that report must name the
@@ -252,54 +252,14 @@ PY_CASES = [
 ]
 PY_CASE_BY_NAME = {c.name: c for c in PY_CASES}
 
-# ---------------------------------------------------------------------------------------------------------------
-# The jobs group: scripts in tests/gpu/frameworks run by torchrun, once without culprit and once as
-# `culprit run -- torchrun --standalone --nproc-per-node N script`. Each rank's report is judged by its JSON
-# fields (rank, kind, the faulting rank's culprit), and culprit's merged job view by a few stable phrases.
 
-JOB_FAULT = re.compile(r"faulted first")  # how the merged view's verdict line names the first faulting rank
-NCCL_KERNEL = re.compile(r"\bnccl(?:Dev)?Kernel_([A-Za-z]+)")  # NCCL kernels and their collective
-# launcher variables of an enclosing job (a Slurm allocation, an MPI run) that the job cases must not inherit
-LAUNCHER_ENV = re.compile(r"^(RANK|LOCAL_RANK|WORLD_SIZE|LOCAL_WORLD_SIZE|GROUP_RANK|MASTER_ADDR|MASTER_PORT|"
-                          r"TORCHELASTIC_\w+|SLURM_\w+|OMPI_\w+|PMI_\w+|PMIX_\w+|MPI_LOCALRANKID)$")
-
-
-class JobCase:
-    """One script run by torchrun with N ranks under `culprit run`, and what must come out of it."""
-
-    group = "jobs"
-    kind = "job"
-    healthy = False
-    coredump = False  # no --coredump run
-
-    def __init__(self, name, script, nproc, fault_rank, kernel, codes=(710,), modules=("torch",), timeout=150,
-                 nccl=False, env=None, note=""):
-        self.name = name            # case name in the table
-        self.script = script        # file in tests/gpu/frameworks
-        self.src = script           # where the markers are
-        self.nproc = nproc          # torchrun --nproc-per-node
-        self.fault_rank = fault_rank  # the rank whose kernel faults
-        self.kernel = kernel        # regular expression the faulting rank's culprit kernel must match
-        self.codes = tuple(codes)   # accepted error.code values of the faulting rank
-        self.modules = tuple(modules)  # modules the script needs; missing means skipped
-        self.timeout = timeout      # limit of one run in seconds (the suite's --timeout when that is larger)
-        self.nccl = nccl            # NCCL backend: NCCL kernels among the listed launches must read as collectives
-        self.env = dict(env or {})  # extra environment, with and without culprit
-        self.note = note            # what the case is about
-        self.graph = False          # py_launch_problems reads it: a graph launch is no culprit here
-
-
-JOB_CASES = [
-    # gloo on the loopback interface: every rank is on this host, and the host name need not resolve
-    JobCase("ddp_gloo", "ddp_gloo_fault.py", 3, 1, r"nll_loss", env={"GLOO_SOCKET_IFNAME": "lo"},
-            note="torchrun, 3 DDP ranks on one GPU (gloo): rank 1's label past the classes, the others wait in "
-                 "the all_reduce; every rank's report, one merged verdict naming rank 1"),
-    JobCase("nccl_one_rank", "nccl_one_rank_fault.py", 1, 0, r"indexSelect|vectorized_gather|index", nccl=True,
-            note="torchrun, one NCCL rank: index_select past the end between two all_reduce calls"),
-]
-JOB_CASE_BY_NAME = {c.name: c for c in JOB_CASES}
-
-# The diagnose group lives in its own file (diagnose_group.py): PyTorch faults under `culprit run --diagnose`.
+# The jobs group (torchrun jobs, jobs_group.py) and the diagnose group (PyTorch faults under `culprit run
+# --diagnose`, diagnose_group.py) live in files of their own.
+import jobs_group  # noqa: E402
+from jobs_group import (  # noqa: E402,F401 - the suite and its self-test use them by these names
+    JOB_CASE_BY_NAME, JOB_CASES, JobCase, culprit_paragraphs, job_env, job_skip_reason, jobs_suite, judge_job,
+    judge_job_fault, merged_view_problems, nccl_problems, rank_problems, run_job_case, torchrun_cmd, JOB_FAULT,
+    LAUNCHER_ENV, NCCL_KERNEL, RANK_LINE)
 import diagnose_group  # noqa: E402
 DIAG_CASES = diagnose_group.DIAG_CASES
 DIAG_CASE_BY_NAME = diagnose_group.DIAG_CASE_BY_NAME
@@ -1168,208 +1128,6 @@ def judge_py_rerun(out, want_line, base, rerun):
     return out
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# Judging the jobs group
-
-
-def job_skip_reason(run):
-    """Why a job did not run here: a rank skipped itself ("skipped: ..." on stderr, status 77, which torchrun
-    turns into its own failure), or a module is missing."""
-    for line in run.stderr.splitlines():
-        if "skipped: " in line:
-            return line[line.index("skipped: "):].strip()
-    for line in run.stderr.splitlines():
-        if "ModuleNotFoundError:" in line or "No module named" in line:
-            return line.strip()
-    return None
-
-
-def rank_problems(path, report, case):
-    """The launcher fields every report of a torchrun job carries, and its file name."""
-    proc = report.get("process") or {}
-    problems = name_problems(path, report)
-    if not is_count(proc.get("rank")):
-        return problems + ["%s: process.rank is %r" % (os.path.basename(path), proc.get("rank"))]
-    who = "rank %d" % proc["rank"]
-    if proc.get("launcher") != "torchrun":
-        problems.append("%s: process.launcher %r, expected 'torchrun'" % (who, proc.get("launcher")))
-    if proc.get("world_size") != case.nproc:
-        problems.append("%s: process.world_size %r, expected %d" % (who, proc.get("world_size"), case.nproc))
-    if proc.get("local_rank") != proc["rank"]:  # one node: the local rank is the rank
-        problems.append("%s: process.local_rank %r, expected %d" % (who, proc.get("local_rank"), proc["rank"]))
-    if not is_count(proc.get("time_unix_ns")):
-        problems.append("%s: process.time_unix_ns is %r, not a count" % (who, proc.get("time_unix_ns")))
-    return problems
-
-
-RANK_LINE = re.compile(r"^culprit:\s+rank \d+\b")  # a line of the merged view about one rank
-
-
-def culprit_paragraphs(stderr):
-    """culprit's lines on stderr joined into paragraphs: the text is wrapped, and a wrapped line goes on indented.
-    A paragraph starts at an unindented line ("culprit: ..."), at a line about one rank, or after a blank one."""
-    paragraphs = []
-    for line in stderr.splitlines():
-        if not line.startswith("culprit:"):
-            continue
-        body = line[len("culprit:"):]
-        if not body.strip():
-            paragraphs.append("")
-        elif not body.startswith("  ") or RANK_LINE.match(line) or not paragraphs or not paragraphs[-1]:
-            paragraphs.append(body.strip())  # "culprit: text" starts one; wrapped lines are indented further
-        else:
-            paragraphs[-1] += " " + body.strip()
-    return [p for p in paragraphs if p]
-
-
-def merged_view_problems(stderr, case, want_line, others, stopped=()):
-    """culprit's merged job view at the end of the run: a paragraph naming the faulting rank as "faulted
-    first" with its kernel and the marked script line, one about every other rank, and the word "collateral"
-    when a rank left a hang report (stopped). Its wording is judged only by these phrases."""
-    paragraphs = culprit_paragraphs(stderr)
-    rank_re = re.compile(r"\brank %d\b" % case.fault_rank)
-    first = [i for i, p in enumerate(paragraphs) if JOB_FAULT.search(p) and rank_re.search(p)]
-    if not first:
-        return ["merged view: no line says rank %d faulted first" % case.fault_rank]
-    problems = []
-    verdict = paragraphs[first[0]]
-    if not re.search(case.kernel, verdict):
-        problems.append("merged view: the faulted-first line does not name a kernel like %r: %r" % (
-            case.kernel, shorten(verdict, 200)))
-    if "%s:%d" % (case.script, want_line) not in verdict:
-        problems.append("merged view: the faulted-first line does not say %s:%d: %r" % (
-            case.script, want_line, shorten(verdict, 200)))
-    rest = "\n".join(paragraphs[first[0]:])
-    for r in others:
-        if not re.search(r"\brank %d\b" % r, rest):
-            problems.append("merged view: no line for rank %d" % r)
-    if stopped and "collateral" not in rest:
-        problems.append("merged view: rank %s left a hang report but no rank is called collateral" % (
-            ", ".join(map(str, stopped))))
-    return problems
-
-
-def nccl_problems(out, report, stderr):
-    """NCCL kernels among the launches a fault report lists (history, candidates) must read as collectives in
-    culprit's text ("NCCL AllReduce ..."); a one-rank collective may launch none, which is only noted."""
-    listed = [l for key in ("culprit", "history", "candidates", "candidates_before_assert")
-              for l in ([report.get(key)] if key == "culprit" else report.get(key) or []) if isinstance(l, dict)]
-    nccl = [(kernel_of(l), NCCL_KERNEL.search(kernel_of(l))) for l in listed]
-    nccl = [(name, m.group(1)) for name, m in nccl if m]
-    streams = [st for st in report.get("streams") or [] if isinstance(st, dict)]
-    out.notes.append("NCCL kernels among the listed launches: %d; streams in the report: %d" % (
-        len(nccl), len(streams)))
-    for name, collective in nccl:
-        if "NCCL %s" % collective not in stderr:
-            out.fail("NCCL kernel %s is not shown as the collective NCCL %s" % (shorten(name, 60), collective))
-
-
-def judge_job(case, want_line, base, run, job_json):
-    """Judges a torchrun job from its run without culprit (base), under `culprit run` (run) and the output of
-    `culprit report --json DIR` (job_json, text): the faulting rank's fault report names its kernel and launch
-    line, every other rank left one hang report or exit record, every report carries the launcher's fields, and
-    culprit's merged view names the faulting rank."""
-    out = Outcome(case, "python")
-    reason = job_skip_reason(base)
-    if reason:
-        out.skip(reason)
-        return out
-    if base.timed_out:
-        out.fail("timed out without culprit")
-        return out
-    if base.rc == 0:
-        out.fail("the job did not fail without culprit")
-    py_check_process(out, base, run, "under culprit")
-    for r, what in ((base, "without culprit"), (run, "under culprit")):
-        if r.stop_note:
-            out.notes.append("%s: %s" % (what, r.stop_note))
-    faults, others = [], {}
-    for path, report in run.reports:
-        if not isinstance(report, dict):
-            out.fail("report %s unreadable: %s" % (os.path.basename(path), report))
-            continue
-        if report.get("schema") != SCHEMA:
-            out.fail("%s: schema %r" % (os.path.basename(path), report.get("schema")))
-        for p in rank_problems(path, report, case):
-            out.fail(p)
-        rank = (report.get("process") or {}).get("rank")
-        kind = report_kind(report)
-        if kind == "fault":
-            faults.append((rank, path, report))
-        elif kind in ("hang", "exit"):
-            others.setdefault(rank, []).append(report)
-        else:
-            out.fail("rank %s: report kind %r" % (rank, kind))
-    if not run.reports and NO_STICKY in run.stderr:
-        out.fail("culprit said %r" % NO_STICKY)
-    mine = [f for f in faults if f[0] == case.fault_rank]
-    for rank, path, _ in faults:
-        if rank != case.fault_rank:
-            out.fail("rank %s wrote a fault report too: %s" % (rank, os.path.basename(path)))
-    if len(mine) != 1:
-        out.fail("%d fault reports from rank %d, expected one" % (len(mine), case.fault_rank))
-    other_ranks = [r for r in range(case.nproc) if r != case.fault_rank]
-    for r in other_ranks:
-        # a rank stopped by torchrun's SIGTERM after its exit record was written may leave both
-        got = others.get(r, [])
-        kinds = [report_kind(x) for x in got]
-        if not got:
-            out.fail("rank %d: no report, expected a hang report or an exit record" % r)
-        elif len(set(kinds)) != len(kinds):
-            out.fail("rank %d: %d reports of kind %s" % (r, len(kinds), "/".join(kinds)))
-        for report in got:
-            if report_kind(report) == "hang":
-                hang = report.get("hang") or {}
-                if not re.match(r"^(SIG[A-Z0-9]+|timeout)$", str(hang.get("trigger"))):
-                    out.fail("rank %d: hang.trigger %r" % (r, hang.get("trigger")))
-                out.notes.append("rank %d: hang report (%s)" % (r, hang.get("trigger")))
-            else:
-                out.notes.append("rank %d: exit record (status %s)" % (r, (report.get("exit") or {}).get("status")))
-    for r in sorted(set(others) - set(other_ranks), key=str):
-        out.fail("rank %s: unexpected %s report" % (r, report_kind(others[r][0])))
-    if mine:
-        judge_job_fault(out, case, want_line, mine[0][2])
-        if case.nccl:
-            nccl_problems(out, mine[0][2], run.stderr)
-    if faults:
-        stopped = [r for r in other_ranks if any(report_kind(x) == "hang" for x in others.get(r, []))]
-        for p in merged_view_problems(run.stderr, case, want_line, other_ranks, stopped):
-            out.fail(p)
-    try:
-        job = json.loads(job_json)
-    except ValueError as e:
-        out.fail("culprit report --json DIR: not JSON (%s)" % e)
-    else:
-        if not isinstance(job, dict) or job.get("schema") != "culprit.job/1":
-            out.fail("culprit report --json DIR: schema %r, expected 'culprit.job/1'" % (
-                job.get("schema") if isinstance(job, dict) else type(job).__name__))
-        elif isinstance(job.get("first_fault"), dict) and job["first_fault"].get("rank") != case.fault_rank:
-            out.fail("culprit report --json DIR: first_fault.rank %r, expected %d" % (
-                job["first_fault"].get("rank"), case.fault_rank))
-    return out
-
-
-def judge_job_fault(out, case, want_line, report):
-    """The faulting rank's fault report: its error, and the culprit (exact: the device assert names the kernel)."""
-    error = report.get("error") or {}
-    out.surfaced = "%s (%s)" % (error.get("api") or "?", error.get("code"))
-    if error.get("code") not in case.codes:
-        out.fail("error.code %r, expected %s" % (error.get("code"), "/".join(map(str, case.codes))))
-    if not is_count(error.get("time_unix_ns")):
-        out.fail("error.time_unix_ns is %r, not a count" % (error.get("time_unix_ns"),))
-    verdict = report.get("verdict") or {}
-    out.certainty = str(verdict.get("certainty"))
-    culprit = report.get("culprit")
-    if verdict.get("certainty") != "exact":
-        out.fail("rank %d: verdict certainty %r, expected exact (the device assert names the kernel)" % (
-            case.fault_rank, verdict.get("certainty")))
-        return
-    out.named = str((culprit or {}).get("kernel", "-"))
-    out.line = python_where((culprit or {}).get("python"), case.script, want_line)
-    out.seq = (culprit or {}).get("seq")
-    for p in py_launch_problems(culprit, case, want_line, report.get("python_status"), report.get("python_threads")):
-        out.fail("rank %d culprit: %s" % (case.fault_rank, p))
-    out.path = "exact"
 
 
 SANITIZER_WRITE = "Invalid __global__ "  # read or write: the oob kernel reads out of bounds first
@@ -2249,67 +2007,6 @@ def run_py_case(args, case, culprit, logs, stem, python, deadline):
     return o
 
 
-def torchrun_cmd(python):
-    """The torchrun of python's installation (the script beside the interpreter), else `python -m
-    torch.distributed.run`, which is what that script runs."""
-    beside = os.path.join(os.path.dirname(shutil.which(python) or python), "torchrun")
-    if os.access(beside, os.X_OK):
-        return [beside]
-    return [python, "-m", "torch.distributed.run"]
-
-
-def job_env(extra):
-    """clean_env without the variables of a launcher around the suite (Slurm, MPI, torchrun): the job's ranks
-    must be torchrun's own."""
-    return {k: v for k, v in clean_env(extra).items() if not LAUNCHER_ENV.match(k)}
-
-
-def jobs_suite(args, cases, culprit, logs, deadline, done, total):
-    """Runs the torchrun cases (each once without culprit and once under it) and judges them."""
-    outcomes = []
-    for case in cases:
-        print("[%2d/%d] %-20s %-6s ..." % (done + len(outcomes) + 1, total, case.name, "python"), end=" ",
-              flush=True)
-        o = run_job_case(args, case, culprit, logs, deadline)
-        outcomes.append(o)
-        if o.status == "pass":
-            print("pass" + (" (%s)" % o.path if o.path else ""))
-        else:
-            print({"skip": "skip"}.get(o.status, "FAIL"))
-    return outcomes
-
-
-def run_job_case(args, case, culprit, logs, deadline):
-    """One torchrun case: skip checks, the run without culprit, the run under it, `culprit report --json` of
-    its report directory, and the judgement."""
-    o = Outcome(case, "python")
-    if time.monotonic() > deadline:
-        o.fail("not run: the suite's time budget (%d s) was spent" % args.budget)
-        return o
-    missing = missing_modules(args.python, case.modules + ("torch.distributed.run",))
-    if missing:
-        o.skip("%s cannot find %s" % (args.python, ", ".join(missing)))
-        return o
-    script = os.path.join(FRAMEWORKS, case.script)
-    try:
-        with open(script, encoding="utf-8") as f:
-            want, _ = py_markers(f.read(), case.script)
-    except (OSError, ValueError) as e:
-        o.fail(str(e))
-        return o
-    env = job_env(case.env)
-    work = fresh_dir(os.path.join(logs, "work", case.name))
-    limit = max(args.timeout, case.timeout)
-    cmd = torchrun_cmd(args.python) + ["--standalone", "--nproc-per-node", str(case.nproc), script]
-    base = execute(cmd, env, limit, cwd=work)
-    save_logs(logs, case.name + ".plain", base)
-    report_dir = fresh_dir(os.path.join(logs, "reports", case.name))
-    mode = ["--mode", args.mode] if args.mode else []
-    run = execute([culprit, "run", "--dir", report_dir] + mode + ["--"] + cmd, env, limit, report_dir, cwd=work)
-    save_logs(logs, case.name + ".culprit", run)
-    shown = execute([culprit, "report", "--json", report_dir], os.environ.copy(), 60)
-    save_logs(logs, case.name + ".job", shown)
-    return judge_job(case, want, base, run, shown.stdout.decode("utf-8", "replace"))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -2372,6 +2069,8 @@ def main(argv):
     parser.print_help()
     return 2
 
+
+jobs_group.bind(sys.modules[__name__])
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
