@@ -2070,7 +2070,7 @@ def main(argv):
     return 2
 
 
-jobs_group.bind(sys.modules[__name__])
+jobs_group.bind(globals())
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

@@ -11,12 +11,25 @@ import re
 import shutil
 import time
 
-h = None  # check.py's module, bound by check.py (bind)
+class _Check:
+    """check.py's names, read live from its globals (check.py may be loaded under any module name)."""
+
+    def __init__(self, names):
+        self.__dict__["_names"] = names
+
+    def __getattr__(self, name):
+        try:
+            return self._names[name]
+        except KeyError:
+            raise AttributeError("check.py has no %r" % name) from None
 
 
-def bind(check_module):
+h = None  # check.py's names, bound by check.py (bind)
+
+
+def bind(check_globals):
     global h
-    h = check_module
+    h = _Check(check_globals)
 
 
 # ---------------------------------------------------------------------------------------------------------------
