@@ -239,6 +239,21 @@ static int cli_is_old(const struct cli_seen *seen, size_t nseen, const char *pat
     return 0;
 }
 
+/* Whether a report names a framework operator anywhere (an "op" on a launch it lists, or a "diagnosis"). */
+static int cli_report_has_ops(const struct json *doc)
+{
+    static const char *const lists[] = {"candidates", "history"};
+    if (json_len(json_get(doc, "diagnosis")) || json_get(json_get(doc, "culprit"), "op"))
+        return 1;
+    for (size_t k = 0; k < sizeof lists / sizeof lists[0]; k++) {
+        const struct json *l = json_get(doc, lists[k]);
+        for (size_t i = 0; i < json_len(l); i++)
+            if (json_get(json_at(l, i), "op"))
+                return 1;
+    }
+    return 0;
+}
+
 /* Symbolizes a report, adds the device asserts the watch saw (w may be NULL), settles a verdict of candidates
  * by a rerun when o asks for one (o NULL: never; run_dir is the run's report directory), and prints it on
  * stderr. Returns 0 when it was shown. With keep, the report also gets the end of its process's NCCL log and
@@ -460,6 +475,17 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus, int *faulted)
         }
         fflush(stdout);
         verdicts = cli_show_reports(mine, nmine, o->quiet, stderr, "culprit:\n", rel, faulted);
+        /* --diagnose that named nothing: say why it may not have, rather than leave the user to wonder */
+        for (i = 0; o->boot && i < nmine; i++) {
+            const struct json *d = mine[i].doc;
+            const char *kind = json_get_str(d, "kind");
+            if ((!kind || strcmp(kind, "fault") == 0) && !cli_report_has_ops(d)) {
+                cli_err("--diagnose named no operator for this fault: the launches it lists were made outside "
+                        "the PyTorch operators it saw (a program that is not Python or never imported torch, a "
+                        "thread that did not import it, or kernels a library launched on its own)");
+                break;
+            }
+        }
         /* exit records say no error was seen; a report that could not be shown may still hold one */
         shown = verdicts < 0 ? nmine : (size_t)verdicts;
         for (i = 0; i < nmine; i++)

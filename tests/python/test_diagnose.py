@@ -486,3 +486,20 @@ def test_no_range_read_while_any_stream_captures(run_py):
         print(before, during, a.captures())
     """).ok()
     assert r.out.split() == ["0", "1", "0"], r.out + r.err
+
+
+def test_a_fault_without_operators_says_why(tmp_path):
+    code = """
+        import sys
+        sys.path.insert(0, %r)
+        import fakegpu
+        gpu = fakegpu.Gpu()
+        gpu.launch(gpu.kernels("plain")["plain"])
+        print("sync", gpu.sync())
+    """ % HERE
+    p = culprit_run(tmp_path, ["--diagnose"], code, env={"FAKECUDA_FAULT": "kernel=plain"})
+    assert "culprit: --diagnose named no operator for this fault" in p.stderr, p.stderr
+    # with operators, no such line
+    q = culprit_run(tmp_path / "x" if (tmp_path / "x").mkdir() is None else tmp_path, ["--diagnose"], NOTES,
+                    env={"FAKECUDA_FAULT": "kernel=embed_rows"})
+    assert "named no operator" not in q.stderr and "what was wrong" in q.stderr
