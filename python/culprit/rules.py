@@ -154,7 +154,7 @@ def _embedding_bag(args):
     return _out_of(off, "offsets", 0, n, "indices %s has %d entries" % (describe(idx, with_range=False), n))
 
 
-def _along_dim(label, index_name, source_name):
+def _along_dim(index_name, source_name):
     """index_select, gather, scatter, index_add...: positions in [0, size of the source's dimension dim)."""
 
     def check(args):
@@ -222,13 +222,14 @@ def _nll(args):
         describe(t, with_range=False), v, describe(x), c, c - 1, ignore)
 
 
-def _last_dim_classes(label_lo):
+def _last_dim_classes(lowest):
+    """Margin losses: targets in [lowest, classes); multilabel_margin's -1 ends a row's labels."""
     def check(args):
         x, t = args.get("self"), args.get("target")
         if x is None or not x.shape or t is None:
             return ""
         c = x.shape[-1]
-        return _out_of(t, "target", label_lo, c - 1, "input %s has %d classes" % (describe(x), c))
+        return _out_of(t, "target", lowest, c - 1, "input %s has %d classes" % (describe(x), c))
 
     return check
 
@@ -258,7 +259,7 @@ def _histc(args):
     return ""
 
 
-_SCATTER = Rule(_along_dim("scatter", "index", "self"), ranges=("index",))
+_SCATTER = Rule(_along_dim("index", "self"), ranges=("index",))
 _INDEX = Rule(_advanced_index, ranges=("indices",))
 _NLL = Rule(_nll, ranges=("target",), exclude={"target": "ignore_index"})
 
@@ -267,8 +268,8 @@ RULES = {
     "aten::embedding_bag": Rule(_embedding_bag, ranges=("indices", "offsets")),
     "aten::_embedding_bag": Rule(_embedding_bag, ranges=("indices", "offsets")),
     "aten::_embedding_bag_forward_only": Rule(_embedding_bag, ranges=("indices", "offsets")),
-    "aten::index_select": Rule(_along_dim("index_select", "index", "self"), ranges=("index",)),
-    "aten::gather": Rule(_along_dim("gather", "index", "self"), ranges=("index",)),
+    "aten::index_select": Rule(_along_dim("index", "self"), ranges=("index",)),
+    "aten::gather": Rule(_along_dim("index", "self"), ranges=("index",)),
     "aten::scatter": _SCATTER,
     "aten::scatter_": _SCATTER,
     "aten::scatter_add": _SCATTER,
