@@ -15,6 +15,9 @@
 #   --logs DIR       where each run's stdout/stderr and report JSON go (default a new temporary directory)
 #   --timeout S      limit for one program run (default 60; a --coredump run gets 130 s more for cuda-gdb)
 #   --budget S       limit for the whole suite; cases not started by then fail (default 480, 720 with --coredump)
+#                    (on an H200, 520 s took the suite through the jobs group and the first diagnose cases:
+#                    where one command may run 10 minutes at most, run it as two: --only c hangs, then
+#                    --only frameworks jobs diagnose)
 #   --python PY      interpreter for the frameworks group (default python3)
 #   --mode M         culprit mode (record or precise) for cases that set none; default: culprit's own (record);
 #                    all: the whole suite in record, then in precise, and one line adding both up
