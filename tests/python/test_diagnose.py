@@ -500,6 +500,7 @@ def test_a_fault_without_operators_says_why(tmp_path):
     p = culprit_run(tmp_path, ["--diagnose"], code, env={"FAKECUDA_FAULT": "kernel=plain"})
     assert "culprit: --diagnose named no operator for this fault" in p.stderr, p.stderr
     # with operators, no such line
-    q = culprit_run(tmp_path / "x" if (tmp_path / "x").mkdir() is None else tmp_path, ["--diagnose"], NOTES,
-                    env={"FAKECUDA_FAULT": "kernel=embed_rows"})
+    other = tmp_path / "with_ops"
+    other.mkdir()
+    q = culprit_run(other, ["--diagnose"], NOTES, env={"FAKECUDA_FAULT": "kernel=embed_rows"})
     assert "named no operator" not in q.stderr and "what was wrong" in q.stderr
