@@ -21,6 +21,11 @@ from conftest import HERE, PKG_DIR, build_dir, library_paths
 from culprit import rules
 from culprit.rules import Arg, describe
 
+# The GPU suite's reader of a printed verdict (wrapped lines joined), shared rather than copied.
+sys.path.insert(0, os.path.join(HERE, "..", "gpu"))
+from diagnose_group import verdict_text  # noqa: E402
+sys.path.pop(0)
+
 
 def t(dtype, shape, lo=None, hi=None, device="cuda:0", base=None):
     return Arg(dtype=dtype, shape=shape, device=device, lo=lo, hi=hi, base=base)
@@ -434,7 +439,7 @@ def test_report_and_trace_of_a_real_diagnosis(tmp_path):
     shutil.copyfile(fixture, path)
     p = subprocess.run([exe, "report", path], capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
-    text = " ".join(diagnose_text(p.stdout + p.stderr))
+    text = " ".join(verdict_text(p.stdout + p.stderr))
     assert "operator: aten::nll_loss2d_forward(self: float32[2,5,1,2048] cuda:0 (a view of float32[2,5,8,16,16])" in text
     assert ("what was wrong: target int64[2,1,2048] cuda:0 (a view of int64[2,8,16,16]) holds 5, but input "
             "float32[2,5,1,2048] cuda:0 (a view of float32[2,5,8,16,16]) has 5 classes (valid 0..4, "
@@ -447,60 +452,3 @@ def test_report_and_trace_of_a_real_diagnosis(tmp_path):
     culprit = [e for e in events if e.get("cat") == "culprit"]
     assert culprit and all(e["args"]["operator"] == "aten::nll_loss2d_forward" for e in culprit)
     assert "holds 5" in culprit[0]["args"]["what_was_wrong"]
-
-
-def diagnose_text(out):
-    """The verdict's lines with the "culprit:" prefixes gone and wrapped lines joined."""
-    lines, cur = [], ""
-    for line in out.splitlines():
-        if not line.startswith("culprit:"):
-            continue
-        body = line[len("culprit:"):]
-        if body.startswith("      ") and cur:
-            cur += " " + body.strip()
-            continue
-        if cur:
-            lines.append(cur)
-        cur = body.strip()
-    if cur:
-        lines.append(cur)
-    return lines
-
-
-def test_no_range_read_while_any_stream_captures(run_py):
-    """culprit_api_captures counts the captures under way in the process; while one is, the diagnosis reads no
-    tensor (a synchronization from any thread would break a capture in global mode)."""
-    r = run_py("""
-        import ctypes, fakegpu
-        from culprit import _lib
-        a = _lib.api()
-        gpu = fakegpu.Gpu()
-        lib = gpu.lib
-        s = ctypes.c_void_p()
-        assert lib.cuStreamCreate(ctypes.byref(s), 0) == 0
-        before = a.captures()
-        assert lib.cuStreamBeginCapture_v2(s, 0) == 0
-        during = a.captures()
-        g = ctypes.c_void_p()
-        assert lib.cuStreamEndCapture(s, ctypes.byref(g)) == 0
-        print(before, during, a.captures())
-    """).ok()
-    assert r.out.split() == ["0", "1", "0"], r.out + r.err
-
-
-def test_a_fault_without_operators_says_why(tmp_path):
-    code = """
-        import sys
-        sys.path.insert(0, %r)
-        import fakegpu
-        gpu = fakegpu.Gpu()
-        gpu.launch(gpu.kernels("plain")["plain"])
-        print("sync", gpu.sync())
-    """ % HERE
-    p = culprit_run(tmp_path, ["--diagnose"], code, env={"FAKECUDA_FAULT": "kernel=plain"})
-    assert "culprit: --diagnose named no operator for this fault" in p.stderr, p.stderr
-    # with operators, no such line
-    other = tmp_path / "with_ops"
-    other.mkdir()
-    q = culprit_run(other, ["--diagnose"], NOTES, env={"FAKECUDA_FAULT": "kernel=embed_rows"})
-    assert "named no operator" not in q.stderr and "what was wrong" in q.stderr
