@@ -415,15 +415,19 @@ int cp_launch_end(struct cp_launch_ctx *lc, int rc) {
   uint64_t seq;
   if (lc->inflight && rc != 0) atomic_fetch_sub_explicit(&lc->stream->inflight, 1, memory_order_seq_cst);
   if (rc != 0) {
-    if (lc->serialized) pthread_mutex_unlock(&g_blocking_lock);
-    if (!cp_is_sticky(rc)) return rc;       /* nothing was queued; the record slot is reused */
+    if (!cp_is_sticky(rc)) {
+      if (lc->serialized) pthread_mutex_unlock(&g_blocking_lock);
+      return rc;                              /* nothing was queued; the record slot is reused */
+    }
     /* The launch call itself returned a sticky error: under CUDA_LAUNCH_BLOCKING this launch faulted; else
-     * an earlier one did and the verdict finds it through the breadcrumbs. */
+     * an earlier one did and the verdict finds it through the breadcrumbs. Its stacks are taken and it is
+     * published before blocking mode's lock is let go, so another thread's report cannot miss them. */
     rec->flags |= CP_REC_RETURNED_ERROR;
     rec->prev = 0;
     if (lc->stacks_later) take_stacks(lc, rec, 1);
     seq = atomic_fetch_add_explicit(&g_seq, 1, memory_order_relaxed) + 1;
     ring_publish(lc->ring, rec, seq);
+    if (lc->serialized) pthread_mutex_unlock(&g_blocking_lock);
     report(rc, lc->d->api, 0);
     return rc;
   }
@@ -464,9 +468,11 @@ int cp_launch_end(struct cp_launch_ctx *lc, int rc) {
                                                       : cp_drv.stream_sync(lc->d->stream);
     atomic_fetch_add_explicit(&g_blocking_syncs, 1, memory_order_relaxed);
     if (src == 0 && s) crumb_note_synced(s, seq);  /* everything on the stream up to this launch completed */
-    if (lc->serialized) pthread_mutex_unlock(&g_blocking_lock);
-    if (src && lc->stacks_later) take_stacks(lc, rec, 1); /* it may yet be named: give it its stacks */
+    /* It may yet be named: it gets its stacks before the lock is let go, or the next thread's launch, refused
+     * with the same sticky error, could write the report first and name this launch without them. */
+    if (src && lc->stacks_later) take_stacks(lc, rec, 1);
     else if (lc->stacks_later) atomic_fetch_add_explicit(&g_stacks_later, 1, memory_order_relaxed);
+    if (lc->serialized) pthread_mutex_unlock(&g_blocking_lock);
     if (src && cp_is_sticky(src)) {
       report(src, lc->d->api, seq);
       rc = src;

@@ -707,6 +707,25 @@ def _(b):
     threads_case(b, 32)
 
 
+@case("threads_blocking")
+def _(b):
+    # Blocking mode with 16 workers waiting on its lock: the faulting launch's synchronize fails, and the next
+    # worker's launch, refused with the same sticky error, may write the report. The culprit it names must carry
+    # its own launch line, which blocking mode takes only at the failure (seen on a GPU: "no stack recorded"
+    # when the lock was let go before). Several runs, since the order of the threads varies.
+    argv = [b.prog("linked"), "threads", "16"]
+    env = {"FAKECUDA_FAULT": "kernel=%s" % BAD}
+    for _ in range(4):
+        rdir = b.newdir("reports")
+        res = cli_run(b, argv, env, rdir, ["--mode", "blocking"])
+        check(res.rc == 1, "exit status %s\n%s" % (res.rc, res.describe()))
+        rep = load_report(rdir)
+        rep["_via_cli"] = True
+        expect_exact(rep, kernel=BAD, stream_kind="created")
+        src = os.path.join(PROG_SRC, "linked.c")
+        expect_frame(rep["culprit"].get("stack"), src, marker_line(src, "threads"), "culprit stack")
+
+
 # Lookup paths -------------------------------------------------------------------------------------------------
 
 @case("lookup_dlsym")
