@@ -146,6 +146,7 @@ int cfg_parse(struct cp_config *c, cfg_getenv_fn get, char *err, size_t errlen) 
   c->ring = 4096;
   c->stack_depth = 24;
   c->crumb_every = 16;
+  c->mark = CP_MARK_MEMSET;
   strcpy(c->dir, "culprit-reports");
   c->exit_wait_ms = 2000;
   c->report_signal = SIGUSR1;

@@ -33,9 +33,10 @@ struct cp_config {
   int mark;                       /* enum cp_mark: how a breadcrumb is written */
 };
 
-/* CULPRIT_MARK: the breadcrumb a stream gets after a launch. write: a fenced cuStreamWriteValue64 of the launch
- * number (the default); memset: a cuMemsetD32Async of its low 32 bits, which cost the H200 a fifth less GPU
- * time between short kernels in the completion-mark study (docs/performance.md). */
+/* CULPRIT_MARK: the breadcrumb a stream gets after a launch. memset (the default): a cuMemsetD32Async of the
+ * launch number's low 32 bits, which cost the H200 a fifth less GPU time between short kernels than the write in
+ * the completion-mark study (docs/performance.md); where the driver refuses it, breadcrumbs fall back to the write
+ * for the rest of the process. write: a fenced cuStreamWriteValue64 of the launch number. */
 enum cp_mark { CP_MARK_WRITE = 0, CP_MARK_MEMSET = 1 };
 
 #define CFG_SECONDS_MAX 86400     /* the longest CULPRIT_EXIT_WAIT or CULPRIT_HANG_TIMEOUT, in seconds */

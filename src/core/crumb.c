@@ -6,6 +6,7 @@
 #include "crumb.h"
 
 #include "config.h"
+#include "core.h"
 
 #include "driver.h"
 #include "ring.h"
@@ -290,8 +291,16 @@ struct cp_stream *crumb_stream(void *handle, int ptds, int tid, int may_alloc) {
 #define CRUMB_FLAGS 0u
 
 int crumb_mark32;
+static _Atomic int g_memset_on;           /* breadcrumbs are written by memset (cleared for good when refused) */
+static _Atomic int g_memset_refused;      /* what the driver answered the first refused memset; 0 = none */
 
-void crumb_set_mark(int mark) { crumb_mark32 = mark == CP_MARK_MEMSET; }
+void crumb_set_mark(int mark) {
+  crumb_mark32 = mark == CP_MARK_MEMSET;  /* slots may hold 32-bit marks from here on, even after a fallback */
+  atomic_store_explicit(&g_memset_on, crumb_mark32, memory_order_relaxed);
+  atomic_store_explicit(&g_memset_refused, 0, memory_order_relaxed);
+}
+
+int crumb_memset_refused(void) { return atomic_load_explicit(&g_memset_refused, memory_order_relaxed); }
 
 /* CULPRIT_MARK=memset: the low 32 bits of value, by a memset of the slot's first word (the low half of the
  * 64-bit slot on a little-endian host; the high half is never written and stays 0). */
@@ -303,13 +312,29 @@ static int crumb_memset_to(void *handle, int ptds, uint64_t dslot, uint64_t valu
   return cp_drv.memset_d32_async(dslot, low, 1, handle);
 }
 
+static int crumb_write64_to(void *handle, int ptds, uint64_t dslot, uint64_t value) {
+  if (!cp_drv.write_value64) return -1;
+  if (ptds && cp_drv.write_value64_ptsz) return cp_drv.write_value64_ptsz(handle, dslot, value, CRUMB_FLAGS);
+  if (ptds && !handle) return cp_drv.write_value64(CP_CU_STREAM_PER_THREAD, dslot, value, CRUMB_FLAGS);
+  return cp_drv.write_value64(handle, dslot, value, CRUMB_FLAGS);
+}
+
 int crumb_write_to(void *handle, int ptds, uint64_t dslot, uint64_t value) {
   int rc;
-  if (crumb_mark32) rc = crumb_memset_to(handle, ptds, dslot, value);
-  else if (!cp_drv.write_value64) return -1;
-  else if (ptds && cp_drv.write_value64_ptsz) rc = cp_drv.write_value64_ptsz(handle, dslot, value, CRUMB_FLAGS);
-  else if (ptds && !handle) rc = cp_drv.write_value64(CP_CU_STREAM_PER_THREAD, dslot, value, CRUMB_FLAGS);
-  else rc = cp_drv.write_value64(handle, dslot, value, CRUMB_FLAGS);
+  if (atomic_load_explicit(&g_memset_on, memory_order_relaxed)) {
+    rc = crumb_memset_to(handle, ptds, dslot, value);
+    /* A driver that refuses a memset into host-mapped memory (or has none) still takes the write: it serves
+     * every later breadcrumb. A sticky error is the program's fault surfacing, not a refusal. */
+    if (rc && !cp_is_sticky(rc)) {
+      int none = 0;
+      atomic_compare_exchange_strong_explicit(&g_memset_refused, &none, rc, memory_order_relaxed,
+                                              memory_order_relaxed);
+      atomic_store_explicit(&g_memset_on, 0, memory_order_relaxed);
+      rc = crumb_write64_to(handle, ptds, dslot, value);
+    }
+  } else {
+    rc = crumb_write64_to(handle, ptds, dslot, value);
+  }
   if (rc) atomic_fetch_add_explicit(&g_failures, 1, memory_order_relaxed);
   else atomic_fetch_add_explicit(&g_written, 1, memory_order_relaxed);
   return rc;

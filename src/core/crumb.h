@@ -55,9 +55,12 @@ uint64_t crumb_ctx_synced_max(void);
 /* The highest seq known complete on s: its breadcrumb, or a successful synchronize of it or its context. */
 uint64_t crumb_done(const struct cp_stream *s);
 
-/* CULPRIT_MARK (config.h): set once at start; 1 when breadcrumbs are 32-bit memsets. */
+/* CULPRIT_MARK (config.h): set once at start; 1 when breadcrumbs are 32-bit memsets (slots are read as such
+ * also after a fallback to the 64-bit write, whose values read the same through crumb_slot_value). */
 extern int crumb_mark32;
 void crumb_set_mark(int mark);
+/* The driver's answer to the first memset breadcrumb it refused (breadcrumbs are writes since); 0 = none. */
+int crumb_memset_refused(void);
 
 /* The launch number a breadcrumb slot holds. With 32-bit marks the slot keeps the low half of it: the number is
  * the one at or below ref (the last launch that can have written the slot) with those low bits, for no launch

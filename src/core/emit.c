@@ -325,8 +325,13 @@ void emit_config(struct jw *w, const struct cp_config *cfg, int mode) {
                 (unsigned long long)cfg->launch_hi);
   jw_key(w, "launches");
   jw_str(w, win);
+  int refused = cfg->mark == CP_MARK_MEMSET ? crumb_memset_refused() : 0;
   jw_key(w, "mark");
-  jw_str(w, cfg->mark == CP_MARK_MEMSET ? "memset" : "write");
+  jw_str(w, cfg->mark == CP_MARK_MEMSET && !refused ? "memset" : "write");
+  if (refused) {
+    jw_key(w, "memset_refused");              /* the driver refused the memset mark: writes from then on */
+    jw_int(w, refused);
+  }
   jw_obj_end(w);
 }
 

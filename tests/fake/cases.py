@@ -1195,7 +1195,7 @@ def _(b):
           % sorted(synced))
     # A launch blocking mode synchronizes after needs no breadcrumb (the synchronize is its completion bound);
     # the others get one after every launch, as in precise mode.
-    crumbed = launches_followed_by(b, env, ("cuStreamWriteValue64",))
+    crumbed = launches_followed_by(b, env, ("cuStreamWriteValue64", "cuMemsetD32Async"))
     check(crumbed == set(range(11, 20)), "with CULPRIT_KERNELS=*step* breadcrumbs followed launches %s, expected "
           "11-19 (the fill kernels)" % sorted(crumbed))
 
@@ -1397,13 +1397,13 @@ WORK_MODES = ("linked", "procaddr", "dlsym")
 ERROR_OF_CODE = {2: "CUDA_ERROR_OUT_OF_MEMORY", 700: "CUDA_ERROR_ILLEGAL_ADDRESS", 999: "CUDA_ERROR_UNKNOWN"}
 
 
-def inject(b, specs):
+def inject(b, specs, extra=None):
     for spec in specs:
         parts = spec.split(":")
         code = int(parts[2]) if len(parts) > 2 else 2
         for mode in WORK_MODES:
             argv = [b.prog("work"), mode]
-            env = {"FAKECUDA_FAIL": spec}
+            env = dict(extra or {}, FAKECUDA_FAIL=spec)
             base = plain(b, argv, env)
             got = failed_api(base)
             check(base.rc == 1 and got and got[1] == ERROR_OF_CODE[code],
@@ -1434,7 +1434,9 @@ def _(b):
 
 @case("inject_memset")
 def _(b):
-    inject(b, ["cuMemsetD32_v2:1", "cuMemsetD32Async:1"])
+    # The program's own memsets fail. The simulated driver counts calls per entry point across the process, so
+    # culprit's breadcrumbs, memsets by default, would take the count meant for the program: they are writes here.
+    inject(b, ["cuMemsetD32_v2:1", "cuMemsetD32Async:1"], {"CULPRIT_MARK": "write"})
 
 
 @case("inject_event")
@@ -1457,7 +1459,7 @@ def _(b):
     inject(b, ["cuInit:1", "cuDevicePrimaryCtxRetain:1", "cuCtxSetCurrent:1"])
 
 
-def breadcrumbs_unavailable(b, fail):
+def breadcrumbs_unavailable(b, fail, extra=None):
     """culprit's own driver calls for breadcrumbs fail: the program must not notice, and a later fault gets an
     honest verdict: "candidates", listing every launch since the last successful synchronize (the faulting one
     among them), with a reason that says breadcrumbs were missing."""
@@ -1466,11 +1468,16 @@ def breadcrumbs_unavailable(b, fail):
         base = plain(b, argv, {"FAKECUDA_FAIL": fail})
         check(base.rc == 0, "scenario broken\n" + base.describe())
         rdir = b.newdir("reports")
-        res = preloaded(b, argv, {"FAKECUDA_FAIL": fail}, rdir)
+        res = preloaded(b, argv, dict(extra or {}, FAKECUDA_FAIL=fail), rdir)
         check(res.rc == 0 and res.out == base.out and res.err == base.err,
               "FAKECUDA_FAIL=%s changed a healthy run (%s)\n%s" % (fail, mode, res.describe()))
         no_report(rdir, "healthy run")
-    env = {"FAKECUDA_FAULT": "launch=4", "FAKECUDA_FAIL": fail}
+    candidates_without_breadcrumbs(b, fail, extra)
+
+
+def candidates_without_breadcrumbs(b, fail, extra=None):
+    """The fault half of breadcrumbs_unavailable: launch #4 faults while FAIL refuses culprit's breadcrumbs."""
+    env = dict(extra or {}, FAKECUDA_FAULT="launch=4", FAKECUDA_FAIL=fail)
     res, rep = fault_run(b, "linked", ["legacy", "ctxsync"], env, "cuCtxSynchronize", cli=False)
     v = rep.get("verdict") or {}
     check(v.get("certainty") == "candidates", "breadcrumbs were unavailable, yet the verdict is %r (%r)" % (
@@ -1546,14 +1553,44 @@ def _(b):
 
 @case("inject_writevalue")
 def _(b):
-    breadcrumbs_unavailable(b, "cuStreamWriteValue64_v2:*")
+    write = {"CULPRIT_MARK": "write"}
+    breadcrumbs_unavailable(b, "cuStreamWriteValue64_v2:*", write)
     # One write fails (after launch #2); the program does not notice, and culprit does not blame a wrong launch.
-    env = {"FAKECUDA_FAULT": "launch=4", "FAKECUDA_FAIL": "cuStreamWriteValue64_v2:2"}
+    env = dict(write, FAKECUDA_FAULT="launch=4", FAKECUDA_FAIL="cuStreamWriteValue64_v2:2")
     res, rep = fault_run(b, "linked", ["legacy", "ctxsync"], env, "cuCtxSynchronize", cli=False)
     if (rep.get("verdict") or {}).get("certainty") == "exact":
         check(rep["culprit"].get("seq") == 4, "culprit #%s, expected #4" % rep["culprit"].get("seq"))
     else:
         find_candidate(rep, 4)
+
+
+@case("inject_mark_fallback")
+def _(b):
+    """The default breadcrumb is a memset; a driver that refuses it gets the fenced write instead, from the first
+    refusal on, and the verdict stays exact. Where the write is refused too, breadcrumbs are unavailable."""
+    if MARK == "write":
+        raise CaseSkipped("a case about the memset mark")
+    for mode in ("precise", "record"):
+        env = {"CULPRIT_MODE": mode, "FAKECUDA_FAULT": "launch=4", "FAKECUDA_FAIL": "cuMemsetD32Async:*:801"}
+        res, rep = fault_run(b, "linked", ["legacy", "ctxsync"], env, "cuCtxSynchronize", cli=False)
+        cfg = rep.get("config") or {}
+        check(cfg.get("mark") == "write" and cfg.get("memset_refused") == 801,
+              "%s: after the memset was refused (801) the config must say the writes took over: %r" % (mode, cfg))
+        if mode == "precise" or (rep.get("verdict") or {}).get("certainty") == "exact":
+            expect_exact(rep, kernel=STEP, seq=4)
+        else:
+            find_candidate(rep, 4)
+        stats = rep.get("stats") or {}
+        check(stats.get("crumb_failures") == 0 and (stats.get("crumbs") or 0) > 0,
+              "%s: every breadcrumb must have been written after the fallback: %r" % (mode, stats))
+    # Without a refusal the memset serves and the config says so.
+    env = {"CULPRIT_MODE": "precise", "FAKECUDA_FAULT": "launch=4"}
+    res, rep = fault_run(b, "linked", ["legacy", "ctxsync"], env, "cuCtxSynchronize", cli=False)
+    cfg = rep.get("config") or {}
+    check(cfg.get("mark") == "memset" and "memset_refused" not in cfg, "config %r" % cfg)
+    expect_exact(rep, kernel=STEP, seq=4)
+    # (the healthy half of breadcrumbs_unavailable cannot run here: the work program's own memsets would fail)
+    candidates_without_breadcrumbs(b, "cuMemsetD32Async:*;cuStreamWriteValue64_v2:*")
 
 
 # The output watch of `culprit run`: device asserts tied to the verdict, output passed on unchanged ------------

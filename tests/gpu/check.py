@@ -971,7 +971,7 @@ COREDUMP_ENV = re.compile(r"^CUDA_(ENABLE_\w*COREDUMP\w*|COREDUMP_\w+)$")  # the
 
 
 def clean_env(extra):
-    """The caller's environment without culprit's (but CULPRIT_MARK: `CULPRIT_MARK=memset run.sh` runs the whole
+    """The caller's environment without culprit's (but CULPRIT_MARK: `CULPRIT_MARK=write run.sh` runs the whole
     suite with that breadcrumb), CUDA_LAUNCH_BLOCKING or the driver's core dump settings (a dump on exception
     aborts the program), plus the case's own."""
     env = {k: v for k, v in os.environ.items()

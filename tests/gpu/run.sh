@@ -31,7 +31,8 @@
 #                    "one run: default exact N/M, --coredump exact N/M" before the closing one
 #   --only CASE...   run only these cases (names as in the table) or groups: c, hangs, frameworks, jobs,
 #                    diagnose
-# CULPRIT_MARK=memset in the environment runs every case under culprit with that breadcrumb (--mark memset).
+# CULPRIT_MARK=write in the environment runs every case under culprit with that breadcrumb (--mark write; the
+# default is memset).
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)

@@ -45,7 +45,7 @@ int main(void) {
   const char *nosig[] = {"CULPRIT_REPORT_SIGNAL", "none", "CULPRIT_EXIT_WAIT", "0", NULL};
   CHECK(parse(nosig, &c, err) == 0 && c.report_signal == 0 && c.exit_wait_ms == 0);
 
-  CHECK(parse(none, &c, err) == 0 && c.mark == CP_MARK_WRITE, "the fenced write is the default breadcrumb");
+  CHECK(parse(none, &c, err) == 0 && c.mark == CP_MARK_MEMSET, "the 32-bit memset is the default breadcrumb");
   const char *memset_mark[] = {"CULPRIT_MARK", "memset", NULL};
   CHECK(parse(memset_mark, &c, err) == 0 && c.mark == CP_MARK_MEMSET);
   const char *write_mark[] = {"CULPRIT_MARK", "write", NULL};
