@@ -14,6 +14,7 @@
 #include "names.h"
 #include "rank.h"
 #include "ring.h"
+#include "ticks.h"
 #include "verdict.h"
 #include "../report/demangle.h"
 #include "../../include/culprit.h"
@@ -53,6 +54,7 @@ static _Atomic int g_captures;                /* stream captures in progress */
 static _Atomic int g_report;                  /* 0 none, 1 being written, 2 written */
 static _Atomic int g_exit_armed;              /* the last look at exit is registered (arm_exit) */
 static char g_report_path[CFG_DIR_MAX + 64];  /* last report written */
+/* CULPRIT_STATS's times are in ticks (ticks.h), made nanoseconds when printed */
 static _Atomic uint64_t g_ns_in_culprit;      /* CULPRIT_STATS: time spent in the launch path */
 static _Atomic uint64_t g_ns_native;          /* CULPRIT_STATS: of which in native stack capture */
 static _Atomic uint64_t g_ns_python;          /* CULPRIT_STATS: of which in Python frame capture */
@@ -188,6 +190,7 @@ static void init_once(void) {
     return;
   }
   if (g_cfg.mode == CP_MODE_OFF) { cp_state = -1; return; }
+  ticks_init();
   crumb_set_mark(g_cfg.mark);
   /* The report directory is fixed now: the program may chdir later. */
   if (g_cfg.dir[0] != '/') {
@@ -270,14 +273,14 @@ static void blocking_lock(struct cp_launch_ctx *lc) {
  * from the thread's chain cache and CULPRIT_STATS times both; a launch whose stacks were left for a failure
  * (blocking mode) takes them plainly, still inside the launch call, so they are the launch's own. */
 static void take_stacks(struct cp_launch_ctx *lc, struct cp_rec *rec, int at_failure) {
-  uint64_t t1 = lc->t0 && !at_failure ? cp_mono_ns() : 0;
+  uint64_t t1 = lc->t0 && !at_failure ? ticks_now() : 0;
   int reused = 0, nframes = 0, npy;
   if (at_failure) nframes = g_cfg.stack_depth ? stack_capture(rec->frames, g_cfg.stack_depth) : 0;
   else nframes = stack_capture_launch(rec->frames, g_cfg.stack_depth, &reused);
-  uint64_t t2 = t1 ? cp_mono_ns() : 0;
+  uint64_t t2 = t1 ? ticks_now() : 0;
   if (t1 && reused) {
     atomic_fetch_add_explicit(&g_stack_reused, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&g_ns_reused, t2 - t1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&g_ns_reused, ticks_since(t1, t2), memory_order_relaxed);
   } else if (t1) {
     /* tells whether chains were still being learned late in the run or only at its start */
     atomic_store_explicit(&g_last_unwound, atomic_load_explicit(&g_seq, memory_order_relaxed) + 1,
@@ -287,17 +290,17 @@ static void take_stacks(struct cp_launch_ctx *lc, struct cp_rec *rec, int at_fai
   if (npy == 0) {
     /* a thread without Python (the autograd engine, a library's helper): the frames of the one waiting on it */
     unsigned long long waiting = 0;
-    uint64_t t3 = t1 ? cp_mono_ns() : 0;
+    uint64_t t3 = t1 ? ticks_now() : 0;
     npy = pystack_waiting(rec->py, PYSTACK_MAX, &waiting);
     if (npy) {
       rec->flags |= CP_REC_PY_WAITING;
       rec->py_thread = waiting;
     }
-    if (t1) atomic_fetch_add_explicit(&g_ns_py_wait, cp_mono_ns() - t3, memory_order_relaxed);
+    if (t1) atomic_fetch_add_explicit(&g_ns_py_wait, ticks_since(t3, ticks_now()), memory_order_relaxed);
   }
   if (t1) {
-    atomic_fetch_add_explicit(&g_ns_native, t2 - t1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&g_ns_python, cp_mono_ns() - t2, memory_order_relaxed);
+    atomic_fetch_add_explicit(&g_ns_native, ticks_since(t1, t2), memory_order_relaxed);
+    atomic_fetch_add_explicit(&g_ns_python, ticks_since(t2, ticks_now()), memory_order_relaxed);
   }
   /* the counts last (release, paired with the report's acquire): a report of another thread reading this record
    * meanwhile sees no frames or all of them */
@@ -317,11 +320,11 @@ int cp_launch_begin(struct cp_launch_ctx *lc, const struct cp_launch_desc *d) {
     return 0;
   }
   pthread_once(&g_clb_once, read_clb);
-  lc->t0 = g_cfg.stats ? cp_mono_ns() : 0;
+  lc->t0 = g_cfg.stats ? ticks_now() : 0;
   lc->ring = r;
   lc->d = d;
   struct cp_rec *rec = lc->rec = ring_claim(r);
-  rec->time_ns = cp_mono_ns();
+  rec->ticks = lc->t0 ? lc->t0 : ticks_now();
   rec->func = d->func;
   rec->stream = d->stream;
   rec->api = d->api;
@@ -380,7 +383,7 @@ int cp_launch_begin(struct cp_launch_ctx *lc, const struct cp_launch_desc *d) {
   } else {
     take_stacks(lc, rec, 0);
   }
-  if (lc->t0) lc->spent = cp_mono_ns() - lc->t0;  /* the driver's own launch time is not culprit's */
+  if (lc->t0) lc->spent = ticks_since(lc->t0, ticks_now()); /* the driver's own launch time is not culprit's */
   return 1;
 }
 
@@ -410,7 +413,7 @@ static int blocking_applies(const struct mode_frame *m, const struct cp_rec *rec
 }
 
 int cp_launch_end(struct cp_launch_ctx *lc, int rc) {
-  uint64_t t_end = lc->t0 ? cp_mono_ns() : 0;
+  uint64_t t_end = lc->t0 ? ticks_now() : 0;
   struct cp_rec *rec = lc->rec;
   uint64_t seq;
   if (lc->inflight && rc != 0) atomic_fetch_sub_explicit(&lc->stream->inflight, 1, memory_order_seq_cst);
@@ -480,7 +483,8 @@ int cp_launch_end(struct cp_launch_ctx *lc, int rc) {
   } else if (lc->serialized) {
     pthread_mutex_unlock(&g_blocking_lock);
   }
-  if (lc->t0) atomic_fetch_add_explicit(&g_ns_in_culprit, lc->spent + cp_mono_ns() - t_end, memory_order_relaxed);
+  if (lc->t0)
+    atomic_fetch_add_explicit(&g_ns_in_culprit, lc->spent + ticks_since(t_end, ticks_now()), memory_order_relaxed);
   return rc;
 }
 
@@ -674,8 +678,10 @@ __attribute__((destructor)) static void cp_dtor(void) {
   uint64_t n = atomic_load(&g_seq) - atomic_load(&g_fork_seq);
   if (n == 0) return; /* one line per process that launched, not one per process of the job (shells, helpers) */
   double us = 1000.0 * (double)n;  /* ns totals to microseconds per launch */
-  uint64_t reused = atomic_load(&g_stack_reused), ns_native = atomic_load(&g_ns_native);
-  uint64_t ns_reused = atomic_load(&g_ns_reused);
+  uint64_t reused = atomic_load(&g_stack_reused);
+  double ns_native = ticks_to_ns(atomic_load(&g_ns_native)), ns_reused = ticks_to_ns(atomic_load(&g_ns_reused));
+  double ns_culprit = ticks_to_ns(atomic_load(&g_ns_in_culprit)), ns_python = ticks_to_ns(atomic_load(&g_ns_python));
+  double ns_py_wait = ticks_to_ns(atomic_load(&g_ns_py_wait));
   /* launches kept without stacks (blocking mode, synchronize succeeded) were neither reused nor unwound */
   uint64_t later = atomic_load(&g_stacks_later);
   if (later > n - reused) later = n - reused;
@@ -698,14 +704,13 @@ __attribute__((destructor)) static void cp_dtor(void) {
            (unsigned long long)crumb_failures(), (unsigned long long)atomic_load(&g_blocking_syncs),
            (unsigned long long)atomic_load(&g_unserialized), (unsigned long long)later,
            (unsigned long long)ring_total_overwritten(),
-           ring_count(), (double)atomic_load(&g_ns_in_culprit) / us, (double)ns_native / us,
-           (double)atomic_load(&g_ns_python) / us, (unsigned long long)found,
-           (unsigned long long)tries, tries ? (double)atomic_load(&g_ns_py_wait) / 1000.0 / (double)tries : 0.0,
+           ring_count(), ns_culprit / us, ns_native / us, ns_python / us, (unsigned long long)found,
+           (unsigned long long)tries, tries ? ns_py_wait / 1000.0 / (double)tries : 0.0,
            (unsigned long long)clock, (unsigned long long)checked, (unsigned long long)walked,
            (unsigned long long)none,
-           (unsigned long long)reused, reused ? (double)ns_reused / 1000.0 / (double)reused : 0.0,
+           (unsigned long long)reused, reused ? ns_reused / 1000.0 / (double)reused : 0.0,
            (unsigned long long)(n - reused - later),
-           n > reused + later ? (double)(ns_native - ns_reused) / 1000.0 / (double)(n - reused - later) : 0.0,
+           n > reused + later ? (ns_native - ns_reused) / 1000.0 / (double)(n - reused - later) : 0.0,
            (unsigned long long)(sc.learned - g_sc_base.learned), (unsigned long long)(sc.evicted - g_sc_base.evicted),
            (unsigned long long)(sc.evicted_same_sp - g_sc_base.evicted_same_sp),
            (unsigned long long)(sc.not_kept - g_sc_base.not_kept),

@@ -12,6 +12,7 @@
 #include "ops.h"
 #include "rank.h"
 #include "ring.h"
+#include "ticks.h"
 #include "../report/demangle.h"
 #include "../report/jsonw.h"
 #include "../stack/pystack.h"
@@ -171,7 +172,7 @@ void emit_launch(struct jw *w, const struct cp_rec *r) {
   jw_key(w, "thread");
   jw_int(w, r->tid);
   jw_key(w, "time_ns");
-  jw_uint(w, r->time_ns);
+  jw_uint(w, ticks_to_mono_ns(r->ticks));
   if (r->flags) {
     jw_key(w, "flags");
     jw_arr_begin(w);

@@ -27,7 +27,7 @@ enum {
 struct cp_rec {
   _Atomic uint64_t seq;           /* launch number; 0 while the record is being written or unused */
   uint64_t prev;                  /* seq of the previous launch on the same stream, 0 if none */
-  uint64_t time_ns;               /* CLOCK_MONOTONIC at launch */
+  uint64_t ticks;                 /* time stamp at launch (ticks.h; emit makes it CLOCK_MONOTONIC ns) */
   uint64_t py_thread;             /* with CP_REC_PY_WAITING: Python thread id of the frames in py */
   const struct cp_kname *name;    /* interned kernel name, NULL for graphs */
   void *func;                     /* CUfunction/CUkernel, or CUgraphExec for graph launches */

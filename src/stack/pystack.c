@@ -843,7 +843,9 @@ int pystack_waiting(struct pystack_ref *out, int max, unsigned long long *thread
       w->cpu_ns = same ? cpu : 0;     /* read before the check: if it ran during it, the next call checks again */
     }
   }
-  uint64_t now = pys_now_ns();
+  /* The clock only where the answer needs it (it can be a system call): a choice of a thread waiting in
+   * torch.autograd that still holds is neither looked at again nor walked. */
+  uint64_t now = same && w->autograd ? 0 : pys_now_ns();
   /* a choice made by default (no thread in torch.autograd) is looked at again now and then, in case another
    * thread starts waiting there */
   bool due = same && !w->autograd && now - w->chosen_ns >= PYS_WAIT_RECHOOSE_NS;
