@@ -165,6 +165,9 @@ for _c in CASES + PY_CASES + JOB_CASES + DIAG_CASES:
 assert len(CASE_BY_NAME) + len(PY_CASE_BY_NAME) + len(JOB_CASE_BY_NAME) + len(DIAG_CASE_BY_NAME) == \
     len(set(CASE_BY_NAME) | set(PY_CASE_BY_NAME) | set(JOB_CASE_BY_NAME) | set(DIAG_CASE_BY_NAME)), \
     "case names must be unique across groups"
+# The order run.sh --jobs starts the groups in: the longest first (on an H200, four suites at once: frameworks
+# about 340 s, jobs with diagnose 280 s, c with hangs 60-70 s a mode), so the last to start is a short one.
+GROUP_ORDER = ["frameworks", "diagnose", "jobs", "c", "hangs"]
 assert not set(GROUPS) & (set(CASE_BY_NAME) | set(PY_CASE_BY_NAME) | set(JOB_CASE_BY_NAME) | set(DIAG_CASE_BY_NAME))
 
 
@@ -1193,6 +1196,8 @@ def suite(args):
     culprit = os.path.join(build, "bin", "culprit")
     os.makedirs(logs, exist_ok=True)
     names = selected(args.only)
+    if args.group:
+        names &= set(GROUPS[args.group])
     cases = [c for c in CASES if c.name in names]
     py_cases = [c for c in PY_CASES if c.name in names]
     job_cases = [c for c in JOB_CASES if c.name in names]
@@ -1494,12 +1499,18 @@ def main(argv):
                         "frameworks (the Python scripts), jobs (the torchrun jobs), diagnose (--diagnose)")
     s.add_argument("--mode", choices=("record", "precise"),
                    help="culprit mode for cases that set none (default: culprit's own default, record)")
+    s.add_argument("--group", choices=sorted(GROUPS),
+                   help="only the cases of this group among those --only selects (run.sh --jobs runs one group "
+                        "a process)")
     s.add_argument("--python", default=sys.executable,
                    help="interpreter for the frameworks group (default: the one running this script)")
     s.add_argument("--coredump", action="store_true",
                    help="run every faulty C case and the PyTorch cases torch_xent3d and torch_gather once more as "
                         "`culprit run --coredump` (needs cuda-gdb) and say which were exact in one run")
     sub.add_parser("list", help="list the cases")
+    g = sub.add_parser("groups", help="the groups holding cases --only selects, the longest-running first")
+    g.add_argument("--only", nargs="+", choices=sorted(CASE_BY_NAME) + sorted(PY_CASE_BY_NAME) +
+                   sorted(JOB_CASE_BY_NAME) + sorted(DIAG_CASE_BY_NAME) + sorted(GROUPS))
     args = parser.parse_args(argv)
     if args.selftest:
         import check_selftest
@@ -1508,6 +1519,12 @@ def main(argv):
         if args.budget is None:
             args.budget = 720 if args.coredump else 480
         return suite(args)
+    if args.command == "groups":
+        names = selected(args.only)
+        for group in sorted(GROUPS, key=lambda g: (GROUP_ORDER.index(g) if g in GROUP_ORDER else len(GROUP_ORDER), g)):
+            if names & set(GROUPS[group]):
+                print(group)
+        return 0
     if args.command == "list":
         for c in CASES + PY_CASES + JOB_CASES + DIAG_CASES:
             print("%-22s %-10s %s" % (c.name, c.group, c.note))

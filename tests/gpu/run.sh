@@ -9,15 +9,15 @@
 # Needs an NVIDIA GPU; where there is none every case is skipped.
 #
 # usage: bash tests/gpu/run.sh [--build DIR] [--logs DIR] [--timeout SECONDS] [--budget SECONDS] [--python PY]
-#                              [--mode record|precise|all] [--coredump]
+#                              [--mode record|precise|all] [--coredump] [--jobs N]
 #                              [--only CASE...]
 #   --build DIR      build directory (default build); built here unless it holds bin/culprit and lib/libculprit.so
 #   --logs DIR       where each run's stdout/stderr and report JSON go (default a new temporary directory)
 #   --timeout S      limit for one program run (default 60; a --coredump run gets 130 s more for cuda-gdb)
-#   --budget S       limit for the whole suite; cases not started by then fail (default 480, 720 with --coredump)
-#                    (on an H200, 520 s took the suite through the jobs group and the first diagnose cases:
-#                    where one command may run 10 minutes at most, run it as two: --only c hangs, then
-#                    --only frameworks jobs diagnose)
+#   --budget S       limit for the whole suite (with --jobs, for each part); cases not started by then fail
+#                    (default 480, 720 with --coredump). On an H200 one after another, 520 s took the suite
+#                    through the jobs group and the first diagnose cases; --jobs 4 takes it through in about 6
+#                    minutes a mode
 #   --python PY      interpreter for the frameworks group (default python3)
 #   --mode M         culprit mode (record or precise) for cases that set none; default: culprit's own (record);
 #                    all: the whole suite in record, then in precise, and one line adding both up
@@ -29,6 +29,12 @@
 #                    with an exact culprit and a "coredump" object naming the kernel and, for a C case, the line
 #                    marked `// CULPRIT-FAULT`. The table gets a "CASE --coredump" row for each, and a line
 #                    "one run: default exact N/M, --coredump exact N/M" before the closing one
+#   --jobs N         run the suite in parts at the same time, N at most: each group (c, hangs, frameworks,
+#                    jobs, diagnose) of each mode in a check.py process of its own, the longest first; every
+#                    part's table is printed when all have ended, then one line adding them up (default 1: one
+#                    process, its table as it goes). The cases share the GPU; the groups' timings hold: on an
+#                    H200 four suites at once passed (frameworks about 340 s, jobs and diagnose 280 s, c and
+#                    hangs 60-70 s a mode)
 #   --only CASE...   run only these cases (names as in the table) or groups: c, hangs, frameworks, jobs,
 #                    diagnose
 # CULPRIT_MARK=write in the environment runs every case under culprit with that breadcrumb (--mark write; the
@@ -44,11 +50,12 @@ budget=
 python=python3
 mode=
 coredump=0
+jobs=1
 only=()
 
 usage() {
   echo "usage: bash tests/gpu/run.sh [--build DIR] [--logs DIR] [--timeout S] [--budget S] [--python PY]" \
-    "[--mode record|precise|all] [--coredump] [--only CASE...]" >&2
+    "[--mode record|precise|all] [--coredump] [--jobs N] [--only CASE...]" >&2
   exit 2
 }
 
@@ -61,6 +68,7 @@ while [ $# -gt 0 ]; do
   --python) [ $# -ge 2 ] || usage; python=$2; shift 2 ;;
   --mode) [ $# -ge 2 ] || usage; mode=$2; shift 2 ;;
   --coredump) coredump=1; shift ;;
+  --jobs) [ $# -ge 2 ] || usage; jobs=$2; shift 2 ;;
   --only)
     shift
     while [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; do only+=("$1"); shift; done
@@ -71,6 +79,8 @@ while [ $# -gt 0 ]; do
 done
 
 case "$mode" in "" | record | precise | all) ;; *) echo "run.sh: --mode takes record, precise or all" >&2; usage ;; esac
+case "$jobs" in '' | *[!0-9]*) echo "run.sh: --jobs takes a number of parts to run at once, 1 or more" >&2; usage ;; esac
+[ "$jobs" -ge 1 ] || { echo "run.sh: --jobs takes a number of parts to run at once, 1 or more" >&2; usage; }
 
 cd "$root" || exit 1
 case "$build" in /*) ;; *) build="$root/$build" ;; esac
@@ -114,28 +124,80 @@ fi
 args=(suite --build "$build" --timeout "$timeout" --budget "$budget" --python "$python")
 [ "$coredump" -eq 1 ] && args+=(--coredump)
 [ ${#only[@]} -gt 0 ] && args+=(--only "${only[@]}")
-if [ "$mode" != all ]; then
+if [ "$mode" != all ] && [ "$jobs" -le 1 ]; then
   [ -n "$mode" ] && args+=(--mode "$mode")
   exec python3 "$here/check.py" "${args[@]}" --logs "$logs"
 fi
 
-# --mode all: the suite once per mode, each with its own logs, then one line adding them up.
-passed=0 failed=0 skipped=0 status=0
-for m in record precise; do
-  echo "=== mode $m"
-  out="$logs/suite-$m.txt"
-  python3 "$here/check.py" "${args[@]}" --mode "$m" --logs "$logs/$m" | tee "$out"
-  rc=${PIPESTATUS[0]}
-  [ "$rc" -ne 0 ] && status=$rc
-  last=$(tail -n 1 "$out")
+# Parts: with --mode all the suite once per mode; with --jobs N each group of each mode in a check.py process of
+# its own, N at a time (the longest groups first), each with its own logs. Then every part's table, and one
+# line adding them up.
+modes=("$mode")
+[ "$mode" = all ] && modes=(record precise)
+groups=("")
+if [ "$jobs" -gt 1 ]; then
+  mapfile -t groups < <(python3 "$here/check.py" groups ${only[@]+--only "${only[@]}"})
+  [ ${#groups[@]} -gt 0 ] || { echo "run.sh: no case selected" >&2; exit 2; }
+fi
+names=() outs=() part_modes=() part_groups=()
+for g in "${groups[@]}"; do     # a group in every mode before the next group: the longest groups start first
+  for m in "${modes[@]}"; do
+    name="${m:-default}${g:+-$g}"
+    [ -z "$m" ] && [ -n "$g" ] && name=$g
+    names+=("$name") outs+=("$logs/suite-$name.txt") part_modes+=("$m") part_groups+=("$g")
+  done
+done
+
+part() { # MODE GROUP NAME: one check.py process for one part
+  local a=("${args[@]}")
+  [ -n "$1" ] && a+=(--mode "$1")
+  [ -n "$2" ] && a+=(--group "$2")
+  python3 "$here/check.py" "${a[@]}" --logs "$logs/$3"
+}
+
+status=0
+if [ "$jobs" -le 1 ]; then
+  for i in "${!names[@]}"; do
+    echo "=== mode ${part_modes[$i]}"
+    part "${part_modes[$i]}" "" "${names[$i]}" | tee "${outs[$i]}"
+    rc=${PIPESTATUS[0]}
+    [ "$rc" -ne 0 ] && status=$rc
+    echo
+  done
+else
+  started=$(date +%s) running=0
+  for i in "${!names[@]}"; do
+    name=${names[$i]} out=${outs[$i]}
+    echo "run.sh: $name started"
+    (
+      part "${part_modes[$i]}" "${part_groups[$i]}" "$name" >"$out" 2>&1
+      echo "$?" >"$out.rc"
+      echo "run.sh: $name ended after $(( $(date +%s) - started )) s: $(tail -n 1 "$out")"
+    ) &
+    running=$((running + 1))
+    if [ "$running" -ge "$jobs" ]; then wait -n; running=$((running - 1)); fi
+  done
+  wait
+  echo
+  for i in "${!names[@]}"; do
+    echo "=== ${names[$i]}"
+    cat "${outs[$i]}"
+    rc=$(cat "${outs[$i]}.rc" 2>/dev/null || echo 1)
+    [ "$rc" -ne 0 ] && status=$rc
+    echo
+  done
+fi
+
+passed=0 failed=0 skipped=0
+for i in "${!names[@]}"; do
+  last=$(tail -n 1 "${outs[$i]}")
   if [[ $last =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed(,\ ([0-9]+)\ skipped)?$ ]]; then
     passed=$((passed + BASH_REMATCH[1])) failed=$((failed + BASH_REMATCH[2])) skipped=$((skipped + ${BASH_REMATCH[4]:-0}))
   else
-    echo "run.sh: the $m suite ended without its summary line" >&2
+    echo "run.sh: the part ${names[$i]} ended without its summary line" >&2
     failed=$((failed + 1)) status=1
   fi
-  echo
 done
-echo "modes record and precise:"
+echo "parts ${names[*]}:"
 if [ "$skipped" -gt 0 ]; then echo "$passed passed, $failed failed, $skipped skipped"; else echo "$passed passed, $failed failed"; fi
 exit "$status"
