@@ -16,8 +16,7 @@
 #   --timeout S      limit for one program run (default 60; a --coredump run gets 130 s more for cuda-gdb)
 #   --budget S       limit for the whole suite (with --jobs, for each part); cases not started by then fail
 #                    (default 480, 720 with --coredump). On an H200 one after another, 520 s took the suite
-#                    through the jobs group and the first diagnose cases; --jobs 4 takes it through in about 6
-#                    minutes a mode
+#                    through the jobs group and the first diagnose cases: use --jobs where a command is limited
 #   --python PY      interpreter for the frameworks group (default python3)
 #   --mode M         culprit mode (record or precise) for cases that set none; default: culprit's own (record);
 #                    all: the whole suite in record, then in precise, and one line adding both up
