@@ -383,6 +383,20 @@ def judge_healthy(out, base, run, check_proc):
         out.fail("a report was written for a healthy program: %s" % os.path.basename(run.reports[0][0]))
 
 
+def judge_exact(out, case, culprit, where, problems):
+    """The part of every group's judge that reads an exact verdict: the named kernel, where it was launched
+    (where(culprit): the table's launch line), its launch number, what is wrong with it (problems(culprit), each
+    a failure) and, for a graph case, whether the graph launch or a node inside it was named."""
+    out.named = str((culprit or {}).get("kernel", "-"))
+    out.line = where(culprit)
+    out.seq = (culprit or {}).get("seq")
+    for p in problems(culprit):
+        out.fail("culprit: " + p)
+    if case.graph:
+        graph_note(out, culprit)
+    out.path = "exact"
+
+
 def judge(case, cudart, want_line, base, run, ref_seq=None):
     """Judges one case from its run without culprit (base) and under culprit (run)."""
     out = Outcome(case, cudart)
@@ -413,18 +427,10 @@ def judge(case, cudart, want_line, base, run, ref_seq=None):
     certainty = verdict.get("certainty")
     out.certainty = str(certainty)
     if certainty == "exact":
-        culprit = report.get("culprit")
-        out.named = str((culprit or {}).get("kernel", "-"))
-        out.line = launch_where(culprit, case, want_line)
-        out.seq = (culprit or {}).get("seq")
-        if case.graph:
-            graph_note(out, culprit)
-        problems = launch_problems(culprit, case, want_line)
-        for p in problems:
-            out.fail("culprit: " + p)
+        judge_exact(out, case, report.get("culprit"), lambda launch: launch_where(launch, case, want_line),
+                    lambda launch: launch_problems(launch, case, want_line))
         if ref_seq is not None and out.seq != ref_seq:
             out.fail("culprit is launch #%s, %s named #%s" % (out.seq, case.same_as, ref_seq))
-        out.path = "exact"
         return out
     if certainty == "candidates" and case.rerun and case.mode is None:
         candidates = [c for c in report.get("candidates") or [] if isinstance(c, dict)]

@@ -317,15 +317,9 @@ def judge_py(case, want_line, surface_line, base, run):
     certainty = verdict.get("certainty")
     out.certainty = str(certainty)
     if certainty == "exact":
-        culprit = report.get("culprit")
-        out.named = str((culprit or {}).get("kernel", "-"))
-        out.line = python_where((culprit or {}).get("python"), case.script, want_line)
-        out.seq = (culprit or {}).get("seq")
-        for p in py_launch_problems(culprit, case, want_line, status, report.get("python_threads")):
-            out.fail("culprit: " + p)
-        if case.graph:
-            graph_note(out, culprit)
-        out.path = "exact"
+        h.judge_exact(out, case, report.get("culprit"),
+                      lambda launch: python_where((launch or {}).get("python"), case.script, want_line),
+                      lambda launch: py_launch_problems(launch, case, want_line, status, report.get("python_threads")))
         return out
     if certainty == "candidates":
         candidates = [c for c in report.get("candidates") or [] if isinstance(c, dict)]
