@@ -54,15 +54,15 @@ static _Atomic int g_captures;                /* stream captures in progress */
 static _Atomic int g_report;                  /* 0 none, 1 being written, 2 written */
 static _Atomic int g_exit_armed;              /* the last look at exit is registered (arm_exit) */
 static char g_report_path[CFG_DIR_MAX + 64];  /* last report written */
-/* CULPRIT_STATS's times are in ticks (ticks.h), made nanoseconds when printed */
-static _Atomic uint64_t g_ns_in_culprit;      /* CULPRIT_STATS: time spent in the launch path */
-static _Atomic uint64_t g_ns_native;          /* CULPRIT_STATS: of which in native stack capture */
-static _Atomic uint64_t g_ns_python;          /* CULPRIT_STATS: of which in Python frame capture */
-static _Atomic uint64_t g_ns_py_wait;         /* CULPRIT_STATS: time launches without Python frames of their own
+/* CULPRIT_STATS's times (g_t_*) are in ticks (ticks.h), made nanoseconds when printed */
+static _Atomic uint64_t g_t_in_culprit;      /* CULPRIT_STATS: time spent in the launch path */
+static _Atomic uint64_t g_t_native;          /* CULPRIT_STATS: of which in native stack capture */
+static _Atomic uint64_t g_t_python;          /* CULPRIT_STATS: of which in Python frame capture */
+static _Atomic uint64_t g_t_py_wait;         /* CULPRIT_STATS: time launches without Python frames of their own
                                                * spent looking for a waiting thread's (pystack counts them) */
 static struct pystack_wait_counts g_wc_base;  /* pystack's counts a forked child inherited */
 static _Atomic uint64_t g_stack_reused;       /* launches whose native chain was still the cached one */
-static _Atomic uint64_t g_ns_reused;          /* CULPRIT_STATS: native stack time of those launches */
+static _Atomic uint64_t g_t_reused;          /* CULPRIT_STATS: native stack time of those launches */
 static _Atomic uint64_t g_last_unwound;       /* CULPRIT_STATS: launch number around the last unwound chain */
 static struct stack_cache_counts g_sc_base;   /* CULPRIT_STATS: the chain caches' counts a forked child inherited */
 static _Atomic uint64_t g_blocking_syncs;     /* synchronizations blocking mode made */
@@ -152,12 +152,12 @@ static void after_fork_child(void) {
   graph_after_fork();
   atomic_store(&g_fork_seq, atomic_load(&g_seq));
   /* CULPRIT_STATS counts the child's own launches, and its time with them */
-  atomic_store(&g_ns_in_culprit, 0);
-  atomic_store(&g_ns_native, 0);
-  atomic_store(&g_ns_python, 0);
-  atomic_store(&g_ns_py_wait, 0);
+  atomic_store(&g_t_in_culprit, 0);
+  atomic_store(&g_t_native, 0);
+  atomic_store(&g_t_python, 0);
+  atomic_store(&g_t_py_wait, 0);
   atomic_store(&g_stack_reused, 0);
-  atomic_store(&g_ns_reused, 0);
+  atomic_store(&g_t_reused, 0);
   atomic_store(&g_last_unwound, 0);
   stack_cache_counts(&g_sc_base);
   pystack_wait_counts(&g_wc_base);
@@ -280,7 +280,7 @@ static void take_stacks(struct cp_launch_ctx *lc, struct cp_rec *rec, int at_fai
   uint64_t t2 = t1 ? ticks_now() : 0;
   if (t1 && reused) {
     atomic_fetch_add_explicit(&g_stack_reused, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&g_ns_reused, ticks_since(t1, t2), memory_order_relaxed);
+    atomic_fetch_add_explicit(&g_t_reused, ticks_since(t1, t2), memory_order_relaxed);
   } else if (t1) {
     /* tells whether chains were still being learned late in the run or only at its start */
     atomic_store_explicit(&g_last_unwound, atomic_load_explicit(&g_seq, memory_order_relaxed) + 1,
@@ -296,11 +296,11 @@ static void take_stacks(struct cp_launch_ctx *lc, struct cp_rec *rec, int at_fai
       rec->flags |= CP_REC_PY_WAITING;
       rec->py_thread = waiting;
     }
-    if (t1) atomic_fetch_add_explicit(&g_ns_py_wait, ticks_since(t3, ticks_now()), memory_order_relaxed);
+    if (t1) atomic_fetch_add_explicit(&g_t_py_wait, ticks_since(t3, ticks_now()), memory_order_relaxed);
   }
   if (t1) {
-    atomic_fetch_add_explicit(&g_ns_native, ticks_since(t1, t2), memory_order_relaxed);
-    atomic_fetch_add_explicit(&g_ns_python, ticks_since(t2, ticks_now()), memory_order_relaxed);
+    atomic_fetch_add_explicit(&g_t_native, ticks_since(t1, t2), memory_order_relaxed);
+    atomic_fetch_add_explicit(&g_t_python, ticks_since(t2, ticks_now()), memory_order_relaxed);
   }
   /* the counts last (release, paired with the report's acquire): a report of another thread reading this record
    * meanwhile sees no frames or all of them */
@@ -484,7 +484,7 @@ int cp_launch_end(struct cp_launch_ctx *lc, int rc) {
     pthread_mutex_unlock(&g_blocking_lock);
   }
   if (lc->t0)
-    atomic_fetch_add_explicit(&g_ns_in_culprit, lc->spent + ticks_since(t_end, ticks_now()), memory_order_relaxed);
+    atomic_fetch_add_explicit(&g_t_in_culprit, lc->spent + ticks_since(t_end, ticks_now()), memory_order_relaxed);
   return rc;
 }
 
@@ -679,9 +679,9 @@ __attribute__((destructor)) static void cp_dtor(void) {
   if (n == 0) return; /* one line per process that launched, not one per process of the job (shells, helpers) */
   double us = 1000.0 * (double)n;  /* ns totals to microseconds per launch */
   uint64_t reused = atomic_load(&g_stack_reused);
-  double ns_native = ticks_to_ns(atomic_load(&g_ns_native)), ns_reused = ticks_to_ns(atomic_load(&g_ns_reused));
-  double ns_culprit = ticks_to_ns(atomic_load(&g_ns_in_culprit)), ns_python = ticks_to_ns(atomic_load(&g_ns_python));
-  double ns_py_wait = ticks_to_ns(atomic_load(&g_ns_py_wait));
+  double ns_native = ticks_to_ns(atomic_load(&g_t_native)), ns_reused = ticks_to_ns(atomic_load(&g_t_reused));
+  double ns_culprit = ticks_to_ns(atomic_load(&g_t_in_culprit)), ns_python = ticks_to_ns(atomic_load(&g_t_python));
+  double ns_py_wait = ticks_to_ns(atomic_load(&g_t_py_wait));
   /* launches kept without stacks (blocking mode, synchronize succeeded) were neither reused nor unwound */
   uint64_t later = atomic_load(&g_stacks_later);
   if (later > n - reused) later = n - reused;
