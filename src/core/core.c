@@ -19,6 +19,7 @@
 #include "../report/demangle.h"
 #include "../../include/culprit.h"
 #include "../stack/pystack.h"
+#include "../stack/pywait.h"
 #include "../stack/stack.h"
 
 #include <errno.h>

@@ -24,6 +24,8 @@
 #define _GNU_SOURCE
 #include "pystack.h"
 
+#include "pystack_int.h"
+
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -33,7 +35,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
-#include <time.h>
 #include <unistd.h>
 
 #define PYS_SLOTS (1u << 15)          /* hash slots; power of two */
@@ -162,16 +163,14 @@ static __thread int tls_memo_state;       /* 0: not made yet, 1: made, -1: not f
 static pthread_key_t g_memo_key;          /* unmaps a thread's memo when it exits */
 static bool g_memo_key_ok;
 
-/* Reading another thread's frames (at report time only) goes through process_vm_readv on this process: a frame
- * that thread frees meanwhile makes a read fail instead of crashing the program. The calling thread's own frames
- * are alive and are read directly. */
-static pid_t g_pid;                       /* this process, for process_vm_readv (getpid is a system call) */
-static __thread int tls_safe;             /* reads go through pys_safe_read */
-static __thread int tls_fault;            /* a safe read failed: the walk stops */
+/* Guarded reads of another thread's memory (pystack_int.h) */
+pid_t g_pys_pid;
+__thread int tls_safe;
+__thread int tls_fault;
 
 static int pys_safe_read(uintptr_t addr, void *dst, size_t n) {
   struct iovec local = {dst, n}, remote = {(void *)addr, n};
-  if (!addr || process_vm_readv(g_pid, &local, 1, &remote, 1, 0) != (ssize_t)n) {
+  if (!addr || process_vm_readv(g_pys_pid, &local, 1, &remote, 1, 0) != (ssize_t)n) {
     memset(dst, 0, n);
     tls_fault = 1;
     return -1;
@@ -198,14 +197,13 @@ static inline int rd_int(uintptr_t base, int off) {
 
 /* A forked child inherits the lock in whatever state another thread left it; a half-made insert is harmless
  * because its slot was never published. */
-static void pys_forget_waiting(void);
 static void pys_atfork_child(void) {
   pthread_mutex_init(&g_lock, NULL);
-  g_pid = getpid();
-  pys_forget_waiting();             /* the thread it waited on stayed in the parent */
+  g_pys_pid = getpid();
+  pywait_forget();
 }
 
-static void *pys_map(size_t len) {
+void *pys_map(size_t len) {
   void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   return p == MAP_FAILED ? NULL : p;
 }
@@ -280,7 +278,7 @@ static void pys_probe(void) {
     snprintf(g_status, sizeof g_status, "CPython %d.%d: no memory for Python stacks", major, minor);
     return;
   }
-  g_pid = getpid();
+  g_pys_pid = getpid();
   pthread_atfork(NULL, NULL, pys_atfork_child);
   pys_count_frees();
   snprintf(g_status, sizeof g_status, "CPython %d.%d", major, minor);
@@ -462,23 +460,6 @@ static inline uint32_t pys_code_id(uintptr_t code) {
   return pys_insert(code, sig, h);
 }
 
-/* The words of another thread's memory that a walk of its frames depended on (frame links and instruction
- * pointers) and what they held: while they hold the same, the walk would give the same frames. */
-#define PYS_WATCH_MAX 128
-#define PYS_RANGES_MAX 16             /* a check reads the watched words in at most this many ranges, */
-#define PYS_RANGE_GAP 1024            /* merging words closer than this (frames sit together in their chunk), */
-#define PYS_CHECK_BYTES (32u << 10)   /* and this many bytes in all: one system call of a few ranges costs about
-                                       * what one word does, each extra range a third of that */
-struct pys_watch {
-  int n;                              /* entries; -1 when the walk needed more than PYS_WATCH_MAX */
-  uintptr_t addr[PYS_WATCH_MAX];
-  uintptr_t val[PYS_WATCH_MAX];
-  uint32_t off[PYS_WATCH_MAX];        /* where each word lands in the check's buffer */
-  int nr;                             /* ranges; 0 = not planned or not possible */
-  uintptr_t rlo[PYS_RANGES_MAX];
-  uint32_t rlen[PYS_RANGES_MAX];
-};
-
 static inline uintptr_t pys_watched(struct pys_watch *wt, uintptr_t base, int off) {
   uintptr_t v = rd_ptr(base, off);
   if (wt && wt->n >= 0) {
@@ -622,10 +603,8 @@ static int pys_walk_311(uintptr_t tstate, struct pystack_ref *out, int max, stru
   return n;
 }
 
-/* The frames of thread state TS, innermost first; with WT, what the walk depended on; with MEMO (the calling
- * thread's own frames only), code objects met before are known by address while FREES holds. */
-static int pys_walk(uintptr_t ts, struct pystack_ref *out, int max, struct pys_watch *wt, struct pys_memo *memo,
-                    uint64_t frees) {
+int pys_walk(uintptr_t ts, struct pystack_ref *out, int max, struct pys_watch *wt, struct pys_memo *memo,
+             uint64_t frees) {
   if (wt) wt->n = 0;
   for (unsigned i = 0; i < PYS_FILE_MEMO; i++) tls_files[i].str = 0; /* names of an earlier walk may be gone */
   return g_lay->minor == 10 ? pys_walk_310(ts, out, max, wt, memo, frees)
@@ -633,11 +612,21 @@ static int pys_walk(uintptr_t ts, struct pystack_ref *out, int max, struct pys_w
 }
 
 #define PYS_TS_NEXT 8                 /* PyThreadState.next, the second pointer in every supported version */
-#define PYS_MAX_THREADS 256           /* thread states followed, in case the list is corrupt or cyclic */
 
-/* The thread states of the interpreter other than the caller's, newest first (the list's order): fills out with
- * up to max and returns the count. Guarded reads must be on; a list that cannot be read ends there. */
-static int pys_other_states(uintptr_t *out, int max) {
+bool pys_others_readable(void) {
+  pthread_once(&g_once, pys_probe);
+  return g_state == PYS_READY && g_interp_head && g_thread_head && g_is_initialized();
+}
+
+unsigned long pys_ts_native_id(uintptr_t ts) {
+  return g_lay->ts_native_id >= 0 ? (unsigned long)rd_ptr(ts, g_lay->ts_native_id) : 0;
+}
+
+unsigned long long pys_ts_thread_id(uintptr_t ts) {
+  return rd_ptr(ts, g_lay->ts_thread_id);
+}
+
+int pys_other_states(uintptr_t *out, int max) {
   void *interp = g_interp_head();
   uintptr_t self = (uintptr_t)g_this_tstate();
   uintptr_t ts = interp ? (uintptr_t)g_thread_head(interp) : 0;
@@ -654,14 +643,13 @@ static int pys_other_states(uintptr_t *out, int max) {
 }
 
 int pystack_other_threads(struct pystack_thread *out, int max) {
-  pthread_once(&g_once, pys_probe);
-  if (g_state != PYS_READY || max <= 0 || !g_interp_head || !g_thread_head || !g_is_initialized()) return 0;
+  if (max <= 0 || !pys_others_readable()) return 0;
   uintptr_t states[PYS_MAX_THREADS];
   int n = 0;
   tls_safe = 1;
   int nts = pys_other_states(states, PYS_MAX_THREADS);
   for (int i = 0; i < nts && n < max; i++) {
-    out[n].id = rd_ptr(states[i], g_lay->ts_thread_id);
+    out[n].id = pys_ts_thread_id(states[i]);
     out[n].n = pys_walk(states[i], out[n].refs, PYSTACK_MAX, NULL, NULL, 0);
     tls_fault = 0;                    /* a torn walk of one thread does not end the list */
     if (out[n].n > 0) n++;
@@ -670,210 +658,13 @@ int pystack_other_threads(struct pystack_thread *out, int max) {
   return n;
 }
 
-/* Whether any of these frames runs code from torch.autograd (where backward() waits for the engine). */
-static bool pys_in_autograd(const struct pystack_ref *refs, int n) {
+bool pys_in_autograd(const struct pystack_ref *refs, int n) {
   for (int i = 0; i < n; i++) {
     if (!refs[i].code || refs[i].code > PYS_MAX_CODES) continue;
     const struct pys_code *e = atomic_load_explicit(&g_entries[refs[i].code - 1], memory_order_acquire);
     if (e && strstr(e->file, "/torch/autograd/")) return true;
   }
   return false;
-}
-
-#define PYS_WAIT_REWALK_NS 1000000ull /* a calling thread walks the other threads once a millisecond on average, */
-#define PYS_WAIT_REWALK_BURST 8       /* with up to this many walks in a row */
-#define PYS_WAIT_RECHOOSE_NS 10000000ull /* a choice made by default is made again after 10 ms */
-
-static bool g_wait_counting;          /* CULPRIT_STATS: count how each pystack_waiting call knew its frames */
-static _Atomic uint64_t g_wc_clock, g_wc_checked, g_wc_walked, g_wc_none;
-#define PYS_WC(c)                                                                   \
-  do {                                                                              \
-    if (g_wait_counting) atomic_fetch_add_explicit(&(c), 1, memory_order_relaxed); \
-  } while (0)
-
-void pystack_wait_counting(int on) { g_wait_counting = on != 0; }
-
-void pystack_wait_counts(struct pystack_wait_counts *out) {
-  out->by_clock = atomic_load_explicit(&g_wc_clock, memory_order_relaxed);
-  out->checked = atomic_load_explicit(&g_wc_checked, memory_order_relaxed);
-  out->walked = atomic_load_explicit(&g_wc_walked, memory_order_relaxed);
-  out->none = atomic_load_explicit(&g_wc_none, memory_order_relaxed);
-}
-
-/* One launching thread's choice of waiting thread; allocated on its first launch without Python. */
-struct pys_wait {
-  unsigned long long id;              /* the chosen thread's Python thread id */
-  int n;                              /* frames in refs; 0 = no choice */
-  bool autograd;                      /* chosen because it waits in torch.autograd */
-  uint64_t chosen_ns;                 /* when the choice was made */
-  clockid_t clock;                    /* the chosen thread's CPU-time clock; 0 where unknown (3.10) */
-  uint64_t cpu_ns;                    /* its CPU time when its frames were last known to be as cached; 0 = none */
-  uint64_t walk_tat;                  /* rate of walks (GCRA): the time at which the walk budget is spent */
-  struct pystack_ref refs[PYSTACK_MAX];
-  struct pys_watch watch;             /* what the chosen thread's walk depended on */
-  struct pys_watch cand_watch;        /* scratch for the walk */
-  struct pystack_thread cand;         /* scratch for the walk */
-  unsigned char check[PYS_CHECK_BYTES]; /* what a check reads */
-};
-static __thread struct pys_wait *tls_wait;
-
-static void pys_forget_waiting(void) {
-  if (tls_wait) tls_wait->n = 0;
-}
-
-static uint64_t pys_now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
-
-/* Groups the watched words into a few ranges read by one system call. Every page a range covers holds a
- * watched word (the gaps are shorter than a page), so it was mapped when the walk read it. */
-static void pys_watch_plan(struct pys_watch *wt) {
-  int order[PYS_WATCH_MAX];
-  wt->nr = 0;
-  if (wt->n <= 0) return;
-  for (int i = 0; i < wt->n; i++) { /* insertion sort by address: a few dozen entries, once per walk */
-    int j = i;
-    for (; j > 0 && wt->addr[order[j - 1]] > wt->addr[i]; j--) order[j] = order[j - 1];
-    order[j] = i;
-  }
-  uint32_t base = 0;                  /* where the current range starts in the check's buffer */
-  for (int k = 0; k < wt->n; k++) {
-    uintptr_t a = wt->addr[order[k]];
-    int r = wt->nr - 1;
-    if (r >= 0 && a < wt->rlo[r] + wt->rlen[r] + PYS_RANGE_GAP) {
-      uint32_t len = (uint32_t)(a + sizeof(uintptr_t) - wt->rlo[r]);
-      if (len > wt->rlen[r]) wt->rlen[r] = len;
-    } else {
-      if (wt->nr == PYS_RANGES_MAX) goto unplanned;
-      if (r >= 0) base += wt->rlen[r];
-      r = wt->nr++;
-      wt->rlo[r] = a;
-      wt->rlen[r] = sizeof(uintptr_t);
-    }
-    if (base + wt->rlen[r] > PYS_CHECK_BYTES) goto unplanned;
-    wt->off[order[k]] = base + (uint32_t)(a - wt->rlo[r]);
-  }
-  return;
-unplanned:
-  wt->nr = 0;
-}
-
-/* Whether every word the walk of the choice depended on still holds what it held: one system call. */
-static bool pys_watch_same(const struct pys_watch *wt, unsigned char *buf) {
-  struct iovec remote[PYS_RANGES_MAX];
-  size_t total = 0;
-  if (wt->n <= 0 || wt->nr <= 0) return false;
-  for (int r = 0; r < wt->nr; r++) {
-    remote[r] = (struct iovec){(void *)wt->rlo[r], wt->rlen[r]};
-    total += wt->rlen[r];
-  }
-  struct iovec local = {buf, total};
-  if (process_vm_readv(g_pid, &local, 1, remote, (unsigned long)wt->nr, 0) != (ssize_t)total) return false;
-  for (int i = 0; i < wt->n; i++)
-    if (memcmp(buf + wt->off[i], &wt->val[i], sizeof wt->val[i])) return false;
-  return true;
-}
-
-/* CPU time consumed so far by the thread with this clock, or 0 if it cannot be read (the thread is gone). A
- * thread whose CPU time has not moved has not run, so its frames cannot have changed: reading this clock is a
- * third of the cost of reading the frames. */
-static uint64_t pys_cpu_ns(clockid_t clock) {
-  struct timespec t;
-  if (!clock || clock_gettime(clock, &t)) return 0;
-  return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec + 1; /* +1: never 0 once read */
-}
-
-/* The CPU-time clock of the thread with kernel id TID (what pthread_getcpuclockid makes, without touching the
- * thread's pthread structure, which may be gone). */
-static clockid_t pys_thread_clock(unsigned long tid) {
-  if (!tid || tid > 0x3fffffff) return 0;
-  return (clockid_t)((~(unsigned)tid << 3) | 6u); /* CPUCLOCK_PERTHREAD_MASK | CPUCLOCK_SCHED */
-}
-
-/* Walks every other Python thread and makes a new choice in w. Guarded reads (tls_safe) are on. */
-static void pys_choose(struct pys_wait *w) {
-  struct pystack_thread *cand = &w->cand;
-  uintptr_t states[PYS_MAX_THREADS];
-  int nts = pys_other_states(states, PYS_MAX_THREADS);
-  w->n = 0;
-  w->autograd = false;
-  for (int i = 0; i < nts; i++) {
-    uintptr_t ts = states[i];
-    clockid_t clock = g_lay->ts_native_id >= 0 ? pys_thread_clock(rd_ptr(ts, g_lay->ts_native_id)) : 0;
-    uint64_t cpu = pys_cpu_ns(clock);
-    cand->n = pys_walk(ts, cand->refs, PYSTACK_MAX, &w->cand_watch, NULL, 0);
-    if (cand->n > 0 && !tls_fault && w->cand_watch.n > 0) {
-      bool autograd = pys_in_autograd(cand->refs, cand->n);
-      /* the list runs newest first: a later thread without autograd frames is older, a better default */
-      if (autograd || !w->autograd) {
-        w->watch = w->cand_watch;
-        pys_watch_plan(&w->watch);
-        w->clock = clock;
-        /* the CPU time vouches for the frames only if the thread did not run while they were read */
-        w->cpu_ns = cpu && pys_cpu_ns(clock) == cpu ? cpu : 0;
-        w->id = rd_ptr(ts, g_lay->ts_thread_id);
-        w->n = cand->n;
-        w->autograd = autograd;
-        memcpy(w->refs, cand->refs, sizeof(struct pystack_ref) * (size_t)cand->n);
-      }
-      if (autograd) break;
-    }
-    tls_fault = 0;
-  }
-}
-
-int pystack_waiting(struct pystack_ref *out, int max, unsigned long long *thread_id) {
-  pthread_once(&g_once, pys_probe);
-  struct pys_wait *w = tls_wait;
-  if (g_state != PYS_READY || max <= 0 || !g_interp_head || !g_thread_head || !g_is_initialized()) goto none;
-  if (!w) {
-    w = pys_map(sizeof *w); /* once per launching thread without Python; never freed (~40 KiB, touched as used) */
-    if (!w) goto none;
-    tls_wait = w;
-  }
-  bool same = false, by_clock = false, walked = false;
-  if (w->n > 0) {
-    uint64_t cpu = pys_cpu_ns(w->clock);
-    if (cpu && cpu == w->cpu_ns) {
-      same = by_clock = true;         /* it has not run since its frames were read or checked */
-    } else {
-      same = pys_watch_same(&w->watch, w->check);
-      w->cpu_ns = same ? cpu : 0;     /* read before the check: if it ran during it, the next call checks again */
-    }
-  }
-  /* The clock only where the answer needs it (it can be a system call): a choice of a thread waiting in
-   * torch.autograd that still holds is neither looked at again nor walked. */
-  uint64_t now = same && w->autograd ? 0 : pys_now_ns();
-  /* a choice made by default (no thread in torch.autograd) is looked at again now and then, in case another
-   * thread starts waiting there */
-  bool due = same && !w->autograd && now - w->chosen_ns >= PYS_WAIT_RECHOOSE_NS;
-  tls_safe = 1;
-  tls_fault = 0;
-  if (!same || due) {
-    if (now + (PYS_WAIT_REWALK_BURST - 1) * PYS_WAIT_REWALK_NS >= w->walk_tat) {
-      w->walk_tat = (w->walk_tat > now ? w->walk_tat : now) + PYS_WAIT_REWALK_NS;
-      pys_choose(w);
-      walked = true;
-      w->chosen_ns = now;
-    } else if (!same) {
-      w->n = 0; /* walks used up (a thread running Python moves all the time): no frames rather than stale ones */
-    }
-  }
-  tls_safe = 0;
-  tls_fault = 0;
-  if (w->n <= 0) goto none;
-  if (walked) PYS_WC(g_wc_walked);
-  else if (by_clock) PYS_WC(g_wc_clock);
-  else PYS_WC(g_wc_checked);
-  int n = w->n < max ? w->n : max;
-  memcpy(out, w->refs, sizeof(struct pystack_ref) * (size_t)n);
-  if (thread_id) *thread_id = w->id;
-  return n;
-none:
-  PYS_WC(g_wc_none);
-  return 0;
 }
 
 unsigned long long pystack_code_frees(void) {
