@@ -444,14 +444,18 @@ int cp_launch_end(struct cp_launch_ctx *lc, int rc) {
   }
   struct mode_frame *m = atomic_load_explicit(&g_mode, memory_order_acquire);
   /* blocking mode synchronizes after this launch: that is its completion bound, so no breadcrumb is queued (it
-   * would make the GPU drain the stream once more for nothing) */
+   * would make the GPU drain the stream once more for nothing). A launch that synchronizes without the lock (it
+   * gave up waiting: another thread's synchronize held it past the bound on a slow or shared GPU) gets one all
+   * the same: its synchronize runs beside other threads' launches, and a fault surfacing meanwhile finds it
+   * complete or not by its breadcrumb, as precise mode would. */
   int sync_after = m && blocking_applies(m, rec, seq);
+  int crumb_instead = sync_after && !lc->serialized;
   if (lc->stacks_later && !sync_after) take_stacks(lc, rec, 1); /* the guessed launch number was not this one */
   if (s) {
     rec->prev = atomic_exchange_explicit(&s->last_launched, seq, memory_order_relaxed);
     uint64_t nth = atomic_fetch_add_explicit(&s->launches, 1, memory_order_relaxed) + 1;
     int every = m && m->mode != CP_MODE_RECORD ? 1 : (int)g_cfg.crumb_every;
-    if (s->slot && !sync_after && (every == 1 || nth % (uint64_t)every == 0)) {
+    if (s->slot && (!sync_after || crumb_instead) && (every == 1 || nth % (uint64_t)every == 0)) {
       if (crumb_write(s, lc->d->stream, lc->d->ptds, seq)) rec->flags |= CP_REC_CRUMB_FAILED;
     } else if (s->slot) {
       rec->flags |= CP_REC_UNCRUMBED;

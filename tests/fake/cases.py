@@ -726,6 +726,28 @@ def _(b):
         expect_frame(rep["culprit"].get("stack"), src, marker_line(src, "threads"), "culprit stack")
 
 
+@case("blocking_unserialized")
+def _(b):
+    # Blocking mode's lock is waited for 200 ms at most: past that a launch goes ahead and synchronizes without it
+    # (kernels of different threads may wait on each other). Such a launch gets a breadcrumb, so that a fault
+    # surfacing while its synchronize runs beside other launches finds it complete or not (seen on a shared GPU:
+    # three unserialized launches, none known complete, made a blocking rerun give candidates). Here the first
+    # launch runs for 700 ms, and its synchronize holds the lock meanwhile.
+    argv = [b.prog("linked"), "threads", "4"]
+    env = {"CULPRIT_MODE": "blocking", "CULPRIT_STATS": "1", "FAKECUDA_HANG": "launch=1,ms=700"}
+    res = preloaded(b, argv, env, b.newdir("reports"))
+    check(res.rc == 0 and b"4 workers done" in res.out, "the healthy threads run failed\n" + res.describe())
+    line = " ".join(l for l in culprit_lines(res) if "stats:" in l)
+    m = re.search(r"(\d+) launches, (\d+) breadcrumbs \((\d+) refused\), (\d+) blocking syncs \((\d+) not serialized",
+                  line)
+    check(m, "no stats line: %r" % line)
+    launches, crumbs, refused, syncs, unserialized = (int(m.group(i)) for i in range(1, 6))
+    check(launches == 80 and syncs == 80, "80 launches, each synchronized after, expected: %r" % line)
+    check(unserialized >= 1, "no launch gave up waiting for the lock while the first one ran: %r" % line)
+    check(crumbs == unserialized and refused == 0,
+          "each launch that synchronized without the lock, and only those, must get a breadcrumb: %r" % line)
+
+
 # Lookup paths -------------------------------------------------------------------------------------------------
 
 @case("lookup_dlsym")

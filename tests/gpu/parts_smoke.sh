@@ -32,6 +32,16 @@ done
 order=$(grep " started$" "$tmp/parts.txt" | head -n 2 | tr '\n' ' ')
 [ "$order" = "run.sh: record-c started run.sh: precise-c started " ]
 check $? "the c group (the longer of the two) must start first, in both modes: $order"
+# the hangs group last and alone: each of its parts starts after every part before it ended
+line_of() { grep -n "^run.sh: $1" "$tmp/parts.txt" | head -n 1 | cut -d: -f1; }
+rc=0
+for before in "record-c ended" "precise-c ended"; do
+  a=$(line_of "$before") b=$(line_of "record-hangs started")
+  [ -n "$a" ] && [ -n "$b" ] && [ "$a" -lt "$b" ] || rc=1
+done
+a=$(line_of "record-hangs ended") b=$(line_of "precise-hangs started")
+[ -n "$a" ] && [ -n "$b" ] && [ "$a" -lt "$b" ] || rc=1
+check $rc "the hangs parts must start alone, after the others ended: $(grep -E ' (started|ended)' "$tmp/parts.txt" | tr '\n' ';')"
 for bad in 0 x -1; do
   bash "$here/run.sh" --build "$build" --jobs "$bad" "${sel[@]}" >/dev/null 2>&1
   [ $? -eq 2 ]

@@ -29,7 +29,8 @@
 #                    marked `// CULPRIT-FAULT`. The table gets a "CASE --coredump" row for each, and a line
 #                    "one run: default exact N/M, --coredump exact N/M" before the closing one
 #   --jobs N         run the suite in parts at the same time, N at most: each group (c, hangs, frameworks,
-#                    jobs, diagnose) of each mode in a check.py process of its own, the longest first; every
+#                    jobs, diagnose) of each mode in a check.py process of its own, the longest first (the
+#                    hangs group last, alone: its spinning kernels would slow the others' GPU work); every
 #                    part's table is printed when all have ended, then one line adding them up (default 1: one
 #                    process, its table as it goes). The cases share the GPU; the groups' timings hold: on an
 #                    H200 four suites at once passed (frameworks about 340 s, jobs and diagnose 280 s, c and
@@ -138,8 +139,13 @@ if [ "$jobs" -gt 1 ]; then
   mapfile -t groups < <(python3 "$here/check.py" groups ${only[@]+--only "${only[@]}"})
   [ ${#groups[@]} -gt 0 ] || { echo "run.sh: no case selected" >&2; exit 2; }
 fi
+# The hangs group runs last and alone: its spinning kernels take the GPU in time slices from every other
+# process's work, which can hold another part's synchronizes past blocking mode's 200 ms bound.
+ordered=()
+for g in "${groups[@]}"; do [ "$g" = hangs ] || ordered+=("$g"); done
+for g in "${groups[@]}"; do [ "$g" = hangs ] && ordered+=("$g"); done
 names=() outs=() part_modes=() part_groups=()
-for g in "${groups[@]}"; do     # a group in every mode before the next group: the longest groups start first
+for g in "${ordered[@]}"; do    # a group in every mode before the next group: the longest groups start first
   for m in "${modes[@]}"; do
     name="${m:-default}${g:+-$g}"
     [ -z "$m" ] && [ -n "$g" ] && name=$g
@@ -167,6 +173,7 @@ else
   started=$(date +%s) running=0
   for i in "${!names[@]}"; do
     name=${names[$i]} out=${outs[$i]}
+    if [ "${part_groups[$i]}" = hangs ]; then wait; running=0; fi
     echo "run.sh: $name started"
     (
       part "${part_modes[$i]}" "${part_groups[$i]}" "$name" >"$out" 2>&1
@@ -174,6 +181,7 @@ else
       echo "run.sh: $name ended after $(( $(date +%s) - started )) s: $(tail -n 1 "$out")"
     ) &
     running=$((running + 1))
+    if [ "${part_groups[$i]}" = hangs ]; then wait; running=0; fi
     if [ "$running" -ge "$jobs" ]; then wait -n; running=$((running - 1)); fi
   done
   wait
