@@ -1,4 +1,4 @@
-/* The reports of one job merged into one view (merge.c): every rank (or process) of a run with one status,
+/* The reports of one job merged into one view (merge.c; shown by render_job.c): every rank (or process) of a run with one status,
  * which rank faulted first, which ones are collateral, which saw no fault and which left no report at all, as
  * text with one verdict line on top and as JSON (schema "culprit.job/1"). Reports are read, never changed. */
 #ifndef CULPRIT_REPORT_MERGE_H
@@ -62,6 +62,12 @@ void merge_free(struct merge_job *jobs, size_t njobs);
 /* Whether the job is worth a merged view: reports of more than one process, or with rank fields. */
 int merge_is_job(const struct merge_job *j);
 
+/* Whether another process of the job has p's rank (a forked child inherits its parent's). */
+int merge_rank_shared(const struct merge_job *j, const struct merge_proc *p);
+/* How a process is named in lists: "rank 2", "process 4242"; with its pid when another process has its rank. */
+void merge_label(const struct merge_job *j, const struct merge_proc *p, char *out, size_t outsz);
+
+/* render_job.c */
 /* The text: the verdict line, one line per rank or process, then (unless brief) the full verdict of the
  * first faulting one, or of the hang that stands out when none faulted. malloc'd, or NULL when out of memory. */
 char *merge_render(const struct merge_job *j, const struct merge_report *reps, const struct render_opts *o);
