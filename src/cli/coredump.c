@@ -13,21 +13,17 @@
 #include "../report/demangle.h"
 #include "../report/json.h"
 #include "../report/jsonw.h"
+#include "../report/subproc.h"
 #include "../report/symbolize.h"
 
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <fnmatch.h>
 #include <limits.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #define COREDUMP_OUTPUT_MAX (1 << 20)   /* bytes of the debugger's output kept */
@@ -185,78 +181,30 @@ int coredump_parse(const char *text, struct coredump_info *ci)
     return ci->exception || ci->kernel ? 0 : -1;
 }
 
-/* Runs the debugger on one dump; returns its output (malloc'd, NUL-terminated) or NULL with why filled. */
+/* Runs the debugger on one dump; returns its output (malloc'd, NUL-terminated) or NULL with why filled. What it
+ * printed before a time or size limit stopped it is kept: the exception line comes first. */
 static char *coredump_run_gdb(const char *dump, char *why, size_t whylen)
 {
     const char *gdb = getenv("CULPRIT_CUDA_GDB");
-    char target[PATH_MAX + 32], *buf = NULL;
-    size_t len = 0, cap = 0;
-    int fds[2], status = 0;
-    pid_t pid;
+    char target[PATH_MAX + 32];
+    struct subproc_result res;
 
     if (!gdb || !*gdb)
         gdb = "cuda-gdb";
     snprintf(target, sizeof target, "target cudacore %s", dump);
-    if (pipe2(fds, O_CLOEXEC) != 0) {
-        snprintf(why, whylen, "cannot run %s: %s", gdb, strerror(errno));
-        return NULL;
-    }
-    pid = fork();
-    if (pid == 0) {
-        int null = open("/dev/null", O_RDONLY);
-        if (null >= 0)
-            dup2(null, 0);
-        dup2(fds[1], 1);
-        dup2(fds[1], 2);
-        setenv("TERM", "dumb", 1);
-        execlp(gdb, gdb, "-batch", "-nx", "-ex", target, "-ex", "info cuda kernels", "-ex", "bt 1", (char *)NULL);
-        _exit(127);
-    }
-    close(fds[1]);
-    if (pid < 0) {
-        close(fds[0]);
-        snprintf(why, whylen, "cannot run %s: %s", gdb, strerror(errno));
-        return NULL;
-    }
-    time_t deadline = time(NULL) + COREDUMP_TIMEOUT_S;
-    for (;;) {
-        struct pollfd pf = {fds[0], POLLIN, 0};
-        int left = (int)(deadline - time(NULL));
-        if (left <= 0) {
-            kill(pid, SIGKILL);
-            break;
-        }
-        if (poll(&pf, 1, left * 1000) <= 0)
-            continue;
-        if (cap - len < 4096) {
-            char *nb = cap >= COREDUMP_OUTPUT_MAX ? NULL : realloc(buf, cap ? cap * 2 : 8192);
-            if (!nb)
-                break;
-            buf = nb;
-            cap = cap ? cap * 2 : 8192;
-        }
-        ssize_t got = read(fds[0], buf + len, cap - len - 1);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got <= 0)
-            break;
-        len += (size_t)got;
-    }
-    close(fds[0]);
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 127 && len == 0) {
+    char *argv[] = {(char *)gdb, "-batch", "-nx", "-ex", target, "-ex", "info cuda kernels", "-ex", "bt 1", NULL};
+    struct subproc_opts o = {-1, 1, "TERM=dumb", COREDUMP_TIMEOUT_S, COREDUMP_OUTPUT_MAX};
+    int rc = subproc_capture(argv, &o, &res);
+    if (rc == -2) {
         snprintf(why, whylen, "%s was not found (install the CUDA toolkit's debugger, or set CULPRIT_CUDA_GDB)",
                  gdb);
-        free(buf);
         return NULL;
     }
-    if (!buf && !(buf = malloc(1))) {
-        snprintf(why, whylen, "out of memory");
+    if (rc != 0) {
+        snprintf(why, whylen, "cannot run %s: %s", gdb, strerror(errno ? errno : ENOMEM));
         return NULL;
     }
-    buf[len] = '\0';
-    return buf;
+    return res.out;
 }
 
 static struct json *coredump_triple_json(const long v[3])

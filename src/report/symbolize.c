@@ -9,22 +9,16 @@
 #include "demangle.h"
 #include "json.h"
 #include "jsonw.h"
+#include "subproc.h"
 
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
-
-extern char **environ;
 
 #define SYM_MAX_OUTPUT (64u << 20)  /* more addr2line output than this is treated as a failure */
 
@@ -274,29 +268,6 @@ static int sym_cmp_ull(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static double sym_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* The environment for addr2line: ours without LD_PRELOAD, so a preloaded culprit never lands in it. */
-static char **sym_child_env(void)
-{
-    size_t n = 0, i, j = 0;
-    char **env;
-    while (environ && environ[n])
-        n++;
-    env = calloc(n + 1, sizeof *env);
-    if (!env)
-        return NULL;
-    for (i = 0; i < n; i++)
-        if (strncmp(environ[i], "LD_PRELOAD=", 11) != 0)
-            env[j++] = environ[i];
-    return env;
-}
-
 /* Runs addr2line on one module with the addresses on its stdin (a temporary file, so no pipe can fill up
  * both ways). On success *out holds its whole stdout. Returns 0, -1 on failure, -2 when it cannot be started. */
 static int sym_run_addr2line(const char *module, const unsigned long long *addrs, size_t n, char **out,
@@ -305,14 +276,9 @@ static int sym_run_addr2line(const char *module, const unsigned long long *addrs
     const char *prog = getenv(SYMBOLIZE_ADDR2LINE_ENV);
     char tmpl[] = "/tmp/culprit-addrs-XXXXXX";
     char *argv[] = {NULL, "-a", "-C", "-f", "-i", "-e", NULL, NULL};
-    posix_spawn_file_actions_t fa;
-    int fa_ok = 0, infd = -1, pipefd[2] = {-1, -1}, rc = -1, status;
-    char **env = NULL;
-    pid_t pid = -1;
-    char *buf = NULL;
-    size_t len = 0, cap = 0, i;
-    double deadline;
-    FILE *f = NULL;
+    struct subproc_result res;
+    int infd, rc;
+    FILE *f;
 
     *out = NULL;
     *outlen = 0;
@@ -323,107 +289,34 @@ static int sym_run_addr2line(const char *module, const unsigned long long *addrs
 
     infd = mkstemp(tmpl);
     if (infd < 0)
-        goto out;
+        return -1;
     unlink(tmpl);
     f = fdopen(dup(infd), "w");
-    if (!f)
-        goto out;
-    for (i = 0; i < n; i++)
-        fprintf(f, "0x%llx\n", addrs[i]);
-    if (fclose(f) != 0) {
-        f = NULL;
-        goto out;
-    }
-    f = NULL;
-    if (lseek(infd, 0, SEEK_SET) != 0 || pipe2(pipefd, O_CLOEXEC) != 0)
-        goto out;
-    env = sym_child_env();
-    if (!env || posix_spawn_file_actions_init(&fa) != 0)
-        goto out;
-    fa_ok = 1;
-    if (posix_spawn_file_actions_adddup2(&fa, infd, 0) || posix_spawn_file_actions_adddup2(&fa, pipefd[1], 1) ||
-        posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0))
-        goto out;
-    if (posix_spawnp(&pid, prog, &fa, NULL, argv, env) != 0) {
-        pid = -1;
-        rc = -2;
-        goto out;
-    }
-    close(pipefd[1]);
-    pipefd[1] = -1;
-
-    deadline = sym_now() + SYMBOLIZE_TIMEOUT_S;
-    for (;;) {
-        struct pollfd pfd = {pipefd[0], POLLIN, 0};
-        double left = deadline - sym_now();
-        ssize_t got;
-        int pr;
-        if (left <= 0)
-            goto out;  /* the kill below ends it */
-        pr = poll(&pfd, 1, (int)(left * 1000) + 1);
-        if (pr < 0 && errno == EINTR)
-            continue;
-        if (pr <= 0)
-            continue;
-        if (cap - len < 4096) {
-            char *nb;
-            cap = cap ? cap * 2 : 65536;
-            if (cap > SYM_MAX_OUTPUT)
-                goto out;
-            nb = realloc(buf, cap);
-            if (!nb)
-                goto out;
-            buf = nb;
-        }
-        got = read(pipefd[0], buf + len, cap - len - 1);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got < 0)
-            goto out;
-        if (got == 0)
-            break;
-        len += (size_t)got;
-    }
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
-    pid = -1;
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        /* a program that is there but cannot even start (exec failure in the spawned child) exits 127 */
-        rc = WIFEXITED(status) && WEXITSTATUS(status) == 127 ? -2 : -1;
-        goto out;
-    }
-    if (!buf) {
-        buf = malloc(1);
-        if (!buf)
-            goto out;
-    }
-    buf[len] = '\0';
-    *out = buf;
-    *outlen = len;
-    buf = NULL;
-    rc = 0;
-out:
-    if (pid > 0) {
-        kill(pid, SIGKILL);
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-            ;
-    }
-    if (fa_ok)
-        posix_spawn_file_actions_destroy(&fa);
-    if (f)
-        fclose(f);
-    if (infd >= 0)
+    if (!f) {
         close(infd);
-    if (pipefd[0] >= 0)
-        close(pipefd[0]);
-    if (pipefd[1] >= 0)
-        close(pipefd[1]);
-    free(env);
-    free(buf);
-    return rc;
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++)
+        fprintf(f, "0x%llx\n", addrs[i]);
+    if (fclose(f) != 0 || lseek(infd, 0, SEEK_SET) != 0) {
+        close(infd);
+        return -1;
+    }
+    struct subproc_opts o = {infd, 0, NULL, SYMBOLIZE_TIMEOUT_S, SYM_MAX_OUTPUT};
+    rc = subproc_capture(argv, &o, &res);
+    close(infd);
+    if (rc != 0)
+        return rc;
+    if (res.timed_out || res.truncated || !res.exited || res.status != 0) {
+        free(res.out);
+        /* a program that is there but cannot even start (exec failure in the spawned child) exits 127 */
+        return res.exited && res.status == 127 ? -2 : -1;
+    }
+    *out = res.out;
+    *outlen = res.len;
+    return 0;
 }
 
-/* An address line of `addr2line -a`: "0x" and hex digits only. */
 static int sym_addr_line(const char *s, unsigned long long *v)
 {
     return sym_parse_hex(s, v) == 0 && strspn(s + 2, "0123456789abcdefABCDEF") == strlen(s + 2);

@@ -1467,6 +1467,13 @@ def _(b):
     check_error(rep, 710, "cuStreamSynchronize")
     expect_exact(rep, kernel=LOSS, seq=8, stream_kind="created")
     expect_frame(rep["culprit"].get("stack"), DEMO_SRC, line, "culprit stack")
+    # Without addr2line the verdict still comes, its frames as module+offset, and culprit says why once.
+    env["CULPRIT_ADDR2LINE"] = "culprit-no-such-addr2line"
+    res = _execute(b, [b.cli, "demo", "--sim"], env, b.newdir("demo"))
+    text = res.out_text + res.err_text
+    check(res.rc > 0 and "softmax_loss" in text, "no verdict without addr2line\n" + res.describe())
+    check(text.count("addr2line could not be run") == 1 and "demo_sim.c:%d" % line not in text,
+          "without addr2line: one note, and no file:line\n" + res.describe())
 
 
 @case("demo_sim_preload")
