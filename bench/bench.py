@@ -26,6 +26,7 @@ way of marking a kernel's completion, whether the driver accepts it, whether it 
 can be read after a fault, and its GPU cost between short kernels; NAMES limits it to those marks."""
 import argparse
 import datetime
+import hashlib
 import os
 import shutil
 import signal
@@ -245,6 +246,24 @@ def gpu_line():
         return "unknown GPU"
 
 
+def build_line(build):
+    """Which build was measured: the library's SHA-256 (its first 12 hex digits) and the tool's version line."""
+    lib = os.path.join(build, "lib", "libculprit.so")
+    try:
+        with open(lib, "rb") as f:
+            text = "libculprit.so sha256 %s" % hashlib.sha256(f.read()).hexdigest()[:12]
+    except OSError:
+        text = "no libculprit.so in %s" % build
+    try:
+        out = subprocess.run([os.path.join(build, "bin", "culprit"), "version"], stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, text=True, timeout=30).stdout.strip()
+        if out:
+            text += " (%s)" % out.splitlines()[0]
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    return text
+
+
 def ratio_text(med, bmed, better):
     if not bmed:
         return ""
@@ -379,10 +398,10 @@ def main():
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         shutil.rmtree(tmp, ignore_errors=True)
 
-    print("culprit benchmark, %s, %s, %d interleaved reps, %g s measured after %g s of warm-up, median (min-max), "
-          "ratio = speed relative to no tool"
-          % (datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), gpu_line(), reps_done,
-             a.seconds, a.warmup))
+    print("culprit benchmark, %s, %s, build: %s, %d interleaved reps, %g s measured after %g s of warm-up, "
+          "median (min-max), ratio = speed relative to no tool"
+          % (datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), gpu_line(),
+             build_line(build), reps_done, a.seconds, a.warmup))
     print()
     print("| workload | config | median | min-max | unit | ratio to no tool | paired ratio (min-max) |")
     print("|---|---|---|---|---|---|---|")

@@ -137,6 +137,8 @@ def test_table_from_three_repetitions(tmp_path):
     out, err = p.communicate(timeout=120)
     assert p.returncode == 1, err  # blocking's reports are failures
     assert "3 interleaved reps" in out
+    # the header names the build measured: the library's SHA-256 (here of an empty file)
+    assert "build: libculprit.so sha256 e3b0c44298fc, 3 interleaved reps" in out
     r = rows(out)
     assert r[("launch_loop", "none")][2:6] == ["4", "3-5", "us/launch", "1.000 (+0.00 us)"]
     assert r[("launch_loop", "CUDA_LAUNCH_BLOCKING=1")][2:6] == ["8", "8-8", "us/launch", "0.500 (+4.00 us)"]
