@@ -1,6 +1,6 @@
 /* The program's sigaction() and signal(), exported so that a handler installed after culprit's (Python's signal
  * module, torch, NCCL, the program itself) is kept as the one culprit's handler chains to rather than replacing
- * it (core/signals.c). For every other signal, and before culprit installed any handler, the call goes straight
+ * it (aftermath/signals.c). For every other signal, and before culprit installed any handler, the call goes straight
  * to libc's. Nothing here decides anything. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -8,7 +8,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 
-#include "../core/signals.h"
+#include "../aftermath/signals.h"
 
 #define CP_EXPORT __attribute__((visibility("default")))
 

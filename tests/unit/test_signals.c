@@ -1,10 +1,10 @@
-/* Unit test: culprit's signal handlers in front of the program's (core/signals.c), with the hang watcher's
+/* Unit test: culprit's signal handlers in front of the program's (aftermath/signals.c), with the hang watcher's
  * request stubbed. The program's handler is chained to (plain and SA_SIGINFO), its previous one is what it is
  * shown, SIG_IGN goes to the kernel, SA_RESETHAND is one-shot, the report signal's default carries on, a stop
  * signal's default still kills with that signal, and a handler installed before culprit's keeps running. */
 #define _GNU_SOURCE
 #include "../../src/core/config.h"
-#include "../../src/core/signals.h"
+#include "../../src/aftermath/signals.h"
 #include "check.h"
 
 #include <errno.h>

@@ -1,9 +1,9 @@
-/* Unit test: the rule for a stream's suspects (core/suspects.c), shared by the fault verdict and the hang report:
+/* Unit test: the rule for a stream's suspects (aftermath/suspects.c), shared by the fault verdict and the hang report:
  * the launches after the last one known complete, up to the first whose breadcrumb was queued; everything after
  * it without breadcrumbs; other streams', captured and refused launches skipped; a lost first record lost. */
 #include "../../src/core/crumb.h"
 #include "../../src/core/ring.h"
-#include "../../src/core/suspects.h"
+#include "../../src/aftermath/suspects.h"
 #include "check.h"
 
 #include <string.h>

@@ -2,8 +2,8 @@
  * entry; no allocation, no locks. */
 #include "suspects.h"
 
-#include "crumb.h"
-#include "ring.h"
+#include "../core/crumb.h"
+#include "../core/ring.h"
 
 #include <stdatomic.h>
 

@@ -6,11 +6,11 @@
 #define _GNU_SOURCE
 #include "rank.h"
 
-#include "config.h"
-#include "crumb.h"
+#include "../core/config.h"
+#include "../core/crumb.h"
 #include "emit.h"
-#include "launcher.h"
-#include "ring.h"
+#include "../core/launcher.h"
+#include "../core/ring.h"
 #include "../report/jsonw.h"
 #include "../stack/stack.h"
 

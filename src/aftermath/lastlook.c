@@ -6,10 +6,10 @@
 #define _GNU_SOURCE
 #include "lastlook.h"
 
-#include "clock.h"
-#include "crumb.h"
-#include "driver.h"
-#include "ring.h"
+#include "../core/clock.h"
+#include "../core/crumb.h"
+#include "../core/driver.h"
+#include "../core/ring.h"
 
 #include <stdint.h>
 #include <sys/syscall.h>

@@ -11,7 +11,7 @@
 #define _GNU_SOURCE
 #include "signals.h"
 
-#include "config.h"
+#include "../core/config.h"
 #include "hang.h"
 
 #include <errno.h>
