@@ -9,7 +9,7 @@
 #include "../core/crumb.h"
 #include "../core/graphs.h"
 #include "../core/names.h"
-#include "../core/ops.h"
+#include "emit_ops.h"
 #include "rank.h"
 #include "../core/ring.h"
 #include "../core/ticks.h"
@@ -198,7 +198,7 @@ void emit_launch(struct jw *w, const struct cp_rec *r) {
   }
   jw_key(w, "stack");
   emit_frames(w, r->frames, nframes);
-  ops_emit_for(w, emit_rseq(r), r->tid);
+  emit_ops_for(w, emit_rseq(r), r->tid);
   if (r->kind == CP_KIND_GRAPH) emit_graph_nodes(w, r);
   jw_obj_end(w);
 }

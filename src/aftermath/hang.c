@@ -14,6 +14,8 @@
 #define _GNU_SOURCE
 #include "hang.h"
 
+#include "fault.h"
+
 #include "../core/clock.h"
 #include "../core/config.h"
 #include "../core/core.h"
@@ -54,7 +56,7 @@
 #define MAX_PY_THREADS 64         /* Python threads looked at */
 #define CU_NOT_READY 600          /* CUDA_ERROR_NOT_READY: the stream is still busy */
 
-_Atomic int hang_started;
+static _Atomic int hang_started;        /* hang_start ran in this process (a forked child starts at 0 again) */
 static const struct cp_config *g_cfg;         /* the process's configuration (core's, lives forever) */
 static _Atomic int g_wfd = -1;                /* write end of the watcher's pipe; -1 while there is no watcher */
 static int g_rfd = -1;                        /* read end, the watcher's */
@@ -81,12 +83,12 @@ void hang_request(int sig, int sender_pid, int stop, const void *uc) {
   if (fd < 0) return;
   if ((int)syscall(SYS_gettid) == atomic_load_explicit(&g_watcher_tid, memory_order_relaxed)) return;
   uint64_t until = cp_mono_ns() + FAULT_WAIT_MS * 1000000ull;
-  if (cp_fault_report_state() == 1) {
+  if (fault_state() == 1) {
     /* the fault report is the one that counts: it must not be cut short, and no hang report follows it */
-    while (cp_fault_report_state() == 1 && cp_mono_ns() < until) nap_ms(5);
+    while (fault_state() == 1 && cp_mono_ns() < until) nap_ms(5);
     return;
   }
-  if (cp_fault_report_state() == 2) return;
+  if (fault_state() == 2) return;
   until = cp_mono_ns() + HANDLER_WAIT_MS * 1000000ull;
   if (stop) {
     int expect = 0;
@@ -553,7 +555,7 @@ static void hang_write(int sig, int sender, uint64_t stalled_ms, uint64_t now) {
   char path[CFG_DIR_MAX + 160], name[32];
 
   /* a fault report is the one that counts; none is written beside it (hang_request waited for it) */
-  if (cp_fault_report_state() != 0) return;
+  if (fault_state() != 0) return;
   struct taken_threads tt;
   take_threads(&tt);
   cp_view(&v);
@@ -622,10 +624,10 @@ static void hang_write(int sig, int sender, uint64_t stalled_ms, uint64_t now) {
 
   int rc = -1;
   /* a fault report that began meanwhile wins: this one is dropped rather than written beside it */
-  if (!w.err && cp_fault_report_state() == 0)
+  if (!w.err && fault_state() == 0)
     rc = emit_write_file(g_cfg->dir, "-hang", w.buf, w.len, path, sizeof path);
   if (rc == 0) atomic_fetch_add_explicit(&g_written, 1, memory_order_relaxed);
-  if (!w.err && (rc == 0 || cp_fault_report_state() == 0)) {
+  if (!w.err && (rc == 0 || fault_state() == 0)) {
     int err = errno;
     struct render_opts ro = {.brief = g_cfg->quiet, .path = rc ? NULL : path};
     char *text = render_text_opts(w.buf, w.len, &ro, NULL, 0);
@@ -687,7 +689,7 @@ static void *watch(void *arg) {
       continue;
     }
     if (timeout_ns && pending && !stall_reported && now - last_progress >= timeout_ns &&
-        cp_fault_report_state() == 0 && confirm_pending(&g_follow, v.after_seq) == 1) {
+        fault_state() == 0 && confirm_pending(&g_follow, v.after_seq) == 1) {
       hang_write(0, 0, stalled_ms, now);
       stall_reported = 1;                     /* the next one waits for progress and another stall */
     }
@@ -745,5 +747,5 @@ void hang_start(const struct cp_config *cfg) {
     }
   }
   /* the handlers come after the watcher: one that runs now finds someone to ask */
-  signals_install(cfg);
+  signals_install(cfg, hang_request);
 }

@@ -4,22 +4,12 @@
 #ifndef CULPRIT_HANG_H
 #define CULPRIT_HANG_H
 
-#include <stdatomic.h>
-
 struct cp_config;
 
-/* Non-zero once hang_start ran in this process (a forked child starts at 0 again). */
-extern _Atomic int hang_started;
-
-/* Installs the signal handlers and starts the watcher, once per process; cfg must live as long as the process.
- * No thread is started when there is nothing to watch (no signals and no timeout). */
+/* At the process's first recorded launch: installs the signal handlers and starts the watcher, once per process;
+ * cfg must live as long as the process. No thread is started when there is nothing to watch (no signals and no
+ * timeout). */
 void hang_start(const struct cp_config *cfg);
-
-/* Called for every recorded launch: the first one starts the watcher. */
-static inline void hang_at_launch(const struct cp_config *cfg) {
-  /* relaxed: a launch racing the first one only calls hang_start, which starts once */
-  if (__builtin_expect(!atomic_load_explicit(&hang_started, memory_order_relaxed), 0)) hang_start(cfg);
-}
 
 /* From culprit's signal handler, async-signal-safe: asks the watcher for a report of signal sig (sent by
  * sender_pid, 0 if unknown) and waits for it, a few seconds at most. uc is the handler's context (where the

@@ -1,5 +1,6 @@
 /* culprit's handlers in front of the program's for the stop signals and the report signal (signals.h). The
- * handler asks the hang watcher for a report and waits for it, bounded (hang_request), then does what the program
+ * handler asks for a report and waits for it, bounded (the hang watcher's hang_request, given at install), then
+ * does what the program
  * would have had done without culprit: calls its handler (as SA_SIGINFO or not), or for SIG_DFL restores the
  * default and raises the signal again, so the process dies of the same signal; the report signal's default
  * (usually death) becomes "report and carry on".
@@ -12,7 +13,6 @@
 #include "signals.h"
 
 #include "../core/config.h"
-#include "hang.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -36,6 +36,7 @@ struct sig_state {
 
 static struct sig_state g_sig[NSIGS];
 static _Atomic int g_installed;   /* signals_install ran in this process or an ancestor */
+static signals_ask_fn g_ask;      /* asks for the report; set before any handler is installed */
 signals_sigaction_fn signals_real_sigaction;
 
 static int is_dfl(const struct sigaction *a) { return a->sa_handler == SIG_DFL; }
@@ -68,10 +69,11 @@ static unsigned publish(struct sig_state *st, const struct sigaction *a) {
   return atomic_exchange_explicit(&st->cur, k, memory_order_acq_rel) % COPIES;
 }
 
-int signals_install(const struct cp_config *cfg) {
+int signals_install(const struct cp_config *cfg, signals_ask_fn ask) {
   int sigs[6], stops[6], n = 0;
   if (!signals_real_sigaction) return -1;
   if (atomic_exchange_explicit(&g_installed, 1, memory_order_relaxed)) return 0;
+  g_ask = ask;                              /* the handlers installed below are what publishes it (sigaction) */
   if (cfg->hang_signals) {
     static const int stop_sigs[] = {SIGTERM, SIGINT, SIGQUIT, SIGABRT};
     for (int i = 0; i < 4; i++) sigs[n] = stop_sigs[i], stops[n++] = 1;
@@ -148,7 +150,7 @@ static void on_signal(int sig, siginfo_t *si, void *uc) {
   int stop = atomic_load_explicit(&st->stop, memory_order_relaxed);
   /* kill, sigqueue and tgkill say who sent it (si_code <= 0); the kernel's own signals do not */
   int sender = si && si->si_code <= 0 ? (int)si->si_pid : 0;
-  hang_request(sig, sender, stop, uc);
+  if (g_ask) g_ask(sig, sender, stop, uc);
   if (prog.sa_flags & SA_RESETHAND) {
     /* the kernel put SIG_DFL back as it delivered this one; say so to the program's next sigaction */
     struct sigaction dfl;

@@ -11,7 +11,7 @@
 #include "../core/driver.h"
 #include "emit.h"
 #include "../core/names.h"
-#include "../core/ops.h"
+#include "emit_ops.h"
 #include "../core/ring.h"
 #include "suspects.h"
 #include "../report/demangle.h"
@@ -306,7 +306,7 @@ int verdict_emit(const struct verdict_input *in, char *path, unsigned pathlen) {
   }
   jw_arr_end(&w);
 
-  ops_emit_diagnosis(&w);
+  emit_ops_diagnosis(&w);
   emit_stats(&w, in->launches, s.n);
   jw_obj_end(&w);
 

@@ -1,6 +1,7 @@
 /* Core of the library: configuration at start, the launch path (record, breadcrumb, blocking sync), sticky
  * error detection, the scoped mode stack behind include/culprit.h, fork and exit handling. No CUDA headers:
- * driver calls go through cp_drv, filled by intercept with the real entry points. */
+ * driver calls go through cp_drv, filled by intercept with the real entry points; what happens after an error, at
+ * a hang or at exit is the floor above's, reached through cp_upcalls (upcalls.h). */
 #define _GNU_SOURCE
 #include "core.h"
 
@@ -9,15 +10,13 @@
 #include "crumb.h"
 #include "graphs.h"
 #include "driver.h"
-#include "../aftermath/hang.h"
-#include "../aftermath/lastlook.h"
+#include "launcher.h"
+#include "modes.h"
 #include "names.h"
-#include "../aftermath/rank.h"
 #include "ring.h"
 #include "ticks.h"
-#include "../aftermath/verdict.h"
+#include "upcalls.h"
 #include "../report/demangle.h"
-#include "../../include/culprit.h"
 #include "../stack/pystack.h"
 #include "../stack/pywait.h"
 #include "../stack/stack.h"
@@ -33,28 +32,17 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CP_EXPORT __attribute__((visibility("default")))
-#define MODE_FRAMES 256                       /* snapshots cycled by push/pop */
-#define MODE_DEPTH 64                         /* deepest nesting of push */
 
 struct cp_driver cp_drv;
 int cp_state;
-
-struct mode_frame {
-  uint64_t gen;                               /* unique per push: keys the kernel filter's cached answers */
-  int mode;                                   /* enum cp_mode */
-  char kernels[CFG_PATTERN_MAX];              /* blocking filter */
-  uint64_t lo, hi;                            /* blocking launch window */
-};
 
 static struct cp_config g_cfg;                /* as read at start */
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static _Atomic uint64_t g_seq;                /* last launch number handed out */
 static _Atomic uint64_t g_fork_seq;           /* launches up to this belong to the parent (after fork) */
 static _Atomic int g_captures;                /* stream captures in progress */
-static _Atomic int g_report;                  /* 0 none, 1 being written, 2 written */
-static _Atomic int g_exit_armed;              /* the last look at exit is registered (arm_exit) */
-static char g_report_path[CFG_DIR_MAX + 64];  /* last report written */
+static _Atomic int g_launched;                /* this process made its first recorded launch (first_launch) */
+static _Atomic int g_exit_armed;              /* the at-exit upcall is registered (arm_exit) */
 /* CULPRIT_STATS's times (g_t_*) are in ticks (ticks.h), made nanoseconds when printed */
 static _Atomic uint64_t g_t_in_culprit;      /* CULPRIT_STATS: time spent in the launch path */
 static _Atomic uint64_t g_t_native;          /* CULPRIT_STATS: of which in native stack capture */
@@ -69,14 +57,6 @@ static struct stack_cache_counts g_sc_base;   /* CULPRIT_STATS: the chain caches
 static _Atomic uint64_t g_blocking_syncs;     /* synchronizations blocking mode made */
 static _Atomic uint64_t g_stacks_later;       /* blocking-mode launches kept without stacks: their sync succeeded */
 static pthread_key_t g_thread_key;            /* releases a thread's ring at exit */
-
-static pthread_mutex_t g_mode_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct mode_frame g_frames[MODE_FRAMES]; /* cycled; a frame is reused only MODE_FRAMES pushes later */
-static unsigned g_frame_next;                 /* next frame to fill, under g_mode_lock */
-static struct mode_frame *g_stack[MODE_DEPTH + 1]; /* g_stack[0] is the configured mode */
-static int g_depth;                           /* under g_mode_lock */
-static uint64_t g_frame_gen;                  /* generations handed to frames, under g_mode_lock */
-static _Atomic(struct mode_frame *) g_mode;   /* in force; read on every launch */
 
 /* Blocking mode runs matching launches one at a time across threads, so that a synchronize that reports the
  * error names the launch it followed and not a kernel another thread had in flight. The lock is only ever
@@ -169,17 +149,19 @@ static void after_fork_child(void) {
   atomic_store(&g_untracked_n, 0);
   atomic_store(&g_untracked_loose, 0);
   atomic_store(&g_untracked_done, 0);
-  atomic_store(&g_report, 0);
-  g_report_path[0] = '\0';
-  pthread_mutex_init(&g_mode_lock, NULL);
+  atomic_store(&g_launched, 0);
+  mode_after_fork();
   pthread_mutex_init(&g_blocking_lock, NULL);
 }
 
 static const char *env_get(const char *name) { return getenv(name); }
 
-static void report(int code, const char *api, uint64_t exact_seq);
-static void last_look_at_exit(void);
-static void arm_exit(void);
+static void first_launch(void);
+
+/* A sticky error surfaced: the floor above writes the report (once per process). */
+static void report(int code, const char *api, uint64_t exact_seq) {
+  if (cp_upcalls.sticky) cp_upcalls.sticky(code, api, exact_seq);
+}
 
 static void init_once(void) {
   char err[300];
@@ -205,24 +187,20 @@ static void init_once(void) {
   }
   const char *ring_env = getenv("CULPRIT_RING");
   ring_configure(g_cfg.ring, g_cfg.stack_depth, ring_env && *ring_env);
-  rank_init(&g_cfg);
   /* A rerun of a job (culprit run --rerun) gives each rank its own blocking window; a rank it names none has
    * no launch in its window. */
-  if (g_cfg.rank_launches[0] &&
-      cfg_rank_window(g_cfg.rank_launches, rank_of_process(), &g_cfg.launch_lo, &g_cfg.launch_hi) != 1)
-    g_cfg.launch_lo = g_cfg.launch_hi = UINT64_MAX;
-  struct mode_frame *f = &g_frames[g_frame_next++];
-  f->gen = ++g_frame_gen;
-  f->mode = g_cfg.mode;
-  snprintf(f->kernels, sizeof f->kernels, "%s", g_cfg.kernels);
-  f->lo = g_cfg.launch_lo;
-  f->hi = g_cfg.launch_hi;
-  g_stack[0] = f;
-  atomic_store_explicit(&g_mode, f, memory_order_release);
+  if (g_cfg.rank_launches[0]) {
+    struct launcher_info li;
+    long long rank = launcher_parse(&li, env_get) ? li.rank : -1;
+    if (cfg_rank_window(g_cfg.rank_launches, rank, &g_cfg.launch_lo, &g_cfg.launch_hi) != 1)
+      g_cfg.launch_lo = g_cfg.launch_hi = UINT64_MAX;
+  }
+  mode_init(&g_cfg);
   stack_init();                              /* the dlopen of libunwind happens here, not inside a launch */
   if (g_cfg.stats) pystack_wait_counting(1);
   pthread_key_create(&g_thread_key, thread_gone);
   pthread_atfork(NULL, NULL, after_fork_child);
+  if (cp_upcalls.started) cp_upcalls.started(&g_cfg);
   __atomic_store_n(&cp_state, 1, __ATOMIC_RELEASE);
 }
 
@@ -310,7 +288,7 @@ static void take_stacks(struct cp_launch_ctx *lc, struct cp_rec *rec, int at_fai
 }
 
 int cp_launch_begin(struct cp_launch_ctx *lc, const struct cp_launch_desc *d) {
-  struct mode_frame *m = atomic_load_explicit(&g_mode, memory_order_acquire);
+  struct mode_frame *m = mode_now();
   if (!m || m->mode == CP_MODE_OFF) {
     note_untracked(m ? d : NULL);
     return 0;
@@ -442,7 +420,7 @@ int cp_launch_end(struct cp_launch_ctx *lc, int rc) {
     uint64_t dslot = graph_capture_slot(lc->d->stream);
     if (dslot && crumb_write_to(lc->d->stream, lc->d->ptds, dslot, seq)) rec->flags |= CP_REC_CRUMB_FAILED;
   }
-  struct mode_frame *m = atomic_load_explicit(&g_mode, memory_order_acquire);
+  struct mode_frame *m = mode_now();
   /* blocking mode synchronizes after this launch: that is its completion bound, so no breadcrumb is queued (it
    * would make the GPU drain the stream once more for nothing). A launch that synchronizes without the lock (it
    * gave up waiting: another thread's synchronize held it past the bound on a slow or shared GPU) gets one all
@@ -468,8 +446,7 @@ int cp_launch_end(struct cp_launch_ctx *lc, int rc) {
       rec->flags |= CP_REC_RACY;
   }
   ring_publish(lc->ring, rec, seq);
-  hang_at_launch(&g_cfg);                     /* the first recorded launch starts the hang watcher */
-  if (__builtin_expect(!atomic_load_explicit(&g_exit_armed, memory_order_relaxed), 0)) arm_exit();
+  if (__builtin_expect(!atomic_load_explicit(&g_launched, memory_order_relaxed), 0)) first_launch();
 
   if (sync_after) {
     int src = lc->d->ptds && cp_drv.stream_sync_ptsz ? cp_drv.stream_sync_ptsz(lc->d->stream)
@@ -545,43 +522,38 @@ void cp_event_completed(void *event) {
   if (cp_active()) crumb_event_completed(event);
 }
 
-/* The last look (lastlook.c). The program may meet a sticky error in a call culprit does not wrap (the CUDA
- * runtime checks the context inside cudaMemcpyAsync, say, and cuBLAS inside its own calls) and fail without
- * culprit ever seeing it, or return from main before its faulting kernel even ran. The error stays until the
- * context goes away, so before that (ctx, or a device's primary context), and when the process exits (every
- * context), the contexts are asked, waiting up to CULPRIT_EXIT_WAIT for unfinished work. Nothing is asked of
- * the driver by a process that launched nothing (a forked child, whose inherited CUDA state must not be
- * touched), after a report, or while a capture is under way (a query would break it). */
-static void last_look(void *ctx, int device, const char *api) {
-  if (cp_state <= 0 || atomic_load(&g_report) != 0) return;
-  uint64_t after = atomic_load(&g_fork_seq);
-  if (atomic_load(&g_seq) == after) return;
-  if (atomic_load_explicit(&g_captures, memory_order_relaxed)) return;
-  int rc = lastlook_find(ctx, device, after, g_cfg.exit_wait_ms);
-  if (rc) report(rc, api, 0);
-}
-
-/* The last look at exit is registered at the first recorded launch, not when the library starts: an atexit
- * handler of a preloaded library registered from its constructor runs from the library's own finalizer, after
- * the destructors of every library loaded later (the driver that PyTorch opens, cudart's), so the driver would
+/* At exit, the floor above looks for an error one last time (the driver is still there) and leaves its exit
+ * record. The handler is registered at the first recorded launch, not when the library starts: an atexit handler
+ * of a preloaded library registered from its constructor runs from the library's own finalizer, after the
+ * destructors of every library loaded later (the driver that PyTorch opens, cudart's), so the driver would
  * already be gone. Registered once the program runs, it runs among the program's exit handlers, before the
  * libraries' destructors. A forked child inherits the registration. */
+static void at_exit(void) {
+  if (cp_upcalls.at_exit) cp_upcalls.at_exit();
+}
+
 static void arm_exit(void) {
   int expect = 0;
   /* relaxed: the flag only keeps the registration to one; atexit itself is thread-safe */
   if (atomic_compare_exchange_strong_explicit(&g_exit_armed, &expect, 1, memory_order_relaxed,
                                               memory_order_relaxed))
-    atexit(last_look_at_exit);
+    atexit(at_exit);
 }
 
-static void last_look_at_exit(void) {
-  last_look(NULL, -1, "exit");
-  rank_at_exit(atomic_load(&g_report), atomic_load(&g_seq) - atomic_load(&g_fork_seq));
+/* The process's first recorded launch (a forked child's too): the exit handler, and the floor above's (the hang
+ * watcher). A launch racing the first one goes on without waiting for it. */
+static void first_launch(void) {
+  int expect = 0;
+  if (!atomic_compare_exchange_strong_explicit(&g_launched, &expect, 1, memory_order_relaxed,
+                                               memory_order_relaxed))
+    return;
+  arm_exit();
+  if (cp_upcalls.first_launch) cp_upcalls.first_launch(&g_cfg);
 }
 
 void cp_ctx_going(void *ctx, int device, const char *api) {
   if (!cp_active()) return;
-  last_look(ctx, ctx ? -1 : device, api);
+  if (cp_upcalls.ctx_going) cp_upcalls.ctx_going(ctx, device, api);
   crumb_ctx_gone(ctx, device);
   graph_forget_slots();
 }
@@ -604,7 +576,7 @@ void cp_stream_destroying(void *stream) {
  * writes 0 into it and each captured kernel is followed by a node writing its launch number, so after a fault
  * inside a replay the slot names the last node that completed. */
 static int crumbs_everywhere(void) {
-  struct mode_frame *m = atomic_load_explicit(&g_mode, memory_order_acquire);
+  struct mode_frame *m = mode_now();
   return m && (m->mode == CP_MODE_PRECISE || m->mode == CP_MODE_BLOCKING);
 }
 
@@ -639,43 +611,6 @@ void cp_capture_ended(void *stream, void *graph) {
 }
 
 void cp_module_unloaded(void) { names_forget_all(); }
-
-/* Once per process. Threads that hit the error while the report is being written wait for it (bounded), so
- * none of them can return the error, let the program exit, and cut the report short. */
-static void report(int code, const char *api, uint64_t exact_seq) {
-  int expect = 0;
-  if (!atomic_compare_exchange_strong(&g_report, &expect, 1)) {
-    for (int i = 0; i < 2000 && atomic_load(&g_report) == 1; i++) {
-      struct timespec ts = {0, 5 * 1000 * 1000};
-      nanosleep(&ts, NULL);
-    }
-    return;
-  }
-  void *frames[64];
-  struct pystack_ref py[PYSTACK_MAX];
-  int npy = pystack_capture(py, PYSTACK_MAX);
-  struct mode_frame *m = atomic_load(&g_mode);
-  struct verdict_input in = {
-      .code = code,
-      .api = api,
-      .exact_seq = exact_seq,
-      .after_seq = atomic_load(&g_fork_seq),
-      .tid = my_tid(),
-      .time_ns = cp_mono_ns(),
-      .time_unix_ns = cp_wall_ns(),
-      .frames = frames,
-      .nframes = stack_capture(frames, g_cfg.stack_depth > 0 ? g_cfg.stack_depth : 24),
-      .py = py,
-      .npy = npy,
-      .cfg = &g_cfg,
-      .mode = m ? m->mode : g_cfg.mode,
-      .launches = atomic_load(&g_seq) - atomic_load(&g_fork_seq),
-      .launch_blocking = g_launch_blocking,
-      .untracked_pending = untracked_pending(),
-  };
-  verdict_emit(&in, g_report_path, sizeof g_report_path);
-  atomic_store(&g_report, 2);
-}
 
 __attribute__((destructor)) static void cp_dtor(void) {
   if (cp_state <= 0 || !g_cfg.stats) return;
@@ -725,92 +660,15 @@ __attribute__((destructor)) static void cp_dtor(void) {
   say(msg);
 }
 
-/* ---- public API (include/culprit.h reaches these through dlsym, so a program runs without the library) ---- */
-
-CP_EXPORT int culprit_api_push(int mode, const char *kernels, unsigned long long first, unsigned long long last) {
-  if (!cp_active()) return -4;
-  if (mode < CP_MODE_RECORD || mode > CP_MODE_PRECISE || first == 0 || first > last) return -2;
-  if (kernels && strlen(kernels) >= CFG_PATTERN_MAX) return -2;
-  pthread_mutex_lock(&g_mode_lock);
-  if (g_depth == MODE_DEPTH) {
-    pthread_mutex_unlock(&g_mode_lock);
-    return -3;
-  }
-  /* Take the next frame that is not on the stack (at most MODE_DEPTH + 1 of the MODE_FRAMES are): a frame is
-   * only reused once no launch can still be reading it through g_mode, and never while it is pushed. */
-  struct mode_frame *f;
-  for (;;) {
-    int used = 0;
-    f = &g_frames[g_frame_next++ % MODE_FRAMES];
-    for (int i = 0; i <= g_depth && !used; i++) used = g_stack[i] == f;
-    if (!used) break;
-  }
-  f->gen = ++g_frame_gen;
-  f->mode = mode;
-  snprintf(f->kernels, sizeof f->kernels, "%s", kernels && *kernels ? kernels : "*");
-  f->lo = first;
-  f->hi = last;
-  g_stack[++g_depth] = f;
-  /* release: the frame's fields are visible to launches that acquire the pointer. */
-  atomic_store_explicit(&g_mode, f, memory_order_release);
-  pthread_mutex_unlock(&g_mode_lock);
-  return 0;
-}
-
-CP_EXPORT int culprit_api_pop(void) {
-  if (!cp_active()) return -4;
-  pthread_mutex_lock(&g_mode_lock);
-  if (g_depth == 0) {
-    pthread_mutex_unlock(&g_mode_lock);
-    return -3;
-  }
-  g_depth--;
-  atomic_store_explicit(&g_mode, g_stack[g_depth], memory_order_release);
-  pthread_mutex_unlock(&g_mode_lock);
-  return 0;
-}
-
-CP_EXPORT int culprit_api_mode(void) {
-  if (!cp_active()) return -4;
-  struct mode_frame *m = atomic_load_explicit(&g_mode, memory_order_acquire);
-  return m ? m->mode : -4;
-}
-
-CP_EXPORT int culprit_api_depth(void) {
-  if (!cp_active()) return -4;
-  pthread_mutex_lock(&g_mode_lock);
-  int d = g_depth;
-  pthread_mutex_unlock(&g_mode_lock);
-  return d;
-}
-
-CP_EXPORT const char *culprit_api_last_report(void) {
-  return atomic_load(&g_report) == 2 && g_report_path[0] ? g_report_path : NULL;
-}
-
-/* ---- for the hang watcher (hang.c) ---- */
+/* ---- what the floor above reads of core (upcalls.h) ---- */
 
 void cp_view(struct cp_view *v) {
-  struct mode_frame *m = atomic_load_explicit(&g_mode, memory_order_acquire);
+  struct mode_frame *m = mode_now();
   v->seq = atomic_load_explicit(&g_seq, memory_order_relaxed);
   v->after_seq = atomic_load_explicit(&g_fork_seq, memory_order_relaxed);
   v->mode = m ? m->mode : g_cfg.mode;
   v->captures = atomic_load_explicit(&g_captures, memory_order_relaxed);
+  v->launch_blocking = g_launch_blocking;
 }
 
 int cp_untracked_pending(void) { return untracked_pending(); }
-
-int cp_fault_report_state(void) { return atomic_load_explicit(&g_report, memory_order_acquire); }
-
-CP_EXPORT int culprit_api_version(void) { return CULPRIT_API_VERSION; }
-
-/* Stream captures under way in the process: while one is, a synchronizing call from any thread may break it
- * (global capture mode), so the Python diagnosis reads no tensor then. */
-CP_EXPORT int culprit_api_captures(void) {
-  if (!cp_active()) return -4;
-  return atomic_load_explicit(&g_captures, memory_order_relaxed);
-}
-
-CP_EXPORT unsigned long long culprit_api_launches(void) {
-  return (unsigned long long)(atomic_load(&g_seq) - atomic_load(&g_fork_seq));
-}

@@ -5,6 +5,8 @@
 
 #include <stdint.h>
 
+#include "driver.h"
+
 struct cp_rec;
 struct cp_ring;
 struct cp_stream;
@@ -49,11 +51,6 @@ int cp_launch_end(struct cp_launch_ctx *lc, int rc);
 
 /* A non-launch hooked call returned rc != 0: reports when it is a sticky error. */
 void cp_result(int rc, const char *api);
-static inline int cp_is_sticky(int rc) {
-  /* 700 illegal address, 702 launch timeout, 710 assert, 714 hardware stack error, 715 illegal instruction,
-   * 716 misaligned address, 717 invalid address space, 718 invalid pc, 719 launch failure. */
-  return rc == 700 || rc == 702 || rc == 710 || (rc >= 714 && rc <= 719);
-}
 
 /* Around a synchronize: when it succeeds, every launch it covered is known complete (a lower bound that the
  * verdict uses where breadcrumbs are missing). */
@@ -82,17 +79,17 @@ void cp_capture_ended(void *stream, void *graph);
 void cp_graph_instantiated(void *exec, void *graph);
 void cp_module_unloaded(void);
 
-/* What the hang watcher (hang.c) reads of core's state. */
+/* What the floor above (src/aftermath) and the public API read of core's state. */
 struct cp_view {
   uint64_t seq;                   /* the last launch number handed out */
   uint64_t after_seq;             /* launches up to this one belong to a parent process (fork) */
   int mode;                       /* enum cp_mode in force */
   int captures;                   /* stream captures under way: no driver query may be made then */
+  int launch_blocking;            /* CUDA_LAUNCH_BLOCKING=1 as the driver read it: a launch that returns an
+                                   * error is the one that faulted */
 };
 void cp_view(struct cp_view *v);
 /* Whether a launch culprit did not record may still be running (scans the stream table). */
 int cp_untracked_pending(void);
-/* The fault report of this process: 0 none, 1 being written, 2 written. Async-signal-safe. */
-int cp_fault_report_state(void);
 
 #endif

@@ -6,7 +6,6 @@
 #include "crumb.h"
 
 #include "config.h"
-#include "core.h"
 
 #include "driver.h"
 #include "ring.h"

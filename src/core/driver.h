@@ -32,6 +32,11 @@ struct cp_driver {
 
 extern struct cp_driver cp_drv;
 
+/* The errors that stay with a context once a kernel faulted, every later call returning them too: 700 illegal
+ * address, 702 launch timeout, 710 assert, 714 hardware stack error, 715 illegal instruction, 716 misaligned
+ * address, 717 invalid address space, 718 invalid pc, 719 launch failure. */
+static inline int cp_is_sticky(int rc) { return rc == 700 || rc == 702 || rc == 710 || (rc >= 714 && rc <= 719); }
+
 /* CUDA constants core uses, with their cuda.h values (checked against cuda.h in intercept.c). */
 #define CP_CU_STREAM_LEGACY ((void *)0x1)
 #define CP_CU_STREAM_PER_THREAD ((void *)0x2)

@@ -11,12 +11,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "../report/jsonw.h"
 #include "core.h"
 
-#define CP_EXPORT __attribute__((visibility("default")))
 #define OPS_RING 512    /* notes kept */
-#define OPS_PROBLEMS 32 /* notes with a problem kept apart */
 #define OPS_DEPTH 8     /* notes open at once on one thread */
 
 struct slot {
@@ -158,33 +155,12 @@ int ops_find(uint64_t seq, int32_t tid, struct ops_note *out) {
   return best != 0;
 }
 
-static void emit_note(struct jw *w, const struct ops_note *n) {
-  jw_key(w, "name");
-  jw_str(w, n->name);
-  if (n->args[0]) {
-    jw_key(w, "args");
-    jw_str(w, n->args);
-  }
-  if (n->problem[0]) {
-    jw_key(w, "problem");
-    jw_str(w, n->problem);
-  }
-}
+int ops_any(void) { return atomic_load_explicit(&g_opened, memory_order_relaxed) != 0; }
 
-void ops_emit_for(struct jw *w, uint64_t seq, int32_t tid) {
-  if (atomic_load_explicit(&g_opened, memory_order_relaxed) == 0) return;
-  struct ops_note n;
-  if (!ops_find(seq, tid, &n)) return;
-  jw_key(w, "op");
-  jw_obj_begin(w);
-  emit_note(w, &n);
-  jw_obj_end(w);
-}
-
-void ops_emit_diagnosis(struct jw *w) {
-  if (atomic_load_explicit(&g_probs, memory_order_relaxed) == 0) return;
+int ops_problems(struct ops_note *out, int max) {
+  if (atomic_load_explicit(&g_probs, memory_order_relaxed) == 0) return 0;
   uint64_t order[OPS_PROBLEMS];
-  int idx[OPS_PROBLEMS], k = 0;
+  int idx[OPS_PROBLEMS], k = 0, got = 0;
   struct ops_note n;
   for (int i = 0; i < OPS_PROBLEMS; i++) {
     uint64_t o = get(&g_prob[i], &n);
@@ -197,33 +173,7 @@ void ops_emit_diagnosis(struct jw *w) {
     order[j] = o;
     idx[j] = i;
   }
-  if (k == 0) return;
-  jw_key(w, "diagnosis");
-  jw_arr_begin(w);
-  for (int i = 0; i < k; i++) {
-    if (get(&g_prob[idx[i]], &n) != order[i]) continue;          /* reused meanwhile */
-    jw_obj_begin(w);
-    emit_note(w, &n);
-    jw_key(w, "first");
-    jw_uint(w, n.first);
-    jw_key(w, "last");
-    if (n.running) jw_null(w);
-    else jw_uint(w, n.last);
-    jw_key(w, "thread");
-    jw_int(w, n.tid);
-    jw_obj_end(w);
-  }
-  jw_arr_end(w);
-}
-
-/* ---- public API (include/culprit.h) ---- */
-
-CP_EXPORT int culprit_api_op_begin(const char *name, const char *args, const char *problem) {
-  if (!cp_active()) return -4;
-  return ops_begin(name, args, problem);
-}
-
-CP_EXPORT int culprit_api_op_end(void) {
-  if (!cp_active()) return -4;
-  return ops_end();
+  for (int i = 0; i < k && got < max; i++)
+    if (get(&g_prob[idx[i]], &out[got]) == order[i]) got++;     /* else reused meanwhile */
+  return got;
 }

@@ -9,8 +9,7 @@
 
 #include <stdint.h>
 
-struct jw;
-
+#define OPS_PROBLEMS 32 /* notes with a problem kept apart */
 #define OPS_NAME 128    /* bytes kept of a name, an argument list and a problem */
 #define OPS_ARGS 640
 #define OPS_PROBLEM 512
@@ -33,10 +32,10 @@ int ops_begin(const char *name, const char *args, const char *problem);
 int ops_end(void);
 /* Copies into *out the innermost note of thread tid that holds launch seq; returns 1, or 0 when none does. */
 int ops_find(uint64_t seq, int32_t tid, struct ops_note *out);
-/* Writes "op": {name, args, problem?} for launch seq of thread tid, when a note holds it. */
-void ops_emit_for(struct jw *w, uint64_t seq, int32_t tid);
-/* Writes "diagnosis": [this process's notes with a problem, oldest first, each with first/last/thread], when
- * there is one. */
-void ops_emit_diagnosis(struct jw *w);
+/* Whether any note was ever opened (a report skips the lookups otherwise). */
+int ops_any(void);
+/* Copies into out (max entries) this process's notes with a problem that are still kept, oldest first; returns
+ * how many. */
+int ops_problems(struct ops_note *out, int max);
 
 #endif

@@ -13,9 +13,9 @@
 #include "../core/core.h"
 #include "../core/driver.h"
 #include "../core/ring.h"
+#include "export.h"
 #include "hooks.h"
 
-#define CP_EXPORT __attribute__((visibility("default")))
 
 _Static_assert((void *)CU_STREAM_LEGACY == CP_CU_STREAM_LEGACY, "CU_STREAM_LEGACY");
 _Static_assert((void *)CU_STREAM_PER_THREAD == CP_CU_STREAM_PER_THREAD, "CU_STREAM_PER_THREAD");

@@ -9,8 +9,8 @@
 #include <stdatomic.h>
 
 #include "../aftermath/signals.h"
+#include "export.h"
 
-#define CP_EXPORT __attribute__((visibility("default")))
 
 typedef void (*handler_fn)(int);
 typedef handler_fn (*signal_fn)(int, handler_fn);

@@ -10,12 +10,11 @@
 
 #include "check.h"
 #include "core/core.h"
+#include "aftermath/emit_ops.h"
 #include "core/ops.h"
 #include "report/jsonw.h"
 
 static uint64_t g_launches;   /* what cp_view reports as the last launch number */
-int cp_state = 1;
-void cp_init(void) {}
 void cp_view(struct cp_view *v) {
   memset(v, 0, sizeof *v);
   v->seq = __atomic_load_n(&g_launches, __ATOMIC_SEQ_CST);
@@ -43,7 +42,7 @@ static char *json_of_diagnosis(void) {
   struct jw w;
   jw_init(&w);
   jw_obj_begin(&w);
-  ops_emit_diagnosis(&w);
+  emit_ops_diagnosis(&w);
   jw_obj_end(&w);
   char *s = strdup(w.buf ? w.buf : "");
   jw_free(&w);
@@ -81,7 +80,7 @@ int main(void) {
   struct jw w;
   jw_init(&w);
   jw_obj_begin(&w);
-  ops_emit_for(&w, 2, me());
+  emit_ops_for(&w, 2, me());
   jw_obj_end(&w);
   CHECK(strcmp(w.buf, "{\"op\":{\"name\":\"aten::add.Tensor\",\"args\":\"self: float32[4]\"}}") == 0, "%s", w.buf);
   jw_free(&w);

@@ -18,7 +18,7 @@ static volatile int g_b_signo, g_sender;
 static int g_pipe = -1;                 /* a forked child reports its requests through it */
 
 /* The watcher's side, stubbed: counts, and in a child writes the request down before anything else happens. */
-void hang_request(int sig, int sender_pid, int stop, const void *uc) {
+static void hang_request(int sig, int sender_pid, int stop, const void *uc) {
   (void)uc;
   g_requests++;
   g_last_stop = stop;
@@ -62,7 +62,7 @@ static int child_run(int sig, void (*prog)(int), int *asked) {
     struct cp_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.hang_signals = 1;
-    signals_install(&cfg);
+    signals_install(&cfg, hang_request);
     raise(sig);
     _exit(0);                           /* not reached when the signal kills */
   }
@@ -98,7 +98,7 @@ int main(void) {
   struct cp_config cfg;
   memset(&cfg, 0, sizeof cfg);
   cfg.report_signal = SIGUSR2;
-  CHECK(signals_install(&cfg) == 0);
+  CHECK(signals_install(&cfg, hang_request) == 0);
   CHECK(signals_owned(SIGUSR2) && !signals_owned(SIGTERM) && !signals_owned(SIGPIPE) && !signals_owned(0) &&
         !signals_owned(99));
   kernel_disposition(SIGUSR2, &k);

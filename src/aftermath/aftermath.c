@@ -1,0 +1,54 @@
+/* The floor above the launch path: core's upcalls (core/upcalls.h), each handing one moment of the process's life
+ * to the room that deals with it: start (the process's place in a job, the fault report's set-up), the first
+ * launch (the hang watcher and its signal handlers), a sticky error (the fault report), a context going away and
+ * exit (the last look for an error, then the exit record). */
+#include "exitrec.h"
+#include "fault.h"
+#include "hang.h"
+#include "lastlook.h"
+#include "rank.h"
+#include "../core/config.h"
+#include "../core/core.h"
+#include "../core/upcalls.h"
+
+static const struct cp_config *g_cfg;        /* the process's configuration (core's, lives forever) */
+
+static void started(const struct cp_config *cfg) {
+  g_cfg = cfg;
+  rank_init();
+  exitrec_start(cfg);
+  fault_start(cfg);
+}
+
+/* The last look (lastlook.c). The program may meet a sticky error in a call culprit does not wrap (the CUDA
+ * runtime checks the context inside cudaMemcpyAsync, say, and cuBLAS inside its own calls) and fail without
+ * culprit ever seeing it, or return from main before its faulting kernel even ran. The error stays until the
+ * context goes away, so before that (ctx, or a device's primary context), and when the process exits (every
+ * context), the contexts are asked, waiting up to CULPRIT_EXIT_WAIT for unfinished work. Nothing is asked of
+ * the driver by a process that launched nothing (a forked child, whose inherited CUDA state must not be
+ * touched), after a report, or while a capture is under way (a query would break it). */
+static void last_look(void *ctx, int device, const char *api) {
+  struct cp_view v;
+  if (!g_cfg || fault_state() != 0) return;
+  cp_view(&v);
+  if (v.seq == v.after_seq || v.captures) return;
+  int rc = lastlook_find(ctx, device, v.after_seq, g_cfg->exit_wait_ms);
+  if (rc) fault_report(rc, api, 0);
+}
+
+static void ctx_going(void *ctx, int device, const char *api) { last_look(ctx, ctx ? -1 : device, api); }
+
+static void at_exit(void) {
+  struct cp_view v;
+  last_look(NULL, -1, "exit");
+  cp_view(&v);
+  exitrec_at_exit(fault_state(), v.seq - v.after_seq);
+}
+
+const struct cp_upcalls cp_upcalls = {
+    .started = started,
+    .first_launch = hang_start,
+    .sticky = fault_report,
+    .ctx_going = ctx_going,
+    .at_exit = at_exit,
+};
