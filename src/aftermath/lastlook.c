@@ -2,7 +2,7 @@
  * the process launched on is asked, through non-blocking queries of its streams, for a sticky error, waiting a
  * bounded time for work still unfinished. It finds the faults a program never met in a call culprit wraps (the
  * CUDA runtime or a library such as cuBLAS checked the context itself) and the faults of kernels that had not
- * even run yet when the program returned from main. Deciding whether to look, and reporting, is core.c's. */
+ * even run yet when the program returned from main. Deciding whether to look, and reporting, is aftermath.c's. */
 #define _GNU_SOURCE
 #include "lastlook.h"
 
