@@ -5,7 +5,8 @@ the same run, and the paired ratio (each repetition's run against the no-tool ru
 and min-max of those pairs), then the peak resident memory of each process and what culprit added to it.
 
 usage: python3 bench/bench.py [--build DIR] [--reps N] [--seconds S] [--warmup S] [--workloads a,b] [--configs a,b]
-                              [--extra NAME:VAR=VAL,VAR=VAL ...] [--seed-table] [--budget S] [--ab [PAIRS]]
+                              [--extra NAME:VAR=VAL,VAR=VAL ...] [--plain NAME:VAR=VAL,VAR=VAL ...]
+                              [--seed-table] [--budget S] [--ab [PAIRS]]
                               [--marks [NAMES]]
 
 The torch workloads of one repetition and configuration run in one process, one after the other (torch is
@@ -13,7 +14,10 @@ imported once); the launch loop is a C program of its own. Configurations: none,
 record, precise, blocking (culprit's modes, preloaded with the report directory in a temporary folder), and, when
 named in --configs, blocking_window (blocking over launches 2000:2015 only: the targeted rerun a verdict with
 candidates prints, to set beside CUDA_LAUNCH_BLOCKING, which blocks every launch). --extra
-adds configurations of culprit with more variables, for exploring knobs. --seed-table also runs ResNet50 async /
+adds configurations of culprit with more variables, for exploring knobs; --plain adds configurations without
+culprit, only variables (what the driver's own settings cost: CUDA_ENABLE_COREDUMP_ON_EXCEPTION, say); in both,
+{tmp} in a value is the run's temporary folder. first10s (the tinygpt steps done when the process is 10 s old)
+runs in a process of its own. --seed-table also runs ResNet50 async /
 sync / sync+anomaly detection (the seed article's table). --budget stops starting repetitions after S seconds;
 the table then says how many ran. --warmup S runs each torch workload S seconds untimed before its measurement
 (culprit learns a program's call chains in its first seconds; without it every measurement includes that).
@@ -26,6 +30,7 @@ way of marking a kernel's completion, whether the driver accepts it, whether it 
 can be read after a fault, and its GPU cost between short kernels; NAMES limits it to those marks."""
 import argparse
 import datetime
+import re
 import hashlib
 import os
 import shutil
@@ -41,7 +46,9 @@ ROOT = os.path.dirname(HERE)
 
 C_WORKLOADS = {"launch_loop": ["{build}/bin/bench_launch_loop", "200000"]}
 # in the order they run in one process: gpt2, the largest by far, last, so the others run as they always have
-PY_WORKLOADS = ["smallop", "resnet50", "triton", "multistream", "gpt2"]
+PY_WORKLOADS = ["smallop", "resnet50", "triton", "multistream", "tinygpt", "decode", "gpt2"]
+# torch workloads that run alone in a process of their own (first10s measures the process's own start)
+SOLO_PY_WORKLOADS = ["first10s"]
 MARKS_CMD = "{build}/bin/bench_mark_cost"
 MARKS_TIMEOUT = 900  # seconds for the whole mark study (one child per mark, each with a limit of its own)
 # the keys of the study's "mark NAME key=value ..." lines that the table shows, with their column titles
@@ -85,15 +92,24 @@ def config_env(name, build, extras, tmp):
         env["CUDA_LAUNCH_BLOCKING"] = "1"
         env["BENCH_ANOMALY"] = "1"
         return env
+    if name in extras and extras[name].get("_plain"):
+        env.update({k: v.replace("{tmp}", tmp) for k, v in extras[name].items() if k != "_plain"})
+        return env
     env["LD_PRELOAD"] = lib
     env["CULPRIT_DIR"] = os.path.join(tmp, "reports")
     if name in CULPRIT_MODES:
         env.update(CULPRIT_MODES[name])
     elif name in extras:
-        env.update(extras[name])
+        env.update({k: v.replace("{tmp}", tmp) for k, v in extras[name].items()})
     else:
         raise SystemExit("unknown configuration %s" % name)
     return env
+
+
+def split_vars(kvs):
+    """{VAR: VAL} from "VAR=VAL,VAR=VAL": a comma starts a new variable only before NAME=, so a value may hold
+    commas (CUDA_COREDUMP_GENERATION_FLAGS=skip_a,skip_b)."""
+    return dict(kv.split("=", 1) for kv in re.split(r",(?=[A-Za-z_][A-Za-z0-9_]*=)", kvs) if kv)
 
 
 def parse(out, workloads):
@@ -301,9 +317,11 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--warmup", type=float, default=0.0, help="untimed seconds before each torch measurement")
-    ap.add_argument("--workloads", default=",".join(list(C_WORKLOADS) + PY_WORKLOADS))  # every table: all of them
+    ap.add_argument("--workloads", default=",".join(list(C_WORKLOADS) + PY_WORKLOADS + SOLO_PY_WORKLOADS))
     ap.add_argument("--configs", default="none,clb,record,precise,blocking")
     ap.add_argument("--extra", nargs="*", default=[])
+    ap.add_argument("--plain", nargs="*", default=[],
+                    help="NAME:VAR=VAL[,VAR=VAL...]: a configuration without culprit, with these variables")
     ap.add_argument("--seed-table", action="store_true")
     ap.add_argument("--timeout", type=float, default=300)
     ap.add_argument("--budget", type=float, default=0, help="seconds after which no repetition starts (0: none)")
@@ -322,20 +340,29 @@ def main():
         name, _, kvs = e.partition(":")
         if not name or not kvs:
             ap.error("--extra takes NAME:VAR=VAL[,VAR=VAL...], not %r" % e)
-        extras[name] = dict(kv.split("=", 1) for kv in kvs.split(",") if kv)
+        extras[name] = split_vars(kvs)
+    plains = {}
+    for e in a.plain:
+        name, _, kvs = e.partition(":")
+        if not name or not kvs or name in extras:
+            ap.error("--plain takes NAME:VAR=VAL[,VAR=VAL...] with a name of its own, not %r" % e)
+        plains[name] = split_vars(kvs)
+    extras.update({name: dict(kv, _plain="1") for name, kv in plains.items()})
     configs = a.configs.split(",") + list(extras)
     if configs[0] != "none":
         ap.error("the first configuration must be none (ratios are taken against it)")
     workloads = a.workloads.split(",")
-    unknown = [w for w in workloads if w not in C_WORKLOADS and w not in PY_WORKLOADS]
+    known = list(C_WORKLOADS) + PY_WORKLOADS + SOLO_PY_WORKLOADS
+    unknown = [w for w in workloads if w not in known]
     if unknown:
-        ap.error("unknown workload %s (known: %s)" % (", ".join(unknown), ", ".join(list(C_WORKLOADS) + PY_WORKLOADS)))
+        ap.error("unknown workload %s (known: %s)" % (", ".join(unknown), ", ".join(known)))
 
     # Groups of workloads sharing a process, each with the configurations it runs under.
     groups = [((w,), tuple(configs)) for w in workloads if w in C_WORKLOADS]
     py = tuple(w for w in PY_WORKLOADS if w in workloads)
     if py:
         groups.append((py, tuple(configs)))
+    groups += [((w,), tuple(configs)) for w in SOLO_PY_WORKLOADS if w in workloads]
     if a.seed_table:
         if "resnet50" not in workloads or "clb" not in configs:
             ap.error("--seed-table takes its async and sync rows from resnet50 under none and clb: keep both")

@@ -11,6 +11,13 @@ run's first seconds is not in the measurement.
   gpt2         GPT-2-style transformer training (12 layers, width 768, 1024 tokens, batch 32) built from a
                config, no weights: bf16 autocast, fused AdamW, random tokens (tokens/s); needs transformers,
                and says it is skipped (`skipped workload=gpt2 reason=...`) where that is missing
+  tinygpt      the same kind of step made small enough to be launch-bound, as many real fine-tuning and
+               research loops are: 6 layers, width 256, 128 tokens, batch 8, vocabulary 8192 (tokens/s)
+  decode       Hugging Face generate() on a GPT-2 small built from a config: greedy, eager, 32 prompt tokens and
+               128 new ones, batch 1, the most launch-bound program in common use (new tokens/s)
+  first10s     the start of a program: from the process's own start (interpreter, `import torch`, the model,
+               CUDA's start-up, the first steps), the tinygpt steps done when the process is 10 s old (steps);
+               it must be the only workload of its process
 
 Set BENCH_ANOMALY=1 to run under torch.autograd.set_detect_anomaly(True) (the seed's "sync + debug" row).
 
@@ -198,8 +205,93 @@ def gpt2(seconds):
     return "tokens_per_s", n * GPT2_BATCH * GPT2_SEQ / dt, "tokens/s", "higher"
 
 
+TINY_LAYERS, TINY_WIDTH, TINY_HEADS, TINY_SEQ, TINY_BATCH, TINY_VOCAB = 6, 256, 4, 128, 8, 8192
+
+
+def tinygpt_step():
+    """A launch-bound training step: the tinygpt model, its optimizer and a step function (needs transformers)."""
+    try:
+        import transformers
+    except ImportError as e:
+        raise Skipped("transformers is not installed (%s)" % e)
+    import torch
+    cfg = transformers.GPT2Config(n_layer=TINY_LAYERS, n_embd=TINY_WIDTH, n_head=TINY_HEADS, n_positions=TINY_SEQ,
+                                  vocab_size=TINY_VOCAB)
+    model = transformers.GPT2LMHeadModel(cfg).cuda().train()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+    tokens = torch.randint(0, cfg.vocab_size, (TINY_BATCH, TINY_SEQ), device="cuda")
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = model(input_ids=tokens, labels=tokens).loss
+        loss.backward()
+        opt.step()
+
+    return step
+
+
+def tinygpt(seconds):
+    import torch
+    step = tinygpt_step()
+    n, dt = timed(step, 5, seconds, torch.cuda.synchronize)
+    return "tokens_per_s", n * TINY_BATCH * TINY_SEQ / dt, "tokens/s", "higher"
+
+
+DECODE_PROMPT, DECODE_NEW = 32, 128
+
+
+def decode(seconds):
+    """Greedy generate() of DECODE_NEW tokens, every one of them (no end-of-text stop), repeated."""
+    try:
+        import transformers
+    except ImportError as e:
+        raise Skipped("transformers is not installed (%s)" % e)
+    import torch
+    cfg = transformers.GPT2Config(n_layer=GPT2_LAYERS, n_embd=GPT2_WIDTH, n_head=GPT2_HEADS, n_positions=1024,
+                                  vocab_size=50257)
+    model = transformers.GPT2LMHeadModel(cfg).cuda().eval()
+    prompt = torch.randint(0, cfg.vocab_size, (1, DECODE_PROMPT), device="cuda")
+
+    def step():
+        with torch.inference_mode():
+            model.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=DECODE_NEW,
+                           min_new_tokens=DECODE_NEW, do_sample=False, pad_token_id=0)
+
+    n, dt = timed(step, 1, seconds, torch.cuda.synchronize, every=1)
+    return "new_tokens_per_s", n * DECODE_NEW / dt, "tokens/s", "higher"
+
+
+FIRST_SECONDS = 10.0
+
+
+def process_age():
+    """Seconds since this process started, from the kernel's record of its start (/proc/self/stat)."""
+    with open("/proc/self/stat") as f:
+        fields = f.read().rpartition(")")[2].split()
+    start_ticks = int(fields[19])                       # starttime, the 22nd field, in clock ticks since boot
+    with open("/proc/uptime") as f:
+        uptime = float(f.read().split()[0])
+    return uptime - start_ticks / os.sysconf("SC_CLK_TCK")
+
+
+def first10s(seconds):
+    """Steps done by the time the process is FIRST_SECONDS old (seconds is not used: the clock is the process's)."""
+    import torch
+    step = tinygpt_step()
+    n = 0
+    while process_age() < FIRST_SECONDS:
+        step()
+        n += 1
+        if n % 10 == 0:
+            torch.cuda.synchronize()
+    torch.cuda.synchronize()
+    return "steps_in_first_10s", float(n), "steps", "higher"
+
+
 WORKLOADS = {"resnet50": resnet50, "smallop": smallop, "triton": triton_loop, "multistream": multistream,
-             "gpt2": gpt2}
+             "gpt2": gpt2, "tinygpt": tinygpt, "decode": decode, "first10s": first10s}
+SOLO = ("first10s",)  # workloads that must be alone in their process
 
 
 def main():
@@ -214,6 +306,8 @@ def main():
     unknown = [n for n in names if n not in WORKLOADS]
     if unknown:
         ap.error("unknown workload %s (known: %s)" % (", ".join(unknown), ", ".join(sorted(WORKLOADS))))
+    if len(names) > 1 and any(n in SOLO for n in names):
+        ap.error("%s must be the only workload of its process" % " and ".join(n for n in names if n in SOLO))
     if a.seconds <= 0 or a.warmup < 0:
         ap.error("--seconds must be positive and --warmup not negative")
     if a.ab < 0:

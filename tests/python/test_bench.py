@@ -281,8 +281,29 @@ def test_run_for_checks_the_clock_every_n_steps(monkeypatch):
 # ---- the gpt2 workload, and workloads that cannot run here ----
 
 def test_every_workload_is_benched_by_default():
-    assert set(bench.PY_WORKLOADS) == set(workloads.WORKLOADS)
+    assert set(bench.PY_WORKLOADS) | set(bench.SOLO_PY_WORKLOADS) == set(workloads.WORKLOADS)
+    assert set(bench.SOLO_PY_WORKLOADS) == set(workloads.SOLO)
     assert bench.PY_WORKLOADS[-1] == "gpt2"  # the largest runs after the others in their shared process
+
+
+def test_a_solo_workload_refuses_company(capsys):
+    with pytest.raises(SystemExit):
+        sys.argv = ["workloads.py", "first10s,smallop"]
+        workloads.main()
+    assert "first10s must be the only workload of its process" in capsys.readouterr().err
+
+
+def test_variables_may_hold_commas():
+    assert bench.split_vars("A=1,FLAGS=skip_a,skip_b,B_2=x") == {"A": "1", "FLAGS": "skip_a,skip_b", "B_2": "x"}
+
+
+def test_plain_configuration_runs_without_culprit(tmp_path):
+    extras = {"dumps": {"CUDA_ENABLE_COREDUMP_ON_EXCEPTION": "1", "CUDA_COREDUMP_FILE": "{tmp}/core", "_plain": "1"}}
+    env = bench.config_env("dumps", "/nowhere", extras, str(tmp_path))
+    assert "LD_PRELOAD" not in env and "CULPRIT_DIR" not in env
+    assert env["CUDA_ENABLE_COREDUMP_ON_EXCEPTION"] == "1"
+    assert env["CUDA_COREDUMP_FILE"] == str(tmp_path) + "/core"
+    assert "_plain" not in env
 
 
 def test_parse_reads_a_skipped_workload():
