@@ -6,6 +6,7 @@
 #include "core.h"
 
 #include "clock.h"
+#include "chains.h"
 #include "config.h"
 #include "crumb.h"
 #include "graphs.h"
@@ -233,7 +234,7 @@ static int stream_capturing(const struct cp_launch_desc *d) {
   return status != 0;
 }
 
-static int blocking_applies(const struct mode_frame *m, const struct cp_rec *rec, uint64_t seq);
+static int blocking_applies(const struct mode_frame *m, const struct cp_slot *rec, uint64_t seq);
 static int crumbs_everywhere(void);
 
 static void blocking_lock(struct cp_launch_ctx *lc) {
@@ -248,14 +249,28 @@ static void blocking_lock(struct cp_launch_ctx *lc) {
   else atomic_fetch_add_explicit(&g_unserialized, 1, memory_order_relaxed);
 }
 
-/* The launch's native stack and Python frames into rec. At the launch (AT_FAILURE 0) the native chain comes
- * from the thread's chain cache and CULPRIT_STATS times both; a launch whose stacks were left for a failure
+/* The launch's native stack and Python frames, as a chain of the ring's store (chains.h). Most launches come
+ * from a call chain the thread launched from before: the native chain comes from the thread's chain cache with
+ * its hash, the Python frames are hashed where they lie (pystack_key), and the two hashes find the chain the
+ * record points at; only a chain not seen yet (or seen too long ago) has its Python frames resolved and is
+ * written. A thread without Python frames (the autograd engine) takes those of the Python thread waiting on it.
+ * At the launch (AT_FAILURE 0) CULPRIT_STATS times both parts; a launch whose stacks were left for a failure
  * (blocking mode) takes them plainly, still inside the launch call, so they are the launch's own. */
-static void take_stacks(struct cp_launch_ctx *lc, struct cp_rec *rec, int at_failure) {
+static void take_stacks(struct cp_launch_ctx *lc, struct cp_slot *rec, int at_failure) {
+  struct cp_chains *store = lc->ring->chains;
+  if (!store) return;                         /* no memory for chains: the record keeps no stacks */
   uint64_t t1 = lc->t0 && !at_failure ? ticks_now() : 0;
-  int reused = 0, nframes = 0, npy;
-  if (at_failure) nframes = g_cfg.stack_depth ? stack_capture(rec->frames, g_cfg.stack_depth) : 0;
-  else nframes = stack_capture_launch(rec->frames, g_cfg.stack_depth, &reused);
+  void *pcs[64];
+  struct pystack_ref wait[PYSTACK_MAX];
+  unsigned long long waiting = 0;
+  uint64_t hn = 0, hp = 0, no = 0;
+  int reused = 0, nframes = 0, nwait = 0;
+  if (at_failure) {
+    nframes = g_cfg.stack_depth ? stack_capture(pcs, g_cfg.stack_depth) : 0;
+    hn = stack_hash(pcs, nframes);
+  } else {
+    nframes = stack_capture_launch(pcs, g_cfg.stack_depth, &reused, &hn);
+  }
   uint64_t t2 = t1 ? ticks_now() : 0;
   if (t1 && reused) {
     atomic_fetch_add_explicit(&g_stack_reused, 1, memory_order_relaxed);
@@ -265,26 +280,41 @@ static void take_stacks(struct cp_launch_ctx *lc, struct cp_rec *rec, int at_fai
     atomic_store_explicit(&g_last_unwound, atomic_load_explicit(&g_seq, memory_order_relaxed) + 1,
                           memory_order_relaxed);
   }
-  npy = pystack_capture(rec->py, PYSTACK_MAX);
-  if (npy == 0) {
+  int own = pystack_key(&hp);                 /* > 0: this thread's frames; -1: they cannot be keyed */
+  if (own == 0) {
     /* a thread without Python (the autograd engine, a library's helper): the frames of the one waiting on it */
-    unsigned long long waiting = 0;
     uint64_t t3 = t1 ? ticks_now() : 0;
-    npy = pystack_waiting(rec->py, PYSTACK_MAX, &waiting);
-    if (npy) {
-      rec->flags |= CP_REC_PY_WAITING;
-      rec->py_thread = waiting;
-    }
+    nwait = pystack_waiting(wait, PYSTACK_MAX, &waiting);
+    hp = chains_mix(0x5741495445440000ull, (uint64_t)nwait);
+    hp = chains_mix(hp, waiting);
+    for (int i = 0; i < nwait; i++) hp = chains_mix(hp, (uint64_t)wait[i].code << 32 | (uint32_t)wait[i].lasti);
+    hp = chains_end(hp);
     if (t1) atomic_fetch_add_explicit(&g_t_py_wait, ticks_since(t3, ticks_now()), memory_order_relaxed);
+  }
+  const struct cp_chain *c = own >= 0 ? chains_find(store, hn, hp, &no) : NULL;
+  if (!c) {
+    struct cp_chain *w = chains_begin(store);
+    memcpy(w->frames, pcs, (size_t)nframes * sizeof(void *));
+    w->nframes = (uint8_t)nframes;
+    if (own != 0) {
+      w->npy = (uint8_t)pystack_capture(w->py, PYSTACK_MAX);
+    } else if (nwait) {
+      memcpy(w->py, wait, (size_t)nwait * sizeof wait[0]);
+      w->npy = (uint8_t)nwait;
+      w->flags = CP_REC_PY_WAITING;
+      w->py_thread = waiting;
+    }
+    no = chains_publish(store, w, hn, hp, own >= 0);
+    c = w;
   }
   if (t1) {
     atomic_fetch_add_explicit(&g_t_native, ticks_since(t1, t2), memory_order_relaxed);
     atomic_fetch_add_explicit(&g_t_python, ticks_since(t2, ticks_now()), memory_order_relaxed);
   }
-  /* the counts last (release, paired with the report's acquire): a report of another thread reading this record
-   * meanwhile sees no frames or all of them */
-  __atomic_store_n(&rec->nframes, (uint8_t)nframes, __ATOMIC_RELEASE);
-  __atomic_store_n(&rec->npy, (uint8_t)npy, __ATOMIC_RELEASE);
+  /* the chain last (release, paired with the report's acquire): a report of another thread reading this record
+   * meanwhile sees no stacks or the chain's number with it */
+  rec->chain_no = no;
+  atomic_store_explicit(&rec->chain, c, memory_order_release);
 }
 
 int cp_launch_begin(struct cp_launch_ctx *lc, const struct cp_launch_desc *d) {
@@ -302,7 +332,7 @@ int cp_launch_begin(struct cp_launch_ctx *lc, const struct cp_launch_desc *d) {
   lc->t0 = g_cfg.stats ? ticks_now() : 0;
   lc->ring = r;
   lc->d = d;
-  struct cp_rec *rec = lc->rec = ring_claim(r);
+  struct cp_slot *rec = lc->rec = ring_claim(r);
   rec->ticks = lc->t0 ? lc->t0 : ticks_now();
   rec->func = d->func;
   rec->stream = d->stream;
@@ -314,8 +344,7 @@ int cp_launch_begin(struct cp_launch_ctx *lc, const struct cp_launch_desc *d) {
   memcpy(rec->block, d->block, sizeof rec->block);
   rec->smem = d->smem;
   rec->name = d->kind == CP_KIND_GRAPH ? NULL : names_get(d->func, names_lookup);
-  rec->nframes = 0;
-  rec->npy = 0;
+  atomic_store_explicit(&rec->chain, NULL, memory_order_relaxed);
   struct cp_stream *s = lc->stream =
       crumb_stream(d->stream, d->ptds, rec->tid, !atomic_load_explicit(&g_captures, memory_order_relaxed));
   if (s) {
@@ -366,7 +395,7 @@ int cp_launch_begin(struct cp_launch_ctx *lc, const struct cp_launch_desc *d) {
   return 1;
 }
 
-static int blocking_applies(const struct mode_frame *m, const struct cp_rec *rec, uint64_t seq) {
+static int blocking_applies(const struct mode_frame *m, const struct cp_slot *rec, uint64_t seq) {
   if (m->mode != CP_MODE_BLOCKING || seq < m->lo || seq > m->hi) return 0;
   if (rec->flags & CP_REC_CAPTURED) return 0;
   if (atomic_load_explicit(&g_captures, memory_order_relaxed)) return 0; /* a sync would break a capture */
@@ -393,7 +422,7 @@ static int blocking_applies(const struct mode_frame *m, const struct cp_rec *rec
 
 int cp_launch_end(struct cp_launch_ctx *lc, int rc) {
   uint64_t t_end = lc->t0 ? ticks_now() : 0;
-  struct cp_rec *rec = lc->rec;
+  struct cp_slot *rec = lc->rec;
   uint64_t seq;
   if (lc->inflight && rc != 0) atomic_fetch_sub_explicit(&lc->stream->inflight, 1, memory_order_seq_cst);
   if (rc != 0) {

@@ -7,7 +7,7 @@
 
 #include "driver.h"
 
-struct cp_rec;
+struct cp_slot;
 struct cp_ring;
 struct cp_stream;
 
@@ -24,7 +24,7 @@ struct cp_launch_desc {
 
 struct cp_launch_ctx {
   struct cp_ring *ring;           /* the launching thread's ring */
-  struct cp_rec *rec;             /* claimed record, published after the real call */
+  struct cp_slot *rec;            /* claimed record, published after the real call */
   struct cp_stream *stream;       /* stream entry, NULL if untracked */
   const struct cp_launch_desc *d; /* the launch */
   uint64_t t0;                    /* start of culprit's own work, for CULPRIT_STATS */

@@ -1,4 +1,4 @@
-/* Per-thread launch rings.
+/* Per-thread launch rings. A record is two cache lines; its stacks live in the ring's chain store (chains.h).
  *
  *   launching thread (sole producer)          reporter (any thread, at fault time)
  *   rec = ring_claim(r)                       for each ring, each slot:
@@ -7,11 +7,14 @@
  *     fill fields                         `-->  fence                    (acquire)
  *   ring_publish: rec->seq = N (release) ---->  s2 = rec->seq (relaxed); keep if s1 == s2 != 0
  *
- * A record torn by a concurrent overwrite fails the s1 == s2 test and is skipped. Rings live in mmap'd
+ * A record torn by a concurrent overwrite fails the s1 == s2 test and is skipped; its chain is read with a test
+ * of its own (chains_read). Rings live in mmap'd
  * memory, are never freed, and are adopted by new threads when their owner exits, so the history of a thread
  * that launched the culprit and then ended is still there. */
 #define _GNU_SOURCE
 #include "ring.h"
+
+#include "chains.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -20,7 +23,7 @@
 
 static uint32_t g_capacity = 4096;          /* records per ring, power of two */
 static int g_explicit;                       /* the capacity was chosen by the user: every ring gets it */
-static int g_depth = 24;                     /* frames per record */
+static int g_depth = 24;                     /* native frames per chain */
 static _Atomic(struct cp_ring *) g_rings;    /* list head; pushes are lock-free */
 static _Atomic int g_count;                  /* rings made */
 
@@ -41,20 +44,22 @@ static uint32_t next_capacity(int made) {
   return c < RING_MIN_CAPACITY ? (g_capacity < RING_MIN_CAPACITY ? g_capacity : RING_MIN_CAPACITY) : c;
 }
 
+_Static_assert(sizeof(struct cp_slot) == 128, "a ring record is two cache lines");
+
 size_t ring_rec_size(void) {
   size_t s = sizeof(struct cp_rec) + (size_t)g_depth * sizeof(void *);
   return (s + 15) & ~(size_t)15;
 }
 
 static struct cp_ring *ring_new(int tid) {
-  size_t rs = ring_rec_size();
   uint32_t cap = next_capacity(atomic_load_explicit(&g_count, memory_order_relaxed));
-  size_t bytes = sizeof(struct cp_ring) + rs * cap;
+  size_t bytes = sizeof(struct cp_ring) + sizeof(struct cp_slot) * cap;
   void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) return NULL;
   struct cp_ring *r = m;                     /* mmap memory is zeroed: every seq starts at 0 */
   r->mask = cap - 1;
-  r->rec_size = rs;
+  r->depth = g_depth;
+  r->chains = chains_new(cap, g_depth);      /* NULL: its records keep no stacks */
   atomic_store_explicit(&r->owner, tid, memory_order_relaxed);
   struct cp_ring *head = atomic_load_explicit(&g_rings, memory_order_relaxed);
   do {
@@ -68,11 +73,10 @@ static struct cp_ring *ring_new(int tid) {
 }
 
 struct cp_ring *ring_mine(int tid) {
-  size_t rs = ring_rec_size();
-  /* Adopt an orphan of the current record size first (whatever its capacity): bounded memory with thread churn. */
+  /* Adopt an orphan of the current depth first (whatever its capacity): bounded memory with thread churn. */
   for (struct cp_ring *r = atomic_load_explicit(&g_rings, memory_order_acquire); r; r = r->next) {
     int zero = 0;
-    if (r->rec_size != rs) continue;
+    if (r->depth != g_depth) continue;
     /* acq_rel: the adopter must see the previous owner's head; pairs with the release store in ring_release. */
     if (atomic_load_explicit(&r->owner, memory_order_relaxed) == 0 &&
         atomic_compare_exchange_strong_explicit(&r->owner, &zero, tid, memory_order_acq_rel,
@@ -82,8 +86,8 @@ struct cp_ring *ring_mine(int tid) {
   return ring_new(tid);
 }
 
-struct cp_rec *ring_claim(struct cp_ring *r) {
-  struct cp_rec *rec = (struct cp_rec *)(r->data + (r->head & r->mask) * r->rec_size);
+struct cp_slot *ring_claim(struct cp_ring *r) {
+  struct cp_slot *rec = &r->slots[r->head & r->mask];
   if (atomic_load_explicit(&rec->seq, memory_order_relaxed))
     atomic_fetch_add_explicit(&r->overwritten, 1, memory_order_relaxed);
   atomic_store_explicit(&rec->seq, 0, memory_order_relaxed);
@@ -92,15 +96,16 @@ struct cp_rec *ring_claim(struct cp_ring *r) {
   return rec;
 }
 
-void ring_publish(struct cp_ring *r, struct cp_rec *rec, uint64_t seq) {
+void ring_publish(struct cp_ring *r, struct cp_slot *rec, uint64_t seq) {
   /* release: fields written before are visible to a reporter that acquires this seq. */
   atomic_store_explicit(&rec->seq, seq, memory_order_release);
   r->head++;
   /* The next record's lines, for writing (a hint; nothing depends on it): a ring is too large to stay in the
    * caches while the program works between launches, and fetched now they arrive meanwhile, instead of one
    * after another inside the next launch, whose first step reads the old record's seq. */
-  const unsigned char *next = r->data + (r->head & r->mask) * r->rec_size;
-  for (size_t off = 0; off < r->rec_size; off += 64) __builtin_prefetch(next + off, 1, 3);
+  const unsigned char *next = (const unsigned char *)&r->slots[r->head & r->mask];
+  __builtin_prefetch(next, 1, 3);
+  __builtin_prefetch(next + 64, 1, 3);
 }
 
 void ring_release(struct cp_ring *r) {
@@ -114,31 +119,76 @@ static int cmp_seq(const void *a, const void *b, void *rs) {
   return x < y ? -1 : x > y;
 }
 
+/* The reader's copy of one record into dst (a snapshot record of rs bytes); 0 when it was consistent. */
+static int copy_rec(const struct cp_ring *r, const struct cp_slot *src, uint64_t s1, struct cp_rec *dst,
+                    struct cp_chain *chain) {
+  struct cp_slot slot;
+  memcpy(&slot, src, sizeof slot);
+  /* acquire: a chain published after the record (blocking mode) is seen whole; pairs with core's release */
+  const struct cp_chain *c = atomic_load_explicit(&src->chain, memory_order_acquire);
+  uint64_t no = slot.chain_no;
+  atomic_thread_fence(memory_order_acquire);
+  if (atomic_load_explicit(&src->seq, memory_order_relaxed) != s1) return -1;
+  atomic_store_explicit(&dst->seq, s1, memory_order_relaxed);
+  dst->prev = slot.prev;
+  dst->ticks = slot.ticks;
+  dst->name = slot.name;
+  dst->func = slot.func;
+  dst->stream = slot.stream;
+  dst->ctx = slot.ctx;
+  dst->stream_idx = slot.stream_idx;
+  memcpy(dst->grid, slot.grid, sizeof dst->grid);
+  memcpy(dst->block, slot.block, sizeof dst->block);
+  dst->smem = slot.smem;
+  dst->device = slot.device;
+  dst->tid = slot.tid;
+  dst->api = slot.api;
+  dst->kind = slot.kind;
+  dst->stream_kind = slot.stream_kind;
+  dst->flags = slot.flags;
+  /* its stacks, if the chain still holds them (a record of a thread that wrote chains faster than launches may
+   * outlive its chain: it is then shown without stacks) */
+  if (c && chains_read(c, no, chain, r->depth) == 0) {
+    dst->nframes = chain->nframes;
+    dst->npy = chain->npy;
+    dst->flags |= chain->flags;
+    dst->py_thread = chain->py_thread;
+    memcpy(dst->frames, chain->frames, (size_t)chain->nframes * sizeof(void *));
+    memcpy(dst->py, chain->py, (size_t)chain->npy * sizeof(struct pystack_ref));
+  }
+  return 0;
+}
+
 struct cp_rec *ring_snapshot(uint64_t after, size_t *out_n, size_t *rec_size) {
   size_t rs = 0, total = 0, n = 0;
+  int depth = 0;
   *out_n = 0;
   for (struct cp_ring *r = atomic_load_explicit(&g_rings, memory_order_acquire); r; r = r->next) {
     total += (size_t)r->mask + 1;
-    if (r->rec_size > rs) rs = r->rec_size;
+    if (r->depth > depth) depth = r->depth;
   }
+  rs = (sizeof(struct cp_rec) + (size_t)depth * sizeof(void *) + 15) & ~(size_t)15;
   if (rec_size) *rec_size = rs;
   if (!total) return NULL;
   unsigned char *out = malloc(total * rs);
-  if (!out) return NULL;
+  struct cp_chain *chain = malloc(chains_size(depth));
+  if (!out || !chain) {
+    free(out);
+    free(chain);
+    return NULL;
+  }
   /* Rings made since the sizes were summed are not in the buffer: the copy stops at total records. */
   for (struct cp_ring *r = atomic_load_explicit(&g_rings, memory_order_acquire); r && n < total; r = r->next) {
     for (uint32_t i = 0; i <= r->mask && n < total; i++) {
-      struct cp_rec *rec = (struct cp_rec *)(r->data + (size_t)i * r->rec_size);
+      const struct cp_slot *rec = &r->slots[i];
       uint64_t s1 = atomic_load_explicit(&rec->seq, memory_order_acquire);
       if (s1 == 0 || s1 <= after) continue;
-      unsigned char *dst = out + n * rs;
+      struct cp_rec *dst = (struct cp_rec *)(out + n * rs);
       memset(dst, 0, rs);
-      memcpy(dst, rec, r->rec_size);
-      atomic_thread_fence(memory_order_acquire);
-      if (atomic_load_explicit(&rec->seq, memory_order_relaxed) != s1) continue;
-      n++;
+      if (copy_rec(r, rec, s1, dst, chain) == 0) n++;
     }
   }
+  free(chain);
   if (!n) { free(out); return NULL; }
   qsort_r(out, n, rs, cmp_seq, NULL);
   *out_n = n;

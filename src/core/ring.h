@@ -24,8 +24,37 @@ enum {
                                    * py_thread, which waited on it (PyTorch's autograd engine during backward()) */
 };
 
-struct cp_rec {
+struct cp_chain;
+struct cp_chains;
+
+/* A launch as its ring keeps it: two cache lines, written on every launch. Its stacks are a chain of the ring's
+ * store (chains.h), kept once for every launch from the same call chain. */
+struct cp_slot {
   _Atomic uint64_t seq;           /* launch number; 0 while the record is being written or unused */
+  uint64_t prev;                  /* seq of the previous launch on the same stream, 0 if none */
+  uint64_t ticks;                 /* time stamp at launch (ticks.h; emit makes it CLOCK_MONOTONIC ns) */
+  const struct cp_kname *name;    /* interned kernel name, NULL for graphs */
+  void *func;                     /* CUfunction/CUkernel, or CUgraphExec for graph launches */
+  void *stream;                   /* stream handle as the program passed it */
+  void *ctx;                      /* context of the stream */
+  const struct cp_chain *_Atomic chain; /* its stacks, NULL while none were taken (release-stored after chain_no,
+                                         * which blocking mode may do after the record is published) */
+  uint64_t chain_no;              /* the chain's number when the record took it (the chain may be rewritten) */
+  uint32_t stream_idx;            /* index in the stream table, UINT32_MAX if untracked */
+  uint32_t grid[3];               /* grid dimensions */
+  uint32_t block[3];              /* block dimensions */
+  uint32_t smem;                  /* dynamic shared memory bytes */
+  int32_t device;                 /* device ordinal, -1 if unknown */
+  int32_t tid;                    /* launching thread (gettid) */
+  const char *api;                /* driver entry point used (static string) */
+  uint8_t kind;                   /* CP_KIND_* */
+  uint8_t stream_kind;            /* CP_STREAM_* */
+  uint8_t flags;                  /* CP_REC_* */
+} __attribute__((aligned(64)));
+
+/* A launch as a reader sees it (ring_snapshot): the record with its stacks copied in. */
+struct cp_rec {
+  _Atomic uint64_t seq;           /* launch number */
   uint64_t prev;                  /* seq of the previous launch on the same stream, 0 if none */
   uint64_t ticks;                 /* time stamp at launch (ticks.h; emit makes it CLOCK_MONOTONIC ns) */
   uint64_t py_thread;             /* with CP_REC_PY_WAITING: Python thread id of the frames in py */
@@ -54,10 +83,11 @@ struct cp_ring {
   struct cp_ring *next;           /* all rings, newest first; never unlinked */
   _Atomic int owner;              /* tid of the owning thread, 0 when orphaned and adoptable */
   uint32_t mask;                  /* capacity - 1 (capacity is a power of two) */
-  size_t rec_size;                /* bytes per record including frames */
+  int depth;                      /* native frames its chains hold */
   uint64_t head;                  /* records written; only the owner touches it */
   _Atomic uint64_t overwritten;   /* published records lost to wrap-around */
-  unsigned char data[];           /* capacity records of rec_size bytes */
+  struct cp_chains *chains;       /* the stacks its records point at; NULL if memory was short (no stacks) */
+  struct cp_slot slots[];         /* capacity records */
 };
 
 /* Sets sizes for rings made from now on. Unless the capacity was chosen explicitly (CULPRIT_RING), threads
@@ -69,13 +99,14 @@ void ring_configure(uint32_t capacity, int stack_depth, int explicit_capacity);
 /* The calling thread's ring, made or adopted on first use; NULL if memory is short. */
 struct cp_ring *ring_mine(int tid);
 /* The record the next launch of this thread will fill; it stays invisible until ring_publish. */
-struct cp_rec *ring_claim(struct cp_ring *r);
-void ring_publish(struct cp_ring *r, struct cp_rec *rec, uint64_t seq);
+struct cp_slot *ring_claim(struct cp_ring *r);
+void ring_publish(struct cp_ring *r, struct cp_slot *rec, uint64_t seq);
 /* Marks the calling thread's ring adoptable (thread exit). */
 void ring_release(struct cp_ring *r);
 
-/* Copies every consistent published record with seq > after into a malloc'd array sorted by seq.
- * *out_n gets the count; returns NULL (and 0) when there are none or memory is short. */
+/* Copies every consistent published record with seq > after, with its stacks, into a malloc'd array of
+ * *rec_size-byte records sorted by seq. *out_n gets the count; returns NULL (and 0) when there are none or
+ * memory is short. */
 struct cp_rec *ring_snapshot(uint64_t after, size_t *out_n, size_t *rec_size);
 /* Sum of overwritten records over all rings. */
 uint64_t ring_total_overwritten(void);
@@ -83,7 +114,7 @@ uint64_t ring_total_overwritten(void);
 int ring_count(void);
 /* After fork in the child: every ring but the caller's is orphaned. */
 void ring_after_fork(int tid);
-/* Bytes per record for the configured depth. */
+/* Bytes per record of a snapshot, for the configured depth. */
 size_t ring_rec_size(void);
 
 #endif

@@ -21,6 +21,12 @@ struct pystack_ref {
  * GIL, never allocates on the fast path (a new code object is remembered once: that may take a mutex and copy a
  * few hundred bytes). */
 int pystack_capture(struct pystack_ref *out, int max);
+/* The identity of the calling thread's Python frames, cheaply: a hash of each frame's code object and
+ * instruction, and of the interpreter's count of freed code objects (an address names one code object only while
+ * none is freed), over the frames pystack_capture would look at. Two calls with the same key and count would
+ * capture the same frames. Returns the number of frames hashed (*key set), 0 when the thread runs no Python, or
+ * -1 when it does but code objects cannot be told apart by address (their frees are not counted): capture then. */
+int pystack_key(uint64_t *key);
 /* At report time: file, function (qualified name where the version has it) and line of one captured frame.
  * Returns 0, or -1 if unknown. Reads only pystack's own copies. *line is -1 when the instruction has no line. */
 int pystack_describe(const struct pystack_ref *r, char *file, size_t filelen, char *func, size_t funclen, int *line);

@@ -117,6 +117,7 @@ int stack_capture(void **pcs, int max) {
 struct sc_entry {
   uint32_t n;                                /* frames */
   uint32_t pad;
+  uint64_t hash;                             /* stack_hash of the frames */
   /* then n pc words, then n uint32_t slot offsets above the capture's stack pointer (its tag) */
 };
 
@@ -241,6 +242,7 @@ static __attribute__((noinline)) int sc_miss(struct sc_cache *c, uintptr_t sp, v
   c->tag[set][way] = 0;
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
   e->n = (uint32_t)n;
+  e->hash = stack_hash(pcs, n);
   memcpy(sc_pcs(e), w.pc + skip, (size_t)n * sizeof(uintptr_t));
   uint32_t *off = sc_slots(c, e);
   for (int i = 0; i < n; i++) off[i] = (uint32_t)(w.slot[skip + i] - sp);
@@ -261,7 +263,15 @@ static int sc_bypass(void **pcs, int max) {
   return stack_capture(pcs, max);
 }
 
-int stack_capture_launch(void **pcs, int max, int *hit) {
+static int sc_capture(void **pcs, int max, int *hit, uint64_t *hash);
+
+int stack_capture_launch(void **pcs, int max, int *hit, uint64_t *hash) {
+  int n = sc_capture(pcs, max, hit, hash);
+  if (!*hit) *hash = stack_hash(pcs, n);
+  return n;
+}
+
+static int sc_capture(void **pcs, int max, int *hit, uint64_t *hash) {
   *hit = 0;
   if (max <= 0) return 0;
   struct sc_cache *c = tls_cache;
@@ -290,6 +300,7 @@ int stack_capture_launch(void **pcs, int max, int *hit) {
     if (i == k) {
       memcpy(pcs, pc, (size_t)k * sizeof(void *));
       *hit = 1;
+      *hash = e->hash;
       n = (int)k;
     }
   }

@@ -18,8 +18,22 @@ struct stack_frame_info {
 int stack_capture(void **pcs, int max);
 /* The same for a launch: a chain this thread captured before from the same stack pointer, whose return
  * addresses all still sit in their stack slots, is copied instead of unwound (see stack.c); *hit says which.
- * Frames come from the libgcc unwinder on a miss. */
-int stack_capture_launch(void **pcs, int max, int *hit);
+ * Frames come from the libgcc unwinder on a miss. *hash gets stack_hash of the frames (kept with a cached chain,
+ * so a hit does not hash them again). */
+int stack_capture_launch(void **pcs, int max, int *hit, uint64_t *hash);
+/* A hash of n return addresses, the same for the same addresses in the same order. */
+static inline uint64_t stack_hash(void *const *pcs, int n) {
+  uint64_t h = (uint64_t)n * 0x2545F4914F6CDD1Dull, g = 0x9E3779B97F4A7C15ull;
+  int i = 0;
+  for (; i + 1 < n; i += 2) {                /* two lanes: half as long a chain of multiplications */
+    h = (h + (uint64_t)(uintptr_t)pcs[i]) * 0x9E3779B97F4A7C15ull;
+    g = (g + (uint64_t)(uintptr_t)pcs[i + 1]) * 0xC2B2AE3D27D4EB4Full;
+  }
+  if (i < n) h = (h + (uint64_t)(uintptr_t)pcs[i]) * 0x9E3779B97F4A7C15ull;
+  h ^= g + (h >> 29);
+  h *= 0xBF58476D1CE4E5B9ull;
+  return h ^ (h >> 31);
+}
 /* What the launch captures' chain caches did with the chains they did not have, over all threads since start:
  * for CULPRIT_STATS, to tell a program still being learned from a cache too small for it. */
 struct stack_cache_counts {
