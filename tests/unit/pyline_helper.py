@@ -80,9 +80,50 @@ def train(fns):
     return call("cuCtxSynchronize")  # PY-SURFACE
 
 
+CYCLE_STEPS = 203  # the faulting launch (FAKECUDA_FAULT=launch=203): the same four lines launched from 50 times
+
+
+def cycle_step(fns, step):
+    k = step % 4
+    if k == 0:
+        return launch(fns[0])  # PY-C0
+    if k == 1:
+        return launch(fns[0])  # PY-C1
+    if k == 2:
+        return launch(fns[1])  # PY-C2
+    return launch(fns[1])  # PY-C3
+
+
+def cycle(rdir, fns):
+    """Launches from the same four lines over and over (a training loop's shape): a launch's stacks are kept once
+    per call chain and found again by their hashes; every launch in the report must still show its own line."""
+    for step in range(1, CYCLE_STEPS + 1):
+        if cycle_step(fns, step) != 0:
+            break
+    check(call("cuCtxSynchronize") != 0, "the scripted fault did not surface")
+    reports = glob.glob(os.path.join(rdir, "culprit-%d.json" % os.getpid()))
+    check(len(reports) == 1, "no report in %s" % rdir)
+    rep = json.load(open(reports[0]))
+    launches = [rep.get("culprit") or {}] + (rep.get("history") or [])
+    check(launches[0].get("seq") == CYCLE_STEPS, "culprit %r" % launches[0].get("seq"))
+    checked = 0
+    for l in launches:
+        py = l.get("python") or []
+        if not l.get("seq"):
+            continue
+        check(len(py) > 2 and py[2]["function"] == "cycle_step", "launch %d frames %r" % (l["seq"], py[:3]))
+        want = marker_line("PY-C%d" % (l["seq"] % 4))
+        check(py[2]["line"] == want, "launch %d shows line %d, launched from line %d" % (l["seq"], py[2]["line"], want))
+        checked += 1
+    check(checked >= 4, "only %d launches listed" % checked)
+    print("pyline cycle: %d launches, each with its own line" % checked)
+
+
 def main():
     rdir = sys.argv[1]
     fns = setup()
+    if len(sys.argv) > 2 and sys.argv[2] == "cycle":
+        return cycle(rdir, fns)
     rc = train(fns)
     check(rc != 0, "the scripted fault did not surface (rc %d)" % rc)
     reports = glob.glob(os.path.join(rdir, "culprit-%d.json" % os.getpid()))

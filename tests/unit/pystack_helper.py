@@ -48,6 +48,17 @@ class Probe:
         lib.pystack_probe_frees.restype = ctypes.c_ulonglong
         lib.pystack_probe_signal_storm.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_int)]
         lib.pystack_probe_signal_storm.restype = ctypes.c_int
+        lib.pystack_probe_key.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.POINTER(ctypes.c_ulonglong)]
+        lib.pystack_probe_key.restype = ctypes.c_int
+
+    def key(self):
+        """(pystack_key's count, its key, the frames a capture from the same place describes)."""
+        buf = ctypes.create_string_buffer(1 << 16)
+        k = ctypes.c_ulonglong(0)
+        n = self.lib.pystack_probe_key(buf, len(buf), ctypes.byref(k))  # @key
+        if n == -2:
+            raise AssertionError("%s: pystack_probe_key could not describe its capture" % self.label)
+        return n, k.value, buf.value
 
     def take(self):
         """Captures the caller's stack; returns (pystack's frames, the interpreter's own frames), innermost first.
@@ -332,6 +343,47 @@ def memo_repeats(p):
           % (p.label, p.lib.pystack_probe_frees() - frees0))
 
 
+def key_a(p):
+    return p.key()  # @key_a
+
+
+def key_b(p):
+    return p.key()  # @key_b
+
+
+def key_recurse(p, depth):
+    return key_recurse(p, depth - 1) if depth else p.key()  # @key_rec
+
+
+def keys_name_frames(p):
+    """pystack_key, which a launch uses to find the chain it kept for the same frames: equal keys always mean the
+    same frames (a capture from the same place describes them alike), different frames different keys, and a
+    freed code object changes every key (its address may come back as another's)."""
+    seen = {}
+    for i in range(300):
+        for n, key, frames in (key_a(p), key_b(p), key_recurse(p, i % 23), key_recurse(p, 30)):
+            check(n > 0, "%s key: pystack_key found no frames (%d)" % (p.label, n))
+            check(seen.setdefault(key, frames) == frames, "%s key %x names two different stacks:\n%s\n%s"
+                  % (p.label, key, seen.get(key, b"").decode(), frames.decode()))
+        if FAILS:
+            return
+    by_frames = {}
+    for key, frames in seen.items():
+        by_frames.setdefault(frames, set()).add(key)
+    check(all(len(k) == 1 for k in by_frames.values()), "%s key: the same stack got several keys" % p.label)
+    # 23 recursion depths (capped at 24 frames), the deep one, and two sites: every stack seen has its own key
+    check(len(seen) >= 20, "%s key: only %d distinct keys for the stacks of the loop" % (p.label, len(seen)))
+    got = []
+    for i in range(2):
+        got.append(key_a(p))  # the same frames both times
+        ns = {}
+        exec(compile("def short_lived(x):\n    return x\n", "<short-lived-key>", "exec"), ns)
+        del ns
+        gc.collect()
+    check(got[0][2] == got[1][2] and got[0][1] != got[1][1],
+          "%s key: a freed code object must change the key of the same frames" % p.label)
+
+
 def frees_counted(p):
     """Freeing a code object is counted: that is what makes every thread's memo stale."""
     gc.collect()
@@ -395,6 +447,7 @@ def main():
         many_threads(p)
         memo_repeats(p)
         signal_storm(p)
+        keys_name_frames(p)
     frees_counted(cdll)
     forked_child(cdll)
     kept_after_free(cdll)

@@ -39,6 +39,17 @@ PROBE_EXPORT int pystack_probe(char *buf, int len) {
   return describe_into(refs, n, buf, len);
 }
 
+/* The key of the calling thread's frames (pystack_key) and, from the same place, their capture described into buf.
+ * Returns what pystack_key returned. */
+PROBE_EXPORT int pystack_probe_key(char *buf, int len, unsigned long long *key) {
+  uint64_t k = 0;
+  int n = pystack_key(&k);
+  *key = k;
+  struct pystack_ref refs[PYSTACK_MAX];
+  if (describe_into(refs, pystack_capture(refs, PYSTACK_MAX), buf, len) < 0) return -2;
+  return n;
+}
+
 /* Captures now and describes later (pystack_probe_describe_kept), as a report does after the code objects of
  * the captured frames may have been freed. Returns the number of frames. */
 PROBE_EXPORT int pystack_probe_keep(void) {
