@@ -145,12 +145,13 @@ static char *asserts_launch_name(const struct json *launch)
 }
 
 /* The device prints "operator()" for the lambda or functor a templated kernel runs (PyTorch's elementwise,
- * scatter/gather and index kernels): that name cannot be compared with the launch's. */
+ * scatter/gather and index kernels), and Triton's tl.device_assert (Inductor's too) prints `unknown`: neither
+ * can be compared with the launch's name. */
 static int asserts_generic(const struct dev_assert *a)
 {
     const char *s;
     size_t n = demangle_base_name(a->kernel, &s);
-    return n == 0 || (n == 8 && memcmp(s, "operator", 8) == 0);
+    return n == 0 || (n == 8 && memcmp(s, "operator", 8) == 0) || strcmp(a->kernel, "unknown") == 0;
 }
 
 /* Whether the launch's grid and block can hold the assert's block and thread indices; a launch without them

@@ -146,6 +146,19 @@ int main(void) {
   json_free(doc);
   asserts_free(&as);
 
+  /* Triton's tl.device_assert prints `unknown` where the kernel's name goes: that is no name, so the indices
+   * decide. Block 200 fits the grid of 256 programs only. */
+  add(&as, "/nonexistent/moe_dispatch.py:8: unknown: block: [200,0,0], thread: [64,0,0] Assertion `slot in "
+           "range` failed.");
+  launch_json(l1, sizeof l1, 11, "scale_rows_kernel", "", 16, 128);
+  launch_json(l2, sizeof l2, 12, "gather_rows_kernel", "", 256, 128);
+  doc = report_of(l1, l2);
+  CHECK(narrowed(&as, doc, &reason) == 12, "the only grid that holds block 200 was not chosen: %s", reason);
+  CHECK(reason && strstr(reason, "(in unknown) has block [200,0,0] and thread [64,0,0], which fit the grid and block "
+                                 "of launch #12 alone"), "reason: %s", reason);
+  json_free(doc);
+  asserts_free(&as);
+
   /* No asserts at all: nothing to add, nothing changed. */
   int changed = 0;
   doc = report_of(l1, l2);
