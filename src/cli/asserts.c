@@ -1,14 +1,16 @@
 /* Device-assert lines: parsing what the device printed ("FILE:LINE: KERNEL: block: [x,y,z], thread: [x,y,z]
  * Assertion `EXPR` failed."), and tying the asserts a run printed to its reports: they are added to each report,
- * and a verdict of candidates is narrowed to the one launch the asserts single out (by the kernel's name, by
- * block and thread indices that must fit the launch's grid and block, and by the source file). The relaying of
- * the output the lines come from is watch.c's. */
+ * and a verdict of candidates is narrowed to the one launch the asserts single out (by the kernel's name, or for
+ * Triton's form by the @triton.jit function its file holds at that line; by block and thread indices that must
+ * fit the launch's grid and block; and by the source file). The relaying of the output the lines come from is
+ * watch.c's. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include "asserts.h"
 #include "cli.h"
 #include "promote.h"
+#include "tritonsrc.h"
 #include "../report/demangle.h"
 #include "../report/jsonw.h"
 #include "../report/json.h"
@@ -20,6 +22,63 @@
 #include <stdlib.h>
 #include <string.h>
 
+void asserts_free_one(struct dev_assert *a)
+{
+    free(a->file);
+    free(a->kernel);
+    free(a->expr);
+    free(a->function);
+    free(a->kernels);
+    free(a->unfound);
+    memset(a, 0, sizeof *a);
+}
+
+/* Triton's and Inductor's tl.device_assert print `unknown` where the kernel's name goes. */
+static int asserts_triton_form(const struct dev_assert *a)
+{
+    return strcmp(a->kernel, "unknown") == 0;
+}
+
+/* An assert in Triton's form: the function its file holds at its line, from an earlier assert of the same line
+ * or from the file. A file name that cannot be opened may carry a log prefix ("[rank1]: /path/k.py"): then the
+ * name after its last blank is tried as well. */
+static void asserts_lookup(const struct dev_asserts *as, struct dev_assert *a)
+{
+    struct tritonsrc_found f;
+    char why[256];
+    const char *blank;
+    size_t i;
+    int rc;
+
+    for (i = 0; i < as->n; i++) {
+        const struct dev_assert *o = &as->a[i];
+        if (o->line != a->line || strcmp(o->file, a->file) != 0 || !asserts_triton_form(o))
+            continue;
+        a->function = o->function ? strdup(o->function) : NULL;
+        a->kernels = o->kernels ? strdup(o->kernels) : NULL;
+        a->unfound = o->unfound ? strdup(o->unfound) : NULL;
+        if (!a->function != !a->kernels) {  /* out of memory: the assert is read by its indices alone */
+            free(a->function);
+            free(a->kernels);
+            a->function = a->kernels = NULL;
+        }
+        return;
+    }
+    rc = tritonsrc_find(a->file, a->line, &f, why, sizeof why);
+    if (rc != 0 && rc != ENOMEM && (blank = strrchr(a->file, ' ')) != NULL && blank[1]) {
+        char first[256];
+        snprintf(first, sizeof first, "%s", why);
+        if ((rc = tritonsrc_find(blank + 1, a->line, &f, why, sizeof why)) == ENOENT)
+            snprintf(why, sizeof why, "%s", first);
+    }
+    if (rc == 0) {
+        a->function = f.function;
+        a->kernels = f.kernels;
+    } else if (rc != ENOMEM) {
+        a->unfound = strdup(why);
+    }
+}
+
 void asserts_add(struct dev_asserts *as, const char *line, size_t len, const char *stream)
 {
     struct dev_assert a;
@@ -27,23 +86,20 @@ void asserts_add(struct dev_asserts *as, const char *line, size_t len, const cha
         return;
     as->seen++;
     if (as->n >= ASSERTS_MAX) {
-        free(a.file);
-        free(a.kernel);
-        free(a.expr);
+        asserts_free_one(&a);
         return;
     }
     a.stream = stream;
+    if (asserts_triton_form(&a))
+        asserts_lookup(as, &a);
     as->a[as->n++] = a;
 }
 
 void asserts_free(struct dev_asserts *as)
 {
     size_t i;
-    for (i = 0; i < as->n; i++) {
-        free(as->a[i].file);
-        free(as->a[i].kernel);
-        free(as->a[i].expr);
-    }
+    for (i = 0; i < as->n; i++)
+        asserts_free_one(&as->a[i]);
     as->n = 0;
 }
 
@@ -129,6 +185,25 @@ out:
 
 /* ---- tying asserts to reports ---- */
 
+/* How an assert names the kernel it came from. */
+enum asserts_how {
+    ASSERTS_SIGNATURE,          /* by the kernel's signature, as the device printed it */
+    ASSERTS_FUNCTION,           /* Triton's form: by the @triton.jit function its file holds at its line */
+    ASSERTS_INDICES,            /* not at all: "operator()" (a lambda), `unknown` that the file did not explain */
+};
+
+static enum asserts_how asserts_how(const struct dev_assert *a)
+{
+    const char *s;
+    size_t n;
+    if (a->function)
+        return ASSERTS_FUNCTION;
+    n = demangle_base_name(a->kernel, &s);
+    if (n == 0 || (n == 8 && memcmp(s, "operator", 8) == 0) || asserts_triton_form(a))
+        return ASSERTS_INDICES;
+    return ASSERTS_SIGNATURE;
+}
+
 /* The launch's kernel name in readable form (malloc'd), or NULL. */
 static char *asserts_launch_name(const struct json *launch)
 {
@@ -144,18 +219,14 @@ static char *asserts_launch_name(const struct json *launch)
     return m && *m ? strdup(m) : NULL;
 }
 
-/* The device prints "operator()" for the lambda or functor a templated kernel runs (PyTorch's elementwise,
- * scatter/gather and index kernels), and Triton's tl.device_assert (Inductor's too) prints `unknown`: neither
- * can be compared with the launch's name. */
-static int asserts_generic(const struct dev_assert *a)
+static int asserts_is_graph(const struct json *launch)
 {
-    const char *s;
-    size_t n = demangle_base_name(a->kernel, &s);
-    return n == 0 || (n == 8 && memcmp(s, "operator", 8) == 0) || strcmp(a->kernel, "unknown") == 0;
+    const char *kind = json_get_str(launch, "kind");
+    return kind && strcmp(kind, "graph") == 0;
 }
 
 /* Whether the launch's grid and block can hold the assert's block and thread indices; a launch without them
- * (a graph launch) cannot rule anything out. */
+ * cannot rule anything out. */
 static int asserts_fit_dims(const struct dev_assert *a, const struct json *launch)
 {
     const struct json *grid = json_get(launch, "grid"), *block = json_get(launch, "block");
@@ -173,21 +244,55 @@ static int asserts_fit_dims(const struct dev_assert *a, const struct json *launc
     return 1;
 }
 
-/* Whether assert a may come from launch: the same kernel name (unless the device printed a generic one), and
- * indices that fit its grid and block. *by_name tells whether the name took part. */
-static int asserts_consistent(const struct dev_assert *a, const struct json *launch, int *by_name)
+/* Whether the kernel name name (readable) is one that assert a names: the same bare name as the signature the
+ * device printed, or (Triton's form) that of one of the functions a->kernels lists. 0 for an assert that names
+ * no kernel. */
+static int asserts_same_name(const struct dev_assert *a, const char *name)
+{
+    const char *base, *p;
+    size_t n;
+    switch (asserts_how(a)) {
+    case ASSERTS_SIGNATURE:
+        return demangle_same_kernel(name, a->kernel);
+    case ASSERTS_FUNCTION:
+        n = demangle_base_name(name, &base);
+        for (p = a->kernels; n && *p;) {
+            const char *e = strchr(p, ' ');
+            size_t m = e ? (size_t)(e - p) : strlen(p);
+            char *one = strndup(p, m);
+            int same = one && tritonsrc_same_kernel(base, n, one);
+            free(one);
+            if (same)
+                return 1;
+            p += m + (e != NULL);
+        }
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+/* Whether assert a may come from a launch: indices that fit its grid and block, and its name where the assert
+ * names one. *by_name tells whether the name took part. */
+static int asserts_fit_kernel(const struct dev_assert *a, const struct json *launch, int *by_name)
 {
     char *name;
     int same;
-    *by_name = !asserts_generic(a);
+    *by_name = asserts_how(a) != ASSERTS_INDICES;
     if (!asserts_fit_dims(a, launch))
         return 0;
     if (!*by_name)
         return 1;
     name = asserts_launch_name(launch);
-    same = name && demangle_same_kernel(name, a->kernel);
+    same = name && asserts_same_name(a, name);
     free(name);
     return same;
+}
+
+/* Whether assert a may come from launch (1) or not (0). *by_name tells whether a name took part. */
+static int asserts_consistent(const struct dev_assert *a, const struct json *launch, int *by_name)
+{
+    return asserts_fit_kernel(a, launch, by_name);
 }
 
 #define ASSERTS_WORDS 8                /* words taken from a source file's name */
@@ -226,12 +331,18 @@ static int asserts_file_words(const char *file, char words[ASSERTS_WORDS][32])
     return n;
 }
 
-/* Whether the launch's kernel name (mangled and readable) carries every word of the assert's source file. */
+/* Whether the launch's kernel name (mangled and readable) carries every word of the assert's source file. Only
+ * for a lambda's assert ("operator()"): the kernels of Triton's files need not carry their names (Inductor's
+ * files are named by a hash). */
 static int asserts_mentions_file(const struct dev_assert *a, const struct json *launch)
 {
     char words[ASSERTS_WORDS][32], *lower = NULL;
     const char *m = json_get_str(launch, "mangled"), *k = json_get_str(launch, "kernel");
-    int n = asserts_file_words(a->file, words), i, all = n > 0;
+    int n, i, all;
+    if (asserts_triton_form(a))
+        return 0;
+    n = asserts_file_words(a->file, words);
+    all = n > 0;
     if (!all || asprintf(&lower, "%s %s", m ? m : "", k ? k : "") < 0)
         return 0;
     for (char *c = lower; *c; c++)
@@ -242,8 +353,8 @@ static int asserts_mentions_file(const struct dev_assert *a, const struct json *
     return all;
 }
 
-/* Whether an assert's kernel name alone also matches a launch of arr other than hit: then its block and thread
- * indices are what singled hit out. */
+/* Whether some assert's name alone (whatever the indices) also matches a launch of arr other than hit: then the
+ * block and thread indices are what singled hit out. */
 static int asserts_narrowed_by_dims(const struct dev_asserts *as, const struct json *arr, size_t hit)
 {
     size_t i, j;
@@ -254,7 +365,7 @@ static int asserts_narrowed_by_dims(const struct dev_asserts *as, const struct j
             continue;
         name = asserts_launch_name(json_at(arr, i));
         for (j = 0; name && !same && j < as->n; j++)
-            same = !asserts_generic(&as->a[j]) && demangle_same_kernel(name, as->a[j].kernel);
+            same = asserts_same_name(&as->a[j], name);
         free(name);
         if (same)
             return 1;
@@ -262,30 +373,80 @@ static int asserts_narrowed_by_dims(const struct dev_asserts *as, const struct j
     return 0;
 }
 
+/* The sentence saying why launch l (arr[hit]) alone may have printed assert by: how the assert names a kernel
+ * and, when names alone do not tell the launches of arr apart, its indices. Returns it malloc'd, or NULL. */
+static char *asserts_why(const struct dev_asserts *as, const struct dev_assert *by, const struct json *arr,
+                         size_t hit)
+{
+    const struct json *l = json_at(arr, hit);
+    long long seq = json_get_int(l, "seq", -1);
+    char *name = asserts_launch_name(l), *what = NULL, *why = NULL, dims[160];
+    enum asserts_how how = asserts_how(by);
+    int rc;
+
+    snprintf(dims, sizeof dims, "block [%ld,%ld,%ld] and thread [%ld,%ld,%ld]", by->block[0], by->block[1],
+             by->block[2], by->thread[0], by->thread[1], by->thread[2]);
+    if (!name)
+        return NULL;
+    if (how == ASSERTS_SIGNATURE) {
+        rc = asprintf(&what, "the device assert names %s", name);
+    } else if (how == ASSERTS_FUNCTION) {
+        rc = asprintf(&what, "the device assert at %s:%ld is in the @triton.jit function %s", by->file, by->line,
+                      by->function);
+    } else {
+        rc = asprintf(&what, "the device assert from %s (in %s) has %s", by->file, by->kernel, dims);
+    }
+    if (rc < 0) {
+        free(name);
+        return NULL;
+    }
+    if (how == ASSERTS_INDICES)
+        rc = asprintf(&why, "%s, which fit the grid and block of launch #%lld alone%s%s%s", what, seq,
+                      by->unfound ? " (its file did not tell its kernel: " : "", by->unfound ? by->unfound : "",
+                      by->unfound ? ")" : "");
+    else if (asserts_narrowed_by_dims(as, arr, hit))
+        rc = asprintf(&why, "%s, and its %s fit the grid and block of launch #%lld alone", what, dims, seq);
+    else if (how == ASSERTS_SIGNATURE)
+        rc = asprintf(&why, "%s", what);
+    else {
+        const char *base;
+        size_t n = demangle_base_name(name, &base);
+        rc = tritonsrc_same_kernel(base, n, by->function)
+                 ? asprintf(&why, "%s, which launch #%lld alone runs", what, seq)
+                 : asprintf(&why, "%s, which launch #%lld alone runs (its kernel %s calls it)", what, seq, name);
+    }
+    free(what);
+    free(name);
+    return rc < 0 ? NULL : why;
+}
+
 /* The one launch of arr the asserts single out, in *hit, with the sentence saying why in *why (malloc'd).
- * First by every fact an assert carries (name, indices); when asserts with a generic name leave several, by
- * their source file's name against the kernels' names. Returns 1 when exactly one is singled out, 0 when not,
- * -1 when out of memory. Never picks a launch the facts do not single out. */
+ * First by every fact an assert carries (name, indices); when asserts that name no kernel leave several, by their
+ * source file's name against the kernels' names. Returns 1 when exactly one is singled out, 0 when not, -1 when
+ * out of memory. Never picks a launch the facts do not single out. */
 static int asserts_pick(const struct dev_asserts *as, const struct json *arr, size_t *hit, char **why)
 {
-    size_t i, j, hits = 0, file_hits = 0, file_hit = 0, named_any = 0;
+    size_t i, j, hits = 0, file_hits = 0, file_hit = 0;
     const struct dev_assert *by = NULL, *file_by = NULL;
-    int generic_only = 1;
+    int state = 0, generic_only = 1, named_any = 0;
     char *name;
 
     *why = NULL;
     for (i = 0; i < json_len(arr); i++) {
         const struct json *l = json_at(arr, i);
-        int hit_here = 0, file_here = 0;
+        const struct dev_assert *by_here = NULL;
+        int here = 0, file_here = 0;
         if (!json_is(l, JSON_OBJ))
             continue;
         for (j = 0; j < as->n; j++) {
-            int by_name;
-            if (!asserts_consistent(&as->a[j], l, &by_name))
+            int by_name, c = asserts_consistent(&as->a[j], l, &by_name);
+            if (!c)
                 continue;
-            if (!hit_here)
-                by = &as->a[j];
-            hit_here = 1;
+            here = here == 1 || c == 1 ? 1 : 2;
+            if (c != 1)
+                continue;
+            if (!by_here)
+                by_here = &as->a[j];
             generic_only &= !by_name;
             named_any |= by_name;
             if (!by_name && !file_here && asserts_mentions_file(&as->a[j], l)) {
@@ -293,35 +454,19 @@ static int asserts_pick(const struct dev_asserts *as, const struct json *arr, si
                 file_by = &as->a[j];
             }
         }
-        if (hit_here) {
+        if (here) {
             hits++;
             *hit = i;
+            state = here;
+            by = by_here;
         }
         if (file_here) {
             file_hits++;
             file_hit = i;
         }
     }
-    if (hits == 1) {
-        long long seq = json_get_int(json_at(arr, *hit), "seq", -1);
-        int rc;
-        name = asserts_launch_name(json_at(arr, *hit));
-        if (!name)
-            return -1;
-        if (!asserts_generic(by) && asserts_narrowed_by_dims(as, arr, *hit))
-            rc = asprintf(why, "the device assert names %s, and its block [%ld,%ld,%ld] and thread [%ld,%ld,%ld] "
-                          "fit the grid and block of launch #%lld alone", name, by->block[0], by->block[1],
-                          by->block[2], by->thread[0], by->thread[1], by->thread[2], seq);
-        else if (!asserts_generic(by))
-            rc = asprintf(why, "the device assert names %s", name);
-        else
-            rc = asprintf(why, "the device assert from %s (in %s) has block [%ld,%ld,%ld] and thread "
-                          "[%ld,%ld,%ld], which fit the grid and block of launch #%lld alone", by->file,
-                          by->kernel, by->block[0], by->block[1], by->block[2], by->thread[0], by->thread[1],
-                          by->thread[2], seq);
-        free(name);
-        return rc < 0 ? -1 : 1;
-    }
+    if (hits == 1 && state == 1)
+        return (*why = asserts_why(as, by, arr, *hit)) != NULL ? 1 : -1;
     if (hits > 1 && generic_only && !named_any && file_hits == 1) {
         *hit = file_hit;
         name = asserts_launch_name(json_at(arr, *hit));
@@ -352,16 +497,43 @@ static struct json *asserts_triple_json(const long v[3])
     return arr;
 }
 
+/* An assert as the report keeps it. */
 static struct json *asserts_json(const struct dev_assert *a)
 {
-    struct json *o = json_new(JSON_OBJ);
-    if (!o)
-        return NULL;
-    if (json_put(o, "file", json_new_str(a->file)) || json_put(o, "line", json_new_int(a->line)) ||
-        json_put(o, "kernel", json_new_str(a->kernel)) || json_put(o, "block", asserts_triple_json(a->block)) ||
-        json_put(o, "thread", asserts_triple_json(a->thread)) ||
-        json_put(o, "assertion", json_new_str(a->expr)) ||
-        json_put(o, "stream", json_new_str(a->stream))) {
+    struct json *o = json_new(JSON_OBJ), *callers = NULL;
+    int rc = !o;
+
+    if (!rc && (json_put(o, "file", json_new_str(a->file)) || json_put(o, "line", json_new_int(a->line)) ||
+                json_put(o, "kernel", json_new_str(a->kernel)) || json_put(o, "block", asserts_triple_json(a->block)) ||
+                json_put(o, "thread", asserts_triple_json(a->thread)) ||
+                json_put(o, "assertion", json_new_str(a->expr)) || json_put(o, "stream", json_new_str(a->stream))))
+        rc = 1;
+    if (!rc && a->function) {
+        const char *p = strchr(a->kernels, ' ');
+        rc = json_put(o, "function", json_new_str(a->function));
+        if (!rc && p) {
+            rc = !(callers = json_new(JSON_ARR));
+            while (!rc && p && *++p) {
+                const char *e = strchr(p, ' ');
+                char *one = strndup(p, e ? (size_t)(e - p) : strlen(p));
+                struct json *s = one ? json_new_str(one) : NULL;
+                free(one);
+                if (!s || json_append(callers, s) != 0) {
+                    json_free(s);
+                    rc = 1;
+                }
+                p = e;
+            }
+            if (!rc && json_set(o, "inlined_into", callers) == 0)
+                callers = NULL;
+            else
+                rc = 1;
+        }
+    }
+    if (!rc && a->unfound)
+        rc = json_put(o, "function_unknown", json_new_str(a->unfound));
+    json_free(callers);
+    if (rc) {
         json_free(o);
         return NULL;
     }
@@ -382,6 +554,21 @@ static int asserts_relevant(const struct dev_assert *a, const struct json *doc)
     return 0;
 }
 
+/* Appends "; " and more to the verdict's reason (or makes it the reason). Returns 0 or ENOMEM. */
+static int asserts_add_reason(struct json *verdict, const char *more)
+{
+    const char *reason = json_get_str(verdict, "reason");
+    char *why = NULL;
+    if (asprintf(&why, "%s%s%s", reason ? reason : "", reason ? "; " : "", more) < 0)
+        return ENOMEM;
+    if (json_put(verdict, "reason", json_new_str(why))) {
+        free(why);
+        return ENOMEM;
+    }
+    free(why);
+    return 0;
+}
+
 /* The culprit is a graph launch and the asserts single out one of the kernels captured into that graph:
  * that node goes into culprit.node (the graph launch stays the culprit: it is what the stream ran). */
 static int asserts_narrow_node(const struct dev_asserts *as, struct json *doc, int *changed)
@@ -389,13 +576,12 @@ static int asserts_narrow_node(const struct dev_asserts *as, struct json *doc, i
     struct json *culprit = (struct json *)json_get(doc, "culprit");
     struct json *verdict = (struct json *)json_get(doc, "verdict");
     const struct json *nodes = json_get(culprit, "graph_nodes");
-    const char *kind = json_get_str(culprit, "kind");
-    const char *reason = json_get_str(verdict, "reason");
     size_t hit = 0;
     struct json *node;
     char *name, *why = NULL;
+    int rc;
 
-    if (!as || !kind || strcmp(kind, "graph") != 0 || !json_is(nodes, JSON_ARR) || json_get(culprit, "node"))
+    if (!as || !asserts_is_graph(culprit) || !json_is(nodes, JSON_ARR) || json_get(culprit, "node"))
         return 0;  /* the library already named the node from the graph's breadcrumbs */
     switch (asserts_pick(as, nodes, &hit, &why)) {
     case -1: return ENOMEM;
@@ -412,17 +598,36 @@ static int asserts_narrow_node(const struct dev_asserts *as, struct json *doc, i
         return ENOMEM;
     }
     *changed = 1;
-    if (asprintf(&why, "%s%sthe device assert names the graph's node %s", reason ? reason : "", reason ? "; " : "",
+    if (asprintf(&why, "the device assert names the graph's node #%lld %s", json_get_int(node, "seq", -1),
                  name) < 0) {
         free(name);
         return ENOMEM;
     }
     free(name);
-    if (json_put(verdict, "reason", json_new_str(why))) {
-        free(why);
-        return ENOMEM;
-    }
+    rc = asserts_add_reason(verdict, why);
     free(why);
+    return rc;
+}
+
+/* A verdict of candidates that the asserts did not narrow: when an assert of Triton's form that may come from
+ * one of them did not get its kernel from its file, the reason says why (once). */
+static int asserts_say_unfound(const struct dev_asserts *as, struct json *doc, int *changed)
+{
+    size_t i;
+    for (i = 0; i < as->n; i++) {
+        const struct dev_assert *a = &as->a[i];
+        char *more = NULL;
+        int rc;
+        if (!a->unfound || !asserts_relevant(a, doc))
+            continue;
+        if (asprintf(&more, "the device assert at %s:%ld prints no kernel name (`unknown`, as Triton's do) and "
+                            "its file did not tell it: %s", a->file, a->line, a->unfound) < 0)
+            return ENOMEM;
+        rc = asserts_add_reason((struct json *)json_get(doc, "verdict"), more);
+        free(more);
+        *changed = 1;
+        return rc;
+    }
     return 0;
 }
 
@@ -433,23 +638,22 @@ static int asserts_narrow(const struct dev_asserts *as, struct json *doc, int *c
     struct json *cands = (struct json *)json_get(doc, "candidates");
     struct json *others, *chosen, *window;
     const char *certainty = json_get_str(verdict, "certainty");
-    const char *reason = json_get_str(verdict, "reason");
-    char *why = NULL, *fact;
+    char *fact;
     size_t i, hit = 0;
     long long seq;
-    int rc;
 
     if (!as || !certainty || strcmp(certainty, "candidates") != 0 || !json_is(cands, JSON_ARR))
         return 0;
     switch (asserts_pick(as, cands, &hit, &fact)) {
     case -1: return ENOMEM;
-    case 0: return 0;
+    case 0: return asserts_say_unfound(as, doc, changed);
     }
     chosen = cands->kids[hit];
-    rc = asprintf(&why, "%s%s%s", reason ? reason : "", reason ? "; " : "", fact);
-    free(fact);
-    if (rc < 0)
+    if (asserts_add_reason(verdict, fact) != 0) {
+        free(fact);
         return ENOMEM;
+    }
+    free(fact);
     others = json_new(JSON_ARR);
     for (i = 0; others && i < cands->len; i++)
         if (i != hit && json_append(others, cands->kids[i]) != 0) {
@@ -461,22 +665,17 @@ static int asserts_narrow(const struct dev_asserts *as, struct json *doc, int *c
         if (others)
             others->len = 0;
         json_free(others);
-        free(why);
         return ENOMEM;
     }
     cands->len = 0;  /* every candidate now belongs to others, except chosen, which is ours */
     *changed = 1;
     if (json_set(doc, "culprit", chosen) != 0) {
         json_free(chosen);
-        free(why);
         return ENOMEM;
     }
     seq = json_get_int(chosen, "seq", -1);
-    if (json_put(verdict, "certainty", json_new_str("exact")) || json_put(verdict, "reason", json_new_str(why))) {
-        free(why);
+    if (json_put(verdict, "certainty", json_new_str("exact")))
         return ENOMEM;
-    }
-    free(why);
     if (promote_extend_history(doc, chosen, others) != 0)
         return ENOMEM;
     if (seq >= 0) {
