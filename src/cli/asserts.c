@@ -2,8 +2,8 @@
  * Assertion `EXPR` failed."), and tying the asserts a run printed to its reports: they are added to each report,
  * and a verdict of candidates is narrowed to the one launch the asserts single out (by the kernel's name, or for
  * Triton's form by the @triton.jit function its file holds at that line; by block and thread indices that must
- * fit the launch's grid and block; and by the source file). The relaying of the output the lines come from is
- * watch.c's. */
+ * fit the launch's grid and block; and by the source file), a graph launch by the kernels captured into it. The
+ * relaying of the output the lines come from is watch.c's. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -185,6 +185,8 @@ out:
 
 /* ---- tying asserts to reports ---- */
 
+#define ASSERTS_GRAPH_NODES 64  /* graph_nodes a report lists at most: a list this long may have been cut */
+
 /* How an assert names the kernel it came from. */
 enum asserts_how {
     ASSERTS_SIGNATURE,          /* by the kernel's signature, as the device printed it */
@@ -272,8 +274,8 @@ static int asserts_same_name(const struct dev_assert *a, const char *name)
     }
 }
 
-/* Whether assert a may come from a launch: indices that fit its grid and block, and its name where the assert
- * names one. *by_name tells whether the name took part. */
+/* Whether assert a may come from a kernel launch (not a graph launch): indices that fit its grid and block, and
+ * its name where the assert names one. *by_name tells whether the name took part. */
 static int asserts_fit_kernel(const struct dev_assert *a, const struct json *launch, int *by_name)
 {
     char *name;
@@ -289,10 +291,26 @@ static int asserts_fit_kernel(const struct dev_assert *a, const struct json *lau
     return same;
 }
 
-/* Whether assert a may come from launch (1) or not (0). *by_name tells whether a name took part. */
+/* Whether assert a may come from launch: 1 when it fits (a graph launch: when it fits one of the kernels captured
+ * into the graph), 0 when it cannot, 2 for a graph launch whose kernels are not all known (none listed, or as
+ * many as a report lists at most): it cannot be ruled out, nor singled out. *by_name tells whether a name took
+ * part in a fit. */
 static int asserts_consistent(const struct dev_assert *a, const struct json *launch, int *by_name)
 {
-    return asserts_fit_kernel(a, launch, by_name);
+    const struct json *nodes = json_get(launch, "graph_nodes");
+    size_t i, n = json_len(nodes);
+    int fits = 0, bn;
+    if (!asserts_is_graph(launch))
+        return asserts_fit_kernel(a, launch, by_name);
+    *by_name = 0;
+    if (!json_is(nodes, JSON_ARR) || n == 0 || n >= ASSERTS_GRAPH_NODES)
+        return 2;
+    for (i = 0; i < n; i++)
+        if (asserts_fit_kernel(a, json_at(nodes, i), &bn)) {
+            fits = 1;
+            *by_name |= bn;
+        }
+    return fits;
 }
 
 #define ASSERTS_WORDS 8                /* words taken from a source file's name */
@@ -339,7 +357,7 @@ static int asserts_mentions_file(const struct dev_assert *a, const struct json *
     char words[ASSERTS_WORDS][32], *lower = NULL;
     const char *m = json_get_str(launch, "mangled"), *k = json_get_str(launch, "kernel");
     int n, i, all;
-    if (asserts_triton_form(a))
+    if (asserts_triton_form(a) || asserts_is_graph(launch))
         return 0;
     n = asserts_file_words(a->file, words);
     all = n > 0;
@@ -353,20 +371,22 @@ static int asserts_mentions_file(const struct dev_assert *a, const struct json *
     return all;
 }
 
-/* Whether some assert's name alone (whatever the indices) also matches a launch of arr other than hit: then the
- * block and thread indices are what singled hit out. */
+/* Whether some assert's name alone (whatever the indices) also matches a launch of arr other than hit (a graph
+ * launch: one of its kernels): then the block and thread indices are what singled hit out. */
 static int asserts_narrowed_by_dims(const struct dev_asserts *as, const struct json *arr, size_t hit)
 {
-    size_t i, j;
+    size_t i, j, k;
     for (i = 0; i < json_len(arr); i++) {
-        char *name;
+        const struct json *l = json_at(arr, i), *nodes = json_get(l, "graph_nodes");
         int same = 0;
-        if (i == hit || !json_is(json_at(arr, i), JSON_OBJ))
+        if (i == hit || !json_is(l, JSON_OBJ))
             continue;
-        name = asserts_launch_name(json_at(arr, i));
-        for (j = 0; name && !same && j < as->n; j++)
-            same = asserts_same_name(&as->a[j], name);
-        free(name);
+        for (k = 0; !same && k < (asserts_is_graph(l) ? json_len(nodes) : 1); k++) {
+            char *name = asserts_launch_name(asserts_is_graph(l) ? json_at(nodes, k) : l);
+            for (j = 0; name && !same && j < as->n; j++)
+                same = asserts_same_name(&as->a[j], name);
+            free(name);
+        }
         if (same)
             return 1;
     }
@@ -382,14 +402,17 @@ static char *asserts_why(const struct dev_asserts *as, const struct dev_assert *
     long long seq = json_get_int(l, "seq", -1);
     char *name = asserts_launch_name(l), *what = NULL, *why = NULL, dims[160];
     enum asserts_how how = asserts_how(by);
-    int rc;
+    int graph = asserts_is_graph(l), rc;
 
     snprintf(dims, sizeof dims, "block [%ld,%ld,%ld] and thread [%ld,%ld,%ld]", by->block[0], by->block[1],
              by->block[2], by->thread[0], by->thread[1], by->thread[2]);
     if (!name)
         return NULL;
     if (how == ASSERTS_SIGNATURE) {
-        rc = asprintf(&what, "the device assert names %s", name);
+        const char *base;
+        size_t n = demangle_base_name(by->kernel, &base);
+        rc = graph ? asprintf(&what, "the device assert names %.*s", (int)n, base)
+                   : asprintf(&what, "the device assert names %s", name);
     } else if (how == ASSERTS_FUNCTION) {
         rc = asprintf(&what, "the device assert at %s:%ld is in the @triton.jit function %s", by->file, by->line,
                       by->function);
@@ -400,7 +423,10 @@ static char *asserts_why(const struct dev_asserts *as, const struct dev_assert *
         free(name);
         return NULL;
     }
-    if (how == ASSERTS_INDICES)
+    if (graph)
+        rc = asprintf(&why, "%s, and of these launches only graph launch #%lld replays a kernel that fits it",
+                      what, seq);
+    else if (how == ASSERTS_INDICES)
         rc = asprintf(&why, "%s, which fit the grid and block of launch #%lld alone%s%s%s", what, seq,
                       by->unfound ? " (its file did not tell its kernel: " : "", by->unfound ? by->unfound : "",
                       by->unfound ? ")" : "");
@@ -421,14 +447,15 @@ static char *asserts_why(const struct dev_asserts *as, const struct dev_assert *
 }
 
 /* The one launch of arr the asserts single out, in *hit, with the sentence saying why in *why (malloc'd).
- * First by every fact an assert carries (name, indices); when asserts that name no kernel leave several, by their
- * source file's name against the kernels' names. Returns 1 when exactly one is singled out, 0 when not, -1 when
- * out of memory. Never picks a launch the facts do not single out. */
+ * First by every fact an assert carries (name, indices, a graph's kernels); when asserts that name no kernel
+ * leave several, by their source file's name against the kernels' names. Returns 1 when exactly one is singled
+ * out, 0 when not, -1 when out of memory. Never picks a launch the facts do not single out: a graph launch whose
+ * kernels are not known counts among those an assert may come from, but is never picked. */
 static int asserts_pick(const struct dev_asserts *as, const struct json *arr, size_t *hit, char **why)
 {
     size_t i, j, hits = 0, file_hits = 0, file_hit = 0;
     const struct dev_assert *by = NULL, *file_by = NULL;
-    int state = 0, generic_only = 1, named_any = 0;
+    int state = 0, generic_only = 1, named_any = 0, graphs = 0;
     char *name;
 
     *why = NULL;
@@ -459,6 +486,7 @@ static int asserts_pick(const struct dev_asserts *as, const struct json *arr, si
             *hit = i;
             state = here;
             by = by_here;
+            graphs += asserts_is_graph(l);
         }
         if (file_here) {
             file_hits++;
@@ -467,7 +495,7 @@ static int asserts_pick(const struct dev_asserts *as, const struct json *arr, si
     }
     if (hits == 1 && state == 1)
         return (*why = asserts_why(as, by, arr, *hit)) != NULL ? 1 : -1;
-    if (hits > 1 && generic_only && !named_any && file_hits == 1) {
+    if (hits > 1 && generic_only && !named_any && !graphs && file_hits == 1) {
         *hit = file_hit;
         name = asserts_launch_name(json_at(arr, *hit));
         if (!name || asprintf(why, "the device assert comes from %s (in %s) and of the launches its block and "

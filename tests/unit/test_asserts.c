@@ -497,6 +497,61 @@ int main(void) {
   }
   json_free(doc);
 
+  /* a graph launch among candidates: it runs the kernel the assert names, the other candidates do not; it
+   * becomes the culprit, and its node is named */
+  launch_json(l1, sizeof l1, 58, "scale_rows_kernel", "", 4, 128);
+  snprintf(text, sizeof text, "%s, %s", l1, g);
+  doc = report_of_list(text);
+  CHECK(narrowed(&as, doc, &reason) == 60, "reason: %s", reason);
+  CHECK(reason && strstr(reason, "of these launches only graph launch #60 replays a kernel that fits it; the device "
+                                 "assert names the graph's node #52"), "reason: %s", reason);
+  CHECK(json_get_int(json_get(json_get(doc, "culprit"), "node"), "seq", -1) == 52);
+  json_free(doc);
+
+  /* the kernel ran outside the graph as well: by name both may have asserted (a kernel launch is never preferred
+   * to a graph that runs the same kernel) */
+  launch_json(l1, sizeof l1, 58, "gather_rows_kernel", "", 4, 128);
+  snprintf(text, sizeof text, "%s, %s", l1, g);
+  doc = report_of_list(text);
+  CHECK(narrowed(&as, doc, &reason) == 0, "narrowed between a launch and a graph running the same kernel");
+  json_free(doc);
+
+  /* a graph launch whose kernels are not known cannot be ruled out, nor picked */
+  graph_json(g, sizeof g, 60, "");
+  snprintf(text, sizeof text, "%s, %s", l1, g);
+  doc = report_of_list(text);
+  CHECK(narrowed(&as, doc, &reason) == 0, "narrowed to a launch while a graph of unknown kernels was a candidate");
+  json_free(doc);
+  launch_json(l1, sizeof l1, 58, "scale_rows_kernel", "", 4, 128);
+  snprintf(text, sizeof text, "%s, %s", l1, g);
+  doc = report_of_list(text);
+  CHECK(narrowed(&as, doc, &reason) == 0, "picked a graph launch whose kernels are not known");
+  json_free(doc);
+
+  /* two nodes of the graph run the kernel: the graph launch is the culprit, but no node is named */
+  launch_json(l3, sizeof l3, 53, "gather_rows_kernel", "", 4, 128);
+  snprintf(nodes, sizeof nodes, "%s, %s", l2, l3);
+  graph_json(g, sizeof g, 60, nodes);
+  snprintf(text, sizeof text, "%s, %s", l1, g);
+  doc = report_of_list(text);
+  CHECK(narrowed(&as, doc, &reason) == 60, "reason: %s", reason);
+  CHECK(!json_get(json_get(doc, "culprit"), "node") && !strstr(reason, "graph's node"), "reason: %s", reason);
+  json_free(doc);
+  asserts_free(&as);
+
+  /* A named assert (the device's own signature) inside a graph replay: the node is named by it. */
+  add(&as, "fake.cu:8: void write_oob(...): block: [1,0,0], thread: [3,0,0] Assertion `idx < n` failed.");
+  launch_json(l1, sizeof l1, 2, "step(float*, int)", "_Z4stepPfi", 4, 64);
+  launch_json(l2, sizeof l2, 3, "write_oob(int*, int)", "_Z9write_oobPii", 4, 64);
+  snprintf(nodes, sizeof nodes, "%s, %s", l1, l2);
+  graph_json(g, sizeof g, 6, nodes);
+  launch_json(l3, sizeof l3, 5, "step(float*, int)", "_Z4stepPfi", 4, 64);
+  snprintf(text, sizeof text, "%s, %s", l3, g);
+  doc = report_of_list(text);
+  CHECK(narrowed(&as, doc, &reason) == 6, "reason: %s", reason);
+  CHECK(reason && strstr(reason, "the device assert names write_oob, and of these launches only graph launch #6") &&
+        strstr(reason, "graph's node #3 write_oob(int*, int)"), "reason: %s", reason);
+  json_free(doc);
   asserts_free(&as);
 
   unlink(py);
