@@ -525,11 +525,40 @@ static struct json *asserts_triple_json(const long v[3])
     return arr;
 }
 
-/* An assert as the report keeps it. */
-static struct json *asserts_json(const struct dev_assert *a)
+/* Appends to seqs the launch number of l when assert a fits it (a graph launch: of each captured kernel it
+ * fits). Returns 0 or ENOMEM. */
+static int asserts_fitting_seqs(const struct dev_assert *a, const struct json *l, struct json *seqs)
 {
-    struct json *o = json_new(JSON_OBJ), *callers = NULL;
-    int rc = !o;
+    const struct json *nodes = json_get(l, "graph_nodes");
+    size_t i, k, n = asserts_is_graph(l) ? json_len(nodes) : 1;
+    for (i = 0; json_is(l, JSON_OBJ) && i < n; i++) {
+        const struct json *kernel = asserts_is_graph(l) ? json_at(nodes, i) : l;
+        long long seq = json_get_int(kernel, "seq", -1), old;
+        int by_name, dup = 0;
+        struct json *v;
+        if (seq < 0 || !asserts_fit_kernel(a, kernel, &by_name))
+            continue;
+        for (k = 0; k < json_len(seqs); k++)
+            dup |= json_int(json_at(seqs, k), &old) == 0 && old == seq;
+        if (dup)
+            continue;
+        v = json_new_int(seq);
+        if (json_append(seqs, v) != 0) {
+            json_free(v);
+            return ENOMEM;
+        }
+    }
+    return 0;
+}
+
+/* An assert as the report keeps it, with the launch numbers of the report's culprit and candidates (and of the
+ * kernels captured into their graphs) it fits, in "launches". */
+static struct json *asserts_json(const struct dev_assert *a, const struct json *doc)
+{
+    struct json *o = json_new(JSON_OBJ), *seqs = json_new(JSON_ARR), *callers = NULL;
+    const struct json *cands = json_get(doc, "candidates");
+    size_t j;
+    int rc = !o || !seqs;
 
     if (!rc && (json_put(o, "file", json_new_str(a->file)) || json_put(o, "line", json_new_int(a->line)) ||
                 json_put(o, "kernel", json_new_str(a->kernel)) || json_put(o, "block", asserts_triple_json(a->block)) ||
@@ -560,7 +589,14 @@ static struct json *asserts_json(const struct dev_assert *a)
     }
     if (!rc && a->unfound)
         rc = json_put(o, "function_unknown", json_new_str(a->unfound));
+    for (j = 0; !rc && j <= json_len(cands); j++)
+        rc = asserts_fitting_seqs(a, j == 0 ? json_get(doc, "culprit") : json_at(cands, j - 1), seqs);
+    if (!rc && json_set(o, "launches", seqs) == 0)
+        seqs = NULL;
+    else
+        rc = 1;
     json_free(callers);
+    json_free(seqs);
     if (rc) {
         json_free(o);
         return NULL;
@@ -737,7 +773,7 @@ int asserts_annotate(const struct dev_asserts *as, struct json *doc, int *change
             struct json *o;
             if (asserts_relevant(&as->a[i], doc) != pass)
                 continue;
-            o = asserts_json(&as->a[i]);
+            o = asserts_json(&as->a[i], doc);
             if (!o || json_append(arr, o) != 0) {
                 json_free(o);
                 json_free(arr);

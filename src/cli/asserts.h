@@ -46,7 +46,8 @@ void asserts_free_one(struct dev_assert *a);
 /* Frees the texts. */
 void asserts_free(struct dev_asserts *as);
 
-/* Adds "device_asserts" to a report (those that fit its culprit or candidates first) and, when the verdict is "candidates" and the asserts single out exactly one candidate, narrows the
+/* Adds "device_asserts" to a report (those that fit its culprit or candidates first, each with the launches it
+ * fits) and, when the verdict is "candidates" and the asserts single out exactly one candidate, narrows the
  * verdict to it; when the culprit is a graph launch, names the captured node they single out. as may be NULL
  * (nothing seen). *changed is set when the report was modified. Returns 0, or ENOMEM. */
 int asserts_annotate(const struct dev_asserts *as, struct json *doc, int *changed);

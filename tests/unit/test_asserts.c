@@ -88,6 +88,16 @@ static long line_of(const char *text, const char *needle) {
   return line;
 }
 
+/* The seqs in an assert's "launches", as "a,b,c". */
+static const char *launches_of(const struct json *a, char *out, size_t n) {
+  const struct json *l = json_get(a, "launches");
+  size_t used = 0;
+  out[0] = '\0';
+  for (size_t i = 0; i < json_len(l) && used < n; i++)
+    used += (size_t)snprintf(out + used, n - used, "%s%lld", i ? "," : "", json_at(l, i)->inum);
+  return out;
+}
+
 /* The seq of the narrowed culprit, 0 when the verdict stayed candidates. */
 static long long narrowed(struct dev_asserts *as, struct json *doc, const char **reason) {
   int changed = 0;
@@ -324,7 +334,9 @@ int main(void) {
         "reason: %s", reason);
   {
     const struct json *a0 = json_at(json_get(doc, "device_asserts"), 0);
+    char seqs[64];
     CHECK(a0 && json_get_str(a0, "function_unknown") && !json_get(a0, "function"));
+    CHECK(!strcmp(launches_of(a0, seqs, sizeof seqs), "11,12"), "launches %s", seqs);
   }
   json_free(doc);
   asserts_free(&as);
@@ -381,16 +393,23 @@ int main(void) {
                                  "thread [64,0,0] fit the grid and block of launch #23 alone"), "reason: %s", reason);
   {
     const struct json *a0 = json_at(json_get(doc, "device_asserts"), 0);
+    char seqs[64];
     CHECK(!strcmp(json_get_str(a0, "function"), "gather_rows_kernel") && !json_get(a0, "inlined_into"));
+    CHECK(!strcmp(launches_of(a0, seqs, sizeof seqs), "23"), "launches %s", seqs);
   }
   json_free(doc);
 
   /* Two launches of that kernel whose grids both hold the block (a side stream's first and later launch): the
-   * name must never single one out. */
+   * name must never single one out; the assert fits both, and is listed with both. */
   launch_json(l1, sizeof l1, 21, "gather_rows_kernel", "", 256, 128);
   snprintf(text, sizeof text, "%s, %s, %s", l1, l3, l2);
   doc = report_of_list(text);
   CHECK(narrowed(&as, doc, &reason) == 0, "one of two equal launches of the named kernel was chosen");
+  {
+    char seqs[64];
+    CHECK(!strcmp(launches_of(json_at(json_get(doc, "device_asserts"), 0), seqs, sizeof seqs), "21,23"),
+          "launches %s", seqs);
+  }
   json_free(doc);
 
   /* By the name alone, when one launch runs it; Triton 2's suffixed name is the same kernel. */
@@ -489,11 +508,13 @@ int main(void) {
   CHECK(asserts_annotate(&as, doc, &changed) == 0 && changed);
   {
     const struct json *c = json_get(doc, "culprit");
+    char seqs[64];
     CHECK(json_get_int(json_get(c, "node"), "seq", -1) == 52 && !strcmp(json_get_str(c, "node_source"),
           "device assert"), "node %lld", json_get_int(json_get(c, "node"), "seq", -1));
     reason = json_get_str(json_get(doc, "verdict"), "reason");
     CHECK(reason && strstr(reason, "; the device assert names the graph's node #52 gather_rows_kernel"),
           "reason: %s", reason);
+    CHECK(!strcmp(launches_of(json_at(json_get(doc, "device_asserts"), 0), seqs, sizeof seqs), "52"), "%s", seqs);
   }
   json_free(doc);
 
