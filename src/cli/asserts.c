@@ -695,16 +695,16 @@ static int asserts_say_unfound(const struct dev_asserts *as, struct json *doc, i
     return 0;
 }
 
-/* verdict "candidates" and exactly one candidate named by an assert: that one becomes the culprit. */
+/* verdict "candidates" and exactly one candidate named by an assert: that one becomes the culprit (promote.c),
+ * the others go to candidates_before_assert, and the reason says which facts did it. */
 static int asserts_narrow(const struct dev_asserts *as, struct json *doc, int *changed)
 {
     struct json *verdict = (struct json *)json_get(doc, "verdict");
-    struct json *cands = (struct json *)json_get(doc, "candidates");
-    struct json *others, *chosen, *window;
+    const struct json *cands = json_get(doc, "candidates");
     const char *certainty = json_get_str(verdict, "certainty");
     char *fact;
-    size_t i, hit = 0;
-    long long seq;
+    size_t hit = 0;
+    int rc;
 
     if (!as || !certainty || strcmp(certainty, "candidates") != 0 || !json_is(cands, JSON_ARR))
         return 0;
@@ -712,48 +712,12 @@ static int asserts_narrow(const struct dev_asserts *as, struct json *doc, int *c
     case -1: return ENOMEM;
     case 0: return asserts_say_unfound(as, doc, changed);
     }
-    chosen = cands->kids[hit];
-    if (asserts_add_reason(verdict, fact) != 0) {
-        free(fact);
-        return ENOMEM;
-    }
-    free(fact);
-    others = json_new(JSON_ARR);
-    for (i = 0; others && i < cands->len; i++)
-        if (i != hit && json_append(others, cands->kids[i]) != 0) {
-            others->len = 0;  /* the launches are still the candidates' */
-            json_free(others);
-            others = NULL;
-        }
-    if (!others || json_set(doc, "candidates_before_assert", others) != 0) {
-        if (others)
-            others->len = 0;
-        json_free(others);
-        return ENOMEM;
-    }
-    cands->len = 0;  /* every candidate now belongs to others, except chosen, which is ours */
     *changed = 1;
-    if (json_set(doc, "culprit", chosen) != 0) {
-        json_free(chosen);
-        return ENOMEM;
-    }
-    seq = json_get_int(chosen, "seq", -1);
-    if (json_put(verdict, "certainty", json_new_str("exact")))
-        return ENOMEM;
-    if (promote_extend_history(doc, chosen, others) != 0)
-        return ENOMEM;
-    if (seq >= 0) {
-        /* the window spans the verdict's launches, now just this one */
-        window = json_new(JSON_OBJ);
-        if (!window || json_put(window, "first", json_new_int(seq)) ||
-            json_put(window, "last", json_new_int(seq))) {
-            json_free(window);
-            return ENOMEM;
-        }
-        if (json_put(verdict, "window", window))
-            return ENOMEM;
-    }
-    return 0;
+    rc = promote_candidate(doc, hit, "candidates_before_assert");
+    if (!rc)
+        rc = asserts_add_reason(verdict, fact);
+    free(fact);
+    return rc;
 }
 
 int asserts_annotate(const struct dev_asserts *as, struct json *doc, int *changed)
