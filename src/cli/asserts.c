@@ -552,8 +552,8 @@ static int asserts_fitting_seqs(const struct dev_assert *a, const struct json *l
 }
 
 /* An assert as the report keeps it, with the launch numbers of the report's culprit and candidates (and of the
- * kernels captured into their graphs) it fits, in "launches". */
-static struct json *asserts_json(const struct dev_assert *a, const struct json *doc)
+ * kernels captured into their graphs) it fits as the report reads it (eff: asserts_effective), in "launches". */
+static struct json *asserts_json(const struct dev_assert *a, const struct dev_assert *eff, const struct json *doc)
 {
     struct json *o = json_new(JSON_OBJ), *seqs = json_new(JSON_ARR), *callers = NULL;
     const struct json *cands = json_get(doc, "candidates");
@@ -590,7 +590,7 @@ static struct json *asserts_json(const struct dev_assert *a, const struct json *
     if (!rc && a->unfound)
         rc = json_put(o, "function_unknown", json_new_str(a->unfound));
     for (j = 0; !rc && j <= json_len(cands); j++)
-        rc = asserts_fitting_seqs(a, j == 0 ? json_get(doc, "culprit") : json_at(cands, j - 1), seqs);
+        rc = asserts_fitting_seqs(eff, j == 0 ? json_get(doc, "culprit") : json_at(cands, j - 1), seqs);
     if (!rc && json_set(o, "launches", seqs) == 0)
         seqs = NULL;
     else
@@ -720,35 +720,97 @@ static int asserts_narrow(const struct dev_asserts *as, struct json *doc, int *c
     return rc;
 }
 
+/* Whether some launch of the report (culprit, candidates, the kernels captured into their graphs) has a name that
+ * assert a names. */
+static int asserts_named_in(const struct dev_assert *a, const struct json *doc)
+{
+    const struct json *cands = json_get(doc, "candidates");
+    size_t j, k;
+    for (j = 0; j <= json_len(cands); j++) {
+        const struct json *l = j == 0 ? json_get(doc, "culprit") : json_at(cands, j - 1);
+        const struct json *nodes = json_get(l, "graph_nodes");
+        for (k = 0; json_is(l, JSON_OBJ) && k < (asserts_is_graph(l) ? json_len(nodes) : 1); k++) {
+            char *name = asserts_launch_name(asserts_is_graph(l) ? json_at(nodes, k) : l);
+            int same = name && asserts_same_name(a, name);
+            free(name);
+            if (same)
+                return 1;
+        }
+    }
+    return 0;
+}
+
+/* The asserts as this report reads them: one of Triton's form whose function no launch of the report runs by
+ * that name counts by its indices, as when its file told nothing (the driver may name the kernel otherwise, or
+ * the function may be a helper inlined into a kernel of another file). A copy sharing as's texts, but for the
+ * sentences it makes (free them with asserts_effective_free); NULL when out of memory. */
+static struct dev_asserts *asserts_effective(const struct dev_asserts *as, const struct json *doc)
+{
+    struct dev_asserts *eff = malloc(sizeof *eff);
+    size_t i;
+    if (!eff)
+        return NULL;
+    *eff = *as;
+    for (i = 0; i < as->n; i++) {
+        struct dev_assert *a = &eff->a[i];
+        if (!a->function || asserts_named_in(a, doc))
+            continue;
+        if (asprintf(&a->unfound, "line %ld is in %s, which no launch listed runs under that name", a->line,
+                     a->function) < 0)
+            a->unfound = NULL;
+        a->function = a->kernels = NULL;
+    }
+    return eff;
+}
+
+static void asserts_effective_free(const struct dev_asserts *as, struct dev_asserts *eff)
+{
+    size_t i;
+    for (i = 0; eff && i < eff->n; i++)
+        if (eff->a[i].unfound != as->a[i].unfound)
+            free(eff->a[i].unfound);
+    free(eff);
+}
+
 int asserts_annotate(const struct dev_asserts *as, struct json *doc, int *changed)
 {
+    struct dev_asserts *eff;
     struct json *arr;
     size_t i;
-    int pass;
+    int pass, rc = 0;
 
     if (!as || as->n == 0 || !json_is(doc, JSON_OBJ))
         return 0;
     arr = json_new(JSON_ARR);
-    if (!arr)
-        return ENOMEM;
-    /* first the asserts that name this report's culprit or candidates, then the rest, each in arrival order */
-    for (pass = 1; pass >= 0; pass--)
-        for (i = 0; i < as->n; i++) {
-            struct json *o;
-            if (asserts_relevant(&as->a[i], doc) != pass)
-                continue;
-            o = asserts_json(&as->a[i], doc);
-            if (!o || json_append(arr, o) != 0) {
-                json_free(o);
-                json_free(arr);
-                return ENOMEM;
-            }
-        }
-    if (json_set(doc, "device_asserts", arr) != 0) {
+    eff = asserts_effective(as, doc);
+    if (!arr || !eff) {
         json_free(arr);
+        free(eff);
         return ENOMEM;
     }
+    /* first the asserts that name this report's culprit or candidates, then the rest, each in arrival order */
+    for (pass = 1; !rc && pass >= 0; pass--)
+        for (i = 0; !rc && i < as->n; i++) {
+            struct json *o;
+            if (asserts_relevant(&eff->a[i], doc) != pass)
+                continue;
+            o = asserts_json(&as->a[i], &eff->a[i], doc);
+            if (!o || json_append(arr, o) != 0) {
+                json_free(o);
+                rc = ENOMEM;
+            }
+        }
+    if (!rc && json_set(doc, "device_asserts", arr) != 0)
+        rc = ENOMEM;
+    if (rc) {
+        json_free(arr);
+        asserts_effective_free(as, eff);
+        return rc;
+    }
     *changed = 1;
-    int rc = asserts_narrow(as, doc, changed);
-    return rc ? rc : asserts_narrow_node(as, doc, changed);
+    rc = asserts_narrow(eff, doc, changed);
+    if (!rc)
+        rc = asserts_narrow_node(eff, doc, changed);
+    asserts_effective_free(as, eff);
+    return rc;
 }

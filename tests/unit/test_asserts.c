@@ -420,6 +420,23 @@ int main(void) {
   CHECK(reason && strstr(reason, "function gather_rows_kernel, which launch #23 alone runs") &&
         !strstr(reason, "calls it"), "reason: %s", reason);
   json_free(doc);
+
+  /* No launch runs the function under its name (a driver naming it otherwise, a helper inlined into a kernel of
+   * another file): the assert counts by its indices, as when the file told nothing. */
+  launch_json(l1, sizeof l1, 21, "moe_scale", "", 16, 128);
+  launch_json(l2, sizeof l2, 23, "moe_gather", "", 256, 128);
+  doc = report_of(l1, l2);
+  CHECK(narrowed(&as, doc, &reason) == 23, "reason: %s", reason);
+  snprintf(text, sizeof text, "line %ld is in gather_rows_kernel, which no launch listed runs under that name",
+           line_of(TRITON_PY, "tl.device_assert(idx"));
+  CHECK(reason && strstr(reason, "(in unknown) has block [200,0,0]") && strstr(reason, text), "reason: %s", reason);
+  {
+    const struct json *a0 = json_at(json_get(doc, "device_asserts"), 0);
+    char seqs[64];
+    CHECK(!strcmp(json_get_str(a0, "function"), "gather_rows_kernel"), "the file's answer is still reported");
+    CHECK(!strcmp(launches_of(a0, seqs, sizeof seqs), "23"), "launches %s", seqs);
+  }
+  json_free(doc);
   asserts_free(&as);
 
   /* An inlined helper's assert: the kernel that calls it ran it. */
