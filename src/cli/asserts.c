@@ -1,14 +1,16 @@
 /* Device-assert lines: parsing what the device printed ("FILE:LINE: KERNEL: block: [x,y,z], thread: [x,y,z]
  * Assertion `EXPR` failed."), and tying the asserts a run printed to its reports: they are added to each report,
- * and a verdict of candidates is narrowed to the one launch the asserts single out (by the kernel's name, by
- * block and thread indices that must fit the launch's grid and block, and by the source file). The relaying of
- * the output the lines come from is watch.c's. */
+ * and a verdict of candidates is narrowed to the one launch the asserts single out (by the kernel's name, or for
+ * Triton's form by the @triton.jit function its file holds at that line; by block and thread indices that must
+ * fit the launch's grid and block; and by the source file), a graph launch by the kernels captured into it. The
+ * relaying of the output the lines come from is watch.c's. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include "asserts.h"
 #include "cli.h"
 #include "promote.h"
+#include "tritonsrc.h"
 #include "../report/demangle.h"
 #include "../report/jsonw.h"
 #include "../report/json.h"
@@ -20,6 +22,63 @@
 #include <stdlib.h>
 #include <string.h>
 
+void asserts_free_one(struct dev_assert *a)
+{
+    free(a->file);
+    free(a->kernel);
+    free(a->expr);
+    free(a->function);
+    free(a->kernels);
+    free(a->unfound);
+    memset(a, 0, sizeof *a);
+}
+
+/* Triton's and Inductor's tl.device_assert print `unknown` where the kernel's name goes. */
+static int asserts_triton_form(const struct dev_assert *a)
+{
+    return strcmp(a->kernel, "unknown") == 0;
+}
+
+/* An assert in Triton's form: the function its file holds at its line, from an earlier assert of the same line
+ * or from the file. A file name that cannot be opened may carry a log prefix ("[rank1]: /path/k.py"): then the
+ * name after its last blank is tried as well. */
+static void asserts_lookup(const struct dev_asserts *as, struct dev_assert *a)
+{
+    struct tritonsrc_found f;
+    char why[256];
+    const char *blank;
+    size_t i;
+    int rc;
+
+    for (i = 0; i < as->n; i++) {
+        const struct dev_assert *o = &as->a[i];
+        if (o->line != a->line || strcmp(o->file, a->file) != 0 || !asserts_triton_form(o))
+            continue;
+        a->function = o->function ? strdup(o->function) : NULL;
+        a->kernels = o->kernels ? strdup(o->kernels) : NULL;
+        a->unfound = o->unfound ? strdup(o->unfound) : NULL;
+        if (!a->function != !a->kernels) {  /* out of memory: the assert is read by its indices alone */
+            free(a->function);
+            free(a->kernels);
+            a->function = a->kernels = NULL;
+        }
+        return;
+    }
+    rc = tritonsrc_find(a->file, a->line, &f, why, sizeof why);
+    if (rc != 0 && rc != ENOMEM && (blank = strrchr(a->file, ' ')) != NULL && blank[1]) {
+        char first[256];
+        snprintf(first, sizeof first, "%s", why);
+        if ((rc = tritonsrc_find(blank + 1, a->line, &f, why, sizeof why)) == ENOENT)
+            snprintf(why, sizeof why, "%s", first);
+    }
+    if (rc == 0) {
+        a->function = f.function;
+        a->kernels = f.kernels;
+    } else if (rc != ENOMEM) {
+        a->unfound = strdup(why);
+    }
+}
+
 void asserts_add(struct dev_asserts *as, const char *line, size_t len, const char *stream)
 {
     struct dev_assert a;
@@ -27,23 +86,20 @@ void asserts_add(struct dev_asserts *as, const char *line, size_t len, const cha
         return;
     as->seen++;
     if (as->n >= ASSERTS_MAX) {
-        free(a.file);
-        free(a.kernel);
-        free(a.expr);
+        asserts_free_one(&a);
         return;
     }
     a.stream = stream;
+    if (asserts_triton_form(&a))
+        asserts_lookup(as, &a);
     as->a[as->n++] = a;
 }
 
 void asserts_free(struct dev_asserts *as)
 {
     size_t i;
-    for (i = 0; i < as->n; i++) {
-        free(as->a[i].file);
-        free(as->a[i].kernel);
-        free(as->a[i].expr);
-    }
+    for (i = 0; i < as->n; i++)
+        asserts_free_one(&as->a[i]);
     as->n = 0;
 }
 
@@ -129,6 +185,27 @@ out:
 
 /* ---- tying asserts to reports ---- */
 
+#define ASSERTS_GRAPH_NODES 64  /* graph_nodes a report lists at most: a list this long may have been cut */
+
+/* How an assert names the kernel it came from. */
+enum asserts_how {
+    ASSERTS_SIGNATURE,          /* by the kernel's signature, as the device printed it */
+    ASSERTS_FUNCTION,           /* Triton's form: by the @triton.jit function its file holds at its line */
+    ASSERTS_INDICES,            /* not at all: "operator()" (a lambda), `unknown` that the file did not explain */
+};
+
+static enum asserts_how asserts_how(const struct dev_assert *a)
+{
+    const char *s;
+    size_t n;
+    if (a->function)
+        return ASSERTS_FUNCTION;
+    n = demangle_base_name(a->kernel, &s);
+    if (n == 0 || (n == 8 && memcmp(s, "operator", 8) == 0) || asserts_triton_form(a))
+        return ASSERTS_INDICES;
+    return ASSERTS_SIGNATURE;
+}
+
 /* The launch's kernel name in readable form (malloc'd), or NULL. */
 static char *asserts_launch_name(const struct json *launch)
 {
@@ -144,17 +221,14 @@ static char *asserts_launch_name(const struct json *launch)
     return m && *m ? strdup(m) : NULL;
 }
 
-/* The device prints "operator()" for the lambda or functor a templated kernel runs (PyTorch's elementwise,
- * scatter/gather and index kernels): that name cannot be compared with the launch's. */
-static int asserts_generic(const struct dev_assert *a)
+static int asserts_is_graph(const struct json *launch)
 {
-    const char *s;
-    size_t n = demangle_base_name(a->kernel, &s);
-    return n == 0 || (n == 8 && memcmp(s, "operator", 8) == 0);
+    const char *kind = json_get_str(launch, "kind");
+    return kind && strcmp(kind, "graph") == 0;
 }
 
 /* Whether the launch's grid and block can hold the assert's block and thread indices; a launch without them
- * (a graph launch) cannot rule anything out. */
+ * cannot rule anything out. */
 static int asserts_fit_dims(const struct dev_assert *a, const struct json *launch)
 {
     const struct json *grid = json_get(launch, "grid"), *block = json_get(launch, "block");
@@ -172,21 +246,71 @@ static int asserts_fit_dims(const struct dev_assert *a, const struct json *launc
     return 1;
 }
 
-/* Whether assert a may come from launch: the same kernel name (unless the device printed a generic one), and
- * indices that fit its grid and block. *by_name tells whether the name took part. */
-static int asserts_consistent(const struct dev_assert *a, const struct json *launch, int *by_name)
+/* Whether the kernel name name (readable) is one that assert a names: the same bare name as the signature the
+ * device printed, or (Triton's form) that of one of the functions a->kernels lists. 0 for an assert that names
+ * no kernel. */
+static int asserts_same_name(const struct dev_assert *a, const char *name)
+{
+    const char *base, *p;
+    size_t n;
+    switch (asserts_how(a)) {
+    case ASSERTS_SIGNATURE:
+        return demangle_same_kernel(name, a->kernel);
+    case ASSERTS_FUNCTION:
+        n = demangle_base_name(name, &base);
+        for (p = a->kernels; n && *p;) {
+            const char *e = strchr(p, ' ');
+            size_t m = e ? (size_t)(e - p) : strlen(p);
+            char *one = strndup(p, m);
+            int same = one && tritonsrc_same_kernel(base, n, one);
+            free(one);
+            if (same)
+                return 1;
+            p += m + (e != NULL);
+        }
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+/* Whether assert a may come from a kernel launch (not a graph launch): indices that fit its grid and block, and
+ * its name where the assert names one. *by_name tells whether the name took part. */
+static int asserts_fit_kernel(const struct dev_assert *a, const struct json *launch, int *by_name)
 {
     char *name;
     int same;
-    *by_name = !asserts_generic(a);
+    *by_name = asserts_how(a) != ASSERTS_INDICES;
     if (!asserts_fit_dims(a, launch))
         return 0;
     if (!*by_name)
         return 1;
     name = asserts_launch_name(launch);
-    same = name && demangle_same_kernel(name, a->kernel);
+    same = name && asserts_same_name(a, name);
     free(name);
     return same;
+}
+
+/* Whether assert a may come from launch: 1 when it fits (a graph launch: when it fits one of the kernels captured
+ * into the graph), 0 when it cannot, 2 for a graph launch whose kernels are not all known (none listed, or as
+ * many as a report lists at most): it cannot be ruled out, nor singled out. *by_name tells whether a name took
+ * part in a fit. */
+static int asserts_consistent(const struct dev_assert *a, const struct json *launch, int *by_name)
+{
+    const struct json *nodes = json_get(launch, "graph_nodes");
+    size_t i, n = json_len(nodes);
+    int fits = 0, bn;
+    if (!asserts_is_graph(launch))
+        return asserts_fit_kernel(a, launch, by_name);
+    *by_name = 0;
+    if (!json_is(nodes, JSON_ARR) || n == 0 || n >= ASSERTS_GRAPH_NODES)
+        return 2;
+    for (i = 0; i < n; i++)
+        if (asserts_fit_kernel(a, json_at(nodes, i), &bn)) {
+            fits = 1;
+            *by_name |= bn;
+        }
+    return fits;
 }
 
 #define ASSERTS_WORDS 8                /* words taken from a source file's name */
@@ -225,12 +349,18 @@ static int asserts_file_words(const char *file, char words[ASSERTS_WORDS][32])
     return n;
 }
 
-/* Whether the launch's kernel name (mangled and readable) carries every word of the assert's source file. */
+/* Whether the launch's kernel name (mangled and readable) carries every word of the assert's source file. Only
+ * for a lambda's assert ("operator()"): the kernels of Triton's files need not carry their names (Inductor's
+ * files are named by a hash). */
 static int asserts_mentions_file(const struct dev_assert *a, const struct json *launch)
 {
     char words[ASSERTS_WORDS][32], *lower = NULL;
     const char *m = json_get_str(launch, "mangled"), *k = json_get_str(launch, "kernel");
-    int n = asserts_file_words(a->file, words), i, all = n > 0;
+    int n, i, all;
+    if (asserts_triton_form(a) || asserts_is_graph(launch))
+        return 0;
+    n = asserts_file_words(a->file, words);
+    all = n > 0;
     if (!all || asprintf(&lower, "%s %s", m ? m : "", k ? k : "") < 0)
         return 0;
     for (char *c = lower; *c; c++)
@@ -241,50 +371,109 @@ static int asserts_mentions_file(const struct dev_assert *a, const struct json *
     return all;
 }
 
-/* Whether an assert's kernel name alone also matches a launch of arr other than hit: then its block and thread
- * indices are what singled hit out. */
+/* Whether some assert's name alone (whatever the indices) also matches a launch of arr other than hit (a graph
+ * launch: one of its kernels): then the block and thread indices are what singled hit out. */
 static int asserts_narrowed_by_dims(const struct dev_asserts *as, const struct json *arr, size_t hit)
 {
-    size_t i, j;
+    size_t i, j, k;
     for (i = 0; i < json_len(arr); i++) {
-        char *name;
+        const struct json *l = json_at(arr, i), *nodes = json_get(l, "graph_nodes");
         int same = 0;
-        if (i == hit || !json_is(json_at(arr, i), JSON_OBJ))
+        if (i == hit || !json_is(l, JSON_OBJ))
             continue;
-        name = asserts_launch_name(json_at(arr, i));
-        for (j = 0; name && !same && j < as->n; j++)
-            same = !asserts_generic(&as->a[j]) && demangle_same_kernel(name, as->a[j].kernel);
-        free(name);
+        for (k = 0; !same && k < (asserts_is_graph(l) ? json_len(nodes) : 1); k++) {
+            char *name = asserts_launch_name(asserts_is_graph(l) ? json_at(nodes, k) : l);
+            for (j = 0; name && !same && j < as->n; j++)
+                same = asserts_same_name(&as->a[j], name);
+            free(name);
+        }
         if (same)
             return 1;
     }
     return 0;
 }
 
+/* The sentence saying why launch l (arr[hit]) alone may have printed assert by: how the assert names a kernel
+ * and, when names alone do not tell the launches of arr apart, its indices. Returns it malloc'd, or NULL. */
+static char *asserts_why(const struct dev_asserts *as, const struct dev_assert *by, const struct json *arr,
+                         size_t hit)
+{
+    const struct json *l = json_at(arr, hit);
+    long long seq = json_get_int(l, "seq", -1);
+    char *name = asserts_launch_name(l), *what = NULL, *why = NULL, dims[160];
+    enum asserts_how how = asserts_how(by);
+    int graph = asserts_is_graph(l), rc;
+
+    snprintf(dims, sizeof dims, "block [%ld,%ld,%ld] and thread [%ld,%ld,%ld]", by->block[0], by->block[1],
+             by->block[2], by->thread[0], by->thread[1], by->thread[2]);
+    if (!name)
+        return NULL;
+    if (how == ASSERTS_SIGNATURE) {
+        const char *base;
+        size_t n = demangle_base_name(by->kernel, &base);
+        rc = graph ? asprintf(&what, "the device assert names %.*s", (int)n, base)
+                   : asprintf(&what, "the device assert names %s", name);
+    } else if (how == ASSERTS_FUNCTION) {
+        rc = asprintf(&what, "the device assert at %s:%ld is in the @triton.jit function %s", by->file, by->line,
+                      by->function);
+    } else {
+        rc = asprintf(&what, "the device assert from %s (in %s) has %s", by->file, by->kernel, dims);
+    }
+    if (rc < 0) {
+        free(name);
+        return NULL;
+    }
+    if (graph)
+        rc = asprintf(&why, "%s, and of these launches only graph launch #%lld replays a kernel that fits it",
+                      what, seq);
+    else if (how == ASSERTS_INDICES)
+        rc = asprintf(&why, "%s, which fit the grid and block of launch #%lld alone%s%s%s", what, seq,
+                      by->unfound ? " (its file did not tell its kernel: " : "", by->unfound ? by->unfound : "",
+                      by->unfound ? ")" : "");
+    else if (asserts_narrowed_by_dims(as, arr, hit))
+        rc = asprintf(&why, "%s, and its %s fit the grid and block of launch #%lld alone", what, dims, seq);
+    else if (how == ASSERTS_SIGNATURE)
+        rc = asprintf(&why, "%s", what);
+    else {
+        const char *base;
+        size_t n = demangle_base_name(name, &base);
+        rc = tritonsrc_same_kernel(base, n, by->function)
+                 ? asprintf(&why, "%s, which launch #%lld alone runs", what, seq)
+                 : asprintf(&why, "%s, which launch #%lld alone runs (its kernel %s calls it)", what, seq, name);
+    }
+    free(what);
+    free(name);
+    return rc < 0 ? NULL : why;
+}
+
 /* The one launch of arr the asserts single out, in *hit, with the sentence saying why in *why (malloc'd).
- * First by every fact an assert carries (name, indices); when asserts with a generic name leave several, by
- * their source file's name against the kernels' names. Returns 1 when exactly one is singled out, 0 when not,
- * -1 when out of memory. Never picks a launch the facts do not single out. */
+ * First by every fact an assert carries (name, indices, a graph's kernels); when asserts that name no kernel
+ * leave several, by their source file's name against the kernels' names. Returns 1 when exactly one is singled
+ * out, 0 when not, -1 when out of memory. Never picks a launch the facts do not single out: a graph launch whose
+ * kernels are not known counts among those an assert may come from, but is never picked. */
 static int asserts_pick(const struct dev_asserts *as, const struct json *arr, size_t *hit, char **why)
 {
-    size_t i, j, hits = 0, file_hits = 0, file_hit = 0, named_any = 0;
+    size_t i, j, hits = 0, file_hits = 0, file_hit = 0;
     const struct dev_assert *by = NULL, *file_by = NULL;
-    int generic_only = 1;
+    int state = 0, generic_only = 1, named_any = 0, graphs = 0;
     char *name;
 
     *why = NULL;
     for (i = 0; i < json_len(arr); i++) {
         const struct json *l = json_at(arr, i);
-        int hit_here = 0, file_here = 0;
+        const struct dev_assert *by_here = NULL;
+        int here = 0, file_here = 0;
         if (!json_is(l, JSON_OBJ))
             continue;
         for (j = 0; j < as->n; j++) {
-            int by_name;
-            if (!asserts_consistent(&as->a[j], l, &by_name))
+            int by_name, c = asserts_consistent(&as->a[j], l, &by_name);
+            if (!c)
                 continue;
-            if (!hit_here)
-                by = &as->a[j];
-            hit_here = 1;
+            here = here == 1 || c == 1 ? 1 : 2;
+            if (c != 1)
+                continue;
+            if (!by_here)
+                by_here = &as->a[j];
             generic_only &= !by_name;
             named_any |= by_name;
             if (!by_name && !file_here && asserts_mentions_file(&as->a[j], l)) {
@@ -292,36 +481,21 @@ static int asserts_pick(const struct dev_asserts *as, const struct json *arr, si
                 file_by = &as->a[j];
             }
         }
-        if (hit_here) {
+        if (here) {
             hits++;
             *hit = i;
+            state = here;
+            by = by_here;
+            graphs += asserts_is_graph(l);
         }
         if (file_here) {
             file_hits++;
             file_hit = i;
         }
     }
-    if (hits == 1) {
-        long long seq = json_get_int(json_at(arr, *hit), "seq", -1);
-        int rc;
-        name = asserts_launch_name(json_at(arr, *hit));
-        if (!name)
-            return -1;
-        if (!asserts_generic(by) && asserts_narrowed_by_dims(as, arr, *hit))
-            rc = asprintf(why, "the device assert names %s, and its block [%ld,%ld,%ld] and thread [%ld,%ld,%ld] "
-                          "fit the grid and block of launch #%lld alone", name, by->block[0], by->block[1],
-                          by->block[2], by->thread[0], by->thread[1], by->thread[2], seq);
-        else if (!asserts_generic(by))
-            rc = asprintf(why, "the device assert names %s", name);
-        else
-            rc = asprintf(why, "the device assert from %s (in %s) has block [%ld,%ld,%ld] and thread "
-                          "[%ld,%ld,%ld], which fit the grid and block of launch #%lld alone", by->file,
-                          by->kernel, by->block[0], by->block[1], by->block[2], by->thread[0], by->thread[1],
-                          by->thread[2], seq);
-        free(name);
-        return rc < 0 ? -1 : 1;
-    }
-    if (hits > 1 && generic_only && !named_any && file_hits == 1) {
+    if (hits == 1 && state == 1)
+        return (*why = asserts_why(as, by, arr, *hit)) != NULL ? 1 : -1;
+    if (hits > 1 && generic_only && !named_any && !graphs && file_hits == 1) {
         *hit = file_hit;
         name = asserts_launch_name(json_at(arr, *hit));
         if (!name || asprintf(why, "the device assert comes from %s (in %s) and of the launches its block and "
@@ -351,16 +525,79 @@ static struct json *asserts_triple_json(const long v[3])
     return arr;
 }
 
-static struct json *asserts_json(const struct dev_assert *a)
+/* Appends to seqs the launch number of l when assert a fits it (a graph launch: of each captured kernel it
+ * fits). Returns 0 or ENOMEM. */
+static int asserts_fitting_seqs(const struct dev_assert *a, const struct json *l, struct json *seqs)
 {
-    struct json *o = json_new(JSON_OBJ);
-    if (!o)
-        return NULL;
-    if (json_put(o, "file", json_new_str(a->file)) || json_put(o, "line", json_new_int(a->line)) ||
-        json_put(o, "kernel", json_new_str(a->kernel)) || json_put(o, "block", asserts_triple_json(a->block)) ||
-        json_put(o, "thread", asserts_triple_json(a->thread)) ||
-        json_put(o, "assertion", json_new_str(a->expr)) ||
-        json_put(o, "stream", json_new_str(a->stream))) {
+    const struct json *nodes = json_get(l, "graph_nodes");
+    size_t i, k, n = asserts_is_graph(l) ? json_len(nodes) : 1;
+    for (i = 0; json_is(l, JSON_OBJ) && i < n; i++) {
+        const struct json *kernel = asserts_is_graph(l) ? json_at(nodes, i) : l;
+        long long seq = json_get_int(kernel, "seq", -1), old;
+        int by_name, dup = 0;
+        struct json *v;
+        if (seq < 0 || !asserts_fit_kernel(a, kernel, &by_name))
+            continue;
+        for (k = 0; k < json_len(seqs); k++)
+            dup |= json_int(json_at(seqs, k), &old) == 0 && old == seq;
+        if (dup)
+            continue;
+        v = json_new_int(seq);
+        if (json_append(seqs, v) != 0) {
+            json_free(v);
+            return ENOMEM;
+        }
+    }
+    return 0;
+}
+
+/* An assert as the report keeps it, with the launch numbers of the report's culprit and candidates (and of the
+ * kernels captured into their graphs) it fits as the report reads it (eff: asserts_effective), in "launches". */
+static struct json *asserts_json(const struct dev_assert *a, const struct dev_assert *eff, const struct json *doc)
+{
+    struct json *o = json_new(JSON_OBJ), *seqs = json_new(JSON_ARR), *callers = NULL;
+    const struct json *cands = json_get(doc, "candidates");
+    size_t j;
+    int rc = !o || !seqs;
+
+    if (!rc && (json_put(o, "file", json_new_str(a->file)) || json_put(o, "line", json_new_int(a->line)) ||
+                json_put(o, "kernel", json_new_str(a->kernel)) || json_put(o, "block", asserts_triple_json(a->block)) ||
+                json_put(o, "thread", asserts_triple_json(a->thread)) ||
+                json_put(o, "assertion", json_new_str(a->expr)) || json_put(o, "stream", json_new_str(a->stream))))
+        rc = 1;
+    if (!rc && a->function) {
+        const char *p = strchr(a->kernels, ' ');
+        rc = json_put(o, "function", json_new_str(a->function));
+        if (!rc && p) {
+            rc = !(callers = json_new(JSON_ARR));
+            while (!rc && p && *++p) {
+                const char *e = strchr(p, ' ');
+                char *one = strndup(p, e ? (size_t)(e - p) : strlen(p));
+                struct json *s = one ? json_new_str(one) : NULL;
+                free(one);
+                if (!s || json_append(callers, s) != 0) {
+                    json_free(s);
+                    rc = 1;
+                }
+                p = e;
+            }
+            if (!rc && json_set(o, "inlined_into", callers) == 0)
+                callers = NULL;
+            else
+                rc = 1;
+        }
+    }
+    if (!rc && a->unfound)
+        rc = json_put(o, "function_unknown", json_new_str(a->unfound));
+    for (j = 0; !rc && j <= json_len(cands); j++)
+        rc = asserts_fitting_seqs(eff, j == 0 ? json_get(doc, "culprit") : json_at(cands, j - 1), seqs);
+    if (!rc && json_set(o, "launches", seqs) == 0)
+        seqs = NULL;
+    else
+        rc = 1;
+    json_free(callers);
+    json_free(seqs);
+    if (rc) {
         json_free(o);
         return NULL;
     }
@@ -381,6 +618,21 @@ static int asserts_relevant(const struct dev_assert *a, const struct json *doc)
     return 0;
 }
 
+/* Appends "; " and more to the verdict's reason (or makes it the reason). Returns 0 or ENOMEM. */
+static int asserts_add_reason(struct json *verdict, const char *more)
+{
+    const char *reason = json_get_str(verdict, "reason");
+    char *why = NULL;
+    if (asprintf(&why, "%s%s%s", reason ? reason : "", reason ? "; " : "", more) < 0)
+        return ENOMEM;
+    if (json_put(verdict, "reason", json_new_str(why))) {
+        free(why);
+        return ENOMEM;
+    }
+    free(why);
+    return 0;
+}
+
 /* The culprit is a graph launch and the asserts single out one of the kernels captured into that graph:
  * that node goes into culprit.node (the graph launch stays the culprit: it is what the stream ran). */
 static int asserts_narrow_node(const struct dev_asserts *as, struct json *doc, int *changed)
@@ -388,13 +640,12 @@ static int asserts_narrow_node(const struct dev_asserts *as, struct json *doc, i
     struct json *culprit = (struct json *)json_get(doc, "culprit");
     struct json *verdict = (struct json *)json_get(doc, "verdict");
     const struct json *nodes = json_get(culprit, "graph_nodes");
-    const char *kind = json_get_str(culprit, "kind");
-    const char *reason = json_get_str(verdict, "reason");
     size_t hit = 0;
     struct json *node;
     char *name, *why = NULL;
+    int rc;
 
-    if (!as || !kind || strcmp(kind, "graph") != 0 || !json_is(nodes, JSON_ARR) || json_get(culprit, "node"))
+    if (!as || !asserts_is_graph(culprit) || !json_is(nodes, JSON_ARR) || json_get(culprit, "node"))
         return 0;  /* the library already named the node from the graph's breadcrumbs */
     switch (asserts_pick(as, nodes, &hit, &why)) {
     case -1: return ENOMEM;
@@ -411,116 +662,155 @@ static int asserts_narrow_node(const struct dev_asserts *as, struct json *doc, i
         return ENOMEM;
     }
     *changed = 1;
-    if (asprintf(&why, "%s%sthe device assert names the graph's node %s", reason ? reason : "", reason ? "; " : "",
+    if (asprintf(&why, "the device assert names the graph's node #%lld %s", json_get_int(node, "seq", -1),
                  name) < 0) {
         free(name);
         return ENOMEM;
     }
     free(name);
-    if (json_put(verdict, "reason", json_new_str(why))) {
-        free(why);
-        return ENOMEM;
-    }
+    rc = asserts_add_reason(verdict, why);
     free(why);
+    return rc;
+}
+
+/* A verdict of candidates that the asserts did not narrow: when an assert of Triton's form that may come from
+ * one of them did not get its kernel from its file, the reason says why (once). */
+static int asserts_say_unfound(const struct dev_asserts *as, struct json *doc, int *changed)
+{
+    size_t i;
+    for (i = 0; i < as->n; i++) {
+        const struct dev_assert *a = &as->a[i];
+        char *more = NULL;
+        int rc;
+        if (!a->unfound || !asserts_relevant(a, doc))
+            continue;
+        if (asprintf(&more, "the device assert at %s:%ld prints no kernel name (`unknown`, as Triton's do) and "
+                            "its file did not tell it: %s", a->file, a->line, a->unfound) < 0)
+            return ENOMEM;
+        rc = asserts_add_reason((struct json *)json_get(doc, "verdict"), more);
+        free(more);
+        *changed = 1;
+        return rc;
+    }
     return 0;
 }
 
-/* verdict "candidates" and exactly one candidate named by an assert: that one becomes the culprit. */
+/* verdict "candidates" and exactly one candidate named by an assert: that one becomes the culprit (promote.c),
+ * the others go to candidates_before_assert, and the reason says which facts did it. */
 static int asserts_narrow(const struct dev_asserts *as, struct json *doc, int *changed)
 {
     struct json *verdict = (struct json *)json_get(doc, "verdict");
-    struct json *cands = (struct json *)json_get(doc, "candidates");
-    struct json *others, *chosen, *window;
+    const struct json *cands = json_get(doc, "candidates");
     const char *certainty = json_get_str(verdict, "certainty");
-    const char *reason = json_get_str(verdict, "reason");
-    char *why = NULL, *fact;
-    size_t i, hit = 0;
-    long long seq;
+    char *fact;
+    size_t hit = 0;
     int rc;
 
     if (!as || !certainty || strcmp(certainty, "candidates") != 0 || !json_is(cands, JSON_ARR))
         return 0;
     switch (asserts_pick(as, cands, &hit, &fact)) {
     case -1: return ENOMEM;
-    case 0: return 0;
+    case 0: return asserts_say_unfound(as, doc, changed);
     }
-    chosen = cands->kids[hit];
-    rc = asprintf(&why, "%s%s%s", reason ? reason : "", reason ? "; " : "", fact);
-    free(fact);
-    if (rc < 0)
-        return ENOMEM;
-    others = json_new(JSON_ARR);
-    for (i = 0; others && i < cands->len; i++)
-        if (i != hit && json_append(others, cands->kids[i]) != 0) {
-            others->len = 0;  /* the launches are still the candidates' */
-            json_free(others);
-            others = NULL;
-        }
-    if (!others || json_set(doc, "candidates_before_assert", others) != 0) {
-        if (others)
-            others->len = 0;
-        json_free(others);
-        free(why);
-        return ENOMEM;
-    }
-    cands->len = 0;  /* every candidate now belongs to others, except chosen, which is ours */
     *changed = 1;
-    if (json_set(doc, "culprit", chosen) != 0) {
-        json_free(chosen);
-        free(why);
-        return ENOMEM;
-    }
-    seq = json_get_int(chosen, "seq", -1);
-    if (json_put(verdict, "certainty", json_new_str("exact")) || json_put(verdict, "reason", json_new_str(why))) {
-        free(why);
-        return ENOMEM;
-    }
-    free(why);
-    if (promote_extend_history(doc, chosen, others) != 0)
-        return ENOMEM;
-    if (seq >= 0) {
-        /* the window spans the verdict's launches, now just this one */
-        window = json_new(JSON_OBJ);
-        if (!window || json_put(window, "first", json_new_int(seq)) ||
-            json_put(window, "last", json_new_int(seq))) {
-            json_free(window);
-            return ENOMEM;
+    rc = promote_candidate(doc, hit, "candidates_before_assert");
+    if (!rc)
+        rc = asserts_add_reason(verdict, fact);
+    free(fact);
+    return rc;
+}
+
+/* Whether some launch of the report (culprit, candidates, the kernels captured into their graphs) has a name that
+ * assert a names. */
+static int asserts_named_in(const struct dev_assert *a, const struct json *doc)
+{
+    const struct json *cands = json_get(doc, "candidates");
+    size_t j, k;
+    for (j = 0; j <= json_len(cands); j++) {
+        const struct json *l = j == 0 ? json_get(doc, "culprit") : json_at(cands, j - 1);
+        const struct json *nodes = json_get(l, "graph_nodes");
+        for (k = 0; json_is(l, JSON_OBJ) && k < (asserts_is_graph(l) ? json_len(nodes) : 1); k++) {
+            char *name = asserts_launch_name(asserts_is_graph(l) ? json_at(nodes, k) : l);
+            int same = name && asserts_same_name(a, name);
+            free(name);
+            if (same)
+                return 1;
         }
-        if (json_put(verdict, "window", window))
-            return ENOMEM;
     }
     return 0;
 }
 
+/* The asserts as this report reads them: one of Triton's form whose function no launch of the report runs by
+ * that name counts by its indices, as when its file told nothing (the driver may name the kernel otherwise, or
+ * the function may be a helper inlined into a kernel of another file). A copy sharing as's texts, but for the
+ * sentences it makes (free them with asserts_effective_free); NULL when out of memory. */
+static struct dev_asserts *asserts_effective(const struct dev_asserts *as, const struct json *doc)
+{
+    struct dev_asserts *eff = malloc(sizeof *eff);
+    size_t i;
+    if (!eff)
+        return NULL;
+    *eff = *as;
+    for (i = 0; i < as->n; i++) {
+        struct dev_assert *a = &eff->a[i];
+        if (!a->function || asserts_named_in(a, doc))
+            continue;
+        if (asprintf(&a->unfound, "line %ld is in %s, which no launch listed runs under that name", a->line,
+                     a->function) < 0)
+            a->unfound = NULL;
+        a->function = a->kernels = NULL;
+    }
+    return eff;
+}
+
+static void asserts_effective_free(const struct dev_asserts *as, struct dev_asserts *eff)
+{
+    size_t i;
+    for (i = 0; eff && i < eff->n; i++)
+        if (eff->a[i].unfound != as->a[i].unfound)
+            free(eff->a[i].unfound);
+    free(eff);
+}
+
 int asserts_annotate(const struct dev_asserts *as, struct json *doc, int *changed)
 {
+    struct dev_asserts *eff;
     struct json *arr;
     size_t i;
-    int pass;
+    int pass, rc = 0;
 
     if (!as || as->n == 0 || !json_is(doc, JSON_OBJ))
         return 0;
     arr = json_new(JSON_ARR);
-    if (!arr)
-        return ENOMEM;
-    /* first the asserts that name this report's culprit or candidates, then the rest, each in arrival order */
-    for (pass = 1; pass >= 0; pass--)
-        for (i = 0; i < as->n; i++) {
-            struct json *o;
-            if (asserts_relevant(&as->a[i], doc) != pass)
-                continue;
-            o = asserts_json(&as->a[i]);
-            if (!o || json_append(arr, o) != 0) {
-                json_free(o);
-                json_free(arr);
-                return ENOMEM;
-            }
-        }
-    if (json_set(doc, "device_asserts", arr) != 0) {
+    eff = asserts_effective(as, doc);
+    if (!arr || !eff) {
         json_free(arr);
+        free(eff);
         return ENOMEM;
     }
+    /* first the asserts that name this report's culprit or candidates, then the rest, each in arrival order */
+    for (pass = 1; !rc && pass >= 0; pass--)
+        for (i = 0; !rc && i < as->n; i++) {
+            struct json *o;
+            if (asserts_relevant(&eff->a[i], doc) != pass)
+                continue;
+            o = asserts_json(&as->a[i], &eff->a[i], doc);
+            if (!o || json_append(arr, o) != 0) {
+                json_free(o);
+                rc = ENOMEM;
+            }
+        }
+    if (!rc && json_set(doc, "device_asserts", arr) != 0)
+        rc = ENOMEM;
+    if (rc) {
+        json_free(arr);
+        asserts_effective_free(as, eff);
+        return rc;
+    }
     *changed = 1;
-    int rc = asserts_narrow(as, doc, changed);
-    return rc ? rc : asserts_narrow_node(as, doc, changed);
+    rc = asserts_narrow(eff, doc, changed);
+    if (!rc)
+        rc = asserts_narrow_node(eff, doc, changed);
+    asserts_effective_free(as, eff);
+    return rc;
 }

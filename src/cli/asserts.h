@@ -19,6 +19,12 @@ struct dev_assert {
     long thread[3];             /* thread index within the block */
     char *expr;                 /* the asserted expression */
     const char *stream;         /* "stdout", "stderr" or "stdout+stderr" (static string) */
+    /* Triton's and Inductor's asserts print `unknown` for the kernel: the file (Python) tells it instead, read
+     * when the line came (tritonsrc.h). */
+    char *function;             /* the @triton.jit function whose body holds the line, or NULL */
+    char *kernels;              /* with function: the names a kernel running the line may have, space-separated
+                                 * (function, then the file's @triton.jit functions that call it) */
+    char *unfound;              /* the Triton form without function: why the file did not tell it, or NULL */
 };
 
 /* The asserts of one run, in the order they came. */
@@ -29,17 +35,21 @@ struct dev_asserts {
 };
 
 /* Parses one line (without its newline) as a device assert. Returns 0 and fills a (texts malloc'd, stream
- * left alone), or -1 when the line is not one (or out of memory). */
+ * left alone, no file read), or -1 when the line is not one (or out of memory). */
 int asserts_parse(const char *line, size_t len, struct dev_assert *a);
-/* Keeps the line if it is a device assert (the first ASSERTS_MAX), printed on stream (a static string). */
+/* Keeps the line if it is a device assert (the first ASSERTS_MAX), printed on stream (a static string). An
+ * assert in Triton's form (kernel `unknown`) gets its function from the file it names, read now: the file may
+ * be gone once the command has exited (a relative name is taken from the current directory). */
 void asserts_add(struct dev_asserts *as, const char *line, size_t len, const char *stream);
+/* Frees the texts of one assert. */
+void asserts_free_one(struct dev_assert *a);
 /* Frees the texts. */
 void asserts_free(struct dev_asserts *as);
 
-/* Adds "device_asserts" to a report (those that fit its culprit or candidates first) and, when the verdict is
- * "candidates" and the asserts single out exactly one candidate, narrows the verdict to it (the graph node too,
- * for a graph launch). as may be NULL (nothing seen). *changed is set when the report was modified. Returns 0,
- * or ENOMEM. */
+/* Adds "device_asserts" to a report (those that fit its culprit or candidates first, each with the launches it
+ * fits) and, when the verdict is "candidates" and the asserts single out exactly one candidate, narrows the
+ * verdict to it; when the culprit is a graph launch, names the captured node they single out. as may be NULL
+ * (nothing seen). *changed is set when the report was modified. Returns 0, or ENOMEM. */
 int asserts_annotate(const struct dev_asserts *as, struct json *doc, int *changed);
 
 #endif

@@ -25,19 +25,36 @@ const char *render_error(void)
 }
 
 
-/* Shows the first device assert (from the report's "device_asserts") that names kernel `name`, and with more
- * the count of the others. Nothing when none does. */
-static void render_asserts(struct render_buf *b, const struct json *asserts, const char *name, const char *indent,
-                           int count_more)
+/* Whether device assert a may come from launch (kernel `name`): its "launches" (the launches it fits, by name and
+ * indices) hold the launch's number; in a report without them, the bare names are the same. */
+static int render_assert_fits(const struct json *a, const struct json *launch, const char *name)
 {
-    const char *want, *got;
-    size_t wl = demangle_base_name(name, &want), i, hits = 0;
-    for (i = 0; wl && i < json_len(asserts); i++) {
+    const struct json *seqs = json_get(a, "launches");
+    const char *k = json_get_str(a, "kernel"), *want, *got;
+    long long seq = json_get_int(launch, "seq", -1), v;
+    size_t wl, i;
+    if (json_is(seqs, JSON_ARR)) {
+        for (i = 0; seq >= 0 && i < json_len(seqs); i++)
+            if (json_int(json_at(seqs, i), &v) == 0 && v == seq)
+                return 1;
+        return 0;
+    }
+    wl = demangle_base_name(name, &want);
+    return wl && k && demangle_base_name(k, &got) == wl && memcmp(got, want, wl) == 0;
+}
+
+/* Shows the first device assert (from the report's "device_asserts") that may come from launch (kernel `name`),
+ * and with more the count of the others. Nothing when none does. */
+static void render_asserts(struct render_buf *b, const struct json *asserts, const struct json *launch,
+                           const char *name, const char *indent, int count_more)
+{
+    size_t i, hits = 0;
+    for (i = 0; i < json_len(asserts); i++) {
         const struct json *a = json_at(asserts, i);
-        const char *k = json_get_str(a, "kernel"), *expr = json_get_str(a, "assertion");
+        const char *expr = json_get_str(a, "assertion");
         const char *file = json_get_str(a, "file");
         char blk[64], thr[64], line[32] = "";
-        if (!k || demangle_base_name(k, &got) != wl || memcmp(got, want, wl) != 0)
+        if (!render_assert_fits(a, launch, name))
             continue;
         if (hits++)
             continue;
@@ -154,7 +171,7 @@ static void render_launch(struct render_buf *b, const struct json *launch, const
 
     render_line(b, "the kernel that faulted: %s", name);
     render_nccl_kernel(b, name, "  ");
-    render_asserts(b, asserts, name, "  ", 1);
+    render_asserts(b, asserts, launch, name, "  ", 1);
     render_coredump(b, coredump);
     if (seq >= 0)
         used += (size_t)snprintf(head, sizeof head, "launch #%lld", seq);
@@ -252,7 +269,7 @@ void render_launch_item(struct render_buf *b, const struct json *launch, const c
         else if (uf)
             render_line(b, "%s    launched from %s", indent, render_frame(uf, text, sizeof text));
         snprintf(text, sizeof text, "%s    ", indent);
-        render_asserts(b, asserts, name, text, 0);
+        render_asserts(b, asserts, launch, name, text, 0);
         render_op(b, launch, text, 0);
     }
     free(owned);

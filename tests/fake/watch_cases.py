@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Scenario tests of `culprit run`'s output watch over the simulated CUDA driver: device asserts on the
-program's stdout or stderr tied to the verdict and narrowing it, output passed on byte for byte (partial lines,
-bytes that are not UTF-8, large output, a closed reader, a terminal), and the command's own signals and closed
-streams. The harness is cases.py's.
+program's stdout or stderr tied to the verdict and narrowing it (Triton's form through its Python file, a graph
+replay's node), output passed on byte for byte (partial lines, bytes that are not UTF-8, large output, a closed
+reader, a terminal), and the command's own signals and closed streams. The harness is cases.py's.
 
     python3 watch_cases.py --build BUILD CASE     run one case: exit 0 pass, 1 fail (with the reason), 77 skip
     python3 watch_cases.py --list                 the case names, one a line
@@ -337,6 +337,115 @@ def _(b):
     check(re.search(r"launches before it on stream \S+ \(oldest first\):\nculprit:   #3 step.*\n"
                     r"culprit:   #7 step.*\nculprit:   #11 step", text),
           "the printed history does not list #3, #7, #11\n" + text)
+
+
+# Triton's tl.device_assert prints `unknown` for the kernel and names the Python file of the @triton.jit function.
+# A file holding the simulated driver's two kernels as Triton functions, the assert in write_oob's body.
+TRITON_FILE = '''import triton
+import triton.language as tl
+
+
+@triton.jit
+def step(x_ptr, n):
+    tl.store(x_ptr + tl.program_id(0), 0.0)
+
+
+@triton.jit(debug=True)
+def write_oob(out_ptr, idx_ptr, n):
+    i = tl.load(idx_ptr + tl.program_id(0))
+    tl.device_assert(i < n, "idx < n")
+    tl.store(out_ptr + i, 1)
+'''
+TRITON_ASSERT = "%s:%d: unknown: block: [1,0,0], thread: [3,0,0] Assertion `idx < n` failed."
+
+
+def triton_file(b):
+    """A Python file of Triton kernels, and the line of its device assert."""
+    path = os.path.join(b.newdir("triton"), "moe_kernels.py")
+    with open(path, "w") as f:
+        f.write(TRITON_FILE)
+    return path, TRITON_FILE.splitlines().index('    tl.device_assert(i < n, "idx < n")') + 1
+
+
+def printing_first(line, argv):
+    """argv run by a shell that first prints line on stderr (as the device prints an assert)."""
+    return ["/bin/sh", "-c", "printf '%s\\n' \"$0\" >&2; \"$@\"", line] + list(argv)
+
+
+def joined(res):
+    """culprit's lines as one text, wrapped paragraphs joined."""
+    return re.sub(r"\nculprit: +", " ", "\n".join(culprit_lines(res)))
+
+
+@case("watch_triton_assert")
+def _(b):
+    # Four streams leave a candidate each; a Triton assert names no kernel (`unknown`), but its file holds the
+    # line in write_oob's body, which one candidate runs. (Code 700: the simulated driver prints no assert of its
+    # own.) When the file is gone before the line comes, the verdict stays candidates and says why.
+    path, lineno = triton_file(b)
+    env = {"FAKECUDA_FAULT": "kernel=%s" % BAD}
+    argv = printing_first(TRITON_ASSERT % (path, lineno), [b.prog("linked"), "streams4"])
+    base = plain(b, argv, env)
+    expect_plain_failure(base, "cuCtxSynchronize", 700)
+    rdir = b.newdir("reports")
+    res = cli_run(b, argv, env, rdir)
+    same_as_plain(base, res, "culprit run", exact_stderr=False)
+    rep = load_report(rdir)
+    rep["_via_cli"] = True
+    expect_exact(rep, kernel=BAD, seq=15, stream_kind="created")
+    reason = rep["verdict"]["reason"]
+    check(reason.endswith("; the device assert at %s:%d is in the @triton.jit function write_oob, which launch #15 "
+                          "alone runs" % (path, lineno)), "reason %r" % reason)
+    a = (rep.get("device_asserts") or [None])[0]
+    expect_assert(a, "unknown", "stderr", "Triton's form", file=path, line=lineno)
+    check(a.get("function") == "write_oob" and a.get("launches") == [15], "device assert %r" % a)
+    rendered_assert_under_culprit(res, "write_oob(int*, int)",
+                                  "`idx < n` failed at %s:%d, block [1,0,0], thread [3,0,0]" % (path, lineno))
+    os.unlink(path)
+    rdir = b.newdir("reports")
+    res = cli_run(b, argv, env, rdir)
+    rep = load_report(rdir)
+    check(rep["verdict"]["certainty"] == "candidates", "narrowed without the file: %r" % rep["verdict"])
+    why = ("the device assert at %s:%d prints no kernel name (`unknown`, as Triton's do) and its file did not tell "
+           "it: it could not be read (No such file or directory)" % (path, lineno))
+    check(rep["verdict"]["reason"].endswith(why), "reason %r" % rep["verdict"]["reason"])
+    check(why in joined(res), "the printed verdict does not say why the assert did not narrow it\n" + res.err_text)
+    a = rep["device_asserts"][0]
+    check("function" not in a and "could not be read" in a.get("function_unknown", "") and
+          sorted(a.get("launches")) == [13, 14, 15, 16], "device assert %r" % a)
+
+
+@case("watch_graph_assert")
+def _(b):
+    # A fault inside a graph replay: the culprit is the graph launch, and the device assert names the captured
+    # node that runs its kernel: the simulated driver's own assert line (code 710), or a Triton assert whose file
+    # holds the line in write_oob (code 700).
+    path, lineno = triton_file(b)
+    fault = "kernel=%s,nth=2" % BAD
+    for env, argv, form in (
+            ({"FAKECUDA_FAULT": fault + ",code=710"}, [b.prog("procaddr"), "v2", "graph"], "the device's signature"),
+            ({"FAKECUDA_FAULT": fault}, printing_first(TRITON_ASSERT % (path, lineno),
+                                                       [b.prog("procaddr"), "v2", "graph"]), "Triton's form")):
+        rdir = b.newdir("reports")
+        res = cli_run(b, argv, env, rdir)
+        rep = load_report(rdir)
+        rep["_via_cli"] = True
+        c = expect_exact(rep, kind="graph", api="cuGraphLaunch")
+        node = c.get("node") or {}
+        nodes = c.get("graph_nodes") or []
+        check(node.get("mangled") == BAD and c.get("node_source") == "device assert" and len(nodes) == 3 and
+              node.get("seq") == nodes[1].get("seq"), "%s: culprit.node %s (%r)" % (form, brief(node),
+                                                                                    c.get("node_source")))
+        check(rep["verdict"]["reason"].endswith("; the device assert names the graph's node #%d write_oob(int*, int)"
+                                                % node["seq"]), "%s: reason %r" % (form, rep["verdict"]["reason"]))
+        check(rep["device_asserts"][0].get("launches") == [node["seq"]], "%s: %r" % (form, rep["device_asserts"]))
+        lines = culprit_lines(res)
+        at = [i for i, l in enumerate(lines) if "the node that faulted, named by the device assert:" in l]
+        check(at and "write_oob" in lines[at[0] + 1] and any("device assert: `idx < n` failed" in l
+                                                             for l in lines[at[0] + 2:at[0] + 5]),
+              "%s: the printed verdict does not show the node with its assert\n%s" % (form, res.err_text))
+        check(not any("device assert:" in l for l in lines[:at[0]]),
+              "%s: the assert is shown under the graph launch as well\n%s" % (form, res.err_text))
 
 
 @case("watch_passthrough")

@@ -146,7 +146,38 @@ def py_selftests():
     def under(name, rc=1, stderr=PY_ASSERT):
         return Run(rc=rc, stderr=stderr + "culprit: verdict ...\n", reports=[fixture(name)])
 
+    def with_node(name, kernel):
+        """A graph-level fixture whose culprit names a node with this kernel, as a device assert does."""
+        path, report = fixture(name)
+        report = copy.deepcopy(report)
+        report["culprit"]["node"] = {"seq": 70, "api": "cuLaunchKernel", "kind": "kernel", "kernel": kernel,
+                                     "grid": [4, 1, 1], "block": [128, 1, 1], "flags": ["captured"]}
+        report["culprit"]["node_source"] = "device assert"
+        return Run(rc=1, stderr=PY_ASSERT + "culprit: verdict ...\n", reports=[(path, report)])
+
+    # the one-run and node requirements of the assert cases, on the fixtures of cases with the same scripts
+    select_once, xent_once = copy.copy(select), copy.copy(xent)
+    select_once.one_run = xent_once.one_run = True
+    graph_node = copy.copy(graph)
+    graph_node.need_node = True
+    index_kernel = ("void at::native::(anonymous namespace)::indexSelectSmallIndex<float, long, unsigned int, 2, "
+                    "2, -2>(...)")
+
     return [
+        ("python: exact in one run wanted and given", xent_once, 32, 33, base, under("py_xent_exact.json"), None,
+         "pass", "", "pass", ""),
+        ("python: exact in one run wanted, candidates are not settled by a rerun", select_once, 25, None, base,
+         under("py_index_select_candidates.json"), under("py_index_select_rerun.json"), "fail",
+         "expected exact in one run", "FAIL", ""),
+        ("python: the node wanted, the graph launch names none", graph_node, 49, 50, base,
+         under("py_graph_level.json"), None, "fail", "names no node", "FAIL", ""),
+        ("python: the node wanted and named by the device assert", graph_node, 49, 50, base,
+         with_node("py_graph_level.json", index_kernel), None, "pass", "", "pass", "node #70"),
+        ("python: the node wanted, another kernel named", graph_node, 49, 50, base,
+         with_node("py_graph_level.json", "void at::native::vectorized_elementwise_kernel<4>(...)"), None, "fail",
+         "does not match 'index'", "FAIL", ""),
+        ("python: the node wanted, the culprit is the kernel itself", graph_node, 49, 50, base,
+         under("py_graph_node.json"), None, "pass", "", "pass", "node-level"),
         ("python: exact verdict at the marked and surface lines", xent, 32, 33, base, under("py_xent_exact.json"),
          None, "pass", "", "pass", ""),
         ("python: no python frames anywhere", xent, 32, 33, base, under("py_xent_no_python.json"), None,

@@ -52,7 +52,7 @@ class PyCase:
 
     def __init__(self, name, script, kernel=None, codes=(710,), modules=("torch",), kind="fault", env=None,
                  graph=False, library_history=False, stdout_count=None, stdout_expect=(), surface_at_launch=False,
-                 exception_like=None, repeat=1, coredump=False, note=""):
+                 exception_like=None, repeat=1, coredump=False, one_run=False, need_node=False, note=""):
         self.name = name            # case name in the table
         self.script = script        # file in tests/gpu/frameworks (the sanitizer case: none)
         self.src = script           # where the markers are
@@ -73,6 +73,9 @@ class PyCase:
         self.exception_like = exception_like
         self.repeat = repeat        # runs under culprit (each must give a report; the first one is judged fully)
         self.coredump = coredump    # --coredump runs it once more, under `culprit run --coredump`
+        self.one_run = one_run      # the verdict must be exact in the run under culprit: candidates fail (no rerun)
+        self.need_node = need_node  # a graph launch as the culprit must name its faulting node (culprit.node),
+                                    # whose kernel matches `kernel`
         self.note = note            # what the case is about
         self.healthy = kind == "healthy"
 
@@ -124,6 +127,17 @@ PY_CASES = [
            stdout_expect=(r"^loaded True$", r"^mode while paused off$", r"^mode in scope blocking$",
                           r"^mode after the exception record$", r"^last report \S*/{report_name}$"),
            note="the culprit package: paused() warm-up, blocking(kernels='*nll*') reports at the launch"),
+    # device asserts of every form read into an exact verdict in one run (docs/usage.md, "Device asserts")
+    PyCase("triton_assert", "triton_device_assert.py", r"gather_rows", modules=("torch", "triton"), one_run=True,
+           note="tl.device_assert (debug=True) in program 200 of a gather over 256 programs; the same kernel ran "
+                "over 16 just before (the Triton form: the file names the kernel, the block index the launch)"),
+    PyCase("inductor_assert", "inductor_index_assert.py", r"triton_", one_run=True,
+           note="torch.compile: Inductor's bounds assert on an indirect index (the file in Inductor's cache names "
+                "the kernel)"),
+    PyCase("inductor_graph_assert", "inductor_graph_assert.py", r"triton_", graph=True, need_node=True,
+           one_run=True,
+           note="torch.compile(mode='reduce-overhead'): Inductor's bounds assert inside a CUDA graph replay; the "
+                "assert names the graph's node"),
     PyCase("gpt2_vocab", "gpt2_vocab_oob.py", r"indexSelect|vectorized_gather|[Ee]mbedding|index",
            modules=("torch", "transformers"), exception_like=CUDA_EXCEPTION, repeat=2,
            env={"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1"},
@@ -187,6 +201,21 @@ def py_launch_problems(launch, case, want_line, status=None, threads=None):
             if isinstance(t, dict) and not python_problems(t.get("python"), case.script, want_line, "thread", status):
                 return problems
     return problems + python_problems(launch.get("python"), case.script, want_line, "launch", status)
+
+
+def node_problems(launch, case):
+    """For a case that needs the node: what keeps a graph launch culprit from naming its faulting node (a kernel
+    launch culprit is judged by its own name)."""
+    if not isinstance(launch, dict) or launch.get("kind") != "graph":
+        return []
+    node = launch.get("node")
+    if not isinstance(node, dict):
+        return ["graph launch #%s names no node (%d captured kernels listed)" % (
+            launch.get("seq"), len(launch.get("graph_nodes") or []))]
+    kernel = str(node.get("kernel") or node.get("mangled") or "")
+    if not re.search(case.kernel, kernel):
+        return ["node #%s kernel %r does not match %r" % (node.get("seq"), kernel, case.kernel)]
+    return []
 
 
 def graph_note(out, launch):
@@ -319,11 +348,16 @@ def judge_py(case, want_line, surface_line, base, run):
     if certainty == "exact":
         h.judge_exact(out, case, report.get("culprit"),
                       lambda launch: python_where((launch or {}).get("python"), case.script, want_line),
-                      lambda launch: py_launch_problems(launch, case, want_line, status, report.get("python_threads")))
+                      lambda launch: py_launch_problems(launch, case, want_line, status, report.get("python_threads"))
+                      + (node_problems(launch, case) if case.need_node else []))
         return out
     if certainty == "candidates":
         candidates = [c for c in report.get("candidates") or [] if isinstance(c, dict)]
         out.named = "%d candidates" % len(candidates)
+        if case.one_run:
+            out.fail("verdict candidates (%d launches), expected exact in one run: %s" % (
+                len(candidates), h.shorten(str(verdict.get("reason")), 160)))
+            return out
         threads = report.get("python_threads")
         hits = [c for c in candidates if not py_launch_problems(c, case, want_line, status, threads)]
         if not hits:

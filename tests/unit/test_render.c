@@ -596,6 +596,48 @@ static int test_symbolize(void)
     return ran;
 }
 
+/* A device assert is shown under the launches `culprit run` found it fits ("launches"): of two launches of one
+ * kernel, only the one whose grid holds its block; a report without "launches" shows it under every launch of
+ * the kernel it names. */
+static void test_assert_launches(void)
+{
+#define GATHER "\"kernel\":\"gather_rows(int*, int)\",\"stream\":\"0x0\",\"block\":[128,1,1]"
+#define ASSERT "{\"file\":\"k.cu\",\"line\":8,\"kernel\":\"void gather_rows(int *, int)\",\"block\":[40,0,0]," \
+               "\"thread\":[3,0,0],\"assertion\":\"i < n\",\"stream\":\"stderr\""
+    static const char fits[] =
+        "{\"schema\":\"culprit.report/1\",\"error\":{\"code\":710,\"name\":\"CUDA_ERROR_ASSERT\"},"
+        "\"verdict\":{\"certainty\":\"candidates\",\"reason\":\"two streams\"},\"culprit\":null,"
+        "\"candidates\":[{\"seq\":7,\"grid\":[16,1,1]," GATHER "},{\"seq\":12,\"grid\":[64,1,1]," GATHER "}],"
+        "\"device_asserts\":[" ASSERT ",\"launches\":[12]}]}";
+    static const char by_name[] =
+        "{\"schema\":\"culprit.report/1\",\"error\":{\"code\":710,\"name\":\"CUDA_ERROR_ASSERT\"},"
+        "\"verdict\":{\"certainty\":\"candidates\",\"reason\":\"two streams\"},\"culprit\":null,"
+        "\"candidates\":[{\"seq\":7,\"grid\":[16,1,1]," GATHER "},{\"seq\":12,\"grid\":[64,1,1]," GATHER "}],"
+        "\"device_asserts\":[" ASSERT "}]}";
+#undef GATHER
+#undef ASSERT
+    const char *first, *second;
+    char *t = render_text(fits, strlen(fits), 0);
+    CHECK(t != NULL, "renders: %s", render_error());
+    if (!t)
+        return;
+    first = find(t, "#7 gather_rows");
+    second = find(t, "#12 gather_rows");
+    CHECK(first && second && first < second, "both candidates listed:\n%s", t);
+    if (first && second) {
+        const char *at = find(first, "device assert: `i < n` failed at k.cu:8");
+        CHECK(at && at > second && !find(at + 1, "device assert:"), "the assert under #12 alone:\n%s", t);
+    }
+    free(t);
+    t = render_text(by_name, strlen(by_name), 0);
+    CHECK(t != NULL, "renders: %s", render_error());
+    if (!t)
+        return;
+    first = find(t, "device assert: `i < n`");
+    CHECK(first && find(first + 1, "device assert: `i < n`"), "by name, under both:\n%s", t);
+    free(t);
+}
+
 int main(void)
 {
     int symbolized;
@@ -604,6 +646,7 @@ int main(void)
     test_static_runtime_graph();
     test_candidates();
     test_window_runs();
+    test_assert_launches();
     test_unknown_and_missing();
     test_mutations();
     symbolized = test_symbolize();
