@@ -24,8 +24,11 @@ int suspects_of_stream(const struct suspects_recs *s, uint32_t idx, const struct
     fn(arg, r);
     added++;
     /* The first launch whose breadcrumb was queued ends the list: what follows it on the stream had not
-     * started. Not so when it raced another thread's launch on the same stream (their order is unknown). */
-    if (st->slot && !(r->flags & (CP_REC_CRUMB_FAILED | CP_REC_UNCRUMBED | CP_REC_RACY))) break;
+     * started. Not so when it raced another thread's launch on the same stream (their order is unknown). A
+     * launch without one of its own may have had a tail mark queued after it (the stream's newest is kept). */
+    if (st->slot && !(r->flags & (CP_REC_CRUMB_FAILED | CP_REC_RACY)) &&
+        (!(r->flags & CP_REC_UNCRUMBED) || seq == atomic_load_explicit(&st->tail_crumb, memory_order_relaxed)))
+      break;
   }
   return added;
 }

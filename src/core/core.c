@@ -462,7 +462,9 @@ int cp_launch_end(struct cp_launch_ctx *lc, int rc) {
     rec->prev = atomic_exchange_explicit(&s->last_launched, seq, memory_order_relaxed);
     uint64_t nth = atomic_fetch_add_explicit(&s->launches, 1, memory_order_relaxed) + 1;
     int every = m && m->mode != CP_MODE_RECORD ? 1 : (int)g_cfg.crumb_every;
-    if (s->slot && (!sync_after || crumb_instead) && (every == 1 || nth % (uint64_t)every == 0)) {
+    /* a stream's first launch gets one whatever the rate: a stream with fewer launches than the rate would
+     * otherwise leave them all unfinished as far as the verdict can tell */
+    if (s->slot && (!sync_after || crumb_instead) && (every == 1 || nth == 1 || nth % (uint64_t)every == 0)) {
       if (crumb_write(s, lc->d->stream, lc->d->ptds, seq)) rec->flags |= CP_REC_CRUMB_FAILED;
     } else if (s->slot) {
       rec->flags |= CP_REC_UNCRUMBED;
@@ -504,6 +506,14 @@ void cp_result(int rc, const char *api) {
   report(rc, api, 0);
 }
 
+/* Tail marks (crumb_tail) before the host synchronizes, records an event or queries a stream: in record mode
+ * a stream's newest launches usually have no breadcrumb, and a fault surfacing in this very call then leaves them
+ * all candidates. Not while a capture is under way anywhere: the mark could enter the program's graph. */
+static int tails_wanted(void) {
+  struct mode_frame *m = mode_now();
+  return m && m->mode == CP_MODE_RECORD && !atomic_load_explicit(&g_captures, memory_order_relaxed);
+}
+
 void cp_sync_begin(struct cp_sync *c, void *stream, int ptds, int whole_ctx) {
   c->stream = NULL;
   c->ctx = NULL;
@@ -511,13 +521,16 @@ void cp_sync_begin(struct cp_sync *c, void *stream, int ptds, int whole_ctx) {
   c->untracked = 0;
   if (!cp_active()) return;
   if (whole_ctx) {
-    if (cp_drv.ctx_get_current && !cp_drv.ctx_get_current(&c->ctx))
+    if (cp_drv.ctx_get_current && !cp_drv.ctx_get_current(&c->ctx)) {
       c->upto = atomic_load_explicit(&g_seq, memory_order_relaxed);
+      if (c->ctx && tails_wanted()) crumb_tails_ctx(c->ctx, my_tid());
+    }
     c->untracked = atomic_load_explicit(&g_untracked_n, memory_order_relaxed);
     return;
   }
   c->stream = crumb_find(stream, ptds, my_tid());
   if (c->stream) {
+    if (tails_wanted()) crumb_tail(c->stream, stream, ptds);
     c->upto = atomic_load_explicit(&c->stream->last_launched, memory_order_relaxed);
     c->untracked = atomic_load_explicit(&c->stream->untracked, memory_order_relaxed);
   }

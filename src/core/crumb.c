@@ -48,6 +48,10 @@ static struct {
 } g_events[EVENT_SLOTS];                      /* under g_event_lock */
 static pthread_mutex_t g_event_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic uint64_t g_written;            /* breadcrumb writes queued */
+#define RECENT_STREAMS 256                    /* power of two */
+static _Atomic uint32_t g_recent[RECENT_STREAMS]; /* indexes + 1 of the streams made last (0: none), for
+                                               * crumb_tails_ctx; a stream made since overwrites the oldest */
+static _Atomic uint32_t g_recent_next;        /* next place in g_recent */
 
 /* Last stream this thread launched to: most programs launch to the same stream again and again. */
 static __thread struct {
@@ -269,6 +273,8 @@ struct cp_stream *crumb_stream(void *handle, int ptds, int tid, int may_alloc) {
       atomic_fetch_add_explicit(&g_used, 1, memory_order_relaxed);
       /* release: publishes the entry to lock-free probes (pairs with the acquire in probe). */
       atomic_store_explicit(&s->key_stream, ks, memory_order_release);
+      uint32_t at = atomic_fetch_add_explicit(&g_recent_next, 1, memory_order_relaxed) & (RECENT_STREAMS - 1);
+      atomic_store_explicit(&g_recent[at], (uint32_t)i + 1, memory_order_relaxed);
     }
     pthread_mutex_unlock(&g_lock);
     if (!s) return NULL;
@@ -341,7 +347,39 @@ int crumb_write_to(void *handle, int ptds, uint64_t dslot, uint64_t value) {
 
 int crumb_write(struct cp_stream *s, void *handle, int ptds, uint64_t seq) {
   if (!s->slot) return -1;
-  return crumb_write_to(handle, ptds, s->dslot, seq);
+  int rc = crumb_write_to(handle, ptds, s->dslot, seq);
+  if (!rc) atomic_max_u64(&s->crumbed, seq);
+  return rc;
+}
+
+int crumb_tail(struct cp_stream *s, void *handle, int ptds) {
+  uint64_t last = atomic_load_explicit(&s->last_launched, memory_order_relaxed);
+  if (!s->slot || !last || atomic_load_explicit(&s->crumbed, memory_order_relaxed) >= last ||
+      atomic_load_explicit(&s->dead, memory_order_relaxed) || atomic_load_explicit(&s->gone, memory_order_relaxed))
+    return 0;
+  /* A launch of another thread on this stream meanwhile may come before the mark: the mark then says less than
+   * it could (last completed), never more. */
+  int rc = crumb_write(s, handle, ptds, last);
+  if (!rc) atomic_max_u64(&s->tail_crumb, last);
+  return rc;
+}
+
+void crumb_tails_ctx(void *ctx, int tid) {
+  for (uint32_t i = 0; i < RECENT_STREAMS; i++) {
+    uint32_t idx = atomic_load_explicit(&g_recent[i], memory_order_relaxed);
+    if (!idx) continue;
+    struct cp_stream *s = &g_tab[idx - 1];
+    /* acquire: pairs with the release that published the entry; an entry being remade is skipped */
+    uintptr_t ks = atomic_load_explicit(&s->key_stream, memory_order_acquire);
+    if (!ks || s->ctx != ctx) continue;
+    if (s->kind == CP_STREAM_PER_THREAD) {
+      /* another thread's per-thread default stream cannot be named from here */
+      if (atomic_load_explicit(&s->key_tid, memory_order_relaxed) != tid) continue;
+      crumb_tail(s, NULL, 1);
+    } else {
+      crumb_tail(s, s->kind == CP_STREAM_LEGACY ? CP_CU_STREAM_LEGACY : s->handle, 0);
+    }
+  }
 }
 
 int crumb_alloc_slot(volatile uint64_t **host, uint64_t *dev, int may_alloc) {
@@ -438,6 +476,7 @@ void crumb_after_fork(void) {
   atomic_store(&g_failures, 0);
   memset(g_ctx_synced, 0, sizeof g_ctx_synced);
   memset(g_events, 0, sizeof g_events);
+  for (uint32_t i = 0; i < RECENT_STREAMS; i++) atomic_store(&g_recent[i], 0);
   pthread_mutex_init(&g_event_lock, NULL);
   g_npools = 0;
   atomic_store(&g_used, 0);

@@ -34,6 +34,9 @@ struct cp_stream {
   _Atomic uint64_t overlaps;      /* times a launch began while another was in flight on this stream */
   _Atomic uint64_t untracked;     /* count (core.c) at the newest launch here culprit did not track, 0: none */
   _Atomic uint64_t untracked_done; /* the newest such count a successful synchronize of this stream covered */
+  _Atomic uint64_t crumbed;       /* the newest launch a breadcrumb was queued after (relaxed max) */
+  _Atomic uint64_t tail_crumb;    /* the newest launch whose breadcrumb was a tail mark (crumb_tail), not queued by
+                                   * its launch: its record says uncrumbed, yet its completion shows */
 };
 
 /* The stream a launch goes to, made on first sight; NULL when the table is full or the context is unknown.
@@ -85,6 +88,14 @@ int crumb_alloc_slot(volatile uint64_t **host, uint64_t *dev, int may_alloc);
 int crumb_write_to(void *handle, int ptds, uint64_t dslot, uint64_t value);
 /* Queues the breadcrumb for seq behind the launch just made; returns the driver's code (0 = queued). */
 int crumb_write(struct cp_stream *s, void *handle, int ptds, uint64_t seq);
+/* A tail mark: when the newest launch on s has no breadcrumb queued after it, queues one now (the host is about to
+ * synchronize, record an event or query the stream: one mark per such call, not one per launch). handle and ptds
+ * as the program passes the stream. Never during a capture (the caller checks). Returns the driver's code, 0 when
+ * nothing was needed. */
+int crumb_tail(struct cp_stream *s, void *handle, int ptds);
+/* Tail marks on every stream of context ctx that this thread may use (created and legacy streams, and its own
+ * per-thread default stream), before a context-wide synchronize. tid: the calling thread. */
+void crumb_tails_ctx(void *ctx, int tid);
 /* A context is about to be destroyed (ctx), or a device's primary context reset or released (ctx NULL,
  * device): its streams' breadcrumb memory is freed with it, so their entries stop using it and later launches in
  * a context with a reused handle get fresh entries and slots. */

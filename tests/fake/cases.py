@@ -438,6 +438,20 @@ def _(b):
     check(seqs == [17, 18, 19, 20], "candidates %r, expected #17..#20" % seqs)
 
 
+@case("sparse_stream_marks")
+def _(b):
+    """Record mode's default density, four streams of six launches (none reaches its 16th): each stream's first
+    launch gets a breadcrumb, so the window starts after it (#5..#24, not #1..#24); with an event recorded after
+    every launch, each record queues a tail mark first, and every launch the streams ran before the fault is
+    known complete (#13..#24 are left: what the round-robin had not run when write_oob faulted)."""
+    env = {"FAKECUDA_FAULT": "kernel=%s" % BAD, "CULPRIT_CRUMB_EVERY": ""}
+    for form, want in (("streams4_quiet", list(range(5, 25))), ("streams4", list(range(13, 25)))):
+        res, rep = fault_run(b, "linked", [form], env, "cuCtxSynchronize", cli=False)
+        seqs = sorted(c.get("seq") for c in rep.get("candidates") or [])
+        check(seqs == want, "%s: candidates %r, expected #%d..#24" % (form, seqs, want[0]))
+        check(15 in seqs, "%s: the faulting launch is not among the candidates" % form)
+
+
 def bounds_case(b, how):
     """Record mode's sparse breadcrumbs leave launches #17..#32 unproven, but the program proved #1..#18 complete
     itself; the window must start after #18 (launches #19..#21 are the only ones left)."""

@@ -317,26 +317,29 @@ def _(b):
 
 @case("watch_narrow_window")
 def _(b):
-    # Record mode's default density leaves a window of launches per stream (#1..#24 in all). Narrowed by the
-    # assert to write_oob (#15), the launches of the window before it on its stream (#3, #7, #11) are "launches
-    # before it": they go to the history, oldest first, and stay in candidates_before_assert.
+    # Record mode's default density leaves a window of launches per stream (#5..#24 in all: each stream's first
+    # launch has its breadcrumb, and it completed). Narrowed by the assert to write_oob (#15), the launches of the
+    # window before it on its stream (#7, #11) go to the history, oldest first, after #3 when the library's own
+    # history held it (it lists the launches before its first candidate, whose stream depends on the order of
+    # the stream table), and they stay in candidates_before_assert.
+    # (streams4_quiet: no event records, whose tail marks would settle every launch before the fault.)
     env = {"FAKECUDA_FAULT": "kernel=%s,code=710" % BAD, "CULPRIT_CRUMB_EVERY": "16"}
-    argv = [b.prog("linked"), "streams4"]
+    argv = [b.prog("linked"), "streams4_quiet"]
     rdir = b.newdir("reports")
     res = cli_run(b, argv, env, rdir)
     rep = load_report(rdir)
     rep["_via_cli"] = True
     c = expect_exact(rep, kernel=BAD, seq=15, stream_kind="created")
     hist = rep.get("history") or []
-    check([h.get("seq") for h in hist] == [3, 7, 11] and all(h.get("stream") == c.get("stream") for h in hist),
+    check([h.get("seq") for h in hist] in ([7, 11], [3, 7, 11]) and all(h.get("stream") == c.get("stream") for h in hist),
           "history after narrowing: %s" % [brief(h) for h in hist])
     before = rep.get("candidates_before_assert") or []
-    check(len(before) == 23 and 15 not in [x.get("seq") for x in before],
+    check(sorted(x.get("seq") for x in before) == [s for s in range(5, 25) if s != 15],
           "candidates_before_assert: %s" % [x.get("seq") for x in before])
     text = "\n".join(culprit_lines(res))
-    check(re.search(r"launches before it on stream \S+ \(oldest first\):\nculprit:   #3 step.*\n"
+    check(re.search(r"launches before it on stream \S+ \(oldest first\):\n(culprit:   #3 step.*\n)?"
                     r"culprit:   #7 step.*\nculprit:   #11 step", text),
-          "the printed history does not list #3, #7, #11\n" + text)
+          "the printed history does not list #7, #11\n" + text)
 
 
 # Triton's tl.device_assert prints `unknown` for the kernel and names the Python file of the @triton.jit function.
