@@ -24,6 +24,8 @@ struct cp_chains {
   unsigned char *data;                /* kmask + 1 chains of csize bytes */
 };
 
+uint64_t chains_count(const struct cp_chains *s) { return s->written; }
+
 size_t chains_size(int depth) {
   return (sizeof(struct cp_chain) + (size_t)depth * sizeof(void *) + 15) & ~(size_t)15;
 }

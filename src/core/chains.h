@@ -49,6 +49,8 @@ uint64_t chains_publish(struct cp_chains *s, struct cp_chain *c, uint64_t hnativ
 /* The reader: copies chain c into out (room for depth frames) when it still holds number no. Returns 0, or -1
  * when it was rewritten since (out's counts are then zero). */
 int chains_read(const struct cp_chain *c, uint64_t no, struct cp_chain *out, int depth);
+/* Chains written so far (CULPRIT_STATS: how many distinct call chains a thread launched from, with rewrites). */
+uint64_t chains_count(const struct cp_chains *s);
 /* Bytes of one chain with depth native frames. */
 size_t chains_size(int depth);
 

@@ -15,6 +15,7 @@
 #include "modes.h"
 #include "names.h"
 #include "ring.h"
+#include "stats.h"
 #include "ticks.h"
 #include "upcalls.h"
 #include "../report/demangle.h"
@@ -44,19 +45,6 @@ static _Atomic uint64_t g_fork_seq;           /* launches up to this belong to t
 static _Atomic int g_captures;                /* stream captures in progress */
 static _Atomic int g_launched;                /* this process made its first recorded launch (first_launch) */
 static _Atomic int g_exit_armed;              /* the at-exit upcall is registered (arm_exit) */
-/* CULPRIT_STATS's times (g_t_*) are in ticks (ticks.h), made nanoseconds when printed */
-static _Atomic uint64_t g_t_in_culprit;      /* CULPRIT_STATS: time spent in the launch path */
-static _Atomic uint64_t g_t_native;          /* CULPRIT_STATS: of which in native stack capture */
-static _Atomic uint64_t g_t_python;          /* CULPRIT_STATS: of which in Python frame capture */
-static _Atomic uint64_t g_t_py_wait;         /* CULPRIT_STATS: time launches without Python frames of their own
-                                               * spent looking for a waiting thread's (pystack counts them) */
-static struct pystack_wait_counts g_wc_base;  /* pystack's counts a forked child inherited */
-static _Atomic uint64_t g_stack_reused;       /* launches whose native chain was still the cached one */
-static _Atomic uint64_t g_t_reused;          /* CULPRIT_STATS: native stack time of those launches */
-static _Atomic uint64_t g_last_unwound;       /* CULPRIT_STATS: launch number around the last unwound chain */
-static struct stack_cache_counts g_sc_base;   /* CULPRIT_STATS: the chain caches' counts a forked child inherited */
-static _Atomic uint64_t g_blocking_syncs;     /* synchronizations blocking mode made */
-static _Atomic uint64_t g_stacks_later;       /* blocking-mode launches kept without stacks: their sync succeeded */
 static pthread_key_t g_thread_key;            /* releases a thread's ring at exit */
 
 /* Blocking mode runs matching launches one at a time across threads, so that a synchronize that reports the
@@ -65,7 +53,6 @@ static pthread_key_t g_thread_key;            /* releases a thread's ring at exi
  * must not deadlock; past the bound a launch goes ahead unserialized. */
 static pthread_mutex_t g_blocking_lock = PTHREAD_MUTEX_INITIALIZER;
 #define BLOCKING_WAIT_NS (200 * 1000 * 1000)
-static _Atomic uint64_t g_unserialized;       /* blocking launches that gave up waiting for the lock */
 /* Under CUDA_LAUNCH_BLOCKING=1 every launch that returns success has completed: a synchronize for free. The
  * driver reads the variable when it initializes, so culprit reads it at the first launch, not at load time (a
  * Python program may set or clear it before importing torch). */
@@ -132,20 +119,8 @@ static void after_fork_child(void) {
   crumb_after_fork();
   names_after_fork();
   graph_after_fork();
+  stats_after_fork();                        /* CULPRIT_STATS counts the child's own launches (and ring.c's) */
   atomic_store(&g_fork_seq, atomic_load(&g_seq));
-  /* CULPRIT_STATS counts the child's own launches, and its time with them */
-  atomic_store(&g_t_in_culprit, 0);
-  atomic_store(&g_t_native, 0);
-  atomic_store(&g_t_python, 0);
-  atomic_store(&g_t_py_wait, 0);
-  atomic_store(&g_stack_reused, 0);
-  atomic_store(&g_t_reused, 0);
-  atomic_store(&g_last_unwound, 0);
-  stack_cache_counts(&g_sc_base);
-  pystack_wait_counts(&g_wc_base);
-  atomic_store(&g_blocking_syncs, 0);
-  atomic_store(&g_stacks_later, 0);
-  atomic_store(&g_unserialized, 0);
   atomic_store(&g_captures, 0);
   atomic_store(&g_untracked_n, 0);
   atomic_store(&g_untracked_loose, 0);
@@ -246,7 +221,7 @@ static void blocking_lock(struct cp_launch_ctx *lc) {
     until.tv_nsec -= 1000000000L;
   }
   if (pthread_mutex_timedlock(&g_blocking_lock, &until) == 0) lc->serialized = 1;
-  else atomic_fetch_add_explicit(&g_unserialized, 1, memory_order_relaxed);
+  else stats_unserialized();
 }
 
 /* The launch's native stack and Python frames, as a chain of the ring's store (chains.h). Most launches come
@@ -272,13 +247,13 @@ static void take_stacks(struct cp_launch_ctx *lc, struct cp_slot *rec, int at_fa
     nframes = stack_capture_launch(pcs, g_cfg.stack_depth, &reused, &hn);
   }
   uint64_t t2 = t1 ? ticks_now() : 0;
+  struct cp_ring_stats *st = &lc->ring->stats;
   if (t1 && reused) {
-    atomic_fetch_add_explicit(&g_stack_reused, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&g_t_reused, ticks_since(t1, t2), memory_order_relaxed);
+    st->stack_reused++;
+    st->t_reused += ticks_since(t1, t2);
   } else if (t1) {
     /* tells whether chains were still being learned late in the run or only at its start */
-    atomic_store_explicit(&g_last_unwound, atomic_load_explicit(&g_seq, memory_order_relaxed) + 1,
-                          memory_order_relaxed);
+    st->last_unwound = atomic_load_explicit(&g_seq, memory_order_relaxed) + 1;
   }
   int own = pystack_key(&hp);                 /* > 0: this thread's frames; -1: they cannot be keyed */
   if (own == 0) {
@@ -289,7 +264,7 @@ static void take_stacks(struct cp_launch_ctx *lc, struct cp_slot *rec, int at_fa
     hp = chains_mix(hp, waiting);
     for (int i = 0; i < nwait; i++) hp = chains_mix(hp, (uint64_t)wait[i].code << 32 | (uint32_t)wait[i].lasti);
     hp = chains_end(hp);
-    if (t1) atomic_fetch_add_explicit(&g_t_py_wait, ticks_since(t3, ticks_now()), memory_order_relaxed);
+    if (t1) st->t_py_wait += ticks_since(t3, ticks_now());
   }
   const struct cp_chain *c = own >= 0 ? chains_find(store, hn, hp, &no) : NULL;
   if (!c) {
@@ -308,8 +283,8 @@ static void take_stacks(struct cp_launch_ctx *lc, struct cp_slot *rec, int at_fa
     c = w;
   }
   if (t1) {
-    atomic_fetch_add_explicit(&g_t_native, ticks_since(t1, t2), memory_order_relaxed);
-    atomic_fetch_add_explicit(&g_t_python, ticks_since(t2, ticks_now()), memory_order_relaxed);
+    st->t_native += ticks_since(t1, t2);
+    st->t_python += ticks_since(t2, ticks_now());
   }
   /* the chain last (release, paired with the report's acquire): a report of another thread reading this record
    * meanwhile sees no stacks or the chain's number with it */
@@ -328,6 +303,7 @@ int cp_launch_begin(struct cp_launch_ctx *lc, const struct cp_launch_desc *d) {
     note_untracked(d);
     return 0;
   }
+  pystack_prefetch();                         /* the walk of Python frames comes later: its loads start now */
   pthread_once(&g_clb_once, read_clb);
   lc->t0 = g_cfg.stats ? ticks_now() : 0;
   lc->ring = r;
@@ -482,12 +458,12 @@ int cp_launch_end(struct cp_launch_ctx *lc, int rc) {
   if (sync_after) {
     int src = lc->d->ptds && cp_drv.stream_sync_ptsz ? cp_drv.stream_sync_ptsz(lc->d->stream)
                                                       : cp_drv.stream_sync(lc->d->stream);
-    atomic_fetch_add_explicit(&g_blocking_syncs, 1, memory_order_relaxed);
+    stats_blocking_sync();
     if (src == 0 && s) crumb_note_synced(s, seq);  /* everything on the stream up to this launch completed */
     /* It may yet be named: it gets its stacks before the lock is let go, or the next thread's launch, refused
      * with the same sticky error, could write the report first and name this launch without them. */
     if (src && lc->stacks_later) take_stacks(lc, rec, 1);
-    else if (lc->stacks_later) atomic_fetch_add_explicit(&g_stacks_later, 1, memory_order_relaxed);
+    else if (lc->stacks_later) stats_stacks_later();
     if (lc->serialized) pthread_mutex_unlock(&g_blocking_lock);
     if (src && cp_is_sticky(src)) {
       report(src, lc->d->api, seq);
@@ -497,7 +473,7 @@ int cp_launch_end(struct cp_launch_ctx *lc, int rc) {
     pthread_mutex_unlock(&g_blocking_lock);
   }
   if (lc->t0)
-    atomic_fetch_add_explicit(&g_t_in_culprit, lc->spent + ticks_since(t_end, ticks_now()), memory_order_relaxed);
+    lc->ring->stats.t_in_culprit += lc->spent + ticks_since(t_end, ticks_now());
   return rc;
 }
 
@@ -656,50 +632,9 @@ void cp_module_unloaded(void) { names_forget_all(); }
 
 __attribute__((destructor)) static void cp_dtor(void) {
   if (cp_state <= 0 || !g_cfg.stats) return;
-  char msg[1024];
   uint64_t n = atomic_load(&g_seq) - atomic_load(&g_fork_seq);
-  if (n == 0) return; /* one line per process that launched, not one per process of the job (shells, helpers) */
-  double us = 1000.0 * (double)n;  /* ns totals to microseconds per launch */
-  uint64_t reused = atomic_load(&g_stack_reused);
-  double ns_native = ticks_to_ns(atomic_load(&g_t_native)), ns_reused = ticks_to_ns(atomic_load(&g_t_reused));
-  double ns_culprit = ticks_to_ns(atomic_load(&g_t_in_culprit)), ns_python = ticks_to_ns(atomic_load(&g_t_python));
-  double ns_py_wait = ticks_to_ns(atomic_load(&g_t_py_wait));
-  /* launches kept without stacks (blocking mode, synchronize succeeded) were neither reused nor unwound */
-  uint64_t later = atomic_load(&g_stacks_later);
-  if (later > n - reused) later = n - reused;
-  uint64_t last_unwound = atomic_load(&g_last_unwound), fork_seq = atomic_load(&g_fork_seq);
-  struct stack_cache_counts sc;
-  stack_cache_counts(&sc);
-  struct pystack_wait_counts wc;
-  pystack_wait_counts(&wc);
-  uint64_t clock = wc.by_clock - g_wc_base.by_clock, checked = wc.checked - g_wc_base.checked;
-  uint64_t walked = wc.walked - g_wc_base.walked, none = wc.none - g_wc_base.none;
-  uint64_t found = clock + checked + walked, tries = found + none;
-  snprintf(msg, sizeof msg,
-           "stats: pid %d: %llu launches, %llu breadcrumbs (%llu refused), %llu blocking syncs (%llu not "
-           "serialized, %llu with stacks left out), %llu records overwritten, %d threads, %.2f us per launch in "
-           "culprit (native stack %.2f, Python frames %.2f; %llu launches with a waiting thread's frames, %llu "
-           "looked for them at %.2f us (%llu by its clock, %llu checked, %llu walked, %llu none); native stacks: "
-           "%llu reused at %.2f us, %llu unwound at %.2f us (%llu learned, %llu in place of another, %llu of them at the same stack "
-           "pointer, %llu not cacheable, %llu over the walk budget, %llu not looked up), the last at launch %llu)",
-           (int)getpid(), (unsigned long long)n, (unsigned long long)crumb_written(),
-           (unsigned long long)crumb_failures(), (unsigned long long)atomic_load(&g_blocking_syncs),
-           (unsigned long long)atomic_load(&g_unserialized), (unsigned long long)later,
-           (unsigned long long)ring_total_overwritten(),
-           ring_count(), ns_culprit / us, ns_native / us, ns_python / us, (unsigned long long)found,
-           (unsigned long long)tries, tries ? ns_py_wait / 1000.0 / (double)tries : 0.0,
-           (unsigned long long)clock, (unsigned long long)checked, (unsigned long long)walked,
-           (unsigned long long)none,
-           (unsigned long long)reused, reused ? ns_reused / 1000.0 / (double)reused : 0.0,
-           (unsigned long long)(n - reused - later),
-           n > reused + later ? (ns_native - ns_reused) / 1000.0 / (double)(n - reused - later) : 0.0,
-           (unsigned long long)(sc.learned - g_sc_base.learned), (unsigned long long)(sc.evicted - g_sc_base.evicted),
-           (unsigned long long)(sc.evicted_same_sp - g_sc_base.evicted_same_sp),
-           (unsigned long long)(sc.not_kept - g_sc_base.not_kept),
-           (unsigned long long)(sc.over_budget - g_sc_base.over_budget),
-           (unsigned long long)(sc.bypassed - g_sc_base.bypassed),
-           (unsigned long long)(last_unwound > fork_seq ? last_unwound - fork_seq : 0));
-  say(msg);
+  /* one line per process that launched, not one per process of the job (shells, helpers) */
+  if (n) stats_print(n, atomic_load(&g_fork_seq));
 }
 
 /* ---- what the floor above reads of core (upcalls.h) ---- */

@@ -204,10 +204,28 @@ uint64_t ring_total_overwritten(void) {
 
 int ring_count(void) { return atomic_load_explicit(&g_count, memory_order_relaxed); }
 
+uint64_t ring_stats_sum(struct cp_ring_stats *out) {
+  uint64_t chains = 0;
+  memset(out, 0, sizeof *out);
+  for (struct cp_ring *r = atomic_load_explicit(&g_rings, memory_order_acquire); r; r = r->next) {
+    out->t_in_culprit += r->stats.t_in_culprit;
+    out->t_native += r->stats.t_native;
+    out->t_python += r->stats.t_python;
+    out->t_py_wait += r->stats.t_py_wait;
+    out->stack_reused += r->stats.stack_reused;
+    out->t_reused += r->stats.t_reused;
+    if (r->stats.last_unwound > out->last_unwound) out->last_unwound = r->stats.last_unwound;
+    if (r->chains) chains += chains_count(r->chains);
+  }
+  return chains;
+}
+
 void ring_after_fork(int tid) {
   (void)tid;
   /* The child has one thread; rings of the parent's other threads become adoptable. The caller's ring keeps
    * its owner field but the child re-reads its tid, so orphan all and let the child adopt afresh. */
-  for (struct cp_ring *r = atomic_load_explicit(&g_rings, memory_order_acquire); r; r = r->next)
+  for (struct cp_ring *r = atomic_load_explicit(&g_rings, memory_order_acquire); r; r = r->next) {
     atomic_store_explicit(&r->owner, 0, memory_order_relaxed);
+    memset(&r->stats, 0, sizeof r->stats);   /* CULPRIT_STATS counts the child's own launches */
+  }
 }

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "stats.h"
 #include "../stack/pystack.h"
 
 struct cp_kname;
@@ -87,6 +88,7 @@ struct cp_ring {
   uint64_t head;                  /* records written; only the owner touches it */
   _Atomic uint64_t overwritten;   /* published records lost to wrap-around */
   struct cp_chains *chains;       /* the stacks its records point at; NULL if memory was short (no stacks) */
+  struct cp_ring_stats stats;     /* CULPRIT_STATS of its launches; only the owner writes them */
   struct cp_slot slots[];         /* capacity records */
 };
 
@@ -112,6 +114,8 @@ struct cp_rec *ring_snapshot(uint64_t after, size_t *out_n, size_t *rec_size);
 uint64_t ring_total_overwritten(void);
 /* Number of rings (launching threads seen). */
 int ring_count(void);
+/* The CULPRIT_STATS counts of every ring added up into *out; returns the call chains their stores kept. */
+uint64_t ring_stats_sum(struct cp_ring_stats *out);
 /* After fork in the child: every ring but the caller's is orphaned. */
 void ring_after_fork(int tid);
 /* Bytes per record of a snapshot, for the configured depth. */

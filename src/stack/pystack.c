@@ -673,6 +673,20 @@ unsigned long long pystack_code_frees(void) {
   return atomic_load_explicit(&g_code_frees, memory_order_relaxed);
 }
 
+/* The frames the calling thread's last pystack_key visited, innermost first: its next launch most likely has its
+ * frames at the same addresses (the interpreter's frame stack reuses its memory), so they are fetched ahead. */
+#define PYS_PREFETCH_MAX 32
+static __thread uintptr_t tls_key_frames[PYS_PREFETCH_MAX];
+static __thread int tls_key_n;
+
+void pystack_prefetch(void) {
+  /* a prefetch of an address no longer mapped is dropped, never a fault */
+  for (int i = 0; i < tls_key_n; i++) {
+    __builtin_prefetch((const void *)tls_key_frames[i], 0, 3);
+    __builtin_prefetch((const void *)(tls_key_frames[i] + 64), 0, 3);
+  }
+}
+
 int pystack_key(uint64_t *key) {
   pthread_once(&g_once, pys_probe);
   *key = 0;
@@ -686,11 +700,12 @@ int pystack_key(uint64_t *key) {
     return -1;
   const struct pys_layout *l = g_lay;
   uint64_t h = atomic_load_explicit(&g_code_frees, memory_order_acquire) * 0x2545F4914F6CDD1Dull + 1, g = 7;
-  int seen = 0;
+  int seen = 0, kept = 0;
   /* the calling thread's own frames: alive and still while it sits in this call, read directly */
   if (l->minor == 10) {
     f = *(const uintptr_t *)(f + (uintptr_t)l->ts_frame);
     for (int links = 0; f && seen < PYSTACK_MAX && links < PYS_MAX_LINKS; links++) {
+      if (kept < PYS_PREFETCH_MAX) tls_key_frames[kept++] = f;
       if (*(const uintptr_t *)(f + PYS_OB_TYPE) != g_frame_type) break;
       h = (h + *(const uintptr_t *)(f + (uintptr_t)l->fr_code)) * 0x9E3779B97F4A7C15ull;
       g = (g + (uint64_t)(uint32_t)*(const int *)(f + (uintptr_t)l->fr_instr)) * 0xC2B2AE3D27D4EB4Full;
@@ -701,6 +716,7 @@ int pystack_key(uint64_t *key) {
     f = *(const uintptr_t *)(f + (uintptr_t)l->ts_frame);
     if (l->cf_current >= 0 && f) f = *(const uintptr_t *)(f + (uintptr_t)l->cf_current);
     for (int links = 0; f && seen < PYSTACK_MAX && links < PYS_MAX_LINKS; links++) {
+      if (kept < PYS_PREFETCH_MAX) tls_key_frames[kept++] = f;
       if (*(const char *)(f + (uintptr_t)l->fr_owner) != PYS_OWNED_BY_CSTACK) {
         h = (h + *(const uintptr_t *)(f + (uintptr_t)l->fr_code)) * 0x9E3779B97F4A7C15ull;
         g = (g + *(const uintptr_t *)(f + (uintptr_t)l->fr_instr)) * 0xC2B2AE3D27D4EB4Full;
@@ -709,6 +725,7 @@ int pystack_key(uint64_t *key) {
       f = *(const uintptr_t *)(f + (uintptr_t)l->fr_previous);
     }
   }
+  tls_key_n = kept;
   if (!seen) return 0;
   h ^= g + (h >> 29) + (uint64_t)seen;
   h *= 0xBF58476D1CE4E5B9ull;

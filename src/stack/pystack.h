@@ -27,6 +27,10 @@ int pystack_capture(struct pystack_ref *out, int max);
  * capture the same frames. Returns the number of frames hashed (*key set), 0 when the thread runs no Python, or
  * -1 when it does but code objects cannot be told apart by address (their frees are not counted): capture then. */
 int pystack_key(uint64_t *key);
+/* Asks the CPU to fetch the frames the calling thread's last pystack_key read, ahead of the next one: a launch
+ * calls it first thing, so that the walk's chain of dependent loads finds them in the cache rather than waiting for
+ * each in turn. Reads nothing itself. */
+void pystack_prefetch(void);
 /* At report time: file, function (qualified name where the version has it) and line of one captured frame.
  * Returns 0, or -1 if unknown. Reads only pystack's own copies. *line is -1 when the instruction has no line. */
 int pystack_describe(const struct pystack_ref *r, char *file, size_t filelen, char *func, size_t funclen, int *line);
