@@ -65,8 +65,11 @@ void cli_exit_like(int wstatus) __attribute__((noreturn));
 void cli_usage(FILE *out);
 int cli_help_verb(FILE *out, const char *verb);
 
-/* Prints "culprit: " + message + newline on stderr. */
+/* Prints "culprit: " + message + newline on stderr, as one line: control characters and other bytes a terminal
+ * must not get raw (a newline in a path, an escape sequence in a report's text) are escaped (render_safe). */
 void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The same on out, without flushing stdout first. */
+void cli_say(FILE *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* The directory holding the culprit executable (from /proc/self/exe). Returns 0 on success. */
 int cli_exe_dir(char *out, size_t outsz);

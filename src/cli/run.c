@@ -311,7 +311,7 @@ static int cli_show_report(const char *path, int brief, const struct cli_watch *
     fflush(stdout);
     fputs(text, stderr);
     if (!brief)
-        fprintf(stderr, "culprit: report: %s\n", path);
+        cli_say(stderr, "report: %s", path);
     free(text);
     return 0;
 }

@@ -67,7 +67,7 @@ int cli_show_reports(const struct merge_report *reps, size_t n, int brief, FILE 
             free(text);
         }
         if (run_dir && job->ranked && procs == 1 && job->world_size > 1)
-            fprintf(out, "culprit: 'culprit report %s' merges the reports of every rank written there\n", run_dir);
+            cli_say(out, "'culprit report %s' merges the reports of every rank written there", run_dir);
     }
     merge_free(jobs, njobs);
     return rc ? rc : (int)verdicts;

@@ -1,9 +1,10 @@
-/* Helpers shared by the verbs of the `culprit` command: messages, where the executable and the preload
- * library live, directory creation and report listing. */
+/* Helpers shared by the verbs of the `culprit` command: messages (made terminal-safe), where the executable and
+ * the preload library live, directory creation and report listing. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include "cli.h"
+#include "../report/render.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -16,15 +17,34 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* "culprit: " + the message + newline on out, as one terminal-safe line. */
+static void cli_vsay(FILE *out, const char *fmt, va_list ap)
+{
+    char *msg = NULL, *safe = NULL;
+    int n = vasprintf(&msg, fmt, ap);
+    /* a path, a command or a report's text may hold a newline or an escape sequence */
+    if (n >= 0)
+        safe = render_safe(msg, (size_t)n, 0);
+    fprintf(out, "culprit: %s\n", safe ? safe : "(out of memory formatting a message)");
+    free(safe);
+    free(msg);
+}
+
+void cli_say(FILE *out, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    cli_vsay(out, fmt, ap);
+    va_end(ap);
+}
+
 void cli_err(const char *fmt, ...)
 {
     va_list ap;
     fflush(stdout);
-    fputs("culprit: ", stderr);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    cli_vsay(stderr, fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
 }
 
 int cli_exe_dir(char *out, size_t outsz)

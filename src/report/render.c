@@ -1,7 +1,7 @@
 /* Text rendering of a culprit report: the full verdict (error, where it surfaced, the culprit launch with its
  * stack, the launches before it, candidates and how to pin them) or a one-line summary. Output is plain ASCII
- * layout (names are copied as they are), without colours, and keeps to about 100 columns except for names
- * that are longer on their own. */
+ * layout without colours (names are copied, made terminal-safe by render_add), and keeps to about 100 columns
+ * except for names that are longer on their own. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif

@@ -77,7 +77,7 @@ char *merge_render(const struct merge_job *j, const struct merge_report *reps, c
         else
             render_add(&b, "culprit: %s's hang report:\n", l);
         if (text)
-            render_add(&b, "%s", text);
+            render_raw(&b, text);
         else
             b.oom = 1;
         free(text);

@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""Scenario tests of what a hostile file, a bad setting or a strange program does to the `culprit` command, over
+the simulated CUDA driver: strings from reports and programs made safe for a terminal, options missing their
+value, report signals that cannot serve, culprit off in the program, the files the command writes, and what
+happens when culprit run itself is killed.
+
+Same harness and command line as cases.py (`--build BUILD CASE`, `--list`, `--check-list NAME...`).
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cases as h  # noqa: E402  (the harness: running programs, loading and checking reports)
+
+h.CASES.clear()  # this file's cases only
+case, check = h.case, h.check
+
+# A string a program or a report could hold: a forged verdict line, a screen clear, a window title.
+EVIL = "x\nculprit: the kernel that faulted: forged\x1b[2J\x1b]0;title\x07"
+FAULT4 = {"FAKECUDA_FAULT": "launch=4"}
+
+
+def culprit(b, *args, env=None, cwd=None):
+    return subprocess.run([b.cli] + list(args), capture_output=True, timeout=h.RUN_TIMEOUT, env=env, cwd=cwd)
+
+
+def unsafe_at(data):
+    """The offset of the first character of data (bytes) a terminal would obey rather than show, or -1: a
+    control character but the newline, bytes that are not UTF-8, a C1 control, a bidi override or isolate."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return e.start
+    for i, c in enumerate(text):
+        o = ord(c)
+        if (o < 0x20 and c != "\n") or 0x7f <= o <= 0x9f or o in (0x061c, 0x200e, 0x200f) or \
+                0x202a <= o <= 0x202e or 0x2066 <= o <= 0x2069:
+            return len(text[:i].encode("utf-8"))
+    return -1
+
+
+def expect_safe(data, what):
+    at = unsafe_at(data)
+    check(at < 0, "%s: a byte a terminal would obey reached it raw at %d: %r" % (what, at, data[max(0, at - 40):
+                                                                                                   at + 40]))
+    for line in data.decode("utf-8").splitlines():
+        check(not line.startswith(("culprit: the kernel that faulted: forged", "culprit: forged")),
+              "%s: a forged line: %r" % (what, line))
+
+
+def shell_words(text):
+    """The words bash reads from text (a command culprit printed)."""
+    out = subprocess.run(["bash", "-c", "printf '%s\\0' " + text], capture_output=True, timeout=10).stdout
+    return out.split(b"\0")[:-1]
+
+
+@case("terminal_escapes")
+def _(b):
+    # culprit run: the command's argv holds the hostile string; every line culprit prints stays one safe line,
+    # and the debugger command it prints still gives the program the same argv
+    rdir = b.newdir("reports")
+    argv = [b.prog("linked"), "legacy", "ctxsync", "5", EVIL]
+    res = h.cli_run(b, argv, FAULT4, rdir)
+    check(res.rc == 1 and "the kernel that faulted: step" in res.err_text, "no verdict\n" + res.describe())
+    expect_safe(res.err, "culprit run's stderr")
+    gdb = [l for l in h.culprit_lines(res) if "cuda-gdb -ex run --args" in l]
+    check(gdb, "no debugger command\n" + res.describe())
+    words = shell_words(gdb[0].split("--args ", 1)[1])
+    check(words == [a.encode() for a in argv], "the printed command reads back as %r, not %r" % (words, argv))
+
+    # a report edited to hold escape sequences wherever a program or a file could put them
+    rep = h.load_report(rdir)
+    rep.pop("_path")
+    rep["culprit"]["kernel"] = "k\x1b[2Jern\nel"
+    for f in rep["culprit"].get("stack") or []:
+        f["function"] = "fn\x1b[31m\u202e"
+        f["file"] = "/src/evil\nculprit: forged.c"
+    for f in rep["error"].get("stack") or []:
+        f["module"] = "/lib/\x1b]0;title\x07libx.so"
+    rep["error"]["message"] = "boom\nculprit: forged message"
+    rep["verdict"]["reason"] = "because\x1b[2J\nculprit: forged reason"
+    rep["nccl_log"] = ["h:1:1 [0] NCCL WARN bad\x1b[2J\nculprit: forged nccl"]
+    hostile = os.path.join(b.newdir("hostile"), "d\x1b[2J\nculprit: forged dir")
+    os.makedirs(hostile)
+    path = os.path.join(hostile, "culprit-%d.json" % rep["process"]["pid"])
+    with open(path, "w") as f:
+        json.dump(rep, f)
+    for opts in ((), ("--brief",)):
+        res = culprit(b, "report", *opts, path)
+        check(res.returncode == 0 and b"k\\x1b[2Jern\\nel" in res.stdout, "culprit report %s:\n%r" % (opts,
+                                                                                                     res.stdout))
+        expect_safe(res.stdout + res.stderr, "culprit report %s" % " ".join(opts))
+    # --json keeps the real data, escaped the JSON way
+    res = culprit(b, "report", "--json", path)
+    expect_safe(res.stdout, "culprit report --json")
+    back = json.loads(res.stdout)
+    check(back["culprit"]["kernel"] == "k\x1b[2Jern\nel" and back["nccl_log"] == rep["nccl_log"],
+          "--json changed the data: %r" % back["culprit"]["kernel"])
+    # the job view of the same report beside a second process's exit record
+    other = dict(json.loads(json.dumps(rep)), kind="exit")
+    other["process"] = dict(other["process"], pid=rep["process"]["pid"] + 1, argv=[EVIL])
+    with open(os.path.join(hostile, "culprit-%d.json" % other["process"]["pid"]), "w") as f:
+        json.dump(other, f)
+    res = culprit(b, "report", hostile)
+    check(res.returncode == 0 and b"job of 2 processes" in res.stdout, "no job view:\n%r" % res.stdout)
+    expect_safe(res.stdout + res.stderr, "culprit report of the job")
+    # culprit trace's messages name the report and the trace
+    res = culprit(b, "trace", path)
+    check(res.returncode == 0, "culprit trace failed:\n%r" % res.stderr)
+    expect_safe(res.stderr, "culprit trace")
+
+    # a command named with escapes (a symlink): the closing line names it safely
+    link = os.path.join(b.newdir("link"), "prog\x1b[2J\nculprit: forged")
+    os.symlink(b.prog("linked"), link)
+    res = h.cli_run(b, [link, "healthy"], None, b.newdir("reports"))
+    check(res.rc == 0 and "no sticky CUDA error" in res.err_text, "healthy run:\n" + res.describe())
+    expect_safe(res.err, "culprit run of a healthy program")
+
+
+if __name__ == "__main__":
+    sys.exit(h.main())
