@@ -258,7 +258,7 @@ static int cli_report_has_ops(const struct json *doc)
  * by a rerun when o asks for one (o NULL: never; run_dir is the run's report directory), and prints it on
  * stderr. Returns 0 when it was shown. With keep, the report also gets the end of its process's NCCL log and
  * is not printed but handed back in *keep (for cli_show_reports). */
-static int cli_show_report(const char *path, int brief, const struct cli_watch *w, int *faulted,
+static int cli_show_report(const char *path, int brief, struct cli_watch *w, int *faulted,
                            const struct cli_run_opts *o, const char *run_dir, struct json **keep)
 {
     long long lo, hi;
@@ -277,6 +277,15 @@ static int cli_show_report(const char *path, int brief, const struct cli_watch *
         strcmp(json_get_str(json_get(doc, "process"), "run_id"), cli_run_id) != 0) {
         json_free(doc);
         return 1;
+    }
+    /* Without a watch the library's one-line notice went straight to the terminal: it is the report's brief
+     * text as written, which -q then does not repeat (with a watch, the watch saw the very line pass). */
+    if (o && o->quiet && w && o->no_watch) {
+        struct render_opts bro = {1, path};
+        char *said = render_doc(doc, &bro);
+        if (said)
+            watch_note_said(w, said, strlen(said));
+        free(said);
     }
     if (symbolize_doc(doc, &changed) != 0)
         changed = 0;
@@ -474,7 +483,7 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus, int *faulted)
             mine[nmine++].doc = doc;
         }
         fflush(stdout);
-        verdicts = cli_show_reports(mine, nmine, o->quiet, stderr, "culprit:\n", rel, faulted);
+        verdicts = cli_show_reports(mine, nmine, o->quiet, stderr, "culprit:\n", rel, w, faulted);
         /* --diagnose that named nothing: say why it may not have, rather than leave the user to wonder */
         for (i = 0; o->boot && i < nmine; i++) {
             const struct json *d = mine[i].doc;

@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #endif
 #include "cli.h"
+#include "watch.h"
 #include "../report/json.h"
 #include "../report/merge.h"
 #include "../report/render.h"
@@ -12,7 +13,7 @@
 #include <string.h>
 
 int cli_show_reports(const struct merge_report *reps, size_t n, int brief, FILE *out, const char *sep,
-                     const char *run_dir, int *faulted)
+                     const char *run_dir, const struct cli_watch *said, int *faulted)
 {
     struct merge_job *jobs = NULL;
     size_t njobs = 0, shown = 0, verdicts = 0;
@@ -59,6 +60,11 @@ int cli_show_reports(const struct merge_report *reps, size_t n, int brief, FILE 
             if (!text) {
                 cli_err("out of memory rendering %s", r->path);
                 rc = -1;
+                continue;
+            }
+            /* -q: the library's own one-line notice said this already, unless the run learned more since */
+            if (brief && said && watch_said(said, text)) {
+                free(text);
                 continue;
             }
             if (shown++ && sep && !brief)

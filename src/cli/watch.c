@@ -276,10 +276,39 @@ static int watch_write_all(int fd, const char *buf, size_t n)
     return 0;
 }
 
+static int watch_said_n(const struct cli_watch *w, const char *line, size_t len)
+{
+    for (int i = 0; i < w->nsaid; i++)
+        if (strlen(w->said[i]) == len && memcmp(w->said[i], line, len) == 0)
+            return 1;
+    return 0;
+}
+
+void watch_note_said(struct cli_watch *w, const char *line, size_t len)
+{
+    char *copy;
+    while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+        len--;
+    if (w->nsaid == WATCH_SAID_MAX || watch_said_n(w, line, len) || (copy = strndup(line, len)) == NULL)
+        return;
+    w->said[w->nsaid++] = copy;
+}
+
+int watch_said(const struct cli_watch *w, const char *line)
+{
+    size_t len = strlen(line);
+    while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+        len--;
+    return watch_said_n(w, line, len);
+}
+
 static void watch_keep(struct cli_watch *w, struct watch_chan *c)
 {
     if (c->skip || c->llen == 0)
         return;
+    /* the library's one-line notice of a report (what it prints under culprit run), which -q need not repeat */
+    if (c->llen > 9 && memcmp(c->line, "culprit: ", 9) == 0 && memmem(c->line, c->llen, "report: ", 8))
+        watch_note_said(w, c->line, c->llen);
     if (!memmem(c->line, c->llen, "Assertion `", 11))
         return;
     asserts_add(&w->asserts, c->line, c->llen, c->name);
@@ -528,4 +557,7 @@ void watch_free(struct cli_watch *w)
 {
     watch_close_files(w);
     asserts_free(&w->asserts);
+    for (int i = 0; i < w->nsaid; i++)
+        free(w->said[i]);
+    w->nsaid = 0;
 }

@@ -39,6 +39,7 @@ struct watch_file {
 };
 
 #define WATCH_FILE_SCAN_MAX (64LL << 20) /* bytes of a file read back at most: the end of the run's output */
+#define WATCH_SAID_MAX 64       /* the library's one-line notices remembered, at most */
 
 /* The watch over one run. */
 struct cli_watch {
@@ -47,6 +48,8 @@ struct cli_watch {
     struct watch_file files[WATCH_CHANNELS]; /* regular files among fd 1 and 2, first nfiles of them */
     int nfiles;                 /* entries of files in use */
     struct dev_asserts asserts; /* the device-assert lines seen (asserts.c) */
+    char *said[WATCH_SAID_MAX]; /* the library's one-line notices ("culprit: ...; report: PATH") that passed */
+    int nsaid;                  /* entries of said in use */
 };
 
 /* Before fork: sets up a channel for fd 1 and fd 2 where they are open (a pty for a terminal, else a pipe;
@@ -75,7 +78,13 @@ void watch_finish(struct cli_watch *w);
  * place of a closed stdout or stderr. Returns the new descriptor, fd itself when already above 2, or -1. */
 int watch_high(int fd);
 
-/* Frees the assert texts and closes what watch_scan_files did not. */
+/* Whether line (one line, its newline optional) passed through the watch as one of the library's one-line
+ * notices, or was noted with watch_note_said: `culprit run -q` does not print it a second time. */
+int watch_said(const struct cli_watch *w, const char *line);
+/* Notes line as said (without a watch, the notice the library printed straight to the terminal). */
+void watch_note_said(struct cli_watch *w, const char *line, size_t len);
+
+/* Frees the assert texts and the notices, and closes what watch_scan_files did not. */
 void watch_free(struct cli_watch *w);
 
 #endif

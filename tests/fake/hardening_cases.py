@@ -121,5 +121,23 @@ def _(b):
     expect_safe(res.err, "culprit run of a healthy program")
 
 
+@case("quiet_once")
+def _(b):
+    # -q: one line per report, once. The library's own one-line notice passed through the watch (or, with
+    # --no-watch, straight to the terminal) already said it; culprit run prints its line only when the run
+    # learned more after the process ended (here a device assert narrowing four candidates to one).
+    argv = [b.prog("linked"), "legacy", "ctxsync", "5"]
+    for opts in (("-q",), ("-q", "--no-watch")):
+        res = h.cli_run(b, argv, FAULT4, b.newdir("reports"), opts)
+        lines = [l for l in h.culprit_lines(res) if "report: " in l]
+        check(len(lines) == 1 and "launch #4" in lines[0], "%s: the verdict line is not printed exactly once\n%s" % (
+            " ".join(opts), res.describe()))
+    env = {"FAKECUDA_FAULT": "kernel=%s,code=710" % h.BAD}
+    res = h.cli_run(b, [b.prog("linked"), "streams4"], env, b.newdir("reports"), ("-q",))
+    lines = [l for l in h.culprit_lines(res) if "report: " in l]
+    check(len(lines) == 2 and "candidate" in lines[0] and "faulting kernel: write_oob(int*, int), launch #15" in lines[1],
+          "the narrowed verdict is not printed after the library's notice\n" + res.describe())
+
+
 if __name__ == "__main__":
     sys.exit(h.main())
