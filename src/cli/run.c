@@ -550,22 +550,30 @@ void cli_exit_like(int wstatus)
 }
 
 /* Returns the value of option name at argv[*i] ("--name value" or "--name=value"), advancing *i, or NULL
- * when argv[*i] is another option. Sets *missing when the option is there without a value. */
-static const char *cli_optval(int argc, char **argv, int *i, const char *name, int *missing)
+ * when argv[*i] is another option. Sets *missing to name when the option is there without a value: at the end
+ * of the command line, or before "--", which ends culprit's options and is never a value (so `--dir -- prog`
+ * cannot write into a folder named "--"). */
+static const char *cli_optval(int argc, char **argv, int *i, const char *name, const char **missing)
 {
     size_t n = strlen(name);
-    const char *a = argv[*i];
+    const char *a = argv[*i], *val;
     if (strncmp(a, name, n) != 0)
         return NULL;
     if (a[n] == '=')
-        return a + n + 1;
-    if (a[n] != '\0')
+        val = a + n + 1;
+    else if (a[n] != '\0')
         return NULL;
-    if (*i + 1 >= argc) {
-        *missing = 1;
+    else if (*i + 1 >= argc)
+        val = NULL;
+    else
+        val = argv[*i + 1];
+    if (!val || strcmp(val, "--") == 0) {
+        *missing = name;
         return NULL;
     }
-    return argv[++*i];
+    if (a[n] != '=')
+        ++*i;
+    return val;
 }
 
 int cli_run_main(int argc, char **argv)
@@ -578,8 +586,7 @@ int cli_run_main(int argc, char **argv)
     memset(&o, 0, sizeof o);
     o.error_exitcode = -1;
     for (i = 1; i < argc; i++) {
-        const char *a = argv[i], *val;
-        int missing = 0;
+        const char *a = argv[i], *val, *missing = NULL;
         if (strcmp(a, "--") == 0) {
             i++;
             break;
@@ -701,7 +708,8 @@ int cli_run_main(int argc, char **argv)
             }
             o.dir = val;
         } else if (missing) {
-            cli_err("%s needs a value; see 'culprit help run'", a);
+            cli_err("%s needs a value%s; see 'culprit help run'", missing,
+                    strchr(a, '=') || i + 1 < argc ? " ('--' ends culprit's options, it is not a value)" : "");
             return CLI_EXIT_USAGE;
         } else {
             cli_err("run has no option '%s'; see 'culprit help run'", a);

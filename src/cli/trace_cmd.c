@@ -44,8 +44,9 @@ int cli_trace_main(int argc, char **argv)
             return CLI_EXIT_OK;
         }
         if (strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output") == 0) {
-            if (i + 1 >= argc) {
-                cli_err("%s needs a file name (or - for standard output)", argv[i]);
+            if (i + 1 >= argc || strcmp(argv[i + 1], "--") == 0) {
+                cli_err("%s needs a file name (or - for standard output)%s", argv[i],
+                        i + 1 < argc ? ", and '--' is not one" : "");
                 return CLI_EXIT_USAGE;
             }
             out = argv[++i];

@@ -139,5 +139,26 @@ def _(b):
           "the narrowed verdict is not printed after the library's notice\n" + res.describe())
 
 
+@case("option_values")
+def _(b):
+    # An option missing its value does not take "--" as one: `--dir -- prog` used to write into a folder named
+    # "--" and run prog. Bad usage, exit 2, nothing run and nothing made.
+    env = h._base_env(b, FAULT4)
+    prog = [b.prog("linked"), "legacy", "ctxsync", "5"]
+    for opts in (["--dir", "--"], ["--dir=--", "--"], ["--kernels", "--"], ["--mode", "--"], ["-q", "--ring", "--"]):
+        cwd = b.newdir("cwd")
+        res = culprit(b, "run", *(opts + prog), env=env, cwd=cwd)
+        err = res.stderr.decode()
+        name = opts[-2].split("=")[0]
+        check(res.returncode == 2 and ("%s needs a value" % name) in err and "'--' ends culprit's options" in err,
+              "%s: exit %d\n%s" % (" ".join(opts), res.returncode, err))
+        check(os.listdir(cwd) == [] and not res.stdout, "%s: something ran or was made: %s" % (" ".join(opts),
+                                                                                            os.listdir(cwd)))
+    res = culprit(b, "run", "--dir", env=env)
+    check(res.returncode == 2 and b"--dir needs a value;" in res.stderr, "a last --dir: %r" % res.stderr)
+    res = culprit(b, "trace", os.path.join(b.work, "culprit-1.json"), "-o", "--")
+    check(res.returncode == 2 and b"-o needs a file name" in res.stderr, "trace -o --: %r" % res.stderr)
+
+
 if __name__ == "__main__":
     sys.exit(h.main())
