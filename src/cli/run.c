@@ -688,12 +688,21 @@ int cli_run_main(int argc, char **argv)
             }
             o.hang_timeout = val;
         } else if ((val = cli_optval(argc, argv, &i, "--report-signal", &missing)) != NULL) {
-            int sig;
-            if (cfg_parse_signal(val, &sig) != 0) {
+            int sig = 0, bad = cfg_parse_signal(val, &sig);
+            if (bad == -2) {
+                cli_err("--report-signal %s: SIG%s ends or stops the program that gets it, so it cannot ask for a hang "
+                        "report and let the program go on; use USR1, USR2 or another signal CMD does not use, or none",
+                        val, cfg_signal_name(sig) ? cfg_signal_name(sig) : "?");
+                return CLI_EXIT_USAGE;
+            }
+            if (bad) {
                 cli_err("--report-signal must be a signal name such as USR1 or USR2, a number, or none, not '%s'",
                         val);
                 return CLI_EXIT_USAGE;
             }
+            /* 0 is no signal at all, as kill -0 is: taken as none (as --hang-timeout 0 is off), said so */
+            if (strcmp(val, "0") == 0)
+                cli_err("--report-signal 0 means none: no signal asks CMD for a hang report");
             o.report_signal = val;
         } else if ((val = cli_optval(argc, argv, &i, "--error-exitcode", &missing)) != NULL) {
             if (cli_parse_int(val, 0, 255, &v) != 0) {

@@ -160,5 +160,33 @@ def _(b):
     check(res.returncode == 2 and b"-o needs a file name" in res.stderr, "trace -o --: %r" % res.stderr)
 
 
+@case("report_signal_fatal")
+def _(b):
+    # A report signal asks for a report and lets the program go on. One that ends or stops the program cannot:
+    # with --report-signal 11 a segfaulting program returned into its faulting instruction after every report,
+    # printing "hang report (SIGSEGV)" thousands of times. Refused by the option and by the library alike.
+    env = h._base_env(b, FAULT4)
+    prog = [b.prog("linked"), "legacy", "ctxsync", "5"]
+    for val, name in (("11", "SIGSEGV"), ("SEGV", "SIGSEGV"), ("sigbus", "SIGBUS"), ("FPE", "SIGFPE"),
+                      ("ILL", "SIGILL"), ("ABRT", "SIGABRT"), ("KILL", "SIGKILL"), ("19", "SIGSTOP"),
+                      ("TRAP", "SIGTRAP"), ("SYS", "SIGSYS")):
+        cwd = b.newdir("cwd")
+        res = culprit(b, "run", "--report-signal", val, "--", *prog, env=env, cwd=cwd)
+        err = res.stderr.decode()
+        check(res.returncode == 2 and ("%s ends or stops the program that gets it" % name) in err and
+              len(err.splitlines()) == 1 and not os.listdir(cwd),
+              "--report-signal %s was not refused with one line\n%s" % (val, err))
+    # 0 is no signal: taken as none, and said so
+    res = h.cli_run(b, prog, FAULT4, b.newdir("reports"), ("--report-signal", "0"))
+    check(res.rc == 1 and "--report-signal 0 means none: no signal asks CMD for a hang report" in res.err_text and
+          "the kernel that faulted: step" in res.err_text, "--report-signal 0\n" + res.describe())
+    # the library's own parser: CULPRIT_REPORT_SIGNAL=SEGV turns it off with its one line
+    rdir = b.newdir("reports")
+    res = h.preloaded(b, prog, dict(FAULT4, CULPRIT_REPORT_SIGNAL="SEGV"), rdir)
+    check("CULPRIT_REPORT_SIGNAL='SEGV' is not valid (SIGSEGV ends or stops the program" in res.err_text,
+          "the library took CULPRIT_REPORT_SIGNAL=SEGV\n" + res.describe())
+    h.no_report(rdir, "CULPRIT_REPORT_SIGNAL=SEGV")
+
+
 if __name__ == "__main__":
     sys.exit(h.main())
