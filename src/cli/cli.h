@@ -35,6 +35,7 @@ struct cli_run_opts {
     const char *report_signal; /* CULPRIT_REPORT_SIGNAL, already validated, or NULL */
     int error_exitcode;        /* exit status when CMD exited 0 although a kernel faulted; -1: CMD's own */
     int rerun;                 /* settle a verdict of candidates by a blocking rerun over its window (rerun.c) */
+    int is_rerun;              /* this is that rerun: what its reports lack is said by the first run's verdict */
     int coredump;              /* the driver's GPU core dump on exception, read after the run (coredump.c) */
     const char *boot;          /* --diagnose: culprit/_boot, put on PYTHONPATH with CULPRIT_DIAGNOSE=1; or NULL */
     const char *dir;           /* report directory chosen by the user, or NULL for a fresh run directory */

@@ -485,13 +485,18 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus, int *faulted)
         fflush(stdout);
         verdicts = cli_show_reports(mine, nmine, o->quiet, stderr, "culprit:\n", rel, w, faulted);
         /* --diagnose that named nothing: say why it may not have, rather than leave the user to wonder */
-        for (i = 0; o->boot && i < nmine; i++) {
+        for (i = 0; o->boot && !o->is_rerun && i < nmine; i++) {
             const struct json *d = mine[i].doc;
             const char *kind = json_get_str(d, "kind");
+            const char *py = json_get_str(d, "python_status");
             if ((!kind || strcmp(kind, "fault") == 0) && !cli_report_has_ops(d)) {
-                cli_err("--diagnose named no operator for this fault: the launches it lists were made outside "
-                        "the PyTorch operators it saw (a program that is not Python or never imported torch, a "
-                        "thread that did not import it, or kernels a library launched on its own)");
+                if (py && strncmp(py, "no Python", 9) == 0)
+                    cli_err("--diagnose named no operator: the process that faulted ran no Python (its report says "
+                            "\"%s\"), and --diagnose names the PyTorch operators of Python programs", py);
+                else
+                    cli_err("--diagnose named no operator for this fault: the launches it lists were made outside "
+                            "the PyTorch operators it saw (a program that never imported torch, a thread that did "
+                            "not import it, or kernels a library launched on its own)");
                 break;
             }
         }
