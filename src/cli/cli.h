@@ -44,6 +44,7 @@ struct cli_run_opts {
     int stats;                 /* CULPRIT_STATS=1 */
     int no_watch;              /* let the command inherit stdout/stderr instead of watching them for asserts */
     const char *ld_path;       /* directory to prepend to LD_LIBRARY_PATH (the simulated driver), or NULL */
+    int simulated;             /* CMD runs on culprit's simulated driver: no cuda-gdb command in the verdict */
     char **argv;               /* the command and its arguments, NULL-terminated */
 };
 
@@ -99,12 +100,13 @@ struct cli_watch;
 /* Prints reports as text on out: the reports of a job (more than one process, or rank fields) as one merged
  * view, each other report on its own, sep between them (NULL: nothing). run_dir: the end of `culprit run`,
  * whose reports from a single ranked process are shown on their own (the job's other ranks may run under
- * other culprit commands sharing run_dir), with a hint to merge them. said (NULL: none): the one-line notices
+ * other culprit commands sharing run_dir), with a hint to merge them. no_debugger: the verdicts leave out the
+ * cuda-gdb command (render_opts). said (NULL: none): the one-line notices
  * already on the terminal (watch_said), which brief does not print again. *faulted is set when one is a fault
  * report. Returns how many of them are faults or hangs (exit records say nothing went wrong), or -1 when
  * something could not be shown (the message is printed). */
 int cli_show_reports(const struct merge_report *reps, size_t n, int brief, FILE *out, const char *sep,
-                     const char *run_dir, const struct cli_watch *said, int *faulted);
+                     const char *run_dir, int no_debugger, const struct cli_watch *said, int *faulted);
 
 /* Parses "[x,y,z]" (open '[' and close ']', or any other pair; spaces allowed) at *p into v, advancing *p past
  * it: the block and thread indices devices and debuggers print. Returns 0 or -1. */

@@ -262,7 +262,7 @@ static int cli_show_report(const char *path, int brief, struct cli_watch *w, int
                            const struct cli_run_opts *o, const char *run_dir, struct json **keep)
 {
     long long lo, hi;
-    struct render_opts ro = {brief, brief ? path : NULL};
+    struct render_opts ro = {.brief = brief, .path = brief ? path : NULL, .no_debugger = o && o->simulated};
     struct json *doc = NULL;
     char why[1024];
     char *text;
@@ -281,7 +281,7 @@ static int cli_show_report(const char *path, int brief, struct cli_watch *w, int
     /* Without a watch the library's one-line notice went straight to the terminal: it is the report's brief
      * text as written, which -q then does not repeat (with a watch, the watch saw the very line pass). */
     if (o && o->quiet && w && o->no_watch) {
-        struct render_opts bro = {1, path};
+        struct render_opts bro = {.brief = 1, .path = path};
         char *said = render_doc(doc, &bro);
         if (said)
             watch_note_said(w, said, strlen(said));
@@ -483,7 +483,7 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus, int *faulted)
             mine[nmine++].doc = doc;
         }
         fflush(stdout);
-        verdicts = cli_show_reports(mine, nmine, o->quiet, stderr, "culprit:\n", rel, w, faulted);
+        verdicts = cli_show_reports(mine, nmine, o->quiet, stderr, "culprit:\n", rel, o->simulated, w, faulted);
         /* --diagnose that named nothing: say why it may not have, rather than leave the user to wonder */
         for (i = 0; o->boot && !o->is_rerun && i < nmine; i++) {
             const struct json *d = mine[i].doc;

@@ -13,7 +13,7 @@
 #include <string.h>
 
 int cli_show_reports(const struct merge_report *reps, size_t n, int brief, FILE *out, const char *sep,
-                     const char *run_dir, const struct cli_watch *said, int *faulted)
+                     const char *run_dir, int no_debugger, const struct cli_watch *said, int *faulted)
 {
     struct merge_job *jobs = NULL;
     size_t njobs = 0, shown = 0, verdicts = 0;
@@ -40,7 +40,7 @@ int cli_show_reports(const struct merge_report *reps, size_t n, int brief, FILE 
         /* one `culprit run` per rank (srun culprit run ...) sees its own rank only: the others are not missing,
          * they are other commands' to show; a job of one rank is whole */
         if (merge_is_job(job) && !(run_dir && procs == 1 && job->world_size > 1)) {
-            struct render_opts ro = {brief, NULL};
+            struct render_opts ro = {.brief = brief, .path = NULL, .no_debugger = no_debugger};
             char *text = merge_render(job, reps, &ro);
             if (!text) {
                 cli_err("out of memory rendering the job's reports");
@@ -55,7 +55,7 @@ int cli_show_reports(const struct merge_report *reps, size_t n, int brief, FILE 
         }
         for (size_t k = 0; k < job->nreports; k++) {
             const struct merge_report *r = &reps[job->reports[k]];
-            struct render_opts ro = {brief, r->path};
+            struct render_opts ro = {.brief = brief, .path = r->path, .no_debugger = no_debugger};
             char *text = render_doc(r->doc, &ro);
             if (!text) {
                 cli_err("out of memory rendering %s", r->path);

@@ -86,7 +86,7 @@ static const char *find(const char *hay, const char *needle)
 
 static void test_exact(void)
 {
-    struct render_opts o = {0, "/tmp/r/culprit-4242.json"};
+    struct render_opts o = {.brief = 0, .path = "/tmp/r/culprit-4242.json"};
     char *t = render_text_opts(exact_report, strlen(exact_report), &o, NULL, 0);
     const char *user, *lib;
     CHECK(t != NULL, "renders: %s", render_error());
@@ -114,7 +114,8 @@ static void test_exact(void)
     CHECK(!find(t, "could not tell"), "no candidates text for an exact verdict");
     free(t);
 
-    t = render_text_opts(exact_report, strlen(exact_report), &(struct render_opts){1, "/tmp/r/x.json"}, NULL, 0);
+    t = render_text_opts(exact_report, strlen(exact_report),
+                         &(struct render_opts){.brief = 1, .path = "/tmp/r/x.json"}, NULL, 0);
     CHECK(t && lines_ok(t, 0, "brief") == 1, "brief is one line: %s", t ? t : "(null)");
     CHECK(find(t, "CUDA_ERROR_ILLEGAL_ADDRESS (700)") && find(t, "cuMemcpyDtoH_v2") &&
               find(t, "write_oob(int*, int)") && find(t, "#12") && find(t, "/tmp/r/x.json"),
@@ -122,6 +123,11 @@ static void test_exact(void)
     free(t);
     t = render_text(exact_report, strlen(exact_report), 0);
     CHECK(t && !find(t, "report:"), "no path line without a path");
+    CHECK(find(t, "culprit:   cuda-gdb -ex run --args ./app --x\n"), "the cuda-gdb hand-off:\n%s", t ? t : "");
+    free(t);
+    t = render_text_opts(exact_report, strlen(exact_report), &(struct render_opts){.no_debugger = 1}, NULL, 0);
+    CHECK(t && find(t, "the kernel that faulted") && !find(t, "cuda-gdb"), "no_debugger leaves cuda-gdb out:\n%s",
+          t ? t : "");
     free(t);
 }
 
@@ -422,7 +428,7 @@ static void test_hostile_strings(void)
         "\"line\":1,\"block\":[0,0,0],\"thread\":[1,0,0]}],"
         "\"nccl_log\":[\"h:1:1 [0] NCCL WARN bad\\u001b[2J\\nculprit: forged nccl\"]}";
     for (int brief = 0; brief < 2; brief++) {
-        struct render_opts o = {brief, "/r/culprit-\x1b[2J\n7.json"};
+        struct render_opts o = {.brief = brief, .path = "/r/culprit-\x1b[2J\n7.json"};
         char *t = render_text_opts(report, strlen(report), &o, NULL, 0);
         size_t bad = 0;
         CHECK(t != NULL, "hostile report renders: %s", render_error());
