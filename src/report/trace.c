@@ -206,7 +206,7 @@ static void trace_meta(struct jw *w, const char *what, int pid, long long tid, c
     jw_obj_end(w);
 }
 
-int trace_write(const struct json *doc, struct jw *w)
+int trace_write(const struct json *doc, struct jw *w, size_t *nlaunches)
 {
     static struct trace_set s;  /* large; the command writes one trace at a time */
     const struct json *err = json_get(doc, "error"), *hang = json_get(doc, "hang");
@@ -322,5 +322,7 @@ int trace_write(const struct json *doc, struct jw *w)
     jw_uint(w, s.n);
     jw_obj_end(w);
     jw_obj_end(w);
+    if (nlaunches)
+        *nlaunches = s.n;
     return w->err ? -1 : 0;
 }

@@ -188,5 +188,62 @@ def _(b):
     h.no_report(rdir, "CULPRIT_REPORT_SIGNAL=SEGV")
 
 
+@case("trace_files")
+def _(b):
+    # The files the command writes: a private file renamed into place, mode 0600 as the reports, never through a
+    # symbolic link planted where it goes; an exit record has nothing to trace and gets no file.
+    os.umask(0o022)
+    rdir = b.newdir("reports")
+    h.cli_run(b, [b.prog("linked"), "legacy", "ctxsync", "5"], FAULT4, rdir)
+    rep = h.load_report(rdir)
+    want = os.path.join(rdir, "trace-%d.json" % rep["process"]["pid"])
+    for _ in range(2):  # written, then replaced (it is the caller's own file)
+        res = culprit(b, "trace", rep["_path"])
+        check(res.returncode == 0 and os.path.isfile(want), "no trace:\n%r" % res.stderr)
+        mode = os.stat(want).st_mode & 0o777
+        check(mode == 0o600, "the trace has mode %o, not 0600 as the reports" % mode)
+        check(json.load(open(want)).get("traceEvents"), "the trace is not a trace")
+    # a symbolic link planted where the trace goes: left alone, and what it points at too
+    victim = os.path.join(b.newdir("victim"), "precious")
+    with open(victim, "w") as f:
+        f.write("precious\n")
+    os.unlink(want)
+    os.symlink(victim, want)
+    res = culprit(b, "trace", rep["_path"])
+    err = res.stderr.decode()
+    check(res.returncode == 1 and "is not a regular file of yours (a symbolic link)" in err and
+          "no trace written" in err, "a planted link was not refused: exit %d\n%s" % (res.returncode, err))
+    check(open(victim).read() == "precious\n" and os.path.islink(want), "the planted link was followed")
+    dangling = os.path.join(b.newdir("out"), "t.json")
+    os.symlink(os.path.join(os.path.dirname(dangling), "made-through-the-link"), dangling)
+    res = culprit(b, "trace", rep["_path"], "-o", dangling)
+    check(res.returncode == 1 and not os.path.exists(os.path.join(os.path.dirname(dangling), "made-through-the-link")),
+          "-o through a dangling link created its target:\n%r" % res.stderr)
+    # an exit record: said so, no file
+    ex = {k: v for k, v in rep.items() if k in ("schema", "tool", "process", "python_status", "config")}
+    ex.update(kind="exit", exit={"status": 0}, stats={"launches": 0})
+    xdir = b.newdir("exit")
+    xpath = os.path.join(xdir, "culprit-%d.json" % rep["process"]["pid"])
+    with open(xpath, "w") as f:
+        json.dump(ex, f)
+    res = culprit(b, "trace", xpath)
+    err = res.stderr.decode()
+    check(res.returncode == 1 and "is an exit record (its process saw no CUDA error): it holds no launches and no "
+          "fault, so there is no trace to write" in err and os.listdir(xdir) == [os.path.basename(xpath)],
+          "trace of an exit record: exit %d, files %s\n%s" % (res.returncode, os.listdir(xdir), err))
+    # NCCL's log file is opened by NCCL with fopen(..., "w"): culprit points it into its own private run
+    # directory only, never into one others may write into (where a link could be planted under the next pid)
+    show = ["sh", "-c", "echo \"[$NCCL_DEBUG_FILE]\""]
+    shared = b.newdir("shared")
+    os.chmod(shared, 0o777)
+    res = h.cli_run(b, show, None, shared)
+    check(res.rc == 0 and "[]" in res.out_text, "NCCL_DEBUG_FILE set into a world-writable directory:\n" +
+          res.describe())
+    mine = b.newdir("mine")
+    res = h.cli_run(b, show, None, mine)
+    check(res.rc == 0 and "[%s/nccl-%%h-%%p.log]" % os.path.realpath(mine) in res.out_text,
+          "NCCL_DEBUG_FILE not set into a private directory:\n" + res.describe())
+
+
 if __name__ == "__main__":
     sys.exit(h.main())
