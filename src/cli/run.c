@@ -22,6 +22,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -34,6 +35,7 @@ static const int cli_fwd_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1,
 #define CLI_NFWD (sizeof cli_fwd_signals / sizeof cli_fwd_signals[0])
 
 static volatile sig_atomic_t cli_child_pid;  /* the running child, 0 when none */
+static pid_t cli_parent_pid;                  /* this process, as the child it forks knows its parent */
 /* This command's name for its run, given to CMD as CULPRIT_RUN_ID and written into every report it leads to:
  * several `culprit run` commands sharing one --dir (srun culprit run ...) each show their own reports. */
 static char cli_run_id[160];
@@ -114,6 +116,11 @@ static void cli_child_exec(const struct cli_run_opts *o, const char *lib, const 
         signal(cli_fwd_signals[i], old[i].sa_handler == SIG_IGN ? SIG_IGN : SIG_DFL);
     signal(SIGCHLD, oldchld->sa_handler == SIG_IGN ? SIG_IGN : SIG_DFL);
     sigprocmask(SIG_SETMASK, oldmask, NULL);
+    /* When culprit run itself is killed (kill -KILL, the OOM killer) the command must not go on unwatched, its
+     * output going nowhere: it gets SIGTERM, as from a job scheduler, and the library writes a hang report of
+     * where it stood before it ends. A culprit already gone before this line leaves the command unstarted. */
+    if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != cli_parent_pid)
+        _exit(CLI_EXIT_NOEXEC);
     e = watch_child(w);
     if (e == 0 && (cli_prepend_env("LD_PRELOAD", lib) || setenv("CULPRIT_DIR", dir, 1) ||
         (!o->verbose && setenv("CULPRIT_QUIET", "1", 1)) || (o->mode && setenv("CULPRIT_MODE", o->mode, 1)) ||
@@ -416,6 +423,7 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus, int *faulted)
     sigaction(SIGCHLD, &dfl, &oldchld);
 
     fflush(NULL);
+    cli_parent_pid = getpid();
     pid = fork();
     if (pid == 0) {
         close(errpipe[0]);
@@ -537,6 +545,7 @@ out:
 void cli_exit_like(int wstatus)
 {
     fflush(NULL);
+    watch_release_relay();  /* before a raise, which runs no atexit handler */
     if (WIFSIGNALED(wstatus)) {
         int sig = WTERMSIG(wstatus);
         struct rlimit none = {0, 0};

@@ -471,6 +471,77 @@ void watch_relay(struct cli_watch *w, pid_t pid, int *status)
     sigaction(SIGPIPE, &oldpipe, NULL);
 }
 
+#define WATCH_RELAYS 8  /* background relays one culprit command can start (a run, its rerun) */
+
+/* culprit's ends of the background relays' lifelines: one byte written at culprit's normal end says "carry on";
+ * end of file without it says culprit run was killed. */
+static int watch_lifelines[WATCH_RELAYS];
+static int watch_nlifelines;
+
+void watch_release_relay(void)
+{
+    for (int i = 0; i < watch_nlifelines; i++) {
+        while (write(watch_lifelines[i], "", 1) < 0 && errno == EINTR)
+            ;
+        close(watch_lifelines[i]);
+    }
+    watch_nlifelines = 0;
+}
+
+static void watch_release_at_exit(void)
+{
+    watch_release_relay();
+}
+
+/* The background relay: moves what is still written until the last writer is gone, or until culprit run is
+ * killed (its lifeline ends without the byte of a normal end). A pipe rather than PR_SET_PDEATHSIG, which fires
+ * at any end of the parent and so cannot tell a kill from culprit run finishing its work; a pipe also has no race:
+ * a culprit killed before the relay looks leaves it an ended pipe. */
+static void watch_background(struct cli_watch *w, int life)
+{
+    signal(SIGPIPE, SIG_IGN);
+    while (watch_open_count(w) > 0) {
+        struct pollfd p[WATCH_CHANNELS + 1];
+        int idx[WATCH_CHANNELS + 1], i, k = 0, r;
+        for (i = 0; i < w->nch; i++) {
+            if (w->ch[i].fd < 0)
+                continue;
+            p[k].fd = w->ch[i].fd;
+            p[k].events = POLLIN;
+            p[k].revents = 0;
+            idx[k++] = i;
+        }
+        if (life >= 0) {
+            p[k].fd = life;
+            p[k].events = POLLIN;
+            p[k].revents = 0;
+            idx[k++] = -1;
+        }
+        r = poll(p, (nfds_t)k, -1);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            break;
+        for (i = 0; i < k; i++) {
+            if (!(p[i].revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL)))
+                continue;
+            if (idx[i] < 0) {
+                char c;
+                ssize_t got = read(life, &c, 1);
+                if (got == 1) {
+                    close(life);  /* culprit run ended as it should: carry on for the processes left behind */
+                    life = -1;
+                } else if (got == 0 || (errno != EINTR && errno != EAGAIN)) {
+                    _exit(0);     /* culprit run was killed: nothing of it stays behind */
+                }
+                continue;
+            }
+            watch_pump(w, &w->ch[idx[i]], 0);
+        }
+    }
+    _exit(0);
+}
+
 void watch_finish(struct cli_watch *w)
 {
     int i;
@@ -480,17 +551,35 @@ void watch_finish(struct cli_watch *w)
         w->ch[i].peer = -1;
     }
     if (watch_open_count(w) > 0) {
-        pid_t pid;
-        fflush(NULL);
-        pid = fork();
-        if (pid == 0) {
-            /* the background relay: no scanning, just keep the bytes flowing until the last writer is gone */
-            signal(SIGPIPE, SIG_IGN);
-            while (watch_open_count(w) > 0)
-                watch_round(w, -1, 0);
-            _exit(0);
+        static int registered;
+        int life[2];
+        pid_t pid = -1;
+        /* without its lifeline the relay could outlive a killed culprit run: then the channels are just closed */
+        if (watch_nlifelines < WATCH_RELAYS && pipe2(life, O_CLOEXEC) == 0) {
+            life[0] = watch_high(life[0]);
+            life[1] = watch_high(life[1]);
+            if (life[0] >= 0 && life[1] >= 0) {
+                fflush(NULL);
+                pid = fork();
+                if (pid == 0) {
+                    close(life[1]);
+                    for (i = 0; i < watch_nlifelines; i++)
+                        close(watch_lifelines[i]);  /* an earlier relay's: that one must see culprit's end */
+                    watch_background(w, life[0]);
+                }
+            }
+            if (life[0] >= 0)
+                close(life[0]);
+            if (pid > 0) {
+                watch_lifelines[watch_nlifelines++] = life[1];
+                if (!registered++)
+                    atexit(watch_release_at_exit);
+                cli_err("processes the command left running still hold its output: what they write is passed on "
+                        "after culprit run ends, until they close it");
+            } else if (life[1] >= 0) {
+                close(life[1]);
+            }
         }
-        /* when it cannot be started, closing the channels is all that is left */
     }
     for (i = 0; i < w->nch; i++) {
         if (w->ch[i].fd >= 0)

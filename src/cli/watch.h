@@ -71,8 +71,13 @@ void watch_relay(struct cli_watch *w, pid_t pid, int *status);
 void watch_scan_files(struct cli_watch *w);
 
 /* After watch_relay: channels still held open by processes the child left running are handed to a small
- * background relay so their later output still arrives; then everything is released. */
+ * background relay so their later output still arrives (one line says so); then everything is released. The relay
+ * carries on after culprit run ends normally (watch_release_relay, at exit) and stops at once if it is killed. */
 void watch_finish(struct cli_watch *w);
+
+/* Tells the background relay, if there is one, that culprit run ends normally, so it carries on; called at exit
+ * and before culprit dies of its command's signal. */
+void watch_release_relay(void);
 
 /* Moves fd above 2 (close-on-exec), closing the original, so that a descriptor culprit opens never takes the
  * place of a closed stdout or stderr. Returns the new descriptor, fd itself when already above 2, or -1. */

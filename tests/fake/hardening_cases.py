@@ -9,14 +9,16 @@ Same harness and command line as cases.py (`--build BUILD CASE`, `--list`, `--ch
 
 import json
 import os
-import shutil
+import signal
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cases as h  # noqa: E402  (the harness: running programs, loading and checking reports)
+import hang_cases  # noqa: E402  (programs in the background, hang reports)
 
-h.CASES.clear()  # this file's cases only
+h.CASES.clear()  # this file's cases only (hang_cases registered its own on import)
 case, check = h.case, h.check
 
 # A string a program or a report could hold: a forged verdict line, a screen clear, a window title.
@@ -243,6 +245,83 @@ def _(b):
     res = h.cli_run(b, show, None, mine)
     check(res.rc == 0 and "[%s/nccl-%%h-%%p.log]" % os.path.realpath(mine) in res.out_text,
           "NCCL_DEBUG_FILE not set into a private directory:\n" + res.describe())
+
+
+def children(pid):
+    """The pids whose parent is pid."""
+    out = []
+    for d in os.listdir("/proc"):
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                st = f.read()
+        except (OSError, ValueError):
+            continue
+        if int(st.rsplit(")", 1)[1].split()[1]) == pid:
+            out.append(int(d))
+    return out
+
+
+def gone(pid, seconds):
+    """Whether pid is gone (or a zombie) within seconds."""
+    until = time.monotonic() + seconds
+    while time.monotonic() < until:
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return True
+        except OSError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@case("killed_run")
+def _(b):
+    # kill -KILL of culprit run used to leave the program running unwatched, its output going nowhere. The
+    # program now gets SIGTERM as culprit dies (as from a job scheduler): the library writes a hang report of
+    # where it stood, and the program ends.
+    rdir = b.newdir("reports")
+    p = hang_cases.start(b, "cli", ["sync", 20], {"FAKECUDA_HANG": "launch=18"}, rdir, opts=("--mode", "precise"))
+    p.wait_for(b"ready\n", "culprit run")
+    kids = [c for c in children(p.pid) if os.path.realpath("/proc/%d/exe" % c) == os.path.realpath(b.prog("hang"))]
+    check(len(kids) == 1, "the program is not culprit run's child: %r" % children(p.pid))
+    p.send(signal.SIGKILL)
+    ok = gone(kids[0], 10)
+    if not ok:
+        os.kill(kids[0], signal.SIGKILL)
+    check(ok, "the program outlived the killed culprit run by 10 s")
+    p.finish()
+    files = hang_cases.hang_files(rdir)
+    check(len(files) == 1, "no hang report of the program's end: %s" % files)
+    rep = hang_cases.read_json(files[0])
+    check((rep.get("hang") or {}).get("trigger") == "SIGTERM", "hang report trigger %r" % rep.get("hang"))
+
+    # a relay for what processes the command left behind still write: it dies with a killed culprit run...
+    slow = os.path.join(b.newdir("bin"), "slow-addr2line")
+    with open(slow, "w") as f:
+        f.write("#!/bin/sh\nsleep 30\n")
+    os.chmod(slow, 0o755)
+    script = "%s legacy ctxsync 5; (sleep 20; echo late) &" % b.prog("linked")
+    p = hang_cases.Bg([b.cli, "run", "--dir", b.newdir("reports"), "--", "sh", "-c", script],
+                      h._base_env(b, dict(FAULT4, CULPRIT_ADDR2LINE=slow)), b.newdir("cwd"))
+    p.wait_for(b"what they write is passed on after culprit run ends", "culprit run", on_stderr=True)
+    until = time.monotonic() + 10
+    relay = []
+    while not relay and time.monotonic() < until:
+        relay = [c for c in children(p.pid) if os.path.realpath("/proc/%d/exe" % c) == os.path.realpath(b.cli)]
+        time.sleep(0.05)
+    check(len(relay) == 1, "no relay process: %r" % children(p.pid))
+    p.send(signal.SIGKILL)
+    ok = gone(relay[0], 5)
+    p.kill()
+    if not ok:
+        os.kill(relay[0], signal.SIGKILL)
+    check(ok, "the relay outlived the killed culprit run by 5 s")
+    p.finish()
+    # ...and carries on after culprit run ends as it should, for as long as they write
+    res = h.cli_run(b, ["sh", "-c", "(sleep 2; echo late) & echo early"], None, b.newdir("reports"))
+    check(res.rc == 0 and res.out_text == "early\nlate\n" and "passed on after culprit run ends" in res.err_text,
+          "the relay did not carry on after a normal end\n" + res.describe())
 
 
 if __name__ == "__main__":
