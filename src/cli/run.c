@@ -81,6 +81,96 @@ static int cli_valid_launches(const char *s)
     return !(llen && colon[1] && a > b);
 }
 
+/* A variable of the library's that culprit run sets for CMD, and where its value comes from. */
+struct cli_setting {
+    const char *name;           /* CULPRIT_... */
+    const char *value;          /* its value in CMD's environment */
+    const char *from;           /* the option that gave it ("--kernels"), or NULL: culprit run sets it itself */
+};
+
+#define CLI_SETTINGS 16
+/* What culprit run sets for CMD (cli_settings_make): the child puts them into its environment, and the parent reads
+ * them, with the rest of the environment, through the library's own parser before CMD starts. */
+static struct cli_setting cli_settings[CLI_SETTINGS];
+static size_t cli_nsettings;
+
+static void cli_setting(const char *name, const char *value, const char *from)
+{
+    if (value && cli_nsettings < CLI_SETTINGS)
+        cli_settings[cli_nsettings++] = (struct cli_setting){name, value, from};
+}
+
+static void cli_settings_make(const struct cli_run_opts *o, const char *dir)
+{
+    cli_nsettings = 0;
+    cli_setting("CULPRIT_DIR", dir, o->dir ? "--dir" : NULL);
+    cli_setting("CULPRIT_QUIET", o->verbose ? NULL : "1", NULL);
+    cli_setting("CULPRIT_MODE", o->mode, "--mode");
+    cli_setting("CULPRIT_KERNELS", o->kernels, "--kernels");
+    cli_setting("CULPRIT_LAUNCHES", o->launches, "--launches");
+    cli_setting("CULPRIT_RANK_LAUNCHES", o->rank_launches, "--rerun");
+    cli_setting("CULPRIT_RING", o->ring, "--ring");
+    cli_setting("CULPRIT_CRUMB_EVERY", o->crumb_every, "--crumb-every");
+    cli_setting("CULPRIT_MARK", o->mark, "--mark");
+    cli_setting("CULPRIT_STACK_DEPTH", o->stack_depth, "--stack-depth");
+    cli_setting("CULPRIT_EXIT_WAIT", o->exit_wait, "--exit-wait");
+    cli_setting("CULPRIT_HANG_TIMEOUT", o->hang_timeout, "--hang-timeout");
+    cli_setting("CULPRIT_REPORT_SIGNAL", o->report_signal, "--report-signal");
+    cli_setting("CULPRIT_STATS", o->stats ? "1" : NULL, "--stats");
+    cli_setting("CULPRIT_RUN_ID", cli_run_id, NULL);
+}
+
+static const struct cli_setting *cli_setting_of(const char *name)
+{
+    for (size_t i = 0; i < cli_nsettings; i++)
+        if (strcmp(cli_settings[i].name, name) == 0)
+            return &cli_settings[i];
+    return NULL;
+}
+
+/* A variable as CMD will see it: culprit run's setting, else the environment culprit run was given. */
+static const char *cli_child_getenv(const char *name)
+{
+    const struct cli_setting *s = cli_setting_of(name);
+    return s ? s->value : getenv(name);
+}
+
+/* Reads CMD's environment with the library's own parser before CMD starts. A value it refuses would leave
+ * culprit off in CMD, so the run is refused (CLI_EXIT_USAGE, one line saying which value, where it came from and
+ * what to do). Settings that turn culprit off on purpose (CULPRIT_MODE=off) are not refused: off gets why, said
+ * again at the end in place of "no sticky CUDA error", and said now when it came from the environment. */
+static int cli_check_settings(const struct cli_run_opts *o, char *off, size_t offsz)
+{
+    struct cp_config c;
+    char err[400], name[64];
+    const struct cli_setting *s;
+    off[0] = '\0';
+    if (cfg_parse(&c, cli_child_getenv, err, sizeof err) != 0) {
+        size_t n = strcspn(err, "=");
+        snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name ? n : sizeof name - 1), err);
+        s = cli_setting_of(name);
+        if (s && s->from)
+            cli_err("%s: %s; the library would be off in %s with it", s->from, err, o->argv[0]);
+        else if (s && strcmp(name, "CULPRIT_DIR") == 0)
+            cli_err("the report directory is a path longer than the library takes (%s); run culprit from a "
+                    "shorter directory or give --dir", err);
+        else if (s)
+            cli_err("%s; the library would be off in %s with it", err, o->argv[0]);
+        else
+            cli_err("%s, in the environment culprit run was given; the library would be off in %s with it: fix or "
+                    "unset %s", err, o->argv[0], name);
+        return CLI_EXIT_USAGE;
+    }
+    if (c.mode == CP_MODE_OFF) {
+        s = cli_setting_of("CULPRIT_MODE");
+        snprintf(off, offsz, "%s", s ? "--mode off" : "CULPRIT_MODE=off, in the environment culprit run was given");
+        if (!s)
+            cli_err("CULPRIT_MODE=off in the environment: culprit records nothing in %s (unset it, or give --mode, "
+                    "to record)", o->argv[0]);
+    }
+    return 0;
+}
+
 /* Prepends item to the colon-separated list in variable name, in this (child) process. */
 static int cli_prepend_env(const char *name, const char *item)
 {
@@ -122,20 +212,11 @@ static void cli_child_exec(const struct cli_run_opts *o, const char *lib, const 
     if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != cli_parent_pid)
         _exit(CLI_EXIT_NOEXEC);
     e = watch_child(w);
-    if (e == 0 && (cli_prepend_env("LD_PRELOAD", lib) || setenv("CULPRIT_DIR", dir, 1) ||
-        (!o->verbose && setenv("CULPRIT_QUIET", "1", 1)) || (o->mode && setenv("CULPRIT_MODE", o->mode, 1)) ||
-        (o->kernels && setenv("CULPRIT_KERNELS", o->kernels, 1)) ||
-        (o->launches && setenv("CULPRIT_LAUNCHES", o->launches, 1)) ||
-        (o->rank_launches && setenv("CULPRIT_RANK_LAUNCHES", o->rank_launches, 1)) ||
-        (o->ring && setenv("CULPRIT_RING", o->ring, 1)) ||
-        (o->crumb_every && setenv("CULPRIT_CRUMB_EVERY", o->crumb_every, 1)) ||
-        (o->mark && setenv("CULPRIT_MARK", o->mark, 1)) ||
-        (o->stack_depth && setenv("CULPRIT_STACK_DEPTH", o->stack_depth, 1)) ||
-        (o->exit_wait && setenv("CULPRIT_EXIT_WAIT", o->exit_wait, 1)) ||
-        (o->hang_timeout && setenv("CULPRIT_HANG_TIMEOUT", o->hang_timeout, 1)) ||
-        (o->report_signal && setenv("CULPRIT_REPORT_SIGNAL", o->report_signal, 1)) ||
-        (o->stats && setenv("CULPRIT_STATS", "1", 1)) || setenv("CULPRIT_RUN_ID", cli_run_id, 1) ||
-        nccllog_env(dir) || (o->coredump && (errno = coredump_setenv(dir)) != 0) ||
+    for (i = 0; e == 0 && i < cli_nsettings; i++)
+        if (setenv(cli_settings[i].name, cli_settings[i].value, 1) != 0)
+            e = errno ? errno : ENOMEM;
+    if (e == 0 && (cli_prepend_env("LD_PRELOAD", lib) || nccllog_env(dir) ||
+        (o->coredump && (errno = coredump_setenv(dir)) != 0) ||
         (o->boot && (cli_diagnose_env() || cli_prepend_env("PYTHONPATH", o->boot))) ||
         (o->ld_path && cli_prepend_env("LD_LIBRARY_PATH", o->ld_path)))) {
         e = errno ? errno : ENOMEM;
@@ -357,7 +438,7 @@ static void cli_restore_signals(const struct sigaction *old, const struct sigact
 
 int cli_run_command(const struct cli_run_opts *o, int *wstatus, int *faulted)
 {
-    char lib[PATH_MAX], abs[PATH_MAX], rel[PATH_MAX];
+    char lib[PATH_MAX], abs[PATH_MAX], rel[PATH_MAX], off[400];
     struct sigaction sa, old[CLI_NFWD], oldchld, dfl;
     struct cli_watch *w = NULL;
     struct cli_seen *seen = NULL;
@@ -377,6 +458,12 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus, int *faulted)
         return rc;
     if (!cli_run_id[0])
         cli_make_run_id();  /* once per culprit command: a rerun (rerun.c) runs under the same id */
+    cli_settings_make(o, abs);
+    rc = cli_check_settings(o, off, sizeof off);
+    if (rc) {
+        cli_remove_dir(abs, created, created_parent);
+        return rc;
+    }
     if (cli_snapshot(abs, &seen, &nseen) != 0) {
         cli_err("out of memory");
         goto not_started;
@@ -446,6 +533,7 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus, int *faulted)
         got = read(errpipe[0], &e, sizeof e);
     while (got < 0 && errno == EINTR);
     close(errpipe[0]);
+    w->lib = lib;  /* the loader's line when it cannot preload it says culprit was off */
     if (w->nch)
         watch_relay(w, pid, &status);
     else
@@ -518,9 +606,23 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus, int *faulted)
     }
     if (created)
         nccllog_tidy(abs);
-    if (!shown) {
+    /* "no sticky CUDA error" is true only where culprit was there to see one */
+    if (!off[0] && w->preload_error[0])
+        snprintf(off, sizeof off, "the dynamic loader could not preload %s (%s)", render_base(lib),
+                 w->preload_error);
+    if (!shown && off[0]) {
+        cli_err("culprit was off in %s: %s; a fault there would not show here", o->argv[0], off);
+        cli_remove_dir(abs, created, created_parent);
+    } else if (!shown && w->load_error[0]) {
+        cli_err("the dynamic loader stopped %s before it ran (%s), so culprit never ran in it", o->argv[0],
+                w->load_error);
+        cli_remove_dir(abs, created, created_parent);
+    } else if (!shown) {
         cli_err("no sticky CUDA error in %s", o->argv[0]);
         cli_remove_dir(abs, created, created_parent);
+    } else if (w->preload_error[0]) {
+        cli_err("the dynamic loader could not preload %s into a process of %s (%s): culprit was off there",
+                render_base(lib), o->argv[0], w->preload_error);
     }
     rc = 0;
     goto out;

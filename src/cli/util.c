@@ -7,8 +7,10 @@
 #include "../report/render.h"
 
 #include <ctype.h>
-#include <errno.h>
 #include <dirent.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -70,8 +72,62 @@ static int cli_is_file(const char *path)
     return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
 }
 
+/* Reads the ELF header of the file open at fd; 0 or -1. */
+static int cli_elf_header(int fd, Elf64_Ehdr *eh)
+{
+    return pread(fd, eh, sizeof *eh, 0) == (ssize_t)sizeof *eh && memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0 ? 0 : -1;
+}
+
+/* Whether path is a shared library the dynamic loader can preload into programs like this one: an ELF shared
+ * object of this machine's class, byte order and architecture whose loadable segments lie inside the file (a
+ * truncated copy would crash the loader in every program it is preloaded into). Returns 0, or -1 with the reason
+ * in why. */
+static int cli_check_library(const char *path, char *why, size_t whylen)
+{
+    Elf64_Ehdr eh, self;
+    struct stat sb;
+    int fd = open(path, O_RDONLY | O_CLOEXEC), me, rc = -1;
+
+    if (fd < 0) {
+        snprintf(why, whylen, "cannot be read (%s)", strerror(errno));
+        return -1;
+    }
+    me = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+    if (fstat(fd, &sb) != 0 || cli_elf_header(fd, &eh) != 0) {
+        snprintf(why, whylen, "is not an ELF shared library");
+    } else if (me >= 0 && cli_elf_header(me, &self) == 0 &&
+               (eh.e_ident[EI_CLASS] != self.e_ident[EI_CLASS] || eh.e_ident[EI_DATA] != self.e_ident[EI_DATA] ||
+                eh.e_machine != self.e_machine)) {
+        snprintf(why, whylen, "is %s ELF file for another machine than culprit's (%s)",
+                 eh.e_ident[EI_CLASS] == ELFCLASS32 ? "a 32-bit" : "an", self.e_ident[EI_CLASS] == ELFCLASS64 ?
+                 "64-bit" : "32-bit");
+    } else if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_type != ET_DYN) {
+        snprintf(why, whylen, "is not an ELF shared library (an executable or an object file)");
+    } else {
+        rc = 0;
+        for (unsigned i = 0; i < eh.e_phnum && rc == 0; i++) {
+            Elf64_Phdr ph;
+            if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + (Elf64_Off)i * eh.e_phentsize)) != (ssize_t)sizeof ph)
+                rc = -1;
+            else if (ph.p_type == PT_LOAD && ph.p_offset + ph.p_filesz > (Elf64_Off)sb.st_size)
+                rc = -1;
+            else if (ph.p_type == PT_INTERP)
+                rc = -2;  /* a program (a position-independent executable), which the loader does not preload */
+        }
+        if (rc)
+            snprintf(why, whylen, rc == -2 ? "is a program, not a shared library"
+                                           : "is cut short: its segments run past the end of the file");
+        rc = rc ? -1 : 0;
+    }
+    close(fd);
+    if (me >= 0)
+        close(me);
+    return rc;
+}
+
 int cli_find_lib(char *out, size_t outsz)
 {
+    char why[200];
     const char *env = getenv("CULPRIT_LIB");
     char dir[PATH_MAX], a[PATH_MAX + 32], b[PATH_MAX + 32], real[PATH_MAX];
 
@@ -105,6 +161,16 @@ found:
         cli_err("libculprit.so lies at %s, and a path with ':' or ' ' cannot go into LD_PRELOAD; "
                 "set CULPRIT_LIB to a copy elsewhere",
                 out);
+        return CLI_EXIT_USAGE;
+    }
+    /* the loader would only say "cannot be preloaded ... ignored" in the program, and culprit would be off there */
+    if (cli_check_library(out, why, sizeof why) != 0) {
+        if (env && *env)
+            cli_err("CULPRIT_LIB names %s, which %s, so it cannot be preloaded; set CULPRIT_LIB to libculprit.so",
+                    out, why);
+        else
+            cli_err("libculprit.so at %s %s, so it cannot be preloaded; build culprit again, or set CULPRIT_LIB to "
+                    "a good copy", out, why);
         return CLI_EXIT_USAGE;
     }
     return 0;

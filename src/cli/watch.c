@@ -302,10 +302,37 @@ int watch_said(const struct cli_watch *w, const char *line)
     return watch_said_n(w, line, len);
 }
 
+/* glibc's loader says "ERROR: ld.so: object 'LIB' from LD_PRELOAD cannot be preloaded (WHY): ignored." on the
+ * process's stderr when it goes on without LIB (WHY for the library culprit run preloads is kept), and
+ * "PROG: error while loading shared libraries: WHY" when it stops the process before it runs (a library the
+ * program or the preloaded one needs is missing). */
+static void watch_loader_line(struct cli_watch *w, const char *line, size_t len)
+{
+    static const char mark[] = "' from LD_PRELOAD cannot be preloaded (", fatal[] = ": error while loading shared "
+                                                                                     "libraries: ";
+    const char *m = memmem(line, len, mark, sizeof mark - 1), *why, *end;
+    size_t liblen = strlen(w->lib);
+    if (!m && !w->load_error[0] && (m = memmem(line, len, fatal, sizeof fatal - 1)) != NULL) {
+        why = m + sizeof fatal - 1;
+        snprintf(w->load_error, sizeof w->load_error, "%.*s", (int)(line + len - why), why);
+        return;
+    }
+    if (!m || w->preload_error[0] || (size_t)(m - line) < liblen || memcmp(m - liblen, w->lib, liblen) != 0)
+        return;
+    why = m + sizeof mark - 1;
+    end = memmem(why, len - (size_t)(why - line), "): ignored", 10);
+    if (!end)
+        end = line + len;
+    snprintf(w->preload_error, sizeof w->preload_error, "%.*s", (int)(end - why), why);
+}
+
 static void watch_keep(struct cli_watch *w, struct watch_chan *c)
 {
     if (c->skip || c->llen == 0)
         return;
+    /* the dynamic loader's word that it could not preload the library, or ran nothing: culprit was off there */
+    if (w->lib)
+        watch_loader_line(w, c->line, c->llen);
     /* the library's one-line notice of a report (what it prints under culprit run), which -q need not repeat */
     if (c->llen > 9 && memcmp(c->line, "culprit: ", 9) == 0 && memmem(c->line, c->llen, "report: ", 8))
         watch_note_said(w, c->line, c->llen);

@@ -50,6 +50,10 @@ struct cli_watch {
     struct dev_asserts asserts; /* the device-assert lines seen (asserts.c) */
     char *said[WATCH_SAID_MAX]; /* the library's one-line notices ("culprit: ...; report: PATH") that passed */
     int nsaid;                  /* entries of said in use */
+    const char *lib;            /* the library culprit run preloads, or NULL */
+    char preload_error[200];    /* why the dynamic loader could not preload lib into a process, "" if it never said */
+    char load_error[200];       /* why the loader stopped a process before it ran ("error while loading shared
+                                 * libraries: ..."), "" if it never said */
 };
 
 /* Before fork: sets up a channel for fd 1 and fd 2 where they are open (a pty for a terminal, else a pipe;

@@ -9,6 +9,7 @@ Same harness and command line as cases.py (`--build BUILD CASE`, `--list`, `--ch
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -137,7 +138,8 @@ def _(b):
     env = {"FAKECUDA_FAULT": "kernel=%s,code=710" % h.BAD}
     res = h.cli_run(b, [b.prog("linked"), "streams4"], env, b.newdir("reports"), ("-q",))
     lines = [l for l in h.culprit_lines(res) if "report: " in l]
-    check(len(lines) == 2 and "candidate" in lines[0] and "faulting kernel: write_oob(int*, int), launch #15" in lines[1],
+    check(len(lines) == 2 and "candidate" in lines[0] and
+          "faulting kernel: write_oob(int*, int), launch #15" in lines[1],
           "the narrowed verdict is not printed after the library's notice\n" + res.describe())
 
 
@@ -322,6 +324,85 @@ def _(b):
     res = h.cli_run(b, ["sh", "-c", "(sleep 2; echo late) & echo early"], None, b.newdir("reports"))
     check(res.rc == 0 and res.out_text == "early\nlate\n" and "passed on after culprit run ends" in res.err_text,
           "the relay did not carry on after a normal end\n" + res.describe())
+
+
+@case("culprit_off")
+def _(b):
+    # The program faulted, culprit was off or absent in it, and culprit run ended with "no sticky CUDA error".
+    # What the library would refuse is refused up front (its own parser reads the environment CMD will get);
+    # what turns it off on purpose, or a library the loader does not take, is said at the end instead.
+    prog = [b.prog("linked"), "legacy", "ctxsync", "5"]
+    off_end = "culprit was off in %s: " % prog[0]
+
+    def refused(opts, env, want, what):
+        cwd = b.newdir("cwd")
+        res = culprit(b, "run", *(list(opts) + ["--"] + prog), env=h._base_env(b, dict(FAULT4, **env)), cwd=cwd)
+        err = res.stderr.decode()
+        check(res.returncode == 2 and all(w in err for w in want) and len(err.splitlines()) == 1 and
+              not res.stdout and "error: cu" not in err, "%s was not refused up front\n%s" % (what, err))
+        return cwd
+
+    # an inherited bad value: the library would be off
+    refused((), {"CULPRIT_RING": "bogus"}, ["CULPRIT_RING='bogus' is not valid", "in the environment culprit run "
+                                            "was given", "fix or unset CULPRIT_RING"], "CULPRIT_RING=bogus")
+    # (culprit run sets CULPRIT_QUIET itself but under --verbose, which leaves the inherited one to the library)
+    refused(("--verbose",), {"CULPRIT_QUIET": "sometimes"}, ["CULPRIT_QUIET='sometimes' is not valid"], "CULPRIT_QUIET")
+    # values of culprit's options beyond the library's limits
+    refused(("--kernels", "k" * 300), {}, ["--kernels: CULPRIT_KERNELS=", "at most 255 characters",
+                                           "the library would be off"], "a 300-character --kernels glob")
+    deep = os.path.join(b.newdir("deep"), *(["d" * 200] * 6))
+    cwd = refused(("--dir", deep), {}, ["--dir: CULPRIT_DIR=", "path too long"], "a --dir over 1023 bytes")
+    check(not os.path.exists(deep), "the refused --dir was left behind")
+    # culprit's library itself: not a file the loader can preload
+    bad = os.path.join(b.newdir("lib"), "libnot.so")
+    with open(bad, "w") as f:
+        f.write("not a library\n")
+    refused((), {"CULPRIT_LIB": bad}, ["CULPRIT_LIB names %s, which is not an ELF shared library" % bad],
+            "CULPRIT_LIB naming a text file")
+    cut = os.path.join(os.path.dirname(bad), "libcut.so")
+    with open(b.lib, "rb") as f, open(cut, "wb") as g:
+        g.write(f.read(8192))  # preloaded, this crashed the loader with SIGBUS in the program
+    refused((), {"CULPRIT_LIB": cut}, ["which is cut short"], "a truncated CULPRIT_LIB")
+
+    # off on purpose: said at the end (and, from the environment, at the start too)
+    res = h.cli_run(b, prog, dict(FAULT4, CULPRIT_MODE="off"), b.newdir("reports"))
+    lines = h.culprit_lines(res)
+    check(res.rc == 1 and "error: cuCtxSynchronize returned CUDA_ERROR_ILLEGAL_ADDRESS" in res.err_text and
+          lines and lines[0].startswith("culprit: CULPRIT_MODE=off in the environment: culprit records nothing") and
+          lines[-1].startswith("culprit: " + off_end + "CULPRIT_MODE=off, in the environment") and
+          "no sticky CUDA error" not in res.err_text, "inherited CULPRIT_MODE=off\n" + res.describe())
+    res = h.cli_run(b, prog, FAULT4, b.newdir("reports"), ("--mode", "off"))
+    check(h.culprit_lines(res) == ["culprit: " + off_end + "--mode off; a fault there would not show here"],
+          "--mode off\n" + res.describe())
+    # a library the loader refuses for a reason culprit's own check does not look at (its OS ABI byte): the
+    # loader's line in the program's output says culprit was off there
+    abi = os.path.join(os.path.dirname(bad), "libabi.so")
+    with open(b.lib, "rb") as f:
+        data = bytearray(f.read())
+    data[7] = 0x61
+    with open(abi, "wb") as f:
+        f.write(data)
+    res = h.cli_run(b, prog, dict(FAULT4, CULPRIT_LIB=abi), b.newdir("reports"))
+    check(res.rc == 1 and h.culprit_lines(res)[-1] == "culprit: %sthe dynamic loader could not preload libabi.so "
+          "(ELF file OS ABI invalid); a fault there would not show here" % off_end,
+          "a library the loader refused\n" + res.describe())
+    # a library whose own dependency is missing: the loader stops the program before it runs
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc:
+        d = b.newdir("dep")
+        for name, src, extra in (("libgone.so", "int gone(void){return 1;}", []),
+                                 ("libneeds.so", "int gone(void); int needs(void){return gone();}",
+                                  ["-L" + d, "-lgone"])):
+            with open(os.path.join(d, name + ".c"), "w") as f:
+                f.write(src + "\n")
+            subprocess.run([cc, "-shared", "-fPIC", "-o", os.path.join(d, name), os.path.join(d, name + ".c")] +
+                           extra, check=True, capture_output=True)
+        os.unlink(os.path.join(d, "libgone.so"))
+        res = h.cli_run(b, prog, dict(FAULT4, CULPRIT_LIB=os.path.join(d, "libneeds.so")), b.newdir("reports"))
+        check(res.rc == 127 and h.culprit_lines(res)[-1].startswith(
+            "culprit: the dynamic loader stopped %s before it ran (libgone.so: cannot open shared object file" %
+            prog[0]) and "no sticky CUDA error" not in res.err_text, "a library with a missing dependency\n" +
+            res.describe())
 
 
 if __name__ == "__main__":
