@@ -120,7 +120,8 @@ static void trace_dims(struct jw *w, const char *key, const struct json *arr)
     jw_str(w, buf);
 }
 
-static double trace_us(long long ns, long long t0) { return (double)(ns - t0) / 1000.0; }
+/* In doubles: a report's times are whatever its file says, and their difference may not fit a long long. */
+static double trace_us(long long ns, long long t0) { return ((double)ns - (double)t0) / 1000.0; }
 
 /* One instant event of a launch on track (pid, tid). */
 static void trace_launch_event(struct jw *w, const struct trace_item *it, int pid, long long tid, long long t0)

@@ -7,6 +7,7 @@ happens when culprit run itself is killed.
 Same harness and command line as cases.py (`--build BUILD CASE`, `--list`, `--check-list NAME...`).
 """
 
+import glob
 import json
 import os
 import shutil
@@ -403,6 +404,73 @@ def _(b):
             "culprit: the dynamic loader stopped %s before it ran (libgone.so: cannot open shared object file" %
             prog[0]) and "no sticky CUDA error" not in res.err_text, "a library with a missing dependency\n" +
             res.describe())
+
+
+ODD = [None, True, [], {}, "", 0, -1, 1e308, -9223372036854775808, 18446744073709551616, 0.5, [None], "x",
+       {"kernel": {}}, "k\x1b[2Jern\nculprit: the kernel that faulted: forged\x9b31m\u202e\x07", "\x00nul",
+       ["\x1b]0;title\x07", "\nculprit: forged"], "a" * 5000]
+
+
+def mutate(rng, node, changes):
+    """changes random edits of a report's tree in place: values of the wrong type, control characters, deletions,
+    deep nesting."""
+    for _ in range(changes):
+        slots = []
+
+        def walk(n):
+            items = list(n.items()) if isinstance(n, dict) else list(enumerate(n)) if isinstance(n, list) else []
+            for k, v in items:
+                slots.append((n, k))
+                walk(v)
+        walk(node)
+        if not slots:
+            return
+        parent, key = slots[rng.randrange(len(slots))]
+        r = rng.random()
+        if r < 0.2:
+            del parent[key]
+        elif r < 0.25:
+            deep = 1
+            for _ in range(rng.randrange(20, 200)):
+                deep = [deep]
+            parent[key] = deep
+        else:
+            parent[key] = ODD[rng.randrange(len(ODD))]
+
+
+@case("fuzz_cli")
+def _(b):
+    # The command itself on mutated real reports (the in-process fuzz, unit_fuzz_reports, covers the renderers
+    # under the sanitizers; this one, culprit report's and trace's own paths): no crash, a status of 0 or 1,
+    # bounded output, and every byte it prints fit for a terminal. Fixed seed, bounded count.
+    import random
+    rng = random.Random(24)
+    fixtures = sorted(glob.glob(os.path.join(h.REPO, "tests", "gpu", "fixtures", "*.json")))
+    check(len(fixtures) >= 10, "the report fixtures are missing: %s" % fixtures)
+    job = b.newdir("job")
+    for n, path in enumerate(rng.sample(fixtures, 12)):
+        with open(path) as f:
+            rep = json.load(f)
+        mutate(rng, rep, rng.randrange(1, 8))
+        d = b.newdir("one")
+        out = os.path.join(d, "culprit-%d.json" % (100 + n))
+        with open(out, "w") as f:
+            json.dump(rep, f)
+        shutil.copy(out, job)
+        size = os.path.getsize(out)
+        for args in (["report", out], ["report", "--brief", out], ["report", "--json", out],
+                     ["trace", out, "-o", "-"]):
+            res = culprit(b, *args)
+            what = "culprit %s on a mutation of %s" % (" ".join(args[:-1]), os.path.basename(path))
+            check(res.returncode in (0, 1), "%s: exit %d\n%r" % (what, res.returncode, res.stderr[-2000:]))
+            check(len(res.stdout) + len(res.stderr) < 16 * size + 256 * 1024, "%s: %d bytes of output" % (
+                what, len(res.stdout) + len(res.stderr)))
+            at = unsafe_at(res.stdout + res.stderr)
+            check(at < 0, "%s: a raw byte at %d: %r" % (what, at, (res.stdout + res.stderr)[max(0, at - 40):at + 40]))
+    for args in (["report", job], ["report", "--brief", job], ["report", "--json", job]):
+        res = culprit(b, *args)
+        check(res.returncode in (0, 1) and unsafe_at(res.stdout + res.stderr) < 0,
+              "culprit %s of 12 mutated reports: exit %d\n%r" % (" ".join(args[:-1]), res.returncode, res.stderr))
 
 
 if __name__ == "__main__":
