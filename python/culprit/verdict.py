@@ -304,10 +304,53 @@ def _launch_line(launch):
     return ", ".join(parts)
 
 
+def _unsafe(ch):
+    """Whether a terminal would obey ch rather than show it: C0 and C1 controls, DEL, the bidirectional overrides
+    and isolates, and lone surrogates (a string read from JSON may hold them). The same set as src/report's."""
+    o = ord(ch)
+    return (o < 0x20 or 0x7f <= o <= 0x9f or o in (0x061c, 0x200e, 0x200f) or 0x202a <= o <= 0x202e or
+            0x2066 <= o <= 0x2069 or 0xd800 <= o <= 0xdfff)
+
+
+def _safe(text):
+    """text fit for a terminal: what _unsafe refuses is shown as an escape (\\n, \\x1b, \\u202e)."""
+    if not any(_unsafe(c) for c in text):
+        return text
+    out = []
+    for c in text:
+        if not _unsafe(c):
+            out.append(c)
+        elif c in "\n\t\r":
+            out.append({"\n": "\\n", "\t": "\\t", "\r": "\\r"}[c])
+        elif ord(c) < 0x80:
+            out.append("\\x%02x" % ord(c))
+        else:
+            out.append("\\u%04x" % ord(c))
+    return "".join(out)
+
+
+def _shell_word(a):
+    """a as a shell reads it back: shlex's quoting, or bash's $'...' with escapes when a holds what a terminal
+    must not get raw (a newline, an escape sequence)."""
+    if not any(_unsafe(c) for c in a):
+        return shlex.quote(a)
+    out = []
+    for c in a:
+        if c in "'\\":
+            out.append("\\" + c)
+        elif c in "\n\t\r":
+            out.append({"\n": "\\n", "\t": "\\t", "\r": "\\r"}[c])
+        elif _unsafe(c) or ord(c) >= 0x80:
+            out.extend("\\x%02x" % b for b in c.encode("utf-8", "surrogatepass"))
+        else:
+            out.append(c)
+    return "$'%s'" % "".join(out)
+
+
 def _argv(report):
     argv = _dict(report.get("process")).get("argv")
     if isinstance(argv, list) and argv and all(isinstance(a, str) for a in argv):
-        return " ".join(shlex.quote(a) for a in argv)
+        return " ".join(_shell_word(a) for a in argv)
     return "CMD..."
 
 
@@ -435,4 +478,5 @@ def summary(report, path=None, rank=None):
             lines = _fault_lines(report, who)
     if path:
         lines.append("report: %s" % path)
-    return "\n".join(PREFIX + line for line in lines)
+    # every line terminal-safe: a kernel name, a file name or argv may hold a newline or an escape sequence
+    return "\n".join(PREFIX + _safe(str(line)) for line in lines)

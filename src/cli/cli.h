@@ -35,6 +35,7 @@ struct cli_run_opts {
     const char *report_signal; /* CULPRIT_REPORT_SIGNAL, already validated, or NULL */
     int error_exitcode;        /* exit status when CMD exited 0 although a kernel faulted; -1: CMD's own */
     int rerun;                 /* settle a verdict of candidates by a blocking rerun over its window (rerun.c) */
+    int is_rerun;              /* this is that rerun: what its reports lack is said by the first run's verdict */
     int coredump;              /* the driver's GPU core dump on exception, read after the run (coredump.c) */
     const char *boot;          /* --diagnose: culprit/_boot, put on PYTHONPATH with CULPRIT_DIAGNOSE=1; or NULL */
     const char *dir;           /* report directory chosen by the user, or NULL for a fresh run directory */
@@ -43,6 +44,7 @@ struct cli_run_opts {
     int stats;                 /* CULPRIT_STATS=1 */
     int no_watch;              /* let the command inherit stdout/stderr instead of watching them for asserts */
     const char *ld_path;       /* directory to prepend to LD_LIBRARY_PATH (the simulated driver), or NULL */
+    int simulated;             /* CMD runs on culprit's simulated driver: no cuda-gdb command in the verdict */
     char **argv;               /* the command and its arguments, NULL-terminated */
 };
 
@@ -65,8 +67,11 @@ void cli_exit_like(int wstatus) __attribute__((noreturn));
 void cli_usage(FILE *out);
 int cli_help_verb(FILE *out, const char *verb);
 
-/* Prints "culprit: " + message + newline on stderr. */
+/* Prints "culprit: " + message + newline on stderr, as one line: control characters and other bytes a terminal
+ * must not get raw (a newline in a path, an escape sequence in a report's text) are escaped (render_safe). */
 void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The same on out, without flushing stdout first. */
+void cli_say(FILE *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* The directory holding the culprit executable (from /proc/self/exe). Returns 0 on success. */
 int cli_exe_dir(char *out, size_t outsz);
@@ -84,21 +89,30 @@ int cli_find_boot(char *out, size_t outsz, int quiet);
  * *created_leaf tells whether the last component was made here. Returns 0 or an errno value. */
 int cli_mkdirs(const char *path, mode_t leaf_mode, int *created_leaf);
 
+/* Writes buf[0..len) to path, mode 0600, through a private temporary file beside it (created exclusively, so it is
+ * never an existing file or a link) renamed into place. An existing path is replaced only when it is a regular file
+ * of the caller's: a symbolic link (planted in a shared directory, say) or another user's file is left alone.
+ * Returns 0, or an errno value with one sentence in why. */
+int cli_write_file(const char *path, const char *buf, size_t len, char *why, size_t whylen);
+
 /* Lists the culprit-*.json files directly in dir, sorted by name, as malloc'd "dir/name" paths. Returns 0 and
  * the list (free with cli_free_list), or an errno value. */
 int cli_list_reports(const char *dir, char ***paths, size_t *n);
 void cli_free_list(char **list, size_t n);
 
 struct merge_report;
+struct cli_watch;
 
 /* Prints reports as text on out: the reports of a job (more than one process, or rank fields) as one merged
  * view, each other report on its own, sep between them (NULL: nothing). run_dir: the end of `culprit run`,
  * whose reports from a single ranked process are shown on their own (the job's other ranks may run under
- * other culprit commands sharing run_dir), with a hint to merge them. *faulted is set when one is a fault
+ * other culprit commands sharing run_dir), with a hint to merge them. no_debugger: the verdicts leave out the
+ * cuda-gdb command (render_opts). said (NULL: none): the one-line notices
+ * already on the terminal (watch_said), which brief does not print again. *faulted is set when one is a fault
  * report. Returns how many of them are faults or hangs (exit records say nothing went wrong), or -1 when
  * something could not be shown (the message is printed). */
 int cli_show_reports(const struct merge_report *reps, size_t n, int brief, FILE *out, const char *sep,
-                     const char *run_dir, int *faulted);
+                     const char *run_dir, int no_debugger, const struct cli_watch *said, int *faulted);
 
 /* Parses "[x,y,z]" (open '[' and close ']', or any other pair; spaces allowed) at *p into v, advancing *p past
  * it: the block and thread indices devices and debuggers print. Returns 0 or -1. */

@@ -133,6 +133,7 @@ int cli_demo_main(int argc, char **argv)
             return CLI_EXIT_FAIL;
         }
         o.ld_path = simlib;
+        o.simulated = 1;  /* cuda-gdb needs a real driver: the verdict does not offer it here */
     }
     cargv[0] = prog;
     cargv[1] = NULL;

@@ -23,9 +23,15 @@
 
 int nccllog_env(const char *dir)
 {
+    struct stat sb;
     char *file;
     int rc;
     if (getenv("NCCL_DEBUG") || getenv("NCCL_DEBUG_FILE"))
+        return 0;
+    /* NCCL opens its file with fopen(..., "w"), which follows a symbolic link: in a directory others may write
+     * into, one planted under the next pid's name would have NCCL overwrite what it points at. There NCCL's
+     * warnings stay where NCCL puts them by default. */
+    if (stat(dir, &sb) != 0 || sb.st_uid != geteuid() || (sb.st_mode & (S_IWGRP | S_IWOTH)))
         return 0;
     /* NCCL reads '%' as the start of a substitution: a directory holding one would be named wrongly */
     if (strchr(dir, '%'))

@@ -10,8 +10,9 @@ struct json;
 
 #define NCCLLOG_LINES 64     /* log lines a report keeps, the last ones */
 
-/* In the child before exec: when the user set neither NCCL_DEBUG nor NCCL_DEBUG_FILE, sets NCCL_DEBUG=WARN and
- * NCCL_DEBUG_FILE=<dir>/nccl-%h-%p.log (NCCL puts in the host and the pid). Returns 0, or -1 (errno set). */
+/* In the child before exec: when the user set neither NCCL_DEBUG nor NCCL_DEBUG_FILE and dir is the caller's own
+ * and writable by no one else, sets NCCL_DEBUG=WARN and NCCL_DEBUG_FILE=<dir>/nccl-%h-%p.log (NCCL puts in the
+ * host and the pid). Returns 0, or -1 (errno set). */
 int nccllog_env(const char *dir);
 
 /* Adds "nccl_log" (its last NCCLLOG_LINES lines) to a report whose process has a log in dir; *added is set when

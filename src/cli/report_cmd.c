@@ -209,7 +209,7 @@ int cli_report_main(int argc, char **argv)
     /* the reports of a job (several processes, or a launcher's ranks) are shown merged, as one view */
     if (!as_json) {
         int faulted = 0;
-        if (cli_show_reports(reps, nreps, brief, stdout, "\n", NULL, &faulted) < 0)
+        if (cli_show_reports(reps, nreps, brief, stdout, "\n", NULL, 0, NULL, &faulted) < 0)
             failed = 1;
     } else if (merge_jobs(reps, nreps, &jobs, &njobs) != 0) {
         cli_err("out of memory merging the reports");

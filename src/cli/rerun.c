@@ -173,12 +173,21 @@ static int rerun_conclude(struct json *doc, const char *path, long long lo, long
     return rc;
 }
 
-/* A rerun diagnoses PyTorch operators by default: it is slow anyway, and the operator's arguments are what
- * the user wants to see next. Without the Python package at hand it runs as asked. */
-static void rerun_diagnose(struct cli_run_opts *r)
+/* Whether the process of a report ran Python ("python_status" names the interpreter, not "no Python in this
+ * process"); a report without the field may have. */
+static int rerun_ran_python(const struct json *doc)
+{
+    const char *st = json_get_str(doc, "python_status");
+    return !st || strncmp(st, "no Python", 9) != 0;
+}
+
+/* A rerun of a Python program diagnoses PyTorch operators by default: it is slow anyway, and the operator's
+ * arguments are what the user wants to see next. A program that ran no Python (a C program) has no operators to
+ * name, and without the Python package at hand the rerun runs as asked. */
+static void rerun_diagnose(struct cli_run_opts *r, int python)
 {
     static char boot[PATH_MAX];
-    if (!r->boot && cli_find_boot(boot, sizeof boot, 1) == 0)
+    if (!r->boot && python && cli_find_boot(boot, sizeof boot, 1) == 0)
         r->boot = boot;
 }
 
@@ -205,7 +214,7 @@ int rerun_settle(const struct cli_run_opts *o, const char *path, const char *run
         cli_err("the rerun's report directory would be too long a path");
         return CLI_EXIT_FAIL;
     }
-    rerun_diagnose(&r);
+    rerun_diagnose(&r, rerun_ran_python(doc));
     cli_err("the verdict is one of launches #%lld..#%lld: running the command again with blocking launches "
             "there (culprit run --mode blocking --launches %s%s), reports into %s", lo, hi, window,
             r.boot ? " --diagnose" : "", dir);
@@ -215,6 +224,7 @@ int rerun_settle(const struct cli_run_opts *o, const char *path, const char *run
     r.dir = dir;
     r.quiet = 1;
     r.rerun = 0;
+    r.is_rerun = 1;
     rc = cli_run_command(&r, &wstatus, &faulted);
     if (rc == 0)
         rc = rerun_conclude(doc, path, lo, hi, dir);
@@ -262,7 +272,10 @@ int rerun_settle_job(const struct cli_run_opts *o, char **paths, size_t n, const
         rc = CLI_EXIT_FAIL;
         goto out;
     }
-    rerun_diagnose(&r);
+    int python = 0;
+    for (size_t i = 0; i < k; i++)
+        python |= rerun_ran_python(docs[i]);
+    rerun_diagnose(&r, python);
     cli_err("%zu rank(s) of the job have a window of candidates: running the job again with blocking launches "
             "there, each rank its own (CULPRIT_RANK_LAUNCHES=%s%s), reports into %s", k, spec,
             r.boot ? ", operators diagnosed" : "", dir);
@@ -273,6 +286,7 @@ int rerun_settle_job(const struct cli_run_opts *o, char **paths, size_t n, const
     r.dir = dir;
     r.quiet = 1;
     r.rerun = 0;
+    r.is_rerun = 1;
     rc = cli_run_command(&r, &wstatus, &faulted);
     for (size_t i = 0; rc == 0 && i < k; i++)
         rc = rerun_conclude(docs[i], which[i], los[i], his[i], dir);

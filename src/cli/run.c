@@ -22,6 +22,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -34,6 +35,7 @@ static const int cli_fwd_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1,
 #define CLI_NFWD (sizeof cli_fwd_signals / sizeof cli_fwd_signals[0])
 
 static volatile sig_atomic_t cli_child_pid;  /* the running child, 0 when none */
+static pid_t cli_parent_pid;                  /* this process, as the child it forks knows its parent */
 /* This command's name for its run, given to CMD as CULPRIT_RUN_ID and written into every report it leads to:
  * several `culprit run` commands sharing one --dir (srun culprit run ...) each show their own reports. */
 static char cli_run_id[160];
@@ -79,6 +81,96 @@ static int cli_valid_launches(const char *s)
     return !(llen && colon[1] && a > b);
 }
 
+/* A variable of the library's that culprit run sets for CMD, and where its value comes from. */
+struct cli_setting {
+    const char *name;           /* CULPRIT_... */
+    const char *value;          /* its value in CMD's environment */
+    const char *from;           /* the option that gave it ("--kernels"), or NULL: culprit run sets it itself */
+};
+
+#define CLI_SETTINGS 16
+/* What culprit run sets for CMD (cli_settings_make): the child puts them into its environment, and the parent reads
+ * them, with the rest of the environment, through the library's own parser before CMD starts. */
+static struct cli_setting cli_settings[CLI_SETTINGS];
+static size_t cli_nsettings;
+
+static void cli_setting(const char *name, const char *value, const char *from)
+{
+    if (value && cli_nsettings < CLI_SETTINGS)
+        cli_settings[cli_nsettings++] = (struct cli_setting){name, value, from};
+}
+
+static void cli_settings_make(const struct cli_run_opts *o, const char *dir)
+{
+    cli_nsettings = 0;
+    cli_setting("CULPRIT_DIR", dir, o->dir ? "--dir" : NULL);
+    cli_setting("CULPRIT_QUIET", o->verbose ? NULL : "1", NULL);
+    cli_setting("CULPRIT_MODE", o->mode, "--mode");
+    cli_setting("CULPRIT_KERNELS", o->kernels, "--kernels");
+    cli_setting("CULPRIT_LAUNCHES", o->launches, "--launches");
+    cli_setting("CULPRIT_RANK_LAUNCHES", o->rank_launches, "--rerun");
+    cli_setting("CULPRIT_RING", o->ring, "--ring");
+    cli_setting("CULPRIT_CRUMB_EVERY", o->crumb_every, "--crumb-every");
+    cli_setting("CULPRIT_MARK", o->mark, "--mark");
+    cli_setting("CULPRIT_STACK_DEPTH", o->stack_depth, "--stack-depth");
+    cli_setting("CULPRIT_EXIT_WAIT", o->exit_wait, "--exit-wait");
+    cli_setting("CULPRIT_HANG_TIMEOUT", o->hang_timeout, "--hang-timeout");
+    cli_setting("CULPRIT_REPORT_SIGNAL", o->report_signal, "--report-signal");
+    cli_setting("CULPRIT_STATS", o->stats ? "1" : NULL, "--stats");
+    cli_setting("CULPRIT_RUN_ID", cli_run_id, NULL);
+}
+
+static const struct cli_setting *cli_setting_of(const char *name)
+{
+    for (size_t i = 0; i < cli_nsettings; i++)
+        if (strcmp(cli_settings[i].name, name) == 0)
+            return &cli_settings[i];
+    return NULL;
+}
+
+/* A variable as CMD will see it: culprit run's setting, else the environment culprit run was given. */
+static const char *cli_child_getenv(const char *name)
+{
+    const struct cli_setting *s = cli_setting_of(name);
+    return s ? s->value : getenv(name);
+}
+
+/* Reads CMD's environment with the library's own parser before CMD starts. A value it refuses would leave
+ * culprit off in CMD, so the run is refused (CLI_EXIT_USAGE, one line saying which value, where it came from and
+ * what to do). Settings that turn culprit off on purpose (CULPRIT_MODE=off) are not refused: off gets why, said
+ * again at the end in place of "no sticky CUDA error", and said now when it came from the environment. */
+static int cli_check_settings(const struct cli_run_opts *o, char *off, size_t offsz)
+{
+    struct cp_config c;
+    char err[400], name[64];
+    const struct cli_setting *s;
+    off[0] = '\0';
+    if (cfg_parse(&c, cli_child_getenv, err, sizeof err) != 0) {
+        size_t n = strcspn(err, "=");
+        snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name ? n : sizeof name - 1), err);
+        s = cli_setting_of(name);
+        if (s && s->from)
+            cli_err("%s: %s; the library would be off in %s with it", s->from, err, o->argv[0]);
+        else if (s && strcmp(name, "CULPRIT_DIR") == 0)
+            cli_err("the report directory is a path longer than the library takes (%s); run culprit from a "
+                    "shorter directory or give --dir", err);
+        else if (s)
+            cli_err("%s; the library would be off in %s with it", err, o->argv[0]);
+        else
+            cli_err("%s, in the environment culprit run was given; the library would be off in %s with it: fix or "
+                    "unset %s", err, o->argv[0], name);
+        return CLI_EXIT_USAGE;
+    }
+    if (c.mode == CP_MODE_OFF) {
+        s = cli_setting_of("CULPRIT_MODE");
+        snprintf(off, offsz, "%s", s ? "--mode off" : "CULPRIT_MODE=off, in the environment culprit run was given");
+        if (!s)
+            cli_err("CULPRIT_MODE=off in the environment: culprit records nothing in %s (unset it, or give --mode, "
+                    "to record)", o->argv[0]);
+    }
+    return 0;
+}
+
 /* Prepends item to the colon-separated list in variable name, in this (child) process. */
 static int cli_prepend_env(const char *name, const char *item)
 {
@@ -114,21 +206,17 @@ static void cli_child_exec(const struct cli_run_opts *o, const char *lib, const 
         signal(cli_fwd_signals[i], old[i].sa_handler == SIG_IGN ? SIG_IGN : SIG_DFL);
     signal(SIGCHLD, oldchld->sa_handler == SIG_IGN ? SIG_IGN : SIG_DFL);
     sigprocmask(SIG_SETMASK, oldmask, NULL);
+    /* When culprit run itself is killed (kill -KILL, the OOM killer) the command must not go on unwatched, its
+     * output going nowhere: it gets SIGTERM, as from a job scheduler, and the library writes a hang report of
+     * where it stood before it ends. A culprit already gone before this line leaves the command unstarted. */
+    if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != cli_parent_pid)
+        _exit(CLI_EXIT_NOEXEC);
     e = watch_child(w);
-    if (e == 0 && (cli_prepend_env("LD_PRELOAD", lib) || setenv("CULPRIT_DIR", dir, 1) ||
-        (!o->verbose && setenv("CULPRIT_QUIET", "1", 1)) || (o->mode && setenv("CULPRIT_MODE", o->mode, 1)) ||
-        (o->kernels && setenv("CULPRIT_KERNELS", o->kernels, 1)) ||
-        (o->launches && setenv("CULPRIT_LAUNCHES", o->launches, 1)) ||
-        (o->rank_launches && setenv("CULPRIT_RANK_LAUNCHES", o->rank_launches, 1)) ||
-        (o->ring && setenv("CULPRIT_RING", o->ring, 1)) ||
-        (o->crumb_every && setenv("CULPRIT_CRUMB_EVERY", o->crumb_every, 1)) ||
-        (o->mark && setenv("CULPRIT_MARK", o->mark, 1)) ||
-        (o->stack_depth && setenv("CULPRIT_STACK_DEPTH", o->stack_depth, 1)) ||
-        (o->exit_wait && setenv("CULPRIT_EXIT_WAIT", o->exit_wait, 1)) ||
-        (o->hang_timeout && setenv("CULPRIT_HANG_TIMEOUT", o->hang_timeout, 1)) ||
-        (o->report_signal && setenv("CULPRIT_REPORT_SIGNAL", o->report_signal, 1)) ||
-        (o->stats && setenv("CULPRIT_STATS", "1", 1)) || setenv("CULPRIT_RUN_ID", cli_run_id, 1) ||
-        nccllog_env(dir) || (o->coredump && (errno = coredump_setenv(dir)) != 0) ||
+    for (i = 0; e == 0 && i < cli_nsettings; i++)
+        if (setenv(cli_settings[i].name, cli_settings[i].value, 1) != 0)
+            e = errno ? errno : ENOMEM;
+    if (e == 0 && (cli_prepend_env("LD_PRELOAD", lib) || nccllog_env(dir) ||
+        (o->coredump && (errno = coredump_setenv(dir)) != 0) ||
         (o->boot && (cli_diagnose_env() || cli_prepend_env("PYTHONPATH", o->boot))) ||
         (o->ld_path && cli_prepend_env("LD_LIBRARY_PATH", o->ld_path)))) {
         e = errno ? errno : ENOMEM;
@@ -258,11 +346,11 @@ static int cli_report_has_ops(const struct json *doc)
  * by a rerun when o asks for one (o NULL: never; run_dir is the run's report directory), and prints it on
  * stderr. Returns 0 when it was shown. With keep, the report also gets the end of its process's NCCL log and
  * is not printed but handed back in *keep (for cli_show_reports). */
-static int cli_show_report(const char *path, int brief, const struct cli_watch *w, int *faulted,
+static int cli_show_report(const char *path, int brief, struct cli_watch *w, int *faulted,
                            const struct cli_run_opts *o, const char *run_dir, struct json **keep)
 {
     long long lo, hi;
-    struct render_opts ro = {brief, brief ? path : NULL};
+    struct render_opts ro = {.brief = brief, .path = brief ? path : NULL, .no_debugger = o && o->simulated};
     struct json *doc = NULL;
     char why[1024];
     char *text;
@@ -277,6 +365,15 @@ static int cli_show_report(const char *path, int brief, const struct cli_watch *
         strcmp(json_get_str(json_get(doc, "process"), "run_id"), cli_run_id) != 0) {
         json_free(doc);
         return 1;
+    }
+    /* Without a watch the library's one-line notice went straight to the terminal: it is the report's brief
+     * text as written, which -q then does not repeat (with a watch, the watch saw the very line pass). */
+    if (o && o->quiet && w && o->no_watch) {
+        struct render_opts bro = {.brief = 1, .path = path};
+        char *said = render_doc(doc, &bro);
+        if (said)
+            watch_note_said(w, said, strlen(said));
+        free(said);
     }
     if (symbolize_doc(doc, &changed) != 0)
         changed = 0;
@@ -311,7 +408,7 @@ static int cli_show_report(const char *path, int brief, const struct cli_watch *
     fflush(stdout);
     fputs(text, stderr);
     if (!brief)
-        fprintf(stderr, "culprit: report: %s\n", path);
+        cli_say(stderr, "report: %s", path);
     free(text);
     return 0;
 }
@@ -341,7 +438,7 @@ static void cli_restore_signals(const struct sigaction *old, const struct sigact
 
 int cli_run_command(const struct cli_run_opts *o, int *wstatus, int *faulted)
 {
-    char lib[PATH_MAX], abs[PATH_MAX], rel[PATH_MAX];
+    char lib[PATH_MAX], abs[PATH_MAX], rel[PATH_MAX], off[400];
     struct sigaction sa, old[CLI_NFWD], oldchld, dfl;
     struct cli_watch *w = NULL;
     struct cli_seen *seen = NULL;
@@ -361,6 +458,12 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus, int *faulted)
         return rc;
     if (!cli_run_id[0])
         cli_make_run_id();  /* once per culprit command: a rerun (rerun.c) runs under the same id */
+    cli_settings_make(o, abs);
+    rc = cli_check_settings(o, off, sizeof off);
+    if (rc) {
+        cli_remove_dir(abs, created, created_parent);
+        return rc;
+    }
     if (cli_snapshot(abs, &seen, &nseen) != 0) {
         cli_err("out of memory");
         goto not_started;
@@ -407,6 +510,7 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus, int *faulted)
     sigaction(SIGCHLD, &dfl, &oldchld);
 
     fflush(NULL);
+    cli_parent_pid = getpid();
     pid = fork();
     if (pid == 0) {
         close(errpipe[0]);
@@ -429,6 +533,7 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus, int *faulted)
         got = read(errpipe[0], &e, sizeof e);
     while (got < 0 && errno == EINTR);
     close(errpipe[0]);
+    w->lib = lib;  /* the loader's line when it cannot preload it says culprit was off */
     if (w->nch)
         watch_relay(w, pid, &status);
     else
@@ -474,15 +579,20 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus, int *faulted)
             mine[nmine++].doc = doc;
         }
         fflush(stdout);
-        verdicts = cli_show_reports(mine, nmine, o->quiet, stderr, "culprit:\n", rel, faulted);
+        verdicts = cli_show_reports(mine, nmine, o->quiet, stderr, "culprit:\n", rel, o->simulated, w, faulted);
         /* --diagnose that named nothing: say why it may not have, rather than leave the user to wonder */
-        for (i = 0; o->boot && i < nmine; i++) {
+        for (i = 0; o->boot && !o->is_rerun && i < nmine; i++) {
             const struct json *d = mine[i].doc;
             const char *kind = json_get_str(d, "kind");
+            const char *py = json_get_str(d, "python_status");
             if ((!kind || strcmp(kind, "fault") == 0) && !cli_report_has_ops(d)) {
-                cli_err("--diagnose named no operator for this fault: the launches it lists were made outside "
-                        "the PyTorch operators it saw (a program that is not Python or never imported torch, a "
-                        "thread that did not import it, or kernels a library launched on its own)");
+                if (py && strncmp(py, "no Python", 9) == 0)
+                    cli_err("--diagnose named no operator: the process that faulted ran no Python (its report says "
+                            "\"%s\"), and --diagnose names the PyTorch operators of Python programs", py);
+                else
+                    cli_err("--diagnose named no operator for this fault: the launches it lists were made outside "
+                            "the PyTorch operators it saw (a program that never imported torch, a thread that did "
+                            "not import it, or kernels a library launched on its own)");
                 break;
             }
         }
@@ -496,9 +606,23 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus, int *faulted)
     }
     if (created)
         nccllog_tidy(abs);
-    if (!shown) {
+    /* "no sticky CUDA error" is true only where culprit was there to see one */
+    if (!off[0] && w->preload_error[0])
+        snprintf(off, sizeof off, "the dynamic loader could not preload %s (%s)", render_base(lib),
+                 w->preload_error);
+    if (!shown && off[0]) {
+        cli_err("culprit was off in %s: %s; a fault there would not show here", o->argv[0], off);
+        cli_remove_dir(abs, created, created_parent);
+    } else if (!shown && w->load_error[0]) {
+        cli_err("the dynamic loader stopped %s before it ran (%s), so culprit never ran in it", o->argv[0],
+                w->load_error);
+        cli_remove_dir(abs, created, created_parent);
+    } else if (!shown) {
         cli_err("no sticky CUDA error in %s", o->argv[0]);
         cli_remove_dir(abs, created, created_parent);
+    } else if (w->preload_error[0]) {
+        cli_err("the dynamic loader could not preload %s into a process of %s (%s): culprit was off there",
+                render_base(lib), o->argv[0], w->preload_error);
     }
     rc = 0;
     goto out;
@@ -523,6 +647,7 @@ out:
 void cli_exit_like(int wstatus)
 {
     fflush(NULL);
+    watch_release_relay();  /* before a raise, which runs no atexit handler */
     if (WIFSIGNALED(wstatus)) {
         int sig = WTERMSIG(wstatus);
         struct rlimit none = {0, 0};
@@ -541,22 +666,30 @@ void cli_exit_like(int wstatus)
 }
 
 /* Returns the value of option name at argv[*i] ("--name value" or "--name=value"), advancing *i, or NULL
- * when argv[*i] is another option. Sets *missing when the option is there without a value. */
-static const char *cli_optval(int argc, char **argv, int *i, const char *name, int *missing)
+ * when argv[*i] is another option. Sets *missing to name when the option is there without a value: at the end
+ * of the command line, or before "--", which ends culprit's options and is never a value (so `--dir -- prog`
+ * cannot write into a folder named "--"). */
+static const char *cli_optval(int argc, char **argv, int *i, const char *name, const char **missing)
 {
     size_t n = strlen(name);
-    const char *a = argv[*i];
+    const char *a = argv[*i], *val;
     if (strncmp(a, name, n) != 0)
         return NULL;
     if (a[n] == '=')
-        return a + n + 1;
-    if (a[n] != '\0')
+        val = a + n + 1;
+    else if (a[n] != '\0')
         return NULL;
-    if (*i + 1 >= argc) {
-        *missing = 1;
+    else if (*i + 1 >= argc)
+        val = NULL;
+    else
+        val = argv[*i + 1];
+    if (!val || strcmp(val, "--") == 0) {
+        *missing = name;
         return NULL;
     }
-    return argv[++*i];
+    if (a[n] != '=')
+        ++*i;
+    return val;
 }
 
 int cli_run_main(int argc, char **argv)
@@ -569,8 +702,7 @@ int cli_run_main(int argc, char **argv)
     memset(&o, 0, sizeof o);
     o.error_exitcode = -1;
     for (i = 1; i < argc; i++) {
-        const char *a = argv[i], *val;
-        int missing = 0;
+        const char *a = argv[i], *val, *missing = NULL;
         if (strcmp(a, "--") == 0) {
             i++;
             break;
@@ -672,12 +804,21 @@ int cli_run_main(int argc, char **argv)
             }
             o.hang_timeout = val;
         } else if ((val = cli_optval(argc, argv, &i, "--report-signal", &missing)) != NULL) {
-            int sig;
-            if (cfg_parse_signal(val, &sig) != 0) {
+            int sig = 0, bad = cfg_parse_signal(val, &sig);
+            if (bad == -2) {
+                cli_err("--report-signal %s: SIG%s ends or stops the program that gets it, so it cannot ask for a hang "
+                        "report and let the program go on; use USR1, USR2 or another signal CMD does not use, or none",
+                        val, cfg_signal_name(sig) ? cfg_signal_name(sig) : "?");
+                return CLI_EXIT_USAGE;
+            }
+            if (bad) {
                 cli_err("--report-signal must be a signal name such as USR1 or USR2, a number, or none, not '%s'",
                         val);
                 return CLI_EXIT_USAGE;
             }
+            /* 0 is no signal at all, as kill -0 is: taken as none (as --hang-timeout 0 is off), said so */
+            if (strcmp(val, "0") == 0)
+                cli_err("--report-signal 0 means none: no signal asks CMD for a hang report");
             o.report_signal = val;
         } else if ((val = cli_optval(argc, argv, &i, "--error-exitcode", &missing)) != NULL) {
             if (cli_parse_int(val, 0, 255, &v) != 0) {
@@ -692,7 +833,8 @@ int cli_run_main(int argc, char **argv)
             }
             o.dir = val;
         } else if (missing) {
-            cli_err("%s needs a value; see 'culprit help run'", a);
+            cli_err("%s needs a value%s; see 'culprit help run'", missing,
+                    strchr(a, '=') || i + 1 < argc ? " ('--' ends culprit's options, it is not a value)" : "");
             return CLI_EXIT_USAGE;
         } else {
             cli_err("run has no option '%s'; see 'culprit help run'", a);

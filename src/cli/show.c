@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #endif
 #include "cli.h"
+#include "watch.h"
 #include "../report/json.h"
 #include "../report/merge.h"
 #include "../report/render.h"
@@ -12,7 +13,7 @@
 #include <string.h>
 
 int cli_show_reports(const struct merge_report *reps, size_t n, int brief, FILE *out, const char *sep,
-                     const char *run_dir, int *faulted)
+                     const char *run_dir, int no_debugger, const struct cli_watch *said, int *faulted)
 {
     struct merge_job *jobs = NULL;
     size_t njobs = 0, shown = 0, verdicts = 0;
@@ -39,7 +40,7 @@ int cli_show_reports(const struct merge_report *reps, size_t n, int brief, FILE 
         /* one `culprit run` per rank (srun culprit run ...) sees its own rank only: the others are not missing,
          * they are other commands' to show; a job of one rank is whole */
         if (merge_is_job(job) && !(run_dir && procs == 1 && job->world_size > 1)) {
-            struct render_opts ro = {brief, NULL};
+            struct render_opts ro = {.brief = brief, .path = NULL, .no_debugger = no_debugger};
             char *text = merge_render(job, reps, &ro);
             if (!text) {
                 cli_err("out of memory rendering the job's reports");
@@ -54,11 +55,16 @@ int cli_show_reports(const struct merge_report *reps, size_t n, int brief, FILE 
         }
         for (size_t k = 0; k < job->nreports; k++) {
             const struct merge_report *r = &reps[job->reports[k]];
-            struct render_opts ro = {brief, r->path};
+            struct render_opts ro = {.brief = brief, .path = r->path, .no_debugger = no_debugger};
             char *text = render_doc(r->doc, &ro);
             if (!text) {
                 cli_err("out of memory rendering %s", r->path);
                 rc = -1;
+                continue;
+            }
+            /* -q: the library's own one-line notice said this already, unless the run learned more since */
+            if (brief && said && watch_said(said, text)) {
+                free(text);
                 continue;
             }
             if (shown++ && sep && !brief)
@@ -67,7 +73,7 @@ int cli_show_reports(const struct merge_report *reps, size_t n, int brief, FILE 
             free(text);
         }
         if (run_dir && job->ranked && procs == 1 && job->world_size > 1)
-            fprintf(out, "culprit: 'culprit report %s' merges the reports of every rank written there\n", run_dir);
+            cli_say(out, "'culprit report %s' merges the reports of every rank written there", run_dir);
     }
     merge_free(jobs, njobs);
     return rc ? rc : (int)verdicts;

@@ -36,6 +36,8 @@ int cli_trace_main(int argc, char **argv)
     char why[1024], dflt[PATH_MAX];
     struct json *doc = NULL;
     struct jw w;
+    const char *kind;
+    size_t nlaunches = 0;
     int i, changed = 0, rc = CLI_EXIT_FAIL;
 
     for (i = 1; i < argc; i++) {
@@ -44,8 +46,9 @@ int cli_trace_main(int argc, char **argv)
             return CLI_EXIT_OK;
         }
         if (strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output") == 0) {
-            if (i + 1 >= argc) {
-                cli_err("%s needs a file name (or - for standard output)", argv[i]);
+            if (i + 1 >= argc || strcmp(argv[i + 1], "--") == 0) {
+                cli_err("%s needs a file name (or - for standard output)%s", argv[i],
+                        i + 1 < argc ? ", and '--' is not one" : "");
                 return CLI_EXIT_USAGE;
             }
             out = argv[++i];
@@ -74,35 +77,49 @@ int cli_trace_main(int argc, char **argv)
         cli_err("%s", why);
         return CLI_EXIT_FAIL;
     }
+    kind = json_get_str(doc, "kind");
+    if (kind && strcmp(kind, "exit") == 0) {
+        /* an exit record says a process saw no CUDA error: no launch and no fault, nothing to put on a timeline */
+        cli_err("%s is an exit record (its process saw no CUDA error): it holds no launches and no fault, so there "
+                "is no trace to write", report);
+        goto out_doc;
+    }
     if (symbolize_doc(doc, &changed) == 0 && changed && symbolize_save(report, doc, why, sizeof why) != 0)
         cli_err("%s (the trace is complete, only the report keeps its old content)", why);
     jw_init(&w);
-    if (trace_write(doc, &w) != 0) {
+    if (trace_write(doc, &w, &nlaunches) != 0) {
         cli_err("%s: out of memory writing the trace", report);
         goto out;
     }
+    if (nlaunches == 0)
+        cli_err("%s lists no launches: the trace holds only %s", report,
+                json_get(doc, "error") || json_get(doc, "hang") ? "the moment of the error or hang" : "its tracks");
     if (strcmp(out, "-") == 0) {
         if (fwrite(w.buf, 1, w.len, stdout) != w.len || fputc('\n', stdout) == EOF || fflush(stdout) != 0) {
             cli_err("cannot write the trace to standard output: %s", strerror(errno));
             goto out;
         }
     } else {
-        FILE *f = fopen(out, "w");
-        if (!f || fwrite(w.buf, 1, w.len, f) != w.len || fputc('\n', f) == EOF) {
-            cli_err("cannot write %s: %s", out, strerror(errno));
-            if (f)
-                fclose(f);
+        /* a private file renamed into place (mode 0600, as the report's), which never follows a planted link */
+        char *text = malloc(w.len + 1);
+        if (!text) {
+            cli_err("%s: out of memory writing the trace", report);
             goto out;
         }
-        if (fclose(f) != 0) {
-            cli_err("cannot write %s: %s", out, strerror(errno));
+        memcpy(text, w.buf, w.len);
+        text[w.len] = '\n';
+        if (cli_write_file(out, text, w.len + 1, why, sizeof why) != 0) {
+            free(text);
+            cli_err("%s; no trace written", why);
             goto out;
         }
+        free(text);
         cli_err("trace of %s written to %s (open it in Perfetto or chrome://tracing)", report, out);
     }
     rc = CLI_EXIT_OK;
 out:
     jw_free(&w);
+out_doc:
     json_free(doc);
     return rc;
 }

@@ -1,13 +1,16 @@
-/* Helpers shared by the verbs of the `culprit` command: messages, where the executable and the preload
- * library live, directory creation and report listing. */
+/* Helpers shared by the verbs of the `culprit` command: messages (made terminal-safe), where the executable and
+ * the preload library live, directory creation and report listing. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include "cli.h"
+#include "../report/render.h"
 
 #include <ctype.h>
-#include <errno.h>
 #include <dirent.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -16,15 +19,34 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* "culprit: " + the message + newline on out, as one terminal-safe line. */
+static void cli_vsay(FILE *out, const char *fmt, va_list ap)
+{
+    char *msg = NULL, *safe = NULL;
+    int n = vasprintf(&msg, fmt, ap);
+    /* a path, a command or a report's text may hold a newline or an escape sequence */
+    if (n >= 0)
+        safe = render_safe(msg, (size_t)n, 0);
+    fprintf(out, "culprit: %s\n", safe ? safe : "(out of memory formatting a message)");
+    free(safe);
+    free(msg);
+}
+
+void cli_say(FILE *out, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    cli_vsay(out, fmt, ap);
+    va_end(ap);
+}
+
 void cli_err(const char *fmt, ...)
 {
     va_list ap;
     fflush(stdout);
-    fputs("culprit: ", stderr);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    cli_vsay(stderr, fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
 }
 
 int cli_exe_dir(char *out, size_t outsz)
@@ -50,8 +72,62 @@ static int cli_is_file(const char *path)
     return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
 }
 
+/* Reads the ELF header of the file open at fd; 0 or -1. */
+static int cli_elf_header(int fd, Elf64_Ehdr *eh)
+{
+    return pread(fd, eh, sizeof *eh, 0) == (ssize_t)sizeof *eh && memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0 ? 0 : -1;
+}
+
+/* Whether path is a shared library the dynamic loader can preload into programs like this one: an ELF shared
+ * object of this machine's class, byte order and architecture whose loadable segments lie inside the file (a
+ * truncated copy would crash the loader in every program it is preloaded into). Returns 0, or -1 with the reason
+ * in why. */
+static int cli_check_library(const char *path, char *why, size_t whylen)
+{
+    Elf64_Ehdr eh, self;
+    struct stat sb;
+    int fd = open(path, O_RDONLY | O_CLOEXEC), me, rc = -1;
+
+    if (fd < 0) {
+        snprintf(why, whylen, "cannot be read (%s)", strerror(errno));
+        return -1;
+    }
+    me = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+    if (fstat(fd, &sb) != 0 || cli_elf_header(fd, &eh) != 0) {
+        snprintf(why, whylen, "is not an ELF shared library");
+    } else if (me >= 0 && cli_elf_header(me, &self) == 0 &&
+               (eh.e_ident[EI_CLASS] != self.e_ident[EI_CLASS] || eh.e_ident[EI_DATA] != self.e_ident[EI_DATA] ||
+                eh.e_machine != self.e_machine)) {
+        snprintf(why, whylen, "is %s ELF file for another machine than culprit's (%s)",
+                 eh.e_ident[EI_CLASS] == ELFCLASS32 ? "a 32-bit" : "an", self.e_ident[EI_CLASS] == ELFCLASS64 ?
+                 "64-bit" : "32-bit");
+    } else if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_type != ET_DYN) {
+        snprintf(why, whylen, "is not an ELF shared library (an executable or an object file)");
+    } else {
+        rc = 0;
+        for (unsigned i = 0; i < eh.e_phnum && rc == 0; i++) {
+            Elf64_Phdr ph;
+            if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + (Elf64_Off)i * eh.e_phentsize)) != (ssize_t)sizeof ph)
+                rc = -1;
+            else if (ph.p_type == PT_LOAD && ph.p_offset + ph.p_filesz > (Elf64_Off)sb.st_size)
+                rc = -1;
+            else if (ph.p_type == PT_INTERP)
+                rc = -2;  /* a program (a position-independent executable), which the loader does not preload */
+        }
+        if (rc)
+            snprintf(why, whylen, rc == -2 ? "is a program, not a shared library"
+                                           : "is cut short: its segments run past the end of the file");
+        rc = rc ? -1 : 0;
+    }
+    close(fd);
+    if (me >= 0)
+        close(me);
+    return rc;
+}
+
 int cli_find_lib(char *out, size_t outsz)
 {
+    char why[200];
     const char *env = getenv("CULPRIT_LIB");
     char dir[PATH_MAX], a[PATH_MAX + 32], b[PATH_MAX + 32], real[PATH_MAX];
 
@@ -85,6 +161,16 @@ found:
         cli_err("libculprit.so lies at %s, and a path with ':' or ' ' cannot go into LD_PRELOAD; "
                 "set CULPRIT_LIB to a copy elsewhere",
                 out);
+        return CLI_EXIT_USAGE;
+    }
+    /* the loader would only say "cannot be preloaded ... ignored" in the program, and culprit would be off there */
+    if (cli_check_library(out, why, sizeof why) != 0) {
+        if (env && *env)
+            cli_err("CULPRIT_LIB names %s, which %s, so it cannot be preloaded; set CULPRIT_LIB to libculprit.so",
+                    out, why);
+        else
+            cli_err("libculprit.so at %s %s, so it cannot be preloaded; build culprit again, or set CULPRIT_LIB to "
+                    "a good copy", out, why);
         return CLI_EXIT_USAGE;
     }
     return 0;
@@ -162,6 +248,63 @@ int cli_mkdirs(const char *path, mode_t leaf_mode, int *created_leaf)
             buf[i] = '/';
     }
     return 0;
+}
+
+int cli_write_file(const char *path, const char *buf, size_t len, char *why, size_t whylen)
+{
+    const char *slash = strrchr(path, '/');
+    char *tmp = NULL;
+    struct stat sb;
+    size_t off = 0;
+    int fd = -1, e;
+
+    /* only a regular file of one's own is replaced: a symlink planted where the file goes (in a shared or
+     * world-writable directory) is left as it is, and so is anyone else's file */
+    if (lstat(path, &sb) == 0 && (!S_ISREG(sb.st_mode) || sb.st_uid != geteuid())) {
+        snprintf(why, whylen, "%s exists and is not a regular file of yours (%s), so it is left as it is", path,
+                 S_ISLNK(sb.st_mode) ? "a symbolic link" : !S_ISREG(sb.st_mode) ? "not a regular file" : "another "
+                 "user's");
+        return EEXIST;
+    }
+    if (asprintf(&tmp, "%.*s.%s.XXXXXX", slash ? (int)(slash - path + 1) : 0, path, slash ? slash + 1 : path) < 0) {
+        snprintf(why, whylen, "out of memory writing %s", path);
+        return ENOMEM;
+    }
+    /* a private temporary beside it (mkstemp: O_EXCL, mode 0600, never an existing file), renamed into place */
+    fd = mkstemp(tmp);
+    if (fd < 0) {
+        e = errno;
+        snprintf(why, whylen, "cannot write %s: %s", path, strerror(e));
+        free(tmp);
+        return e;
+    }
+    if (fchmod(fd, 0600) != 0)
+        goto fail;
+    while (off < len) {
+        ssize_t put = write(fd, buf + off, len - off);
+        if (put < 0 && errno == EINTR)
+            continue;
+        if (put < 0)
+            goto fail;
+        off += (size_t)put;
+    }
+    if (close(fd) != 0) {
+        fd = -1;
+        goto fail;
+    }
+    fd = -1;
+    if (rename(tmp, path) != 0)
+        goto fail;
+    free(tmp);
+    return 0;
+fail:
+    e = errno;
+    snprintf(why, whylen, "cannot write %s: %s", path, strerror(e));
+    if (fd >= 0)
+        close(fd);
+    unlink(tmp);
+    free(tmp);
+    return e ? e : EIO;
 }
 
 static int cli_cmp_str(const void *a, const void *b)

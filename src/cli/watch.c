@@ -276,10 +276,66 @@ static int watch_write_all(int fd, const char *buf, size_t n)
     return 0;
 }
 
+static int watch_said_n(const struct cli_watch *w, const char *line, size_t len)
+{
+    for (int i = 0; i < w->nsaid; i++)
+        if (strlen(w->said[i]) == len && memcmp(w->said[i], line, len) == 0)
+            return 1;
+    return 0;
+}
+
+void watch_note_said(struct cli_watch *w, const char *line, size_t len)
+{
+    char *copy;
+    while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+        len--;
+    if (w->nsaid == WATCH_SAID_MAX || watch_said_n(w, line, len) || (copy = strndup(line, len)) == NULL)
+        return;
+    w->said[w->nsaid++] = copy;
+}
+
+int watch_said(const struct cli_watch *w, const char *line)
+{
+    size_t len = strlen(line);
+    while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+        len--;
+    return watch_said_n(w, line, len);
+}
+
+/* glibc's loader says "ERROR: ld.so: object 'LIB' from LD_PRELOAD cannot be preloaded (WHY): ignored." on the
+ * process's stderr when it goes on without LIB (WHY for the library culprit run preloads is kept), and
+ * "PROG: error while loading shared libraries: WHY" when it stops the process before it runs (a library the
+ * program or the preloaded one needs is missing). */
+static void watch_loader_line(struct cli_watch *w, const char *line, size_t len)
+{
+    static const char mark[] = "' from LD_PRELOAD cannot be preloaded (", fatal[] = ": error while loading shared "
+                                                                                     "libraries: ";
+    const char *m = memmem(line, len, mark, sizeof mark - 1), *why, *end;
+    size_t liblen = strlen(w->lib);
+    if (!m && !w->load_error[0] && (m = memmem(line, len, fatal, sizeof fatal - 1)) != NULL) {
+        why = m + sizeof fatal - 1;
+        snprintf(w->load_error, sizeof w->load_error, "%.*s", (int)(line + len - why), why);
+        return;
+    }
+    if (!m || w->preload_error[0] || (size_t)(m - line) < liblen || memcmp(m - liblen, w->lib, liblen) != 0)
+        return;
+    why = m + sizeof mark - 1;
+    end = memmem(why, len - (size_t)(why - line), "): ignored", 10);
+    if (!end)
+        end = line + len;
+    snprintf(w->preload_error, sizeof w->preload_error, "%.*s", (int)(end - why), why);
+}
+
 static void watch_keep(struct cli_watch *w, struct watch_chan *c)
 {
     if (c->skip || c->llen == 0)
         return;
+    /* the dynamic loader's word that it could not preload the library, or ran nothing: culprit was off there */
+    if (w->lib)
+        watch_loader_line(w, c->line, c->llen);
+    /* the library's one-line notice of a report (what it prints under culprit run), which -q need not repeat */
+    if (c->llen > 9 && memcmp(c->line, "culprit: ", 9) == 0 && memmem(c->line, c->llen, "report: ", 8))
+        watch_note_said(w, c->line, c->llen);
     if (!memmem(c->line, c->llen, "Assertion `", 11))
         return;
     asserts_add(&w->asserts, c->line, c->llen, c->name);
@@ -442,6 +498,77 @@ void watch_relay(struct cli_watch *w, pid_t pid, int *status)
     sigaction(SIGPIPE, &oldpipe, NULL);
 }
 
+#define WATCH_RELAYS 8  /* background relays one culprit command can start (a run, its rerun) */
+
+/* culprit's ends of the background relays' lifelines: one byte written at culprit's normal end says "carry on";
+ * end of file without it says culprit run was killed. */
+static int watch_lifelines[WATCH_RELAYS];
+static int watch_nlifelines;
+
+void watch_release_relay(void)
+{
+    for (int i = 0; i < watch_nlifelines; i++) {
+        while (write(watch_lifelines[i], "", 1) < 0 && errno == EINTR)
+            ;
+        close(watch_lifelines[i]);
+    }
+    watch_nlifelines = 0;
+}
+
+static void watch_release_at_exit(void)
+{
+    watch_release_relay();
+}
+
+/* The background relay: moves what is still written until the last writer is gone, or until culprit run is
+ * killed (its lifeline ends without the byte of a normal end). A pipe rather than PR_SET_PDEATHSIG, which fires
+ * at any end of the parent and so cannot tell a kill from culprit run finishing its work; a pipe also has no race:
+ * a culprit killed before the relay looks leaves it an ended pipe. */
+static void watch_background(struct cli_watch *w, int life)
+{
+    signal(SIGPIPE, SIG_IGN);
+    while (watch_open_count(w) > 0) {
+        struct pollfd p[WATCH_CHANNELS + 1];
+        int idx[WATCH_CHANNELS + 1], i, k = 0, r;
+        for (i = 0; i < w->nch; i++) {
+            if (w->ch[i].fd < 0)
+                continue;
+            p[k].fd = w->ch[i].fd;
+            p[k].events = POLLIN;
+            p[k].revents = 0;
+            idx[k++] = i;
+        }
+        if (life >= 0) {
+            p[k].fd = life;
+            p[k].events = POLLIN;
+            p[k].revents = 0;
+            idx[k++] = -1;
+        }
+        r = poll(p, (nfds_t)k, -1);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            break;
+        for (i = 0; i < k; i++) {
+            if (!(p[i].revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL)))
+                continue;
+            if (idx[i] < 0) {
+                char c;
+                ssize_t got = read(life, &c, 1);
+                if (got == 1) {
+                    close(life);  /* culprit run ended as it should: carry on for the processes left behind */
+                    life = -1;
+                } else if (got == 0 || (errno != EINTR && errno != EAGAIN)) {
+                    _exit(0);     /* culprit run was killed: nothing of it stays behind */
+                }
+                continue;
+            }
+            watch_pump(w, &w->ch[idx[i]], 0);
+        }
+    }
+    _exit(0);
+}
+
 void watch_finish(struct cli_watch *w)
 {
     int i;
@@ -451,17 +578,35 @@ void watch_finish(struct cli_watch *w)
         w->ch[i].peer = -1;
     }
     if (watch_open_count(w) > 0) {
-        pid_t pid;
-        fflush(NULL);
-        pid = fork();
-        if (pid == 0) {
-            /* the background relay: no scanning, just keep the bytes flowing until the last writer is gone */
-            signal(SIGPIPE, SIG_IGN);
-            while (watch_open_count(w) > 0)
-                watch_round(w, -1, 0);
-            _exit(0);
+        static int registered;
+        int life[2];
+        pid_t pid = -1;
+        /* without its lifeline the relay could outlive a killed culprit run: then the channels are just closed */
+        if (watch_nlifelines < WATCH_RELAYS && pipe2(life, O_CLOEXEC) == 0) {
+            life[0] = watch_high(life[0]);
+            life[1] = watch_high(life[1]);
+            if (life[0] >= 0 && life[1] >= 0) {
+                fflush(NULL);
+                pid = fork();
+                if (pid == 0) {
+                    close(life[1]);
+                    for (i = 0; i < watch_nlifelines; i++)
+                        close(watch_lifelines[i]);  /* an earlier relay's: that one must see culprit's end */
+                    watch_background(w, life[0]);
+                }
+            }
+            if (life[0] >= 0)
+                close(life[0]);
+            if (pid > 0) {
+                watch_lifelines[watch_nlifelines++] = life[1];
+                if (!registered++)
+                    atexit(watch_release_at_exit);
+                cli_err("processes the command left running still hold its output: what they write is passed on "
+                        "after culprit run ends, until they close it");
+            } else if (life[1] >= 0) {
+                close(life[1]);
+            }
         }
-        /* when it cannot be started, closing the channels is all that is left */
     }
     for (i = 0; i < w->nch; i++) {
         if (w->ch[i].fd >= 0)
@@ -528,4 +673,7 @@ void watch_free(struct cli_watch *w)
 {
     watch_close_files(w);
     asserts_free(&w->asserts);
+    for (int i = 0; i < w->nsaid; i++)
+        free(w->said[i]);
+    w->nsaid = 0;
 }

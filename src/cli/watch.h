@@ -39,6 +39,7 @@ struct watch_file {
 };
 
 #define WATCH_FILE_SCAN_MAX (64LL << 20) /* bytes of a file read back at most: the end of the run's output */
+#define WATCH_SAID_MAX 64       /* the library's one-line notices remembered, at most */
 
 /* The watch over one run. */
 struct cli_watch {
@@ -47,6 +48,12 @@ struct cli_watch {
     struct watch_file files[WATCH_CHANNELS]; /* regular files among fd 1 and 2, first nfiles of them */
     int nfiles;                 /* entries of files in use */
     struct dev_asserts asserts; /* the device-assert lines seen (asserts.c) */
+    char *said[WATCH_SAID_MAX]; /* the library's one-line notices ("culprit: ...; report: PATH") that passed */
+    int nsaid;                  /* entries of said in use */
+    const char *lib;            /* the library culprit run preloads, or NULL */
+    char preload_error[200];    /* why the dynamic loader could not preload lib into a process, "" if it never said */
+    char load_error[200];       /* why the loader stopped a process before it ran ("error while loading shared
+                                 * libraries: ..."), "" if it never said */
 };
 
 /* Before fork: sets up a channel for fd 1 and fd 2 where they are open (a pty for a terminal, else a pipe;
@@ -68,14 +75,25 @@ void watch_relay(struct cli_watch *w, pid_t pid, int *status);
 void watch_scan_files(struct cli_watch *w);
 
 /* After watch_relay: channels still held open by processes the child left running are handed to a small
- * background relay so their later output still arrives; then everything is released. */
+ * background relay so their later output still arrives (one line says so); then everything is released. The relay
+ * carries on after culprit run ends normally (watch_release_relay, at exit) and stops at once if it is killed. */
 void watch_finish(struct cli_watch *w);
+
+/* Tells the background relay, if there is one, that culprit run ends normally, so it carries on; called at exit
+ * and before culprit dies of its command's signal. */
+void watch_release_relay(void);
 
 /* Moves fd above 2 (close-on-exec), closing the original, so that a descriptor culprit opens never takes the
  * place of a closed stdout or stderr. Returns the new descriptor, fd itself when already above 2, or -1. */
 int watch_high(int fd);
 
-/* Frees the assert texts and closes what watch_scan_files did not. */
+/* Whether line (one line, its newline optional) passed through the watch as one of the library's one-line
+ * notices, or was noted with watch_note_said: `culprit run -q` does not print it a second time. */
+int watch_said(const struct cli_watch *w, const char *line);
+/* Notes line as said (without a watch, the notice the library printed straight to the terminal). */
+void watch_note_said(struct cli_watch *w, const char *line, size_t len);
+
+/* Frees the assert texts and the notices, and closes what watch_scan_files did not. */
 void watch_free(struct cli_watch *w);
 
 #endif

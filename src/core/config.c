@@ -78,22 +78,44 @@ int cfg_parse_seconds(const char *s, uint32_t max_s, uint32_t *ms) {
   return 0;
 }
 
+/* Signal names the parsers know, those that cannot serve as a report signal included (to say why not). */
+static const struct { const char *name; int sig; } cfg_signals[] = {
+    {"HUP", SIGHUP}, {"INT", SIGINT}, {"QUIT", SIGQUIT}, {"USR1", SIGUSR1}, {"USR2", SIGUSR2},
+    {"TERM", SIGTERM}, {"ALRM", SIGALRM}, {"PWR", SIGPWR}, {"URG", SIGURG}, {"WINCH", SIGWINCH},
+    {"KILL", SIGKILL}, {"STOP", SIGSTOP}, {"SEGV", SIGSEGV}, {"BUS", SIGBUS}, {"FPE", SIGFPE}, {"ILL", SIGILL},
+    {"TRAP", SIGTRAP}, {"SYS", SIGSYS}, {"ABRT", SIGABRT}, {"IOT", SIGABRT}};
+
+/* A report signal must let the program go on after its report. Not so: SIGKILL and SIGSTOP, which cannot be
+ * caught; the signals the kernel sends for an instruction that cannot go on (SIGSEGV, SIGBUS, SIGFPE, SIGILL,
+ * SIGTRAP, SIGSYS: returning from the handler runs the instruction again, and a segfaulting program looped,
+ * writing hang report after hang report); and SIGABRT, abort()'s, which ends the process after its handler. */
+static int cfg_fatal_signal(int sig) {
+  return sig == SIGKILL || sig == SIGSTOP || sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL ||
+         sig == SIGTRAP || sig == SIGSYS || sig == SIGABRT;
+}
+
+const char *cfg_signal_name(int sig) {
+  for (size_t i = 0; i < sizeof cfg_signals / sizeof cfg_signals[0]; i++)
+    if (cfg_signals[i].sig == sig) return cfg_signals[i].name;
+  return NULL;
+}
+
 int cfg_parse_signal(const char *s, int *sig) {
-  static const struct { const char *name; int sig; } names[] = {
-      {"HUP", SIGHUP}, {"INT", SIGINT}, {"QUIT", SIGQUIT}, {"USR1", SIGUSR1}, {"USR2", SIGUSR2},
-      {"TERM", SIGTERM}, {"ALRM", SIGALRM}, {"PWR", SIGPWR}, {"URG", SIGURG}, {"WINCH", SIGWINCH}};
   uint64_t n;
+  int found = -1;
   if (!s || !*s) return -1;
   if (!strcasecmp(s, "none") || !strcasecmp(s, "off")) { *sig = 0; return 0; }
   if (s[0] >= '0' && s[0] <= '9') {
-    if (parse_u64(s, &n) || n > 64 || n == SIGKILL || n == SIGSTOP) return -1;
-    *sig = (int)n;
-    return 0;
+    if (parse_u64(s, &n) || n > 64) return -1;
+    found = (int)n;
+  } else {
+    if (!strncasecmp(s, "SIG", 3)) s += 3;
+    for (size_t i = 0; i < sizeof cfg_signals / sizeof cfg_signals[0] && found < 0; i++)
+      if (!strcasecmp(s, cfg_signals[i].name)) found = cfg_signals[i].sig;
+    if (found < 0) return -1;
   }
-  if (!strncasecmp(s, "SIG", 3)) s += 3;
-  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-    if (!strcasecmp(s, names[i].name)) { *sig = names[i].sig; return 0; }
-  return -1;
+  *sig = found;
+  return cfg_fatal_signal(found) ? -2 : 0;
 }
 
 int cfg_rank_window(const char *spec, long long rank, uint64_t *lo, uint64_t *hi) {
@@ -198,8 +220,19 @@ int cfg_parse(struct cp_config *c, cfg_getenv_fn get, char *err, size_t errlen) 
     return bad(err, errlen, "CULPRIT_EXIT_WAIT", v, "seconds from 0 to 86400, e.g. 2 or 0.5");
   if ((v = get("CULPRIT_HANG_TIMEOUT")) && *v && cfg_parse_seconds(v, CFG_SECONDS_MAX, &c->hang_timeout_ms))
     return bad(err, errlen, "CULPRIT_HANG_TIMEOUT", v, "seconds from 0 (off) to 86400, e.g. 60");
-  if ((v = get("CULPRIT_REPORT_SIGNAL")) && *v && cfg_parse_signal(v, &c->report_signal))
-    return bad(err, errlen, "CULPRIT_REPORT_SIGNAL", v, "a signal name such as USR1 or USR2, a number, or none");
+  if ((v = get("CULPRIT_REPORT_SIGNAL")) && *v) {
+    int sig = 0, rc = cfg_parse_signal(v, &sig);
+    char why[200];
+    if (rc == -2) {
+      snprintf(why, sizeof why, "SIG%s ends or stops the program that gets it, so it cannot ask for a hang report "
+               "and let the program go on; use USR1, USR2 or another signal the program does not use, or none",
+               cfg_signal_name(sig) ? cfg_signal_name(sig) : "?");
+      return bad(err, errlen, "CULPRIT_REPORT_SIGNAL", v, why);
+    }
+    if (rc)
+      return bad(err, errlen, "CULPRIT_REPORT_SIGNAL", v, "a signal name such as USR1 or USR2, a number, or none");
+    c->report_signal = sig;
+  }
   if ((v = get("CULPRIT_RANK_LAUNCHES")) && *v) {
     uint64_t lo, hi;
     if (strlen(v) >= sizeof c->rank_launches || cfg_rank_window(v, -1, &lo, &hi) < 0)

@@ -51,9 +51,13 @@ int cfg_parse_window(const char *s, uint64_t *lo, uint64_t *hi);
 /* Parses seconds as a decimal with at most 3 places ("2", "0.5", "30.25") up to max_s into milliseconds;
  * returns 0 or -1. */
 int cfg_parse_seconds(const char *s, uint32_t max_s, uint32_t *ms);
-/* Parses a signal name (USR1, SIGUSR1, usr1) or number (1..64) into its number; "none", "off" or "0" give 0.
- * Returns 0 or -1. */
+/* Parses a report signal: a name (USR1, SIGUSR1, usr1) or number (1..64) into its number; "none", "off" or "0"
+ * give 0 (no report signal). Returns 0; -1 when s is not a signal; -2 with *sig set when it is one that ends or
+ * stops the program (SIGKILL, SIGSTOP, SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS, SIGABRT), which cannot
+ * ask for a report and let the program go on. */
 int cfg_parse_signal(const char *s, int *sig);
+/* The name of a signal the parser knows, without "SIG" ("USR1"), or NULL. */
+const char *cfg_signal_name(int sig);
 /* The window spec gives rank (CULPRIT_RANK_LAUNCHES "R=A:B[,R=A:B...]", each A:B as in CULPRIT_LAUNCHES):
  * 1 and *lo..*hi when it names rank, 0 when it does not, -1 when spec is malformed. */
 int cfg_rank_window(const char *spec, long long rank, uint64_t *lo, uint64_t *hi);

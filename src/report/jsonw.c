@@ -1,5 +1,6 @@
 /* Streaming JSON writer: commas and nesting are tracked so callers only say what comes next. Strings are
- * escaped per RFC 8259; bytes that are not valid UTF-8 are written as \u00XX so the output always parses. */
+ * escaped per RFC 8259; bytes that are not valid UTF-8 are written as \u00XX so the output always parses, and
+ * the characters a terminal would obey (C0 and C1 controls, DEL, bidi overrides) as \uXXXX. */
 #include "jsonw.h"
 
 #include <stdio.h>
@@ -82,6 +83,13 @@ static size_t utf8_len(const unsigned char *s, size_t n) {
   return len;
 }
 
+/* The code point of the valid UTF-8 sequence s[0..len) of 2 to 4 bytes. */
+static unsigned utf8_cp(const unsigned char *s, size_t len) {
+  unsigned cp = s[0] & (len == 2 ? 0x1F : len == 3 ? 0x0F : 0x07);
+  for (size_t i = 1; i < len; i++) cp = (cp << 6) | (s[i] & 0x3F);
+  return cp;
+}
+
 void jw_strn(struct jw *w, const char *s, size_t n) {
   sep(w);
   put(w, "\"", 1);
@@ -97,6 +105,16 @@ void jw_strn(struct jw *w, const char *s, size_t n) {
     if (c < 0x20 || c == 0x7F) { snprintf(esc, sizeof esc, "\\u%04x", c); put(w, esc, 6); i++; continue; }
     size_t l = utf8_len(p + i, n - i);
     if (l == 0) { snprintf(esc, sizeof esc, "\\u%04x", c); put(w, esc, 6); i++; continue; }
+    /* the same character written as an escape when a terminal showing the JSON would obey it: C1 controls
+     * (U+0080..U+009F) and the bidirectional overrides and isolates */
+    unsigned cp = l > 1 ? utf8_cp(p + i, l) : 0x20;
+    if ((cp >= 0x80 && cp <= 0x9F) || cp == 0x061C || cp == 0x200E || cp == 0x200F || (cp >= 0x202A && cp <= 0x202E) ||
+        (cp >= 0x2066 && cp <= 0x2069)) {
+      snprintf(esc, sizeof esc, "\\u%04x", cp);
+      put(w, esc, 6);
+      i += l;
+      continue;
+    }
     put(w, s + i, l);
     i += l;
   }

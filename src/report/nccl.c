@@ -132,14 +132,13 @@ int nccl_decode(const char *name, struct nccl_kernel *k) {
     if (i >= n || moves_only(k->collective)) return 0;
     op = map_find(nccl_ops, sizeof nccl_ops / sizeof nccl_ops[0], t[i++]);
     char ctype[64] = "";
-    for (size_t used = 0; i < n; i++)
-      used += (size_t)snprintf(ctype + used, used < sizeof ctype ? sizeof ctype - used : 0, "%s%s",
-                               used ? "_" : "", t[i]);
+    for (size_t used = 0; i < n && used < sizeof ctype; i++)  /* a longer name is cut, never written past */
+      used += (size_t)snprintf(ctype + used, sizeof ctype - used, "%s%s", used ? "_" : "", t[i]);
     /* "__nv_bfloat16" split at its underscores leaves empty parts that strtok dropped: rebuild its spelling */
     if (!strcmp(ctype, "nv_bfloat16") || !strcmp(ctype, "nv_fp8_e4m3") || !strcmp(ctype, "nv_fp8_e5m2")) {
-      char tmp[64];
+      char tmp[sizeof ctype + 2];
       snprintf(tmp, sizeof tmp, "__%s", ctype);
-      snprintf(ctype, sizeof ctype, "%s", tmp);
+      snprintf(ctype, sizeof ctype, "%.*s", (int)sizeof ctype - 1, tmp);
     }
     ty = map_find(nccl_ctypes, sizeof nccl_ctypes / sizeof nccl_ctypes[0], ctype);
     put(k->op, sizeof k->op, op);

@@ -1,7 +1,7 @@
 /* Text rendering of a culprit report: the full verdict (error, where it surfaced, the culprit launch with its
  * stack, the launches before it, candidates and how to pin them) or a one-line summary. Output is plain ASCII
- * layout (names are copied as they are), without colours, and keeps to about 100 columns except for names
- * that are longer on their own. */
+ * layout without colours (names are copied, made terminal-safe by render_add), and keeps to about 100 columns
+ * except for names that are longer on their own. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -323,11 +323,11 @@ static void render_waiting_threads(struct render_buf *b, const struct json *doc,
 /* The hand-off to cuda-gdb: run under it, the program stops where the kernel faults (cuda-gdb stops at a GPU
  * exception, an assert included, with the focus on the faulting thread and, with -lineinfo, its source line), so
  * the culprit can be stepped through there. Only for faults of a process whose command line is known. */
-static void render_debugger(struct render_buf *b, const struct json *doc)
+static void render_debugger(struct render_buf *b, const struct json *doc, const struct render_opts *o)
 {
     const char *kind = json_get_str(doc, "kind");
     const struct json *argv = json_get(json_get(doc, "process"), "argv");
-    if ((kind && strcmp(kind, "fault") != 0) || json_len(argv) == 0)
+    if ((kind && strcmp(kind, "fault") != 0) || json_len(argv) == 0 || (o && o->no_debugger))
         return;
     render_add(b, "culprit:\n");
     render_line(b, "to stop in cuda-gdb where it faults (the faulting thread, its line with -lineinfo):");
@@ -441,7 +441,7 @@ static void render_full(struct render_buf *b, const struct json *doc, const stru
     }
     render_diagnosis(b, doc);
     render_nccl_log(b, doc);
-    render_debugger(b, doc);
+    render_debugger(b, doc, o);
     if (o && o->path)
         render_line(b, "report: %s", o->path);
 }
@@ -564,7 +564,7 @@ char *render_text_opts(const char *json, size_t len, const struct render_opts *o
 
 char *render_text(const char *json, size_t len, int brief)
 {
-    struct render_opts o = {brief, NULL};
+    struct render_opts o = {.brief = brief, .path = NULL};
     return render_text_opts(json, len, &o, NULL, 0);
 }
 

@@ -15,6 +15,7 @@ struct json;
 struct render_opts {
     int brief;             /* non-zero: one line instead of the full verdict */
     const char *path;      /* the report file, named at the end when not NULL */
+    int no_debugger;       /* leave out the cuda-gdb command (the program ran on culprit's simulated driver) */
 };
 
 /* Renders the report in json[0..len). Returns malloc'd NUL-terminated text (every line starts with
@@ -37,6 +38,14 @@ const char *render_launch_site(const struct json *launch, char *out, size_t outs
 const char *render_base(const char *path);
 /* Copies name into out, cut in the middle with "..." when it is longer than max bytes. */
 const char *render_elide(const char *name, char *out, size_t outsz, size_t max);
+
+/* Terminal safety. Every renderer's text passes through the same escaping: control characters (C0 but for the
+ * text's own newlines, DEL, C1), bytes that are not UTF-8 and the Unicode controls that reorder text (bidi
+ * overrides and isolates) are shown as \xNN, \n, \t, \r or \uXXXX; other UTF-8 stays as it is. */
+/* s[0..n) escaped so: a malloc'd NUL-terminated copy (keep_newlines: '\n' stays), or NULL when out of memory. */
+char *render_safe(const char *s, size_t n, int keep_newlines);
+/* Whether s[0..n) needs no escaping (keep_newlines: '\n' counts as safe). */
+int render_is_safe(const char *s, size_t n, int keep_newlines);
 
 /* Why the last render_text call of this thread returned NULL. */
 const char *render_error(void);

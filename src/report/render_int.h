@@ -21,7 +21,11 @@ struct render_buf {
     int oom;       /* an allocation failed; the text is unusable */
 };
 
+/* Appends fmt formatted, terminal-safe: fmt's own newlines stay, anything unsafe from the arguments (render.h)
+ * is escaped. render_line: one line, "culprit: " + fmt + '\n'. */
 __attribute__((format(printf, 2, 3))) void render_add(struct render_buf *b, const char *fmt, ...);
+/* Appends text a renderer made (render_doc, merge_render: already terminal-safe) as it is. */
+void render_raw(struct render_buf *b, const char *text);
 void render_argv(struct render_buf *b, const struct json *argv);
 const char *render_dims(const struct json *arr, char *out, size_t outsz);   /* "[4,1,1]", empty when absent */
 const char *render_errname(const struct json *err, char *out, size_t outsz);

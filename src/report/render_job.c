@@ -67,7 +67,7 @@ char *merge_render(const struct merge_job *j, const struct merge_report *reps, c
     }
     if (feat && !(o && o->brief)) {
         const struct merge_report *r = feat->fault ? feat->fault : feat->hang;
-        struct render_opts ro = {0, r->path};
+        struct render_opts ro = {.brief = 0, .path = r->path, .no_debugger = o ? o->no_debugger : 0};
         char l[64];
         char *text = render_doc(r->doc, &ro);
         merge_label(j, feat, l, sizeof l);
@@ -77,7 +77,7 @@ char *merge_render(const struct merge_job *j, const struct merge_report *reps, c
         else
             render_add(&b, "culprit: %s's hang report:\n", l);
         if (text)
-            render_add(&b, "%s", text);
+            render_raw(&b, text);
         else
             b.oom = 1;
         free(text);

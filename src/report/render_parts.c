@@ -15,23 +15,133 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void render_vadd(struct render_buf *b, const char *fmt, va_list ap)
+/* ---- terminal safety ----
+ * Every string a verdict shows comes from a report or from a program (kernel names, argv, file and function
+ * names, thread names, NCCL's log lines), and a report is only a file. A terminal obeys escape sequences and a
+ * newline starts a line of its own, so what is shown goes through render_safe_char: control characters (C0, DEL,
+ * C1), bytes that are not UTF-8 and the Unicode controls that reorder text are shown as escapes. */
+
+/* The character at s[0..n) (n > 0): returns 1 when it must be escaped, and in *span its length in bytes (1 for a
+ * byte that does not start a valid UTF-8 sequence); *cp gets the code point of a valid multi-byte one, else 0. */
+static int render_unsafe_char(const unsigned char *s, size_t n, size_t *span, unsigned *cp)
 {
-    va_list aq;
-    int n;
+    unsigned c = s[0], v, lo = 0x80, hi = 0xbf;
+    size_t k, need;
+
+    *span = 1;
+    *cp = 0;
+    if (c < 0x20 || c == 0x7f)
+        return 1;
+    if (c < 0x80)
+        return 0;
+    if (c >= 0xc2 && c <= 0xdf) {
+        need = 1;
+        v = c & 0x1f;
+    } else if (c >= 0xe0 && c <= 0xef) {
+        need = 2;
+        v = c & 0x0f;
+        if (c == 0xe0)
+            lo = 0xa0;          /* overlong */
+        else if (c == 0xed)
+            hi = 0x9f;          /* surrogates */
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        need = 3;
+        v = c & 0x07;
+        if (c == 0xf0)
+            lo = 0x90;          /* overlong */
+        else if (c == 0xf4)
+            hi = 0x8f;          /* beyond U+10FFFF */
+    } else {
+        return 1;               /* a continuation byte alone, or never valid (C0, C1, F5..FF) */
+    }
+    if (n < need + 1)
+        return 1;
+    for (k = 1; k <= need; k++) {
+        unsigned d = s[k];
+        if (d < (k == 1 ? lo : 0x80) || d > (k == 1 ? hi : 0xbf))
+            return 1;
+        v = v << 6 | (d & 0x3f);
+    }
+    *span = need + 1;
+    *cp = v;
+    /* C1 controls (U+0080..U+009F: 8-bit CSI and friends) and the bidirectional overrides and isolates, which
+     * make a terminal show text in another order than it is */
+    return v <= 0x9f || v == 0x061c || v == 0x200e || v == 0x200f || (v >= 0x202a && v <= 0x202e) ||
+           (v >= 0x2066 && v <= 0x2069);
+}
+
+/* Appends s[0..n) to out (which has room for RENDER_SAFE_GROWTH times n bytes and a NUL), escaping what
+ * render_unsafe_char refuses; a '\n' at a position where keep[i] is set (keep may be NULL: none) stays. Returns
+ * the bytes written. */
+#define RENDER_SAFE_GROWTH 6  /* "\u202e" from 3 bytes, "\x1b" from 1: at most 4 out per byte in, with room */
+static size_t render_escape(char *out, const char *s, size_t n, const char *keep)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t i = 0, o = 0, span;
+    unsigned cp;
+    while (i < n) {
+        if (!render_unsafe_char(u + i, n - i, &span, &cp)) {
+            memcpy(out + o, s + i, span);
+            o += span;
+        } else if (u[i] == '\n' && keep && keep[i]) {
+            out[o++] = '\n';
+        } else if (cp) {
+            o += (size_t)sprintf(out + o, "\\u%04x", cp);
+        } else if (u[i] == '\n' || u[i] == '\t' || u[i] == '\r') {
+            out[o++] = '\\';
+            out[o++] = u[i] == '\n' ? 'n' : u[i] == '\t' ? 't' : 'r';
+        } else {
+            o += (size_t)sprintf(out + o, "\\x%02x", u[i]);
+        }
+        i += span;
+    }
+    out[o] = '\0';
+    return o;
+}
+
+int render_is_safe(const char *s, size_t n, int keep_newlines)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t i = 0, span;
+    unsigned cp;
+    while (i < n) {
+        if (render_unsafe_char(u + i, n - i, &span, &cp) && !(keep_newlines && u[i] == '\n'))
+            return 0;
+        i += span;
+    }
+    return 1;
+}
+
+char *render_safe(const char *s, size_t n, int keep_newlines)
+{
+    char *out, *keep = NULL;
+    if (n > ((size_t)-1 - 1) / RENDER_SAFE_GROWTH)
+        return NULL;
+    out = malloc(n * RENDER_SAFE_GROWTH + 1);
+    if (!out)
+        return NULL;
+    if (keep_newlines) {
+        keep = malloc(n ? n : 1);
+        if (!keep) {
+            free(out);
+            return NULL;
+        }
+        memset(keep, 1, n);
+    }
+    render_escape(out, s, n, keep);
+    free(keep);
+    return out;
+}
+
+/* Appends s[0..n) as it is. */
+static void render_put(struct render_buf *b, const char *s, size_t n)
+{
     if (b->oom)
         return;
-    va_copy(aq, ap);
-    n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0, fmt, aq);
-    va_end(aq);
-    if (n < 0) {
-        b->oom = 1;
-        return;
-    }
-    if (!b->p || b->len + (size_t)n + 1 > b->cap) {
+    if (!b->p || b->len + n + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 1024;
         char *p;
-        while (cap < b->len + (size_t)n + 1)
+        while (cap < b->len + n + 1)
             cap *= 2;
         p = realloc(b->p, cap);
         if (!p) {
@@ -40,9 +150,71 @@ static void render_vadd(struct render_buf *b, const char *fmt, va_list ap)
         }
         b->p = p;
         b->cap = cap;
-        vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
     }
-    b->len += (size_t)n;
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+}
+
+void render_raw(struct render_buf *b, const char *text)
+{
+    render_put(b, text, strlen(text));
+}
+
+/* Formats fmt and appends it, terminal-safe: the newlines of fmt itself stay, everything unsafe that came in
+ * through the arguments is escaped. Where the text holds something to escape, fmt is formatted a second time with
+ * its own newlines made spaces: the positions where the two differ are fmt's newlines, exactly. */
+static void render_vadd(struct render_buf *b, const char *fmt, va_list ap)
+{
+    va_list aq;
+    char *s = NULL, *s2 = NULL, *fmt2 = NULL, *keep = NULL, *out = NULL;
+    size_t lit = 0, nl = 0, i;
+    int n, n2;
+    if (b->oom)
+        return;
+    va_copy(aq, ap);
+    n = vasprintf(&s, fmt, aq);
+    va_end(aq);
+    if (n < 0) {
+        b->oom = 1;
+        return;
+    }
+    for (i = 0; fmt[i]; i++)
+        lit += fmt[i] == '\n';
+    for (i = 0; i < (size_t)n; i++)
+        nl += s[i] == '\n';
+    if (nl == lit && render_is_safe(s, (size_t)n, 1)) {
+        render_put(b, s, (size_t)n);  /* the usual case: nothing to escape, and every newline is fmt's */
+        free(s);
+        return;
+    }
+    fmt2 = strdup(fmt);
+    keep = calloc((size_t)n + 1, 1);
+    out = malloc((size_t)n * RENDER_SAFE_GROWTH + 1);
+    if (!fmt2 || !keep || !out)
+        goto oom;
+    for (i = 0; fmt2[i]; i++)
+        if (fmt2[i] == '\n')
+            fmt2[i] = ' ';
+    va_copy(aq, ap);
+    n2 = vasprintf(&s2, fmt2, aq);
+    va_end(aq);
+    if (n2 < 0)
+        s2 = NULL;  /* undefined after a failure */
+    if (n2 != n)
+        goto oom;
+    for (i = 0; i < (size_t)n; i++)
+        keep[i] = s[i] == '\n' && s2[i] == ' ';
+    render_put(b, out, render_escape(out, s, (size_t)n, keep));
+    goto done;
+oom:
+    b->oom = 1;
+done:
+    free(s);
+    free(s2);
+    free(fmt2);
+    free(keep);
+    free(out);
 }
 
 void render_add(struct render_buf *b, const char *fmt, ...)
@@ -457,7 +629,9 @@ const char *render_place(const struct json *launch, char *out, size_t outsz)
     return out;
 }
 
-/* Appends argv as a command a POSIX shell would read back the same way. */
+/* Appends argv as a command a shell would read back the same way: plain words as they are, others in single
+ * quotes; an argument holding characters a terminal must not get raw (a newline, an escape sequence) is written
+ * in bash's $'...' form with escapes, which still reads back as the same bytes. */
 void render_argv(struct render_buf *b, const struct json *argv)
 {
     size_t i, n = json_len(argv);
@@ -466,25 +640,56 @@ void render_argv(struct render_buf *b, const struct json *argv)
         return;
     }
     for (i = 0; i < n; i++) {
-        const char *a = json_str(json_at(argv, i));
-        const char *c;
+        const struct json *node = json_at(argv, i);
+        const char *a = json_str(node);
+        size_t len = a ? node->len : 0, k;
         if (!a)
             a = "";
         if (i)
             render_add(b, " ");
-        if (*a && strspn(a, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_@%+=:,./-") ==
-                      strlen(a)) {
+        if (len && strlen(a) == len &&
+            strspn(a, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_@%+=:,./-") == len) {
             render_add(b, "%s", a);
             continue;
         }
-        render_add(b, "'");
-        for (c = a; *c; c++) {
-            if (*c == '\'')
-                render_add(b, "'\\''");
-            else
-                render_add(b, "%c", *c);
+        /* quoted whole into q, then added in one piece (a UTF-8 character must reach render_add whole) */
+        char *q = malloc(len * 4 + 4), *o = q;
+        if (!q) {
+            b->oom = 1;
+            return;
         }
-        render_add(b, "'");
+        if (render_is_safe(a, len, 0)) {
+            *o++ = '\'';
+            for (k = 0; k < len; k++) {
+                if (a[k] == '\'') {
+                    memcpy(o, "'\\''", 4);
+                    o += 4;
+                } else {
+                    *o++ = a[k];
+                }
+            }
+        } else {
+            *o++ = '$';
+            *o++ = '\'';
+            for (k = 0; k < len; k++) {
+                unsigned char c = (unsigned char)a[k];
+                if (c == '\'' || c == '\\') {
+                    *o++ = '\\';
+                    *o++ = (char)c;
+                } else if (c == '\n' || c == '\t' || c == '\r') {
+                    *o++ = '\\';
+                    *o++ = c == '\n' ? 'n' : c == '\t' ? 't' : 'r';
+                } else if (c < 0x20 || c >= 0x7f) {
+                    o += sprintf(o, "\\x%02x", c);  /* UTF-8 too, byte by byte: exact, whatever it holds */
+                } else {
+                    *o++ = (char)c;
+                }
+            }
+        }
+        *o++ = '\'';
+        *o = '\0';
+        render_add(b, "%s", q);
+        free(q);
     }
 }
 

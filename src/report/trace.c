@@ -120,7 +120,8 @@ static void trace_dims(struct jw *w, const char *key, const struct json *arr)
     jw_str(w, buf);
 }
 
-static double trace_us(long long ns, long long t0) { return (double)(ns - t0) / 1000.0; }
+/* In doubles: a report's times are whatever its file says, and their difference may not fit a long long. */
+static double trace_us(long long ns, long long t0) { return ((double)ns - (double)t0) / 1000.0; }
 
 /* One instant event of a launch on track (pid, tid). */
 static void trace_launch_event(struct jw *w, const struct trace_item *it, int pid, long long tid, long long t0)
@@ -206,7 +207,7 @@ static void trace_meta(struct jw *w, const char *what, int pid, long long tid, c
     jw_obj_end(w);
 }
 
-int trace_write(const struct json *doc, struct jw *w)
+int trace_write(const struct json *doc, struct jw *w, size_t *nlaunches)
 {
     static struct trace_set s;  /* large; the command writes one trace at a time */
     const struct json *err = json_get(doc, "error"), *hang = json_get(doc, "hang");
@@ -322,5 +323,7 @@ int trace_write(const struct json *doc, struct jw *w)
     jw_uint(w, s.n);
     jw_obj_end(w);
     jw_obj_end(w);
+    if (nlaunches)
+        *nlaunches = s.n;
     return w->err ? -1 : 0;
 }

@@ -1474,6 +1474,8 @@ def _(b):
     check("softmax_loss" in text, "the verdict does not name softmax_loss\n" + res.describe())
     check("demo_sim.c:%d" % line in text, "the verdict does not point at demo_sim.c:%d\n%s" % (line,
                                                                                            res.describe()))
+    # cuda-gdb needs a real driver: on the simulated one the verdict does not offer it
+    check("cuda-gdb" not in text, "the demo on the simulated driver offers cuda-gdb\n" + res.describe())
     reps = report_files(cwd)
     check(len(reps) == 1, "culprit demo left %d reports under its directory: %s" % (len(reps), reps))
     rep = load_report(os.path.dirname(reps[0]))

@@ -100,5 +100,21 @@ def _(b):
           "without --rerun the program ran %d times" % runs)
 
 
+@case("rerun_not_python")
+def _(b):
+    # A rerun diagnoses PyTorch operators by default, but a C program has none: the rerun of one used to end with
+    # "--diagnose named no operator ...", which the user had not asked for. It runs without --diagnose, and an
+    # explicit --diagnose on a program without Python says that is why it named none.
+    res, rep, runs, _ = flaky_run(b, None)
+    check(runs == 2 and (rep.get("rerun") or {}).get("outcome") == "confirmed", "rerun: %r\n%s" % (
+        rep.get("rerun"), res.describe()))
+    check("--diagnose" not in res.err_text and "operator" not in res.err_text,
+          "the rerun of a C program speaks of --diagnose or operators\n" + res.describe())
+    res, rep, runs, _ = flaky_run(b, None, ("--rerun", "--diagnose"))
+    lines = [l for l in h.culprit_lines(res) if "--diagnose named no operator" in l]
+    check(len(lines) == 1 and "ran no Python" in lines[0] and "no Python in this process" in lines[0],
+          "an explicit --diagnose on a C program does not say it ran no Python\n" + res.describe())
+
+
 if __name__ == "__main__":
     sys.exit(h.main())

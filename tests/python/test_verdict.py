@@ -159,3 +159,34 @@ def test_fields_of_the_wrong_type_do_not_break_it():
     broken = copy.deepcopy(rep)
     broken["culprit"].update(python="no", stack=[1, None], grid="4", seq="102", op=[])
     assert lines_of(broken)[1] == "  launch via cuLaunchKernel, stream 0x0"
+
+
+def _terminal_safe(text):
+    """No control character but the newline, no C1 control, no bidi override or isolate, no lone surrogate."""
+    return not any((ord(c) < 0x20 and c != "\n") or 0x7f <= ord(c) <= 0x9f or 0x202a <= ord(c) <= 0x202e or
+                   0x2066 <= ord(c) <= 0x2069 or 0xd800 <= ord(c) <= 0xdfff for c in text)
+
+
+def test_hostile_strings_are_escaped():
+    """A report is only a file: escape sequences and newlines in its strings reach the text escaped, no line is
+    forged, and the command that pins a window still reads back as the argv that ran."""
+    import shlex
+    import subprocess
+    rep = copy.deepcopy(fixture("streams4_candidates.json"))
+    evil = "x\nculprit: the kernel that faulted: forged\x1b[2J\u202e\x9b"
+    rep["process"]["argv"] = ["./app", evil]
+    for c in rep["candidates"]:
+        c["kernel"] = "k\x1b]0;title\x07ern\nel"
+    rep["error"]["api"] = "cuCtxSynchronize\nculprit: forged api"
+    rep["verdict"]["reason"] = "why\x1b[2J\nculprit: forged reason"
+    text = verdict.summary(rep, path="r/\x1b[2J\nculprit-1.json")
+    assert _terminal_safe(text), repr(text)
+    lines = text.splitlines()
+    assert all(l.startswith("culprit: ") and not l.startswith("culprit: forged") and
+               not l.startswith("culprit: the kernel that faulted: forged") for l in lines), text
+    assert any("k\\x1b]0;title\\x07ern\\nel" in l for l in lines), text
+    pin = [l for l in lines if "culprit run --mode blocking" in l]
+    assert pin, text
+    words = pin[0].split(" -- ", 1)[1]
+    got = subprocess.run(["bash", "-c", "printf '%s\\0' " + words], capture_output=True).stdout
+    assert got.split(b"\0")[:-1] == [b"./app", evil.encode()], (words, got)

@@ -95,6 +95,19 @@ int main(void) {
   CHECK(cfg_parse_signal("usr1", &sig) == 0 && sig == SIGUSR1);
   CHECK(cfg_parse_signal("10", &sig) == 0 && sig == 10);
   CHECK(cfg_parse_signal("SIGSTOP", &sig) != 0 && cfg_parse_signal("19", &sig) != 0);
+  /* a report signal lets the program go on: those that end or stop it are refused (-2), by name and by number */
+  static const char *const fatal[] = {"SEGV", "sigbus", "SIGFPE", "ill", "TRAP", "SYS", "ABRT", "IOT", "KILL",
+                                      "STOP", "11", "7", "8", "4", "5", "31", "6", "9", "19"};
+  for (size_t i = 0; i < sizeof fatal / sizeof fatal[0]; i++) {
+    sig = 0;
+    CHECK(cfg_parse_signal(fatal[i], &sig) == -2 && sig > 0 && cfg_signal_name(sig), "%s refused as fatal", fatal[i]);
+  }
+  CHECK(cfg_parse_signal("0", &sig) == 0 && sig == 0 && cfg_parse_signal("none", &sig) == 0 && sig == 0);
+  CHECK(cfg_parse_signal("65", &sig) == -1 && cfg_parse_signal("SIGNOPE", &sig) == -1);
+  CHECK(cfg_parse_signal("USR2", &sig) == 0 && sig == SIGUSR2 && cfg_parse_signal("TERM", &sig) == 0);
+  const char *segv[] = {"CULPRIT_REPORT_SIGNAL", "SIGSEGV", NULL};
+  CHECK(parse(segv, &c, err) == -1 && strstr(err, "CULPRIT_REPORT_SIGNAL='SIGSEGV'") &&
+            strstr(err, "SIGSEGV ends or stops the program"), "%s", err);
 
   /* A rerun's windows by rank: the named rank's window, none for another, malformed specs refused. */
   CHECK(cfg_rank_window("2=17:32,5=40", 5, &lo, &hi) == 1 && lo == 40 && hi == 40);

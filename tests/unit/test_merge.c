@@ -136,7 +136,7 @@ int main(void) {
     CHECK(rank_of(j, 0) && rank_of(j, 0)->status == MERGE_COLLATERAL && !strcmp(rank_of(j, 0)->collective, "AllReduce"));
     CHECK(rank_of(j, 0) && HAS(rank_of(j, 0)->what, "NCCL AllReduce (sum, f32, ring, LL)"), "%s", rank_of(j, 0)->what);
     CHECK(rank_of(j, 3) && !strcmp(rank_of(j, 3)->collective, "all_reduce"));
-    struct render_opts ro = {0, NULL};
+    struct render_opts ro = {.brief = 0, .path = NULL};
     char *text = merge_render(j, g_reps, &ro);
     CHECK(text != NULL);
     if (text) {
@@ -234,7 +234,7 @@ int main(void) {
     CHECK(HAS(j->verdict, "rank 2 did not reach the collective the others wait in"), "%s", j->verdict);
     CHECK(rank_of(j, 2) && HAS(rank_of(j, 2)->what, "with step(float*, int) launched at train.py:50 in flight"), "%s",
           rank_of(j, 2)->what);
-    struct render_opts ro = {0, NULL};
+    struct render_opts ro = {.brief = 0, .path = NULL};
     char *text = merge_render(j, g_reps, &ro);
     CHECK(text && HAS(text, "culprit: rank 2's hang report:"), "%s", text ? text : "");
     free(text);
@@ -305,7 +305,7 @@ int main(void) {
   /* the text of one report: an exit record, an NCCL culprit and NCCL's warnings */
   exitrec("x/culprit-vm-5-exit.json", proc(p[0], sizeof p[0], 5, "vm", 1, 3, ""), 0);
   {
-    struct render_opts ro = {0, "x/culprit-vm-5-exit.json"};
+    struct render_opts ro = {.brief = 0, .path = "x/culprit-vm-5-exit.json"};
     char *text = render_doc(g_docs[0], &ro);
     CHECK(text && !strcmp(text, "culprit: rank 1 of 3 (torchrun) on host vm, pid 5, saw no CUDA error; it exited "
                                 "with status 0 after 12 launches\nculprit: report: x/culprit-vm-5-exit.json\n"),
@@ -328,7 +328,7 @@ int main(void) {
       json_append(log, json_new_str(l));
     }
     json_set(g_docs[0], "nccl_log", log);
-    struct render_opts ro = {0, NULL};
+    struct render_opts ro = {.brief = 0, .path = NULL};
     char *text = render_doc(g_docs[0], &ro);
     CHECK(text && HAS(text, "culprit: the kernel that faulted: ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage"
                             "<4096ul>)\nculprit:   NCCL AllGather (ring, LL)\n"), "%s", text ? text : "");

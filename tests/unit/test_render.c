@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "termsafe.h"
 
 static const char exact_report[] =
     "{\"schema\":\"culprit.report/1\",\"tool\":{\"name\":\"culprit\",\"version\":\"0.1.0\"},"
@@ -85,7 +86,7 @@ static const char *find(const char *hay, const char *needle)
 
 static void test_exact(void)
 {
-    struct render_opts o = {0, "/tmp/r/culprit-4242.json"};
+    struct render_opts o = {.brief = 0, .path = "/tmp/r/culprit-4242.json"};
     char *t = render_text_opts(exact_report, strlen(exact_report), &o, NULL, 0);
     const char *user, *lib;
     CHECK(t != NULL, "renders: %s", render_error());
@@ -113,7 +114,8 @@ static void test_exact(void)
     CHECK(!find(t, "could not tell"), "no candidates text for an exact verdict");
     free(t);
 
-    t = render_text_opts(exact_report, strlen(exact_report), &(struct render_opts){1, "/tmp/r/x.json"}, NULL, 0);
+    t = render_text_opts(exact_report, strlen(exact_report),
+                         &(struct render_opts){.brief = 1, .path = "/tmp/r/x.json"}, NULL, 0);
     CHECK(t && lines_ok(t, 0, "brief") == 1, "brief is one line: %s", t ? t : "(null)");
     CHECK(find(t, "CUDA_ERROR_ILLEGAL_ADDRESS (700)") && find(t, "cuMemcpyDtoH_v2") &&
               find(t, "write_oob(int*, int)") && find(t, "#12") && find(t, "/tmp/r/x.json"),
@@ -121,6 +123,11 @@ static void test_exact(void)
     free(t);
     t = render_text(exact_report, strlen(exact_report), 0);
     CHECK(t && !find(t, "report:"), "no path line without a path");
+    CHECK(find(t, "culprit:   cuda-gdb -ex run --args ./app --x\n"), "the cuda-gdb hand-off:\n%s", t ? t : "");
+    free(t);
+    t = render_text_opts(exact_report, strlen(exact_report), &(struct render_opts){.no_debugger = 1}, NULL, 0);
+    CHECK(t && find(t, "the kernel that faulted") && !find(t, "cuda-gdb"), "no_debugger leaves cuda-gdb out:\n%s",
+          t ? t : "");
     free(t);
 }
 
@@ -354,6 +361,96 @@ static void test_mutations(void)
         return;
     mutate_walk(doc, doc, &count);
     json_free(doc);
+}
+
+/* ---- terminal safety ---- */
+
+static void test_render_safe(void)
+{
+    static const struct {
+        const char *in, *out;
+    } cases[] = {
+        {"plain text", "plain text"},
+        {"\x1b[2Jclear", "\\x1b[2Jclear"},
+        {"a\nculprit: forged", "a\\nculprit: forged"},
+        {"tab\there\r", "tab\\there\\r"},
+        {"del\x7f", "del\\x7f"},
+        {"h\xc3\xa9llo \xe4\xb8\xad", "h\xc3\xa9llo \xe4\xb8\xad"},      /* UTF-8 stays */
+        {"csi\xc2\x9b" "31m", "csi\\u009b31m"},                          /* C1 CSI as UTF-8 */
+        {"raw\x9b" "31m", "raw\\x9b31m"},                                /* C1 CSI as a raw byte */
+        {"rlo\xe2\x80\xae" "txt", "rlo\\u202etxt"},                      /* right-to-left override */
+        {"cut\xe4\xb8", "cut\\xe4\\xb8"},                                 /* a character cut short */
+        {"over\xc0\xaf", "over\\xc0\\xaf"},                               /* overlong */
+        {"sur\xed\xa0\x80", "sur\\xed\\xa0\\x80"},                        /* a surrogate */
+        {"back\\slash", "back\\slash"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *got = render_safe(cases[i].in, strlen(cases[i].in), 0);
+        CHECK(got && strcmp(got, cases[i].out) == 0, "render_safe(%zu): got '%s', want '%s'", i, got ? got : "?",
+              cases[i].out);
+        CHECK(render_is_safe(cases[i].in, strlen(cases[i].in), 0) == (strcmp(cases[i].in, cases[i].out) == 0),
+              "render_is_safe(%zu)", i);
+        free(got);
+    }
+    {
+        char *got = render_safe("two\nlines\x1b", 10, 1);
+        CHECK(got && strcmp(got, "two\nlines\\x1b") == 0, "keep_newlines: %s", got ? got : "?");
+        free(got);
+        got = render_safe("nul\0in", 6, 0);
+        CHECK(got && strcmp(got, "nul\\x00in") == 0, "a NUL inside: %s", got ? got : "?");
+        free(got);
+    }
+}
+
+/* A report whose every string a program or a file could set holds escape sequences and newlines: nothing of them
+ * reaches the text raw, no line is forged, and the rerun and debugger commands still read back the same argv. */
+static void test_hostile_strings(void)
+{
+    static const char report[] =
+        "{\"schema\":\"culprit.report/1\",\"kind\":\"fault\","
+        "\"process\":{\"pid\":7,\"argv\":[\"./app\",\"x\\nculprit: the kernel that faulted: forged\\u001b[2J\","
+        "\"caf\\u00e9 it's\"],\"hostname\":\"h\\u001b]0;title\\u0007\"},"
+        "\"error\":{\"code\":700,\"name\":\"CUDA_ERROR_ILLEGAL_ADDRESS\\u001b[31m\",\"message\":\"m\\nculprit: fake\","
+        "\"api\":\"cuCtxSynchronize\\r\",\"thread\":7,"
+        "\"stack\":[{\"module\":\"/a/app\\u001b[1m\",\"offset\":\"0x1\",\"function\":\"main\\u009b31m\","
+        "\"file\":\"evil\\u202e.c\",\"line\":3}],"
+        "\"python\":[{\"file\":\"/x/train\\u001b[8m.py\",\"line\":4,\"function\":\"step\\n\"}]},"
+        "\"verdict\":{\"certainty\":\"candidates\",\"reason\":\"why\\u001b[2J\\nculprit: forged reason\","
+        "\"window\":{\"first\":3,\"last\":4}},"
+        "\"culprit\":null,"
+        "\"candidates\":[{\"seq\":3,\"kernel\":\"k\\u001b[2Jern\\nel\",\"stream\":\"0x0\\u001b\",\"thread\":7,"
+        "\"stack\":[{\"module\":\"/a/app\",\"offset\":\"0x2\",\"function\":\"f\\u0007\",\"file\":\"a.c\\n\","
+        "\"line\":2}],"
+        "\"op\":{\"name\":\"aten::x\\u001b\",\"args\":\"(self: \\u001b[5m)\",\"problem\":\"p\\nculprit: q\"}},"
+        "{\"seq\":4,\"mangled\":\"_Z3badPi\\u001b[2J\",\"stream\":\"0x0\"}],"
+        "\"history\":[{\"seq\":2,\"kernel\":\"h\\u001b[2J\",\"grid\":[1,1,1]}],"
+        "\"device_asserts\":[{\"kernel\":\"k\\u001b[2Jern\\nel\",\"assertion\":\"i \\u001b< n\",\"file\":\"f\\n.cu\","
+        "\"line\":1,\"block\":[0,0,0],\"thread\":[1,0,0]}],"
+        "\"nccl_log\":[\"h:1:1 [0] NCCL WARN bad\\u001b[2J\\nculprit: forged nccl\"]}";
+    for (int brief = 0; brief < 2; brief++) {
+        struct render_opts o = {.brief = brief, .path = "/r/culprit-\x1b[2J\n7.json"};
+        char *t = render_text_opts(report, strlen(report), &o, NULL, 0);
+        size_t bad = 0;
+        CHECK(t != NULL, "hostile report renders: %s", render_error());
+        if (!t)
+            continue;
+        CHECK(termsafe(t, strlen(t), &bad), "brief %d: unsafe byte 0x%02x at %zu:\n%s", brief,
+              (unsigned char)t[bad], bad, t);
+        lines_ok(t, 0, brief ? "hostile brief" : "hostile");
+        for (const char *l = t; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+            CHECK(strncmp(l, "culprit: the kernel that faulted: forged", 40) != 0 &&
+                      strncmp(l, "culprit: fake", 13) != 0 && strncmp(l, "culprit: forged", 15) != 0 &&
+                      strncmp(l, "culprit: q", 10) != 0,
+                  "a forged line: %.60s", l);
+        if (!brief) {
+            CHECK(find(t, "k\\x1b[2Jern\\nel"), "the kernel name is shown escaped:\n%s", t);
+            CHECK(find(t, "-- ./app $'x\\nculprit: the kernel that faulted: forged\\x1b[2J' 'caf\xc3\xa9 it'\\''s'"),
+                  "the rerun command quotes the hostile argument with $'...':\n%s", t);
+            CHECK(find(t, "NCCL WARN bad\\x1b[2J\\nculprit: forged nccl"), "NCCL's line escaped:\n%s", t);
+            CHECK(find(t, "train\\x1b[8m.py:4 in step\\n"), "Python frame escaped:\n%s", t);
+        }
+        free(t);
+    }
 }
 
 /* ---- symbolize ---- */
@@ -649,6 +746,8 @@ int main(void)
     test_assert_launches();
     test_unknown_and_missing();
     test_mutations();
+    test_render_safe();
+    test_hostile_strings();
     symbolized = test_symbolize();
     if (CHECK_DONE())
         return 1;

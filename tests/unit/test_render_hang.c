@@ -47,7 +47,7 @@ static const char idle[] =
     "\"culprit\":null,\"candidates\":[],\"queued\":[],\"streams\":[],\"threads\":[]}";
 
 static char *render(const char *doc, int brief) {
-  struct render_opts o = {brief, "r/culprit-42-hang.json"};
+  struct render_opts o = {.brief = brief, .path = "r/culprit-42-hang.json"};
   char *t = render_text_opts(doc, strlen(doc), &o, NULL, 0);
   CHECK(t != NULL, "render failed: %s", render_error());
   return t ? t : calloc(1, 1);

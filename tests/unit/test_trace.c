@@ -38,7 +38,7 @@ static struct json *trace_of(const struct json *doc, const char *what) {
   struct jw w;
   struct json *tr = NULL;
   jw_init(&w);
-  CHECK(trace_write(doc, &w) == 0, "%s: not written", what);
+  CHECK(trace_write(doc, &w, NULL) == 0, "%s: not written", what);
   CHECK(json_parse(w.buf, w.len, &tr, NULL) == 0, "%s: the trace is not valid JSON", what);
   jw_free(&w);
   const struct json *ev = json_get(tr, "traceEvents");
@@ -137,7 +137,7 @@ int main(int argc, char **argv) {
   struct json *bad = NULL;
   struct jw w;
   jw_init(&w);
-  CHECK(json_parse("{\"x\": 1}", 8, &bad, NULL) == 0 && trace_write(bad, &w) == -1);
+  CHECK(json_parse("{\"x\": 1}", 8, &bad, NULL) == 0 && trace_write(bad, &w, NULL) == -1);
   jw_free(&w);
   json_free(bad);
   return CHECK_DONE();
