@@ -4,6 +4,8 @@
 #define _GNU_SOURCE
 #include "emit.h"
 
+#define EMIT_ARGV_MAX (16u << 20)      /* bytes of the command line kept in a report */
+
 #include "../core/clock.h"
 #include "../core/config.h"
 #include "../core/crumb.h"
@@ -57,11 +59,16 @@ static const char *kind_name(int k) {
   return k == CP_KIND_COOP ? "cooperative" : k == CP_KIND_GRAPH ? "graph" : "kernel";
 }
 
+static __thread const struct stack_maps *tls_maps; /* emit_use_maps */
+
+void emit_use_maps(const struct stack_maps *m) { tls_maps = m; }
+
 void emit_frames(struct jw *w, void *const *pcs, int n) {
   jw_arr_begin(w);
   for (int i = 0; i < n; i++) {
     struct stack_frame_info fi;
-    stack_describe((uintptr_t)pcs[i], &fi);
+    if (tls_maps) stack_describe_maps(tls_maps, (uintptr_t)pcs[i], &fi);
+    else stack_describe((uintptr_t)pcs[i], &fi);
     jw_obj_begin(w);
     jw_key(w, "pc");
     jw_hex(w, fi.pc);
@@ -217,18 +224,49 @@ void emit_process(struct jw *w) {
   jw_str(w, exe);
   jw_key(w, "argv");
   jw_arr_begin(w);
-  int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-  if (fd >= 0) {
-    char buf[8192];
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    for (ssize_t i = 0; n > 0 && i < n;) {
-      size_t l = strnlen(buf + i, (size_t)(n - i));
-      jw_strn(w, buf + i, l);
-      i += (ssize_t)l + 1;
+  /* the whole command line, so that a command printed from the report is the one that ran; past the bound (a
+   * command line can be megabytes) the arguments left out are counted */
+  size_t cap = 1 << 16, n = 0, total = 0;
+  char *buf = malloc(cap);
+  int fd = buf ? open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC) : -1;
+  int cut = 0;
+  while (fd >= 0) {
+    if (n == cap) {
+      char *more = cap < EMIT_ARGV_MAX ? realloc(buf, cap * 2) : NULL;
+      if (!more) {
+        cut = 1;
+        break;
+      }
+      buf = more;
+      cap *= 2;
     }
+    ssize_t got = read(fd, buf + n, cap - n);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break;
+    n += (size_t)got;
   }
+  if (fd >= 0 && cut) {                       /* count what is left out */
+    char rest[4096];
+    ssize_t got;
+    while ((got = read(fd, rest, sizeof rest)) > 0)
+      for (ssize_t i = 0; i < got; i++) total += rest[i] == '\0';
+  }
+  if (fd >= 0) close(fd);
+  for (size_t i = 0; buf && i < n;) {
+    size_t l = strnlen(buf + i, n - i);
+    if (cut && i + l >= n) {                  /* the last one read was cut short: it is left out too */
+      total++;
+      break;
+    }
+    jw_strn(w, buf + i, l);
+    i += l + 1;
+  }
+  free(buf);
   jw_arr_end(w);
+  if (cut) {
+    jw_key(w, "argv_left_out");
+    jw_uint(w, total);
+  }
   char host[256] = "";
   gethostname(host, sizeof host - 1);
   jw_key(w, "hostname");
@@ -241,44 +279,69 @@ void emit_process(struct jw *w) {
   jw_obj_end(w);
 }
 
+/* Makes dir and its missing parents (0700); 0 or an errno. */
 static int mkdirs(const char *dir) {
   char tmp[CFG_DIR_MAX];
   snprintf(tmp, sizeof tmp, "%s", dir);
   for (char *p = tmp + 1; *p; p++) {
     if (*p != '/') continue;
     *p = '\0';
-    if (mkdir(tmp, 0700) && errno != EEXIST) return -1;
+    if (mkdir(tmp, 0700) && errno != EEXIST) return errno;
     *p = '/';
   }
-  if (mkdir(tmp, 0700) && errno != EEXIST) return -1;
+  if (mkdir(tmp, 0700) && errno != EEXIST) return errno;
   return 0;
 }
 
+/* A name nobody can guess ahead: the report's own name, dot-prefixed, with 64 random bits. */
+static void temp_name(char *out, size_t n, const char *who, const char *tag) {
+  uint64_t r = 0;
+  int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  if (fd < 0 || read(fd, &r, sizeof r) != (ssize_t)sizeof r)
+    r = cp_mono_ns() * 0x9E3779B97F4A7C15ull ^ (uint64_t)(uintptr_t)&r; /* no /dev/urandom: still not the pid */
+  if (fd >= 0) close(fd);
+  snprintf(out, n, ".culprit-%s%s.%016llx.tmp", who, tag, (unsigned long long)r);
+}
+
 int emit_write_file(const char *dir, const char *tag, const char *text, size_t len, char *path, unsigned pathlen) {
-  char tmp[CFG_DIR_MAX + 160], full[CFG_DIR_MAX + 160];
-  int rc = -1, fd;
-  if (mkdirs(dir)) return -1;
+  char tmp[160], name[160];
+  int rc = mkdirs(dir);
+  if (rc) return rc;
   /* processes of a job may share one directory across hosts, and pids repeat between hosts */
   const char *host = rank_file_host();
   char who[96];
   if (host) snprintf(who, sizeof who, "%s-%d", host, (int)getpid());
   else snprintf(who, sizeof who, "%d", (int)getpid());
-  snprintf(full, sizeof full, "%s/culprit-%s%s.json", dir, who, tag);
-  snprintf(tmp, sizeof tmp, "%s/.culprit-%s%s.json.tmp", dir, who, tag);
-  snprintf(path, pathlen, "%s", full);
-  fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return -1;
+  snprintf(name, sizeof name, "culprit-%s%s.json", who, tag);
+  snprintf(path, pathlen, "%s/%s", dir, name);
+  /* The directory may be shared with other users (one directory for a job's ranks): the file is made under a
+   * name nobody can guess, never through a link and never over something already there, then renamed into place
+   * (a rename replaces a link planted at the final name, never what it points to). */
+  int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) return errno;
+  int fd = -1;
+  for (int tries = 0; fd < 0 && tries < 8; tries++) {
+    temp_name(tmp, sizeof tmp, who, tag);
+    fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0 && errno != EEXIST) break;
+  }
+  if (fd < 0) {
+    rc = errno;
+    close(dfd);
+    return rc;
+  }
   size_t off = 0;
-  while (off < len) {
+  while (off < len && !rc) {
     ssize_t n = write(fd, text + off, len - off);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) goto out;
-    off += (size_t)n;
+    if (n < 0) rc = errno;
+    else if (n == 0) rc = EIO;
+    else off += (size_t)n;
   }
-  if (rename(tmp, full) == 0) rc = 0;
-out:
-  close(fd);
-  if (rc) unlink(tmp);
+  if (close(fd) && !rc) rc = errno;          /* a full disk may say so only now */
+  if (!rc && renameat(dfd, tmp, dfd, name)) rc = errno;
+  if (rc) unlinkat(dfd, tmp, 0);
+  close(dfd);
   return rc;
 }
 

@@ -26,6 +26,10 @@ struct cp_rec *emit_find_seq(const struct emit_snap *s, uint64_t seq);
 const char *emit_stream_kind_name(int kind);
 
 void emit_frames(struct jw *w, void *const *pcs, int n);
+/* The calling thread's emit_frames describe frames from m (stack_describe_maps) until called with NULL: never
+ * through the dynamic loader, whose lock an interrupted thread may hold. */
+struct stack_maps;
+void emit_use_maps(const struct stack_maps *m);
 void emit_python(struct jw *w, const struct pystack_ref *py, int n);
 void emit_launch(struct jw *w, const struct cp_rec *r);
 /* The opening of every report: "schema", "kind" (fault, hang or exit), "tool", "process". */
@@ -36,11 +40,13 @@ void emit_config(struct jw *w, const struct cp_config *cfg, int mode);
 void emit_verdict(struct jw *w, const char *certainty, const char *reason, uint64_t first, uint64_t last);
 /* "stats": launches recorded, records snapshotted, breadcrumbs written and refused, ring overwrites, threads. */
 void emit_stats(struct jw *w, uint64_t launches, size_t records);
-/* "process": {pid, ppid, exe, argv, hostname, time_unix, time_unix_ns} and the rank fields (rank.c). */
+/* "process": {pid, ppid, exe, argv (whole; past 16 MiB, argv_left_out counts the arguments left out), hostname,
+ * time_unix, time_unix_ns} and the rank fields (rank.c). */
 void emit_process(struct jw *w);
 /* Writes text into dir (made 0700 if need be) as culprit-<pid><tag>.json (tag "", "-hang" or "-exit"; a
- * process started by a launcher: culprit-<host>-<pid><tag>.json), mode 0600,
- * through a temporary file and a rename; path gets the file's path. Returns 0 or -1 (errno set). */
+ * process started by a launcher: culprit-<host>-<pid><tag>.json), mode 0600, through a temporary file of a name
+ * nobody can guess, made without following links and never over an existing file, then renamed into place; path
+ * gets the file's path. Returns 0, or the errno of the step that failed. */
 int emit_write_file(const char *dir, const char *tag, const char *text, size_t len, char *path, unsigned pathlen);
 /* Writes s to stderr whole (retrying short writes and EINTR). */
 void emit_stderr(const char *s);

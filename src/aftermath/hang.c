@@ -25,6 +25,7 @@
 #include "../core/ring.h"
 #include "signals.h"
 #include "suspects.h"
+#include "../report/demangle.h"
 #include "../report/jsonw.h"
 #include "../report/render.h"
 #include "../stack/pystack.h"
@@ -547,7 +548,21 @@ static void emit_threads(struct jw *w, const struct taken_threads *tt) {
 }
 
 /* Writes the hang report: sig 0 for a timeout. */
+static void hang_write_report(int sig, int sender, uint64_t stalled_ms, uint64_t now);
+
 static void hang_write(int sig, int sender, uint64_t stalled_ms, uint64_t now) {
+  /* The request may come from a signal handler whose thread was interrupted inside the dynamic loader (dlsym,
+   * dladdr, dlopen), holding its lock until the handler returns, which waits for this report: nothing below may
+   * take that lock. Frames are described from /proc/self/maps (module and offset: the command names their
+   * functions when it symbolizes the report), the demangler was found at start. */
+  struct stack_maps *maps = sig ? stack_maps_read() : NULL;   /* a timeout's report interrupted no one */
+  emit_use_maps(maps);
+  hang_write_report(sig, sender, stalled_ms, now);
+  emit_use_maps(NULL);
+  stack_maps_free(maps);
+}
+
+static void hang_write_report(int sig, int sender, uint64_t stalled_ms, uint64_t now) {
   struct emit_snap s = {0};
   static struct hang_pick p;                  /* the watcher's */
   struct jw w;
@@ -628,7 +643,7 @@ static void hang_write(int sig, int sender, uint64_t stalled_ms, uint64_t now) {
     rc = emit_write_file(g_cfg->dir, "-hang", w.buf, w.len, path, sizeof path);
   if (rc == 0) atomic_fetch_add_explicit(&g_written, 1, memory_order_relaxed);
   if (!w.err && (rc == 0 || fault_state() == 0)) {
-    int err = errno;
+    int err = rc > 0 ? rc : ENOMEM;
     struct render_opts ro = {.brief = g_cfg->quiet, .path = rc ? NULL : path};
     char *text = render_text_opts(w.buf, w.len, &ro, NULL, 0);
     if (text) {
@@ -722,6 +737,7 @@ void hang_start(const struct cp_config *cfg) {
     return;
   g_cfg = cfg;
   pthread_once(&g_fork_once, register_fork);
+  demangle_ready();                           /* a hang report must not need the loader (hang_write) */
   if (!cfg->hang_signals && !cfg->report_signal && !cfg->hang_timeout_ms) return; /* nothing to watch */
   int fds[2];
   if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) == 0) {

@@ -327,7 +327,7 @@ int verdict_emit(const struct verdict_input *in, char *path, unsigned pathlen) {
   if (rc) {
     char line[CFG_DIR_MAX + 160];
     snprintf(line, sizeof line, "culprit: could not write the report into %s: %s\n", in->cfg->dir,
-             strerror(errno));
+             rc > 0 ? strerror(rc) : "out of memory");
     emit_stderr(line);
   }
   jw_free(&w);

@@ -26,6 +26,8 @@ static void find_demangler(void) {
   g_fn = fn;
 }
 
+void demangle_ready(void) { pthread_once(&g_once, find_demangler); }
+
 char *demangle_name(const char *mangled) {
   int status = -1;
   if (!mangled || strncmp(mangled, "_Z", 2) != 0) return NULL;

@@ -15,4 +15,8 @@ size_t demangle_base_name(const char *s, const char **start);
 /* Whether two spellings of kernel names have the same bare name. */
 int demangle_same_kernel(const char *a, const char *b);
 
+/* Finds __cxa_demangle now (dlsym, dlopen: the loader's lock), so that later demangling takes no lock: for a
+ * thread that may demangle while another holds that lock. */
+void demangle_ready(void);
+
 #endif

@@ -326,13 +326,14 @@ static void render_waiting_threads(struct render_buf *b, const struct json *doc,
 static void render_debugger(struct render_buf *b, const struct json *doc, const struct render_opts *o)
 {
     const char *kind = json_get_str(doc, "kind");
-    const struct json *argv = json_get(json_get(doc, "process"), "argv");
-    if ((kind && strcmp(kind, "fault") != 0) || json_len(argv) == 0 || (o && o->no_debugger))
+    const struct json *process = json_get(doc, "process");
+    if ((kind && strcmp(kind, "fault") != 0) || json_len(json_get(process, "argv")) == 0 ||
+        json_get_int(process, "argv_left_out", 0) > 0 || (o && o->no_debugger))
         return;
     render_add(b, "culprit:\n");
     render_line(b, "to stop in cuda-gdb where it faults (the faulting thread, its line with -lineinfo):");
     render_add(b, "culprit:   cuda-gdb -ex run --args ");
-    render_argv(b, argv);
+    render_command(b, process);
     render_add(b, "\n");
 }
 
@@ -423,7 +424,7 @@ static void render_full(struct render_buf *b, const struct json *doc, const stru
             if (lo >= 0) {
                 render_line(b, "to pin it exactly, run it again with blocking launches in that window:");
                 render_add(b, "culprit:   culprit run --mode blocking --launches %lld:%lld -- ", lo, hi);
-                render_argv(b, json_get(json_get(doc, "process"), "argv"));
+                render_command(b, json_get(doc, "process"));
                 render_add(b, "\n");
             }
         }

@@ -236,7 +236,7 @@ static void render_hang_full(struct render_buf *b, const struct json *doc, const
         if (mode && strcmp(mode, "record") == 0) {
             render_line(b, "to name it exactly, run it again in precise mode (a breadcrumb after every launch):");
             render_add(b, "culprit:   culprit run --mode precise -- ");
-            render_argv(b, json_get(json_get(doc, "process"), "argv"));
+            render_command(b, json_get(doc, "process"));
             render_add(b, "\n");
         }
     } else if (certainty && strcmp(certainty, "idle") == 0) {

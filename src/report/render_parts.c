@@ -629,14 +629,22 @@ const char *render_place(const struct json *launch, char *out, size_t outsz)
     return out;
 }
 
-/* Appends argv as a command a shell would read back the same way: plain words as they are, others in single
- * quotes; an argument holding characters a terminal must not get raw (a newline, an escape sequence) is written
- * in bash's $'...' form with escapes, which still reads back as the same bytes. */
-void render_argv(struct render_buf *b, const struct json *argv)
+/* Appends a report's command line (process's argv) as a command a shell would read back the same way: plain
+ * words as they are, others in single quotes; an argument holding characters a terminal must not get raw (a
+ * newline, an escape sequence) is written in bash's $'...' form with escapes, which still reads back as the same
+ * bytes. A command line the report could not keep whole (argv_left_out) is not shown as a command: it would be
+ * another one. */
+void render_command(struct render_buf *b, const struct json *process)
 {
+    const struct json *argv = json_get(process, "argv");
     size_t i, n = json_len(argv);
+    long long left_out = json_get_int(process, "argv_left_out", 0);
     if (!json_is(argv, JSON_ARR) || n == 0) {
         render_add(b, "<your command>");
+        return;
+    }
+    if (left_out > 0) {
+        render_add(b, "<your command: its %lld last arguments are not in the report>", left_out);
         return;
     }
     for (i = 0; i < n; i++) {

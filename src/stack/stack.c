@@ -12,6 +12,10 @@
 #define _GNU_SOURCE
 #include "stack.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
@@ -350,4 +354,92 @@ void stack_describe(uintptr_t pc, struct stack_frame_info *out) {
     snprintf(out->module, sizeof out->module, "%s", mod);
   }
   if (di.dli_sname) snprintf(out->function, sizeof out->function, "%s", di.dli_sname);
+}
+
+/* ---- the objects of the process from /proc/self/maps ---- */
+
+struct stack_map {
+  uintptr_t lo, hi;               /* the mapping */
+  uintptr_t base;                 /* where its object's file offset 0 is mapped (dladdr's dli_fbase) */
+  const char *path;               /* the object's file, in the snapshot's text */
+};
+
+struct stack_maps {
+  int n;                          /* entries */
+  char *text;                     /* the file's text, paths cut out of it in place */
+  struct stack_map map[];         /* file-backed mappings, in the file's (address) order */
+};
+
+struct stack_maps *stack_maps_read(void) {
+  int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return NULL;
+  size_t cap = 1 << 16, n = 0;
+  char *text = malloc(cap);
+  while (text) {
+    if (n + 1 >= cap) {
+      char *more = cap < (64u << 20) ? realloc(text, cap * 2) : NULL;
+      if (!more) break;
+      text = more;
+      cap *= 2;
+    }
+    ssize_t k = read(fd, text + n, cap - n - 1);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) break;
+    n += (size_t)k;
+  }
+  close(fd);
+  if (!text) return NULL;
+  text[n] = '\0';
+  int lines = 0;
+  for (size_t i = 0; i < n; i++) lines += text[i] == '\n';
+  struct stack_maps *m = malloc(sizeof *m + (size_t)(lines + 1) * sizeof(struct stack_map));
+  if (!m) {
+    free(text);
+    return NULL;
+  }
+  m->n = 0;
+  m->text = text;
+  for (char *line = text; line && *line;) {
+    char *nl = strchr(line, '\n');
+    if (nl) *nl = '\0';
+    unsigned long lo, hi, off;
+    int at = 0;
+    if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %n", &lo, &hi, &off, &at) == 3 && at > 0 && line[at] == '/') {
+      struct stack_map *e = &m->map[m->n++];
+      e->lo = lo;
+      e->hi = hi;
+      e->base = lo - off;         /* until the mapping of offset 0 of the same file says better, below */
+      e->path = line + at;
+    }
+    line = nl ? nl + 1 : NULL;
+  }
+  /* an object's base is where its first page lies: the mapping of offset 0 of the same file before it */
+  for (int i = 0; i < m->n; i++)
+    for (int j = i; j >= 0 && j > i - 64; j--)
+      if (!strcmp(m->map[j].path, m->map[i].path) && m->map[j].base == m->map[j].lo) m->map[i].base = m->map[j].lo;
+  return m;
+}
+
+void stack_maps_free(struct stack_maps *m) {
+  if (!m) return;
+  free(m->text);
+  free(m);
+}
+
+void stack_describe_maps(const struct stack_maps *m, uintptr_t pc, struct stack_frame_info *out) {
+  memset(out, 0, sizeof *out);
+  out->pc = pc;
+  if (!m) return;
+  int lo = 0, hi = m->n - 1;
+  while (lo <= hi) {                /* pc - 1: a return address may be the first byte of the next function */
+    int mid = (lo + hi) / 2;
+    const struct stack_map *e = &m->map[mid];
+    if (pc - 1 < e->lo) hi = mid - 1;
+    else if (pc - 1 >= e->hi) lo = mid + 1;
+    else {
+      out->offset = pc - e->base;
+      snprintf(out->module, sizeof out->module, "%s", e->path);
+      return;
+    }
+  }
 }

@@ -45,8 +45,15 @@ struct stack_cache_counts {
   uint64_t bypassed;              /* not looked up (a capture inside a capture, a stack the cache does not cover) */
 };
 void stack_cache_counts(struct stack_cache_counts *out);
-/* Describes one address. */
+/* Describes one address (dladdr: it takes the dynamic loader's lock). */
 void stack_describe(uintptr_t pc, struct stack_frame_info *out);
+/* The same from a snapshot of /proc/self/maps, without the loader's lock (module and offset, no function name):
+ * for a report written while another thread may hold that lock (a hang report a signal handler waits for, the
+ * interrupted thread inside dlsym). stack_maps_read returns NULL when the file cannot be read. */
+struct stack_maps;
+struct stack_maps *stack_maps_read(void);
+void stack_describe_maps(const struct stack_maps *m, uintptr_t pc, struct stack_frame_info *out);
+void stack_maps_free(struct stack_maps *m);
 /* Opens the unwinder (libunwind, privately) ahead of the first capture; captures do it too if needed. */
 void stack_init(void);
 /* Name of the unwinder in use, for reports. */

@@ -17,6 +17,7 @@ import argparse
 import glob
 import json
 import os
+import stat
 import re
 import resource
 import shutil
@@ -1425,6 +1426,54 @@ def _(b):
     lines = culprit_lines(res)
     check(any(blocker in l for l in lines), "culprit did not say it could not write the report\n" + res.err_text)
     check(any("#4" in l for l in lines), "the verdict was not printed\n" + res.err_text)
+    # the reason is the one that stopped it, not whatever errno held by the time it was printed
+    said = [l for l in lines if "could not write the report" in l]
+    check(said and said[0].endswith(": Not a directory"), "the reason given: %r" % said)
+
+
+@case("report_dir_planted_links")
+def _(b):
+    """A directory other users can write to (one directory for a job's ranks): links planted at the report's name
+    and at the temporary name the library used to write through (predictable from the pid) must not make it write
+    anywhere else. The report lands in the directory, 0600, and the file the links point to is untouched."""
+    rdir = b.newdir("shared")
+    os.chmod(rdir, 0o777)
+    victim = os.path.join(b.newdir("victim"), "precious")
+    with open(victim, "w") as f:
+        f.write("precious\n")
+    argv = [b.prog("linked"), "legacy", "ctxsync"]
+
+    def plant():
+        # in the child, before exec: the program keeps this pid
+        for name in ("culprit-%d.json" % os.getpid(), ".culprit-%d.json.tmp" % os.getpid()):
+            os.symlink(victim, os.path.join(rdir, name))
+
+    env = _base_env(b, {"FAKECUDA_FAULT": "launch=4", "CULPRIT_DIR": rdir})
+    env["LD_PRELOAD"] = b.lib
+    res = _execute(b, argv, env, b.newdir("preload"), preexec=plant)
+    with open(victim) as f:
+        check(f.read() == "precious\n", "the file a planted link points to was written")
+    path = os.path.join(rdir, "culprit-%d.json" % res.pid)
+    st = os.lstat(path)
+    check(stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o600,
+          "the report's name is not a 0600 regular file (mode %o): the planted link was not replaced" % st.st_mode)
+    check(load_report(rdir, pid=res.pid)["error"]["code"] == 700, "the report is not the fault's")
+    left = [n for n in os.listdir(rdir) if n.startswith(".culprit-") and not os.path.islink(os.path.join(rdir, n))]
+    check(not left, "a temporary file was left behind: %s" % left)
+
+
+@case("report_argv_whole")
+def _(b):
+    """A command line of 20000 arguments: the report keeps every one of them, so a command printed from it is
+    the one that ran."""
+    extra = ["x%d" % i for i in range(20000)]
+    argv = [b.prog("linked"), "legacy", "ctxsync", "10"] + extra
+    rdir = b.newdir("reports")
+    res = preloaded(b, argv, {"FAKECUDA_FAULT": "launch=4"}, rdir)
+    rep = load_report(rdir)
+    got = (rep.get("process") or {}).get("argv") or []
+    check(got[1:] == argv[1:] and len(got) == len(argv), "argv kept %d of %d arguments" % (len(got), len(argv)))
+    check("argv_left_out" not in rep["process"], "argv_left_out %r" % rep["process"].get("argv_left_out"))
 
 
 @case("memory_many_threads")

@@ -618,6 +618,25 @@ def py_line(tag):
     return [n for n, l in enumerate(PY_HANG.splitlines(), 1) if l.endswith("# " + tag)][0]
 
 
+@case("hang_loader_lock")
+def _(b):
+    """SIGTERM reaches a thread inside dlopen (a library's constructor that waits), which holds the dynamic loader's
+    lock until the signal handler returns; the handler waits for the hang report, so the watcher writing it must
+    take no loader lock (no dladdr, no dlsym): the report is written and the process dies of SIGTERM."""
+    env = dict(HANG18, CULPRIT_MODE="precise", HANG_BLOCKER_LIB=os.path.join(os.path.dirname(b.prog("hang")),
+                                                                              "libblocker.so"))
+    rdir = b.newdir("reports")
+    res = signalled(b, "preload", ["loader-lock", 20], signal.SIGTERM, env, rdir)
+    check(res.rc == -signal.SIGTERM, "the process did not die of SIGTERM\n" + res.describe())
+    rep = load_hang(b, rdir, res.pid, symbolize=True)
+    check_trigger(rep, signal.SIGTERM, sender=os.getpid())
+    expect_in_flight(rep, 18, True)
+    main = thread_of(rep, res.pid)
+    check(frames_in(main.get("stack"), HANG_SRC, "main"),
+          "the main thread's stack, described without the loader, does not resolve\n%s" % cases.frames_text(
+              main.get("stack")))
+
+
 @case("hang_python")
 def _(b):
     """A Python program: its SIGTERM handler, installed with the signal module after culprit's, still runs (exit
@@ -639,7 +658,9 @@ def _(b):
     p.send(signal.SIGTERM)
     res = p.finish()
     same_end(base, res, "python preloaded")
-    rep = load_hang(b, rdir, res.pid)
+    # a report a signal handler waits for describes frames without the loader (module and offset): the command
+    # names their functions when it symbolizes the report
+    rep = load_hang(b, rdir, res.pid, symbolize=True)
     if not (rep.get("python_status") or "").startswith("CPython"):
         raise CaseSkipped("no Python frames here: %s" % rep.get("python_status"))
     expect_in_flight(rep, 3, False)

@@ -227,6 +227,26 @@ static void test_candidates(void)
     free(t);
 }
 
+/* A command line the report could not keep whole is never printed as a command: it would be another one. */
+static void test_argv_left_out(void)
+{
+    char *doc = strdup(candidates_report), *at = strstr(doc, "\"process\":{");
+    const char *more = "\"process\":{\"argv_left_out\":7,";
+    size_t n = strlen(doc) + strlen(more);
+    char *cut = malloc(n + 1);
+    CHECK(at && cut, "fixture");
+    if (!at || !cut)
+        return;
+    snprintf(cut, n + 1, "%.*s%s%s", (int)(at - doc), doc, more, at + strlen("\"process\":{"));
+    char *t = render_text(cut, strlen(cut), 0);
+    CHECK(t && find(t, "culprit run --mode blocking --launches 37:44 -- <your command: its 7 last arguments are "
+                       "not in the report>") && !find(t, "python train.py"),
+          "a cut command line printed as a command:\n%s", t ? t : "(null)");
+    free(t);
+    free(cut);
+    free(doc);
+}
+
 /* A window over a loop: consecutive launches of one kernel from one site read as one line; a different
  * kernel, a different launch site or a gap in the numbers starts a new line. */
 static const char window_report[] =
@@ -742,6 +762,7 @@ int main(void)
     test_waiting_thread();
     test_static_runtime_graph();
     test_candidates();
+    test_argv_left_out();
     test_window_runs();
     test_assert_launches();
     test_unknown_and_missing();

@@ -15,8 +15,12 @@
  *   idle            N launches, cuCtxSynchronize (completes), then waits on stdin
  *   quiet           N launches, never synchronized, then waits on stdin
  *   fault           N launches, one faults (FAKECUDA_FAULT); the synchronize fails, then waits on stdin
- *   fork            one launch, then a child does sync; the parent waits for it and says how it ended */
+ *   fork            one launch, then a child does sync; the parent waits for it and says how it ended
+ *   loader-lock     N launches (one hangs), then a thread loads HANG_BLOCKER_LIB with dlopen, whose constructor
+ *                   prints "ready" and waits there: that thread holds the dynamic loader's lock, and it is the only
+ *                   thread SIGTERM can reach (the main thread blocks it) */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -95,6 +99,13 @@ static void *sync_thread(void *arg)
     CK(cuCtxSetCurrent(ctx));
     CK(cuCtxSynchronize());
     say("hang: the synchronize returned\n");
+    return NULL;
+}
+
+static void *load_blocker(void *arg)
+{
+    if (!dlopen((const char *)arg, RTLD_NOW))
+        fprintf(stderr, "hang: dlopen %s: %s\n", (const char *)arg, dlerror());
     return NULL;
 }
 
@@ -209,6 +220,19 @@ int main(int argc, char **argv)
         printf("hang: cuCtxSynchronize returned %s\n", name ? name : "?");
         say("ready\n");
         wait_stdin();
+        return 0;
+    }
+    if (!strcmp(v, "loader-lock")) {
+        pthread_t t;
+        sigset_t term;
+        const char *lib = getenv("HANG_BLOCKER_LIB");
+        launch_steps(n, NULL);
+        settle(NULL);
+        sigemptyset(&term);
+        sigaddset(&term, SIGTERM);
+        pthread_sigmask(SIG_BLOCK, &term, NULL);  /* the thread made next unblocks it */
+        pthread_create(&t, NULL, load_blocker, (void *)(lib ? lib : "missing"));
+        pthread_join(t, NULL);
         return 0;
     }
     if (!strcmp(v, "fork")) {
