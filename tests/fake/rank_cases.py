@@ -578,6 +578,40 @@ def _(b):
                   "job of %d: the entry %r is not its report's host, pid and rank" % (world, p))
 
 
+@case("rank_report_progress")
+def _(b):
+    """`culprit report DIR` says how far it got on stderr once it passes a second (here an addr2line that takes
+    1.5 s makes it), and nothing when it is quick; either way its stdout is the same merged view."""
+    rdir = b.newdir("reports")
+    env = env_of(b)
+    for rank in range(3):
+        e = dict(env, RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE="3", TORCHELASTIC_RUN_ID="slow")
+        if rank == 1:
+            e["FAKECUDA_FAULT"] = "kernel=%s" % h.BAD
+        r = h.preloaded(b, [b.prog("rankjob"), "1"], e, rdir)
+        check(r.rc == (1 if rank == 1 else 0), "rank %d\n%s" % (rank, r.describe()))
+    slow = os.path.join(b.newdir("bin"), "addr2line")
+    with open(slow, "w") as f:
+        f.write("#!/bin/sh\nsleep 1.5\nexec addr2line \"$@\"\n")
+    os.chmod(slow, 0o755)
+    copy = b.newdir("copy")
+    for name in os.listdir(rdir):
+        shutil.copy(os.path.join(rdir, name), copy)
+    quick = run(b, [b.cli, "report", rdir], env)
+    late = run(b, [b.cli, "report", copy], dict(env, CULPRIT_ADDR2LINE=slow))
+    for res in (quick, late):
+        check(res.rc == 0 and verdict_line(res.out_text).startswith("job of 3 ranks (torchrun): rank 1 faulted "
+                                                                    "first: write_oob(int*, int)"),
+              "culprit report DIR\n" + res.describe())
+    check(quick.out_text.replace(rdir, copy) == late.out_text, "the merged view differs\n--- quick\n%s--- late\n%s" % (
+        quick.out_text, late.out_text))
+    check(not quick.err_text, "a quick run says nothing on stderr\n" + quick.describe())
+    lines = late.err_text.splitlines()
+    check(len(lines) >= 2 and re.match(r"culprit: (symbolizing|writing|merging) .*\(\d+\.\d s\)$", lines[0]) and
+          re.match(r"culprit: 3 reports read and shown in \d+\.\d s$", lines[-1]),
+          "a run past a second says how far it got\n" + late.describe())
+
+
 @case("rank_nccl_user_debug")
 def _(b):
     """With NCCL_DEBUG set by the user, culprit leaves NCCL's variables alone: NCCL prints where the user asked
