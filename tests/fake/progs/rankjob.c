@@ -155,7 +155,12 @@ static void apply_script(char **argv)
     free(copy);
     unsetenv("RANKJOB_SCRIPT");
     if (set) {
-        execv("/proc/self/exe", argv);
+        char self[4096];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+        if (n > 0) {
+            self[n] = '\0';
+            execv(self, argv);   /* by its own name, which the new image keeps as its thread name */
+        }
         perror("rankjob: execv");
         exit(2);
     }
