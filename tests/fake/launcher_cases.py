@@ -32,8 +32,8 @@ case, check = h.case, h.check
 ALLREDUCE = rc.ALLREDUCE
 SCRIPT = "2:FAKECUDA_FAULT=kernel=%s 0-1,3:FAKECUDA_HANG=kernel=%s" % (h.BAD, ALLREDUCE)
 NPROC, KILLED, FAULTED = 4, 3, 2
-WAIT_S = 30      # for the ranks to be ready, for rank 3 to die
-END_S = 40       # for the launcher to end once stopped
+WAIT_S = 20      # for each step of the job: the ranks ready, rank 2's report, its culprit run's end, rank 3's death
+END_S = 30       # for the launcher to end once stopped (CTest's limit, 240 s, leaves room for the cleanup)
 
 
 def want_line(launcher):
