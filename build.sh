@@ -19,18 +19,47 @@ have make || need_pkgs+=(make)
 have python3 || need_pkgs+=(python3)
 have addr2line || need_pkgs+=(binutils)
 { [ -e /usr/include/libunwind.h ] || [ -e "/usr/include/$(uname -m)-linux-gnu/libunwind.h" ]; } || need_pkgs+=(libunwind-dev)
+# The launcher tests (tests/fake/launcher_cases.py) run real mpirun and srun, and skip without them.
+opt_pkgs=()
 if [ "$what" = test ]; then
   python3 -c 'import pytest' >/dev/null 2>&1 || need_pkgs+=(python3-pytest)
   python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need_pkgs+=(python3-venv)  # the pip install test
+  have mpirun || opt_pkgs+=(openmpi-bin)
+  [ -x /usr/sbin/munged ] || opt_pkgs+=(munge)
+  [ -x /usr/sbin/slurmctld ] || opt_pkgs+=(slurmctld)
+  [ -x /usr/sbin/slurmd ] || opt_pkgs+=(slurmd)
+  have srun || opt_pkgs+=(slurm-client)
 fi
-if [ ${#need_pkgs[@]} -gt 0 ]; then
+
+# apt-get install without starting the daemons a package brings (munge, slurmctld, slurmd): the tests start
+# their own, and a machine without systemd would keep the others running.
+quiet_install() {
+  local guard="" rc=0
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d && guard=1
+  fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null || rc=$?
+  if [ -n "$guard" ]; then rm -f /usr/sbin/policy-rc.d; fi
+  return $rc
+}
+
+if [ ${#need_pkgs[@]} -gt 0 ] || [ ${#opt_pkgs[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && have apt-get; then
-    echo "build.sh: installing ${need_pkgs[*]}"
     apt-get update -qq >/dev/null
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_pkgs[@]}" >/dev/null
-  else
+    if [ ${#need_pkgs[@]} -gt 0 ]; then
+      echo "build.sh: installing ${need_pkgs[*]}"
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_pkgs[@]}" >/dev/null
+    fi
+    if [ ${#opt_pkgs[@]} -gt 0 ]; then
+      echo "build.sh: installing ${opt_pkgs[*]} (for the launcher tests)"
+      quiet_install "${opt_pkgs[@]}" ||
+        echo "build.sh: could not install ${opt_pkgs[*]}; the launcher tests will be skipped" >&2
+    fi
+  elif [ ${#need_pkgs[@]} -gt 0 ]; then
     echo "build.sh: please install: ${need_pkgs[*]} (Debian package names)" >&2
     exit 1
+  else
+    echo "build.sh: the launcher tests will be skipped without: ${opt_pkgs[*]} (Debian package names)" >&2
   fi
 fi
 

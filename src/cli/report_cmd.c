@@ -1,6 +1,9 @@
 /* `culprit report`: shows reports written earlier, as text (full or one line each) or as indented JSON. Paths
  * may be report files or directories (their culprit-*.json files, or those of their run-* subdirectories).
- * Each report is symbolized first, and written back when that added anything and the file is writable. */
+ * The reports are symbolized first, all together (one addr2line per module: a job's ranks share their
+ * programs), and each is written back when that added anything, the file is writable and the reports are no
+ * more than CLI_WRITE_BACK_MAX. A run that takes more than a second says how far it got on stderr, once a
+ * second. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -13,9 +16,12 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 /* A growing list of report paths. */
 struct cli_paths {
@@ -109,20 +115,67 @@ static int cli_collect_dir(struct cli_paths *out, const char *dir)
     return rc;
 }
 
-/* Loads, symbolizes (writing back what was added when possible) and returns a report tree. */
-static struct json *cli_load(const char *path)
+#define CLI_PROGRESS_AFTER_S 1.0  /* a run quicker than this says nothing of its progress */
+#define CLI_WRITE_BACK_MAX 64     /* more reports than this are shown symbolized but not written back */
+
+/* Progress of a long run, on stderr: nothing in its first second, then at most a line a second. */
+struct cli_progress {
+    double start;   /* CLOCK_MONOTONIC seconds when the run started */
+    double last;    /* when the last line was printed; 0 when none was */
+};
+
+static double cli_seconds(void)
 {
-    struct json *doc = NULL;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void cli_progress(struct cli_progress *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void cli_progress(struct cli_progress *p, const char *fmt, ...)
+{
+    double now = cli_seconds();
+    va_list ap;
+    if (now - p->start < CLI_PROGRESS_AFTER_S || (p->last && now - p->last < 1.0))
+        return;
+    p->last = now;
+    fprintf(stderr, "culprit: ");
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, " (%.1f s)\n", now - p->start);
+}
+
+/* Symbolizes the reports together and, when they are few, writes back those that gained anything (a report we
+ * may not write, someone else's or a read-only copy, is still shown symbolized). Returns 0 or ENOMEM. */
+static int cli_symbolize(struct merge_report *reps, size_t n, struct cli_progress *pr)
+{
+    struct json **docs = calloc(n ? n : 1, sizeof *docs);
+    int *changed = calloc(n ? n : 1, sizeof *changed);
     char why[1024];
-    int changed = 0;
-    if (symbolize_load(path, &doc, why, sizeof why) != 0) {
-        cli_err("%s", why);
-        return NULL;
+    int rc = 0;
+    if (!docs || !changed) {
+        rc = ENOMEM;
+        goto out;
     }
-    /* a report we may not write (someone else's, a read-only copy) is still shown symbolized */
-    if (symbolize_doc(doc, &changed) == 0 && changed)
-        symbolize_save(path, doc, why, sizeof why);
-    return doc;
+    for (size_t i = 0; i < n; i++)
+        docs[i] = (struct json *)reps[i].doc;
+    if (symbolize_docs(docs, n, changed) != 0) {
+        rc = ENOMEM;
+        goto out;
+    }
+    /* Each write is a new file renamed over the report (a crash must not leave half a report), and a thousand
+     * of those took seconds where symbolizing them all again takes a tenth of one. */
+    for (size_t i = 0; i < n && n <= CLI_WRITE_BACK_MAX; i++) {
+        if (changed[i])
+            symbolize_save(reps[i].path, reps[i].doc, why, sizeof why);
+        cli_progress(pr, "writing the symbolized reports back: %zu of %zu", i + 1, n);
+    }
+out:
+    free(docs);
+    free(changed);
+    return rc;
 }
 
 int cli_report_main(int argc, char **argv)
@@ -132,6 +185,7 @@ int cli_report_main(int argc, char **argv)
     struct merge_report *reps = NULL;
     struct merge_job *jobs = NULL;
     size_t k, nreps = 0, njobs = 0;
+    struct cli_progress pr = {cli_seconds(), 0};
     struct jw w;
 
     jw_init(&w);
@@ -198,14 +252,24 @@ int cli_report_main(int argc, char **argv)
         goto out;
     }
     for (k = 0; k < paths.n; k++) {
-        struct json *doc = cli_load(paths.v[k]);
-        if (!doc) {
+        struct json *doc = NULL;
+        char why[1024];
+        cli_progress(&pr, "reading the reports: %zu of %zu", k, paths.n);
+        if (symbolize_load(paths.v[k], &doc, why, sizeof why) != 0) {
+            cli_err("%s", why);
             failed = 1;
             continue;
         }
         reps[nreps].path = paths.v[k];
         reps[nreps++].doc = doc;
     }
+    cli_progress(&pr, "symbolizing %zu reports", nreps);
+    if (cli_symbolize(reps, nreps, &pr) != 0) {
+        cli_err("out of memory symbolizing the reports");
+        rc = CLI_EXIT_FAIL;
+        goto out;
+    }
+    cli_progress(&pr, "merging %zu reports", nreps);
     /* the reports of a job (several processes, or a launcher's ranks) are shown merged, as one view */
     if (!as_json) {
         int faulted = 0;
@@ -244,6 +308,8 @@ int cli_report_main(int argc, char **argv)
         cli_err("cannot write the output: %s", strerror(errno));
         failed = 1;
     }
+    if (pr.last)
+        fprintf(stderr, "culprit: %zu reports read and shown in %.1f s\n", nreps, cli_seconds() - pr.start);
     rc = failed ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 out:
     merge_free(jobs, njobs);

@@ -1,8 +1,11 @@
 /* Merging the reports of a job. Every process of a run under culprit writes its own reports (a fault, a hang
  * report when it was stopped or asked, an exit record when it saw nothing); this file puts the reports of one
- * job side by side, gives every rank one status, and says in one line which rank faulted first, by the wall
- * clock of each error, and which ranks only suffered from it. Clocks of different hosts are trusted as they
- * are (NTP keeps them within milliseconds; a fault that surfaces on its own rank first is the usual case). */
+ * job side by side, gives every rank one status, and says in one line which rank faulted first and which ranks
+ * only suffered from it. The first fault rests on what faulted before it rests on clocks: a rank whose fault
+ * was inside a collective (an NCCL kernel) suffered another rank's, and hosts' clocks can be seconds apart
+ * while a fault spreads in milliseconds; between faults of the same kind the wall clock of each error decides,
+ * and the verdict says when those clocks are of several hosts. Everything is sorted, never compared in pairs,
+ * so that thousands of ranks merge in a fraction of a second. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -17,7 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MERGE_NAME_MAX 80   /* a kernel name in a phrase is cut in the middle beyond this */
+#define MERGE_NAME_MAX 80      /* a kernel name in a phrase is cut in the middle beyond this */
+#define MERGE_VERDICT_GROUPS 8 /* collateral groups the verdict line names one by one; the rest go together */
 
 /* ---- reading the reports ---- */
 
@@ -34,39 +38,6 @@ static unsigned long long merge_uint(const struct json *obj, const char *key)
     return v > 0 ? (unsigned long long)v : 0;
 }
 
-static int merge_same_dir(const char *a, const char *b)
-{
-    const char *sa = strrchr(a, '/'), *sb = strrchr(b, '/');
-    size_t la = sa ? (size_t)(sa - a) : 0, lb = sb ? (size_t)(sb - b) : 0;
-    return la == lb && strncmp(a, b, la) == 0;
-}
-
-static int merge_streq(const char *a, const char *b)
-{
-    return a && b && strcmp(a, b) == 0;
-}
-
-/* Whether two reports belong to one job: the launcher's job name when both have one (several `culprit run`
- * commands of one srun step share it; two torchrun jobs under one `culprit run` do not), else the run id of the
- * `culprit run` command, else for ranked reports without either the directory, launcher and world size. */
-static int merge_same_job(const struct merge_report *a, const struct merge_report *b)
-{
-    const struct json *pa = json_get(a->doc, "process"), *pb = json_get(b->doc, "process");
-    const char *ja = json_get_str(pa, "job"), *jb = json_get_str(pb, "job");
-    const char *ra = json_get_str(pa, "run_id"), *rb = json_get_str(pb, "run_id");
-    if (ja && jb)
-        return strcmp(ja, jb) == 0;
-    if (ra && rb)
-        return strcmp(ra, rb) == 0;
-    if (ja || jb || ra || rb)
-        return 0;
-    if (!json_get(pa, "rank") || !json_get(pb, "rank"))
-        return 0;
-    return merge_same_dir(a->path, b->path) &&
-           merge_streq(json_get_str(pa, "launcher"), json_get_str(pb, "launcher")) &&
-           json_get_int(pa, "world_size", -1) == json_get_int(pb, "world_size", -1);
-}
-
 static size_t merge_root(size_t *parent, size_t i)
 {
     while (parent[i] != i) {
@@ -74,6 +45,115 @@ static size_t merge_root(size_t *parent, size_t i)
         i = parent[i];
     }
     return i;
+}
+
+static void merge_union(size_t *parent, size_t a, size_t b)
+{
+    a = merge_root(parent, a);
+    b = merge_root(parent, b);
+    if (a != b)
+        parent[a > b ? a : b] = a < b ? a : b;   /* the earlier report is the root: jobs keep their file order */
+}
+
+static int merge_strcmp0(const char *a, const char *b)
+{
+    return strcmp(a ? a : "", b ? b : "");
+}
+
+/* One report's grouping facts, sorted to find the reports that share them. */
+struct merge_key {
+    size_t idx;                     /* the report */
+    const char *job;                /* process.job, or NULL */
+    const char *run;                /* process.run_id, or NULL */
+    const char *path;               /* its path (the directory counts up to the last '/') */
+    size_t dirlen;                  /* length of the directory part of path */
+    const char *launcher;           /* process.launcher, or NULL */
+    long long world;                /* process.world_size, -1 */
+    int ranked;                     /* it has process.rank */
+};
+
+static int merge_cmp_job(const void *a, const void *b)
+{
+    const struct merge_key *x = a, *y = b;
+    int c = merge_strcmp0(x->job, y->job);
+    return c ? c : (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+static int merge_cmp_run(const void *a, const void *b)
+{
+    const struct merge_key *x = a, *y = b;
+    int c = merge_strcmp0(x->run, y->run);
+    return c ? c : (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+static int merge_cmp_dir(const void *a, const void *b)
+{
+    const struct merge_key *x = a, *y = b;
+    size_t n = x->dirlen < y->dirlen ? x->dirlen : y->dirlen;
+    int c = strncmp(x->path, y->path, n);
+    if (!c && x->dirlen != y->dirlen)
+        c = x->dirlen < y->dirlen ? -1 : 1;
+    if (!c)
+        c = merge_strcmp0(x->launcher, y->launcher);
+    if (!c && x->world != y->world)
+        c = x->world < y->world ? -1 : 1;
+    return c ? c : (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+/* Joins the reports of one job (parent: a union-find over the reports). Two reports are of one job when both
+ * name the launcher's job and it is the same (several `culprit run` commands of one srun step share it; two
+ * torchrun jobs under one `culprit run` do not); else when they carry the same run id of `culprit run`; else,
+ * ranked reports without either (older versions), when they share directory, launcher and world size. */
+static int merge_group(const struct merge_report *reps, size_t n, size_t *parent)
+{
+    struct merge_key *k = calloc(n ? n : 1, sizeof *k);
+    if (!k)
+        return ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        const struct json *proc = json_get(reps[i].doc, "process");
+        const char *slash = strrchr(reps[i].path, '/');
+        k[i].idx = i;
+        k[i].job = json_get_str(proc, "job");
+        k[i].run = json_get_str(proc, "run_id");
+        k[i].path = reps[i].path;
+        k[i].dirlen = slash ? (size_t)(slash - reps[i].path) : 0;
+        k[i].launcher = json_get_str(proc, "launcher");
+        k[i].world = json_get_int(proc, "world_size", -1);
+        k[i].ranked = json_get(proc, "rank") != NULL;
+        parent[i] = i;
+    }
+    /* the same job name */
+    qsort(k, n, sizeof *k, merge_cmp_job);
+    for (size_t i = 1; i < n; i++)
+        if (k[i].job && k[i - 1].job && strcmp(k[i].job, k[i - 1].job) == 0)
+            merge_union(parent, k[i].idx, k[i - 1].idx);
+    /* the same run id, where at least one of the two names no job: a run id's reports all go together as soon
+     * as one of them has no job name */
+    qsort(k, n, sizeof *k, merge_cmp_run);
+    for (size_t i = 0; i < n;) {
+        size_t e = i + 1;
+        int jobless = !k[i].job;
+        while (e < n && k[i].run && k[e].run && strcmp(k[e].run, k[i].run) == 0)
+            jobless |= !k[e++].job;
+        if (k[i].run && jobless)
+            for (size_t m = i + 1; m < e; m++)
+                merge_union(parent, k[i].idx, k[m].idx);
+        i = e;
+    }
+    /* ranked reports of versions that wrote neither: by directory, launcher and world size */
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!k[i].job && !k[i].run && k[i].ranked && k[i].launcher)
+            k[m++] = k[i];
+    qsort(k, m, sizeof *k, merge_cmp_dir);
+    for (size_t i = 1; i < m; i++) {
+        const struct merge_key *a = &k[i - 1], *b = &k[i];
+        if (a->dirlen == b->dirlen && strncmp(a->path, b->path, a->dirlen) == 0 &&
+            strcmp(a->launcher, b->launcher) == 0 && a->world == b->world)
+            merge_union(parent, a->idx, b->idx);
+    }
+    free(k);
+    return 0;
 }
 
 /* ---- phrases ---- */
@@ -184,6 +264,52 @@ static const struct json *merge_nccl_launch(const struct json *doc, struct nccl_
     return NULL;
 }
 
+/* Whether a launch is one of NCCL's kernels (a collective's). */
+static int merge_is_nccl(const struct json *launch)
+{
+    struct nccl_kernel k;
+    char *owned = NULL;
+    int hit = nccl_decode(render_launch_name(launch, &owned), &k) == 0;
+    free(owned);
+    return hit;
+}
+
+/* ", NCCL AllReduce (sum, f32, ring, LL) queued behind it" */
+static const char *merge_nccl_queued(const struct nccl_kernel *k, char *out, size_t outsz)
+{
+    char d[160];
+    snprintf(out, outsz, ", %s queued behind it", nccl_describe(k, d, sizeof d));
+    return out;
+}
+
+/* Whether a fault report's kernel was a collective's: its culprit is NCCL's, or every candidate is. A rank
+ * faults there when another rank's fault broke the collective (or its memory), so its fault does not come
+ * first whatever the clocks say. The collective's name goes to coll. */
+static int merge_fault_in_collective(const struct json *doc, char *coll, size_t collsz)
+{
+    const struct json *culprit = json_get(doc, "culprit"), *cands = json_get(doc, "candidates");
+    const struct json *one = NULL;
+    struct nccl_kernel k;
+    char *owned = NULL;
+    if (json_is(culprit, JSON_OBJ)) {
+        one = culprit;
+    } else if (json_len(cands) > 0) {
+        for (size_t i = 0; i < json_len(cands); i++)
+            if (!merge_is_nccl(json_at(cands, i)))
+                return 0;
+        one = json_at(cands, 0);
+    } else {
+        return 0;
+    }
+    if (nccl_decode(render_launch_name(one, &owned), &k) != 0) {
+        free(owned);
+        return 0;
+    }
+    snprintf(coll, collsz, "%s", k.collective);
+    free(owned);
+    return 1;
+}
+
 /* A collateral process: what stopped it and where it was. */
 static void merge_hang_phrase(struct merge_proc *p)
 {
@@ -191,7 +317,7 @@ static void merge_hang_phrase(struct merge_proc *p)
     const struct json *culprit = json_get(doc, "culprit"), *cands = json_get(doc, "candidates");
     const char *trig = json_get_str(hang, "trigger");
     const char *certainty = json_get_str(json_get(doc, "verdict"), "certainty");
-    char cause[96], where[400] = "", nccl[160];
+    char cause[96], where[600] = "", nccl[160];
     struct nccl_kernel k;
     double secs;
 
@@ -209,21 +335,28 @@ static void merge_hang_phrase(struct merge_proc *p)
     else
         snprintf(cause, sizeof cause, "a snapshot on %s", trig);
 
-    if (merge_nccl_launch(doc, &k)) {
+    /* NCCL's kernel in flight, else a thread in torch.distributed's collective (gloo's are the host's), else
+     * the rank's own kernel in flight (an NCCL kernel queued behind it is a collective it has not reached),
+     * else NCCL's kernel among the launches that may be in flight or are queued */
+    const char *py = merge_py_collective(json_get(doc, "threads"));
+    int own = json_is(culprit, JSON_OBJ) && !merge_is_nccl(culprit);
+    if (!own && merge_nccl_launch(doc, &k)) {
         snprintf(p->collective, sizeof p->collective, "%s", k.collective);
         snprintf(where, sizeof where, " while waiting in %s", nccl_describe(&k, nccl, sizeof nccl));
-    } else {
-        const char *py = merge_py_collective(json_get(doc, "threads"));
-        if (py) {
-            snprintf(p->collective, sizeof p->collective, "%s", py);
-            snprintf(where, sizeof where, " while waiting in torch.distributed.%s", py);
-        } else if (json_is(culprit, JSON_OBJ) || json_len(cands) > 0) {
-            char launch[360];
-            merge_launch_phrase(json_is(culprit, JSON_OBJ) ? culprit : json_at(cands, 0), launch, sizeof launch);
-            snprintf(where, sizeof where, " with %s in flight", launch);
-        } else if (certainty && strcmp(certainty, "idle") == 0) {
-            snprintf(where, sizeof where, " with no kernel in flight");
-        }
+    } else if (py) {
+        snprintf(p->collective, sizeof p->collective, "%s", py);
+        snprintf(where, sizeof where, " while waiting in torch.distributed.%s", py);
+    } else if (own) {
+        char launch[360];
+        merge_launch_phrase(culprit, launch, sizeof launch);
+        snprintf(where, sizeof where, " with %s in flight%s", launch,
+                 merge_nccl_launch(doc, &k) ? merge_nccl_queued(&k, nccl, sizeof nccl) : "");
+    } else if (json_len(cands) > 0) {
+        char launch[360];
+        merge_launch_phrase(json_at(cands, 0), launch, sizeof launch);
+        snprintf(where, sizeof where, " with %s in flight", launch);
+    } else if (certainty && strcmp(certainty, "idle") == 0) {
+        snprintf(where, sizeof where, " with no kernel in flight");
     }
     snprintf(p->what, sizeof p->what, "%s%s", cause, where);
     if (p->collective[0])
@@ -243,6 +376,10 @@ static void merge_clean_phrase(struct merge_proc *p)
     if (launches >= 0 && used < sizeof p->what)
         snprintf(p->what + used, sizeof p->what - used, "%s after %lld launch%s", status >= 0 ? "" : "; it exited",
                  launches, launches == 1 ? "" : "es");
+    if (status >= 0)
+        snprintf(p->why, sizeof p->why, "saw no fault; it exited with status %lld", status);
+    else
+        snprintf(p->why, sizeof p->why, "saw no fault");
 }
 
 /* ---- the job ---- */
@@ -263,10 +400,8 @@ static int merge_cmp_proc(const void *a, const void *b)
 
 int merge_rank_shared(const struct merge_job *j, const struct merge_proc *p)
 {
-    for (size_t i = 0; i < j->nprocs && p->rank >= 0; i++)
-        if (&j->procs[i] != p && j->procs[i].rank == p->rank)
-            return 1;
-    return 0;
+    (void)j;
+    return p->rank >= 0 && p->rank_shared;
 }
 
 void merge_label(const struct merge_job *j, const struct merge_proc *p, char *out, size_t outsz)
@@ -279,43 +414,95 @@ void merge_label(const struct merge_job *j, const struct merge_proc *p, char *ou
         snprintf(out, outsz, "process %lld", p->pid);
 }
 
-/* Appends the processes of sel (indexes into j->procs) as "rank 3", "ranks 0, 1, 3", "ranks 0-5, 7", or, with
- * processes without a rank or sharing one, by their labels. */
-static void merge_list(struct render_buf *b, const struct merge_job *j, const size_t *sel, size_t n)
+void merge_list(struct render_buf *b, const struct merge_job *j, const size_t *sel, size_t n)
 {
     int plain = 1;  /* all have ranks of their own */
-    for (size_t i = 0; i < n; i++)
-        if (j->procs[sel[i]].rank < 0 || merge_rank_shared(j, &j->procs[sel[i]]))
+    size_t pieces = 0, i = 0;
+    for (size_t k = 0; k < n; k++)
+        if (j->procs[sel[k]].rank < 0 || merge_rank_shared(j, &j->procs[sel[k]]))
             plain = 0;
     if (!plain) {
-        for (size_t i = 0; i < n; i++) {
+        for (; i < n && pieces < MERGE_LIST_MAX; i++, pieces++) {
             char l[64];
             merge_label(j, &j->procs[sel[i]], l, sizeof l);
             render_add(b, "%s%s", i ? ", " : "", l);
         }
-        return;
+    } else {
+        render_add(b, "rank%s ", n == 1 ? "" : "s");
+        while (i < n && pieces < MERGE_LIST_MAX) {
+            size_t k = i;
+            while (k + 1 < n && j->procs[sel[k + 1]].rank == j->procs[sel[k]].rank + 1)
+                k++;
+            if (k - i >= 2) {
+                render_add(b, "%s%d-%d", i ? ", " : "", j->procs[sel[i]].rank, j->procs[sel[k]].rank);
+                pieces++;
+            } else {
+                for (size_t m = i; m <= k; m++, pieces++)
+                    render_add(b, "%s%d", m ? ", " : "", j->procs[sel[m]].rank);
+            }
+            i = k + 1;
+        }
     }
-    render_add(b, "rank%s ", n == 1 ? "" : "s");
-    for (size_t i = 0; i < n;) {
-        size_t k = i;
-        while (k + 1 < n && j->procs[sel[k + 1]].rank == j->procs[sel[k]].rank + 1)
-            k++;
-        if (k - i >= 2)
-            render_add(b, "%s%d-%d", i ? ", " : "", j->procs[sel[i]].rank, j->procs[sel[k]].rank);
-        else
-            for (size_t m = i; m <= k; m++)
-                render_add(b, "%s%d", m ? ", " : "", j->procs[sel[m]].rank);
-        i = k + 1;
-    }
+    if (i < n)
+        render_add(b, " and %zu more", n - i);
+}
+
+/* Processes of one status grouped by their short phrase: sel (indexes into procs) sorted by why, then by
+ * their place, so that each group is a run and lists its processes in order. */
+static const struct merge_job *g_sort_job;   /* the job merge_cmp_why compares in (qsort has no context) */
+
+static int merge_cmp_why(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    int c = strcmp(g_sort_job->procs[x].why, g_sort_job->procs[y].why);
+    return c ? c : (x > y) - (x < y);
+}
+
+static int merge_cmp_size(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The groups of status st: fills sel with their members (group after group) and starts with where each group
+ * begins in sel (in the order of their first member), and returns the number of groups. */
+static size_t merge_groups(const struct merge_job *j, int st, size_t *sel, size_t *starts, size_t *firsts)
+{
+    size_t n = 0, ng = 0;
+    for (size_t i = 0; i < j->nprocs; i++)
+        if (j->procs[i].status == st && !j->procs[i].first)
+            sel[n++] = i;
+    g_sort_job = j;
+    qsort(sel, n, sizeof *sel, merge_cmp_why);
+    for (size_t i = 0; i < n; i++)
+        if (i == 0 || strcmp(j->procs[sel[i]].why, j->procs[sel[i - 1]].why) != 0)
+            firsts[ng++] = sel[i] * (j->nprocs + 1) + i;   /* its first member's place, then where it starts */
+    qsort(firsts, ng, sizeof *firsts, merge_cmp_size);
+    for (size_t g = 0; g < ng; g++)
+        starts[g] = firsts[g] % (j->nprocs + 1);
+    starts[ng] = n;
+    return ng;
+}
+
+/* The end in sel of the group that starts at starts[g]. */
+static size_t merge_group_end(const struct merge_job *j, const size_t *sel, size_t n, size_t start)
+{
+    size_t e = start + 1;
+    while (e < n && strcmp(j->procs[sel[e]].why, j->procs[sel[start]].why) == 0)
+        e++;
+    return e;
 }
 
 static void merge_verdict_line(struct merge_job *j)
 {
     struct render_buf b = {0};
-    size_t *sel = calloc(j->nprocs ? j->nprocs : 1, sizeof *sel), n, unranked = 0, distinct = 0, nparts = 0;
+    size_t cap = j->nprocs ? j->nprocs : 1;
+    size_t *sel = calloc(cap, sizeof *sel), *starts = calloc(cap + 1, sizeof *starts);
+    size_t *firsts = calloc(cap, sizeof *firsts), *other = calloc(cap, sizeof *other);
+    size_t n, unranked = 0, distinct = 0, nparts = 0, ng, nall;
     int any_fault = j->first >= 0, in_coll = 0, out_coll = 0;
-    if (!sel)
-        return;
+    if (!sel || !starts || !firsts || !other)
+        goto out;
     for (size_t i = 0; i < j->nprocs; i++) {
         if (j->procs[i].rank < 0)
             unranked++;
@@ -346,42 +533,71 @@ static void merge_verdict_line(struct merge_job *j)
             render_add(&b, " (on %s)", f->host);
         render_add(&b, " faulted first: %s", launch);
         nparts++;
-        n = 0;
-        for (size_t i = 0; i < j->nprocs; i++)
-            if (j->procs[i].status == MERGE_FAULTED && !j->procs[i].first)
-                sel[n++] = i;
-        if (n) {
+        /* the others that faulted, in their own kernels ("also faulted"), then inside each collective */
+        ng = merge_groups(j, MERGE_FAULTED, sel, starts, firsts);
+        for (size_t g = 0; g < ng; g++) {
+            size_t s = starts[g], e = merge_group_end(j, sel, starts[ng], s);
+            const struct merge_proc *p = &j->procs[sel[s]];
             render_add(&b, "; ");
+            merge_list(&b, j, sel + s, e - s);
+            if (p->in_collective && p->collective[0])
+                render_add(&b, " also faulted, inside %s", p->collective);
+            else if (p->in_collective)
+                render_add(&b, " also faulted, inside a collective");
+            else
+                render_add(&b, " also faulted");
+        }
+        if (j->order == MERGE_ORDER_KERNEL) {
+            /* say so only where the clocks would have said otherwise */
+            int earlier = 0;
+            for (size_t i = 0; i < j->nprocs && !earlier; i++)
+                earlier = j->procs[i].status == MERGE_FAULTED && !j->procs[i].first &&
+                          (!j->procs[i].fault_ns || !f->fault_ns || j->procs[i].fault_ns < f->fault_ns);
+            if (earlier)
+                render_add(&b, "; %s comes first by what faulted, not by the clocks: a collective fails after "
+                               "another rank's fault", l);
+        } else if (j->order == MERGE_ORDER_CLOCKS) {
+            n = 0;
+            for (size_t i = 0; i < j->nprocs; i++)
+                if (j->procs[i].status == MERGE_FAULTED && j->procs[i].in_collective == f->in_collective)
+                    sel[n++] = i;
+            render_add(&b, "; which of ");
             merge_list(&b, j, sel, n);
-            render_add(&b, " also faulted");
+            render_add(&b, " faulted first rests on the clocks of %zu hosts", j->order_hosts);
         }
     }
-    /* collateral, grouped by what happened to them */
-    for (size_t i = 0; i < j->nprocs; i++) {
-        const struct merge_proc *p = &j->procs[i];
-        int seen = 0;
-        if (p->status != MERGE_COLLATERAL)
+    /* collateral, grouped by what happened to them; past MERGE_VERDICT_GROUPS the rest go together */
+    ng = merge_groups(j, MERGE_COLLATERAL, sel, starts, firsts);
+    nall = starts[ng];
+    n = 0;
+    for (size_t g = 0; g < ng; g++) {
+        size_t s = starts[g], e = merge_group_end(j, sel, nall, s);
+        const struct merge_proc *p = &j->procs[sel[s]];
+        for (size_t m = s; m < e; m++) {
+            if (j->procs[sel[m]].collective[0])
+                in_coll = 1;
+            else
+                out_coll = 1;
+        }
+        if (g >= MERGE_VERDICT_GROUPS) {
+            for (size_t m = s; m < e; m++)
+                other[n++] = sel[m];
             continue;
-        if (p->collective[0])
-            in_coll = 1;
-        else
-            out_coll = 1;
-        for (size_t k = 0; k < i && !seen; k++)
-            seen = j->procs[k].status == MERGE_COLLATERAL && strcmp(j->procs[k].why, p->why) == 0;
-        if (seen)
-            continue;
-        n = 0;
-        for (size_t k = i; k < j->nprocs; k++)
-            if (j->procs[k].status == MERGE_COLLATERAL && strcmp(j->procs[k].why, p->why) == 0)
-                sel[n++] = k;
+        }
         render_add(&b, "%s", !any_fault && nparts == 0 ? (j->ranked ? "no rank faulted; " : "no process faulted; ")
                                                        : "; ");
         nparts++;
-        merge_list(&b, j, sel, n);
+        merge_list(&b, j, sel + s, e - s);
         if (any_fault)
-            render_add(&b, " %s collateral (%s)", n == 1 ? "is" : "are", p->why);
+            render_add(&b, " %s collateral (%s)", e - s == 1 ? "is" : "are", p->why);
         else
             render_add(&b, " hung (%s)", p->why);
+    }
+    if (n) {
+        qsort(other, n, sizeof *other, merge_cmp_size);
+        render_add(&b, "; ");
+        merge_list(&b, j, other, n);
+        render_add(&b, " %s %s (for other reasons, below)", n == 1 ? "is" : "are", any_fault ? "collateral" : "hung");
     }
     if (!any_fault && in_coll && out_coll) {
         /* the others wait in a collective for the ranks that never reached it */
@@ -412,25 +628,42 @@ static void merge_verdict_line(struct merge_job *j)
         merge_list(&b, j, sel, n);
         render_add(&b, " %s missing (no report)", n == 1 ? "is" : "are");
     }
-    if (!b.oom)
+out:
+    if (b.p && !b.oom)
         snprintf(j->verdict, sizeof j->verdict, "%s", b.p);
     free(b.p);
     free(sel);
+    free(starts);
+    free(firsts);
+    free(other);
+}
+
+static int merge_cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
 }
 
 /* Adds the ranks below the world size that no report names, as missing. */
 static int merge_add_missing(struct merge_job *j)
 {
-    size_t missing = 0;
+    size_t missing = 0, nr = 0, have_n = j->nprocs;
+    int *ranks;
     if (!j->ranked || j->world_size <= 0)
         return 0;
+    ranks = malloc((have_n ? have_n : 1) * sizeof *ranks);
+    if (!ranks)
+        return ENOMEM;
+    for (size_t k = 0; k < have_n; k++)
+        if (j->procs[k].rank >= 0)
+            ranks[nr++] = j->procs[k].rank;
+    qsort(ranks, nr, sizeof *ranks, merge_cmp_int);
     for (int pass = 0; pass < 2; pass++) {
-        size_t have_n = j->nprocs;
+        size_t at = 0;
         for (long long r = 0; r < j->world_size; r++) {
-            int have = 0;
-            for (size_t k = 0; k < have_n && !have; k++)
-                have = j->procs[k].rank == r;
-            if (have)
+            while (at < nr && ranks[at] < r)
+                at++;
+            if (at < nr && ranks[at] == r)
                 continue;
             if (pass == 0) {
                 missing++;
@@ -446,51 +679,148 @@ static int merge_add_missing(struct merge_job *j)
             snprintf(p->what, sizeof p->what,
                      "no report (it launched no kernels, or ended before culprit's exit code could run: killed, "
                      "or _exit)");
+            snprintf(p->why, sizeof p->why, "missing");
         }
         if (pass == 0) {
             struct merge_proc *np;
             if (!missing)
-                return 0;
+                break;
             np = realloc(j->procs, (j->nprocs + missing) * sizeof *np);
-            if (!np)
+            if (!np) {
+                free(ranks);
                 return ENOMEM;
+            }
             j->procs = np;
         }
     }
+    free(ranks);
     return 0;
+}
+
+/* The reports of one job sorted by process (host, then pid), each process's in their order. */
+static const struct merge_report *g_sort_reps;   /* the reports merge_cmp_report compares (qsort has no context) */
+
+static int merge_cmp_report(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    const struct json *px = json_get(g_sort_reps[x].doc, "process"), *py = json_get(g_sort_reps[y].doc, "process");
+    long long ix = json_get_int(px, "pid", -1), iy = json_get_int(py, "pid", -1);
+    int c;
+    /* reports without a pid are processes of their own: they sort by place alone */
+    if ((ix < 0) != (iy < 0))
+        return ix < 0 ? 1 : -1;
+    if (ix >= 0) {
+        c = merge_strcmp0(json_get_str(px, "hostname"), json_get_str(py, "hostname"));
+        if (c)
+            return c;
+        if (ix != iy)
+            return ix < iy ? -1 : 1;
+    }
+    return (x > y) - (x < y);
+}
+
+static int merge_cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Which process faulted first, and on what that rests (j->order). A fault inside a collective comes after any
+ * fault in a rank's own kernel; among faults of one kind the earliest error by the wall clock, reports without
+ * a time after those with one. */
+static void merge_first(struct merge_job *j)
+{
+    size_t faulted = 0, same = 0;
+    int own = 0;   /* some fault was in a rank's own kernel */
+    const char **hosts;
+    for (size_t i = 0; i < j->nprocs; i++)
+        if (j->procs[i].status == MERGE_FAULTED) {
+            faulted++;
+            own |= !j->procs[i].in_collective;
+        }
+    j->order = faulted ? MERGE_ORDER_ONLY : MERGE_ORDER_NONE;
+    for (size_t i = 0; i < j->nprocs; i++) {
+        const struct merge_proc *p = &j->procs[i];
+        if (p->status != MERGE_FAULTED || p->in_collective != !own)
+            continue;
+        same++;
+        if (j->first < 0 ||
+            (p->fault_ns && (!j->procs[j->first].fault_ns || p->fault_ns < j->procs[j->first].fault_ns)))
+            j->first = (long)i;
+    }
+    if (faulted > 1)
+        j->order = same == 1 ? MERGE_ORDER_KERNEL : MERGE_ORDER_CLOCK;
+    if (same < 2)
+        return;
+    hosts = malloc(same * sizeof *hosts);
+    if (!hosts)
+        return;   /* then the verdict does not say on how many hosts' clocks it rests */
+    same = 0;
+    for (size_t i = 0; i < j->nprocs; i++)
+        if (j->procs[i].status == MERGE_FAULTED && j->procs[i].in_collective == !own && j->procs[i].host[0])
+            hosts[same++] = j->procs[i].host;
+    qsort(hosts, same, sizeof *hosts, merge_cmp_str);
+    for (size_t i = 0; i < same; i++)
+        j->order_hosts += i == 0 || strcmp(hosts[i], hosts[i - 1]) != 0;
+    if (j->order_hosts > 1)
+        j->order = MERGE_ORDER_CLOCKS;
+    free(hosts);
+}
+
+/* What a fault other than the first says: where it faulted and when, by which clocks. */
+static void merge_other_fault(struct merge_job *j, struct merge_proc *p, const char *err, const char *launch)
+{
+    const struct merge_proc *f = &j->procs[j->first];
+    char when[160] = "";
+    if (p->fault_ns && f->fault_ns) {
+        unsigned long long d = p->fault_ns >= f->fault_ns ? p->fault_ns - f->fault_ns : f->fault_ns - p->fault_ns;
+        snprintf(when, sizeof when, ", %.3f s %s%s", (double)d / 1e9, p->fault_ns >= f->fault_ns ? "later" : "earlier",
+                 strcmp(p->host, f->host) != 0 ? " by the clocks of two hosts" : "");
+    }
+    snprintf(p->what, sizeof p->what, "also faulted%s%s: %s in %s", p->in_collective ? ", inside a collective" : "",
+             when, err, launch);
+    if (p->in_collective && p->collective[0])
+        snprintf(p->why, sizeof p->why, "also faulted, inside %s", p->collective);
+    else
+        snprintf(p->why, sizeof p->why, "also faulted%s", p->in_collective ? ", inside a collective" : "");
 }
 
 /* Works out one job from the reports idx[0..n). */
 static int merge_one(struct merge_job *j, const struct merge_report *reps, const size_t *idx, size_t n)
 {
     int launcher_mixed = 0;
+    const char **hosts;
+    size_t nh = 0;
     j->first = -1;
     j->world_size = -1;
     j->reports = malloc((n ? n : 1) * sizeof *j->reports);
+    j->proc_reports = malloc((n ? n : 1) * sizeof *j->proc_reports);
     j->procs = calloc(n ? n : 1, sizeof *j->procs);
-    if (!j->reports || !j->procs)
+    if (!j->reports || !j->proc_reports || !j->procs)
         return ENOMEM;
     memcpy(j->reports, idx, n * sizeof *idx);
+    memcpy(j->proc_reports, idx, n * sizeof *idx);
     j->nreports = n;
+    g_sort_reps = reps;
+    qsort(j->proc_reports, n, sizeof *j->proc_reports, merge_cmp_report);
     for (size_t i = 0; i < n; i++) {
-        const struct merge_report *r = &reps[idx[i]];
+        const struct merge_report *r = &reps[j->proc_reports[i]];
         const struct json *proc = json_get(r->doc, "process");
         const char *host = json_get_str(proc, "hostname"), *kind = merge_kind(r->doc);
         const char *launcher = json_get_str(proc, "launcher");
         long long pid = json_get_int(proc, "pid", -1), rank = json_get_int(proc, "rank", -1);
         long long world = json_get_int(proc, "world_size", -1);
-        struct merge_proc *p = NULL;
+        struct merge_proc *p = j->nprocs ? &j->procs[j->nprocs - 1] : NULL;
         if (!host)
             host = "";
-        for (size_t k = 0; k < j->nprocs && pid >= 0; k++)
-            if (j->procs[k].pid == pid && strcmp(j->procs[k].host, host) == 0)
-                p = &j->procs[k];
-        if (!p) {
+        /* the reports of one process are next to each other */
+        if (!p || pid < 0 || p->pid != pid || strcmp(p->host, host) != 0) {
             p = &j->procs[j->nprocs++];
             p->host = host;
             p->pid = pid;
             p->rank = p->local_rank = -1;
+            p->rep_first = i;
         }
+        p->rep_count++;
         if (rank >= 0 && rank < 100000000) {
             p->rank = (int)rank;
             j->ranked = 1;
@@ -522,26 +852,27 @@ static int merge_one(struct merge_job *j, const struct merge_report *reps, const
             }
         }
     }
+    /* the processes in job order: rank, host, pid; the reports a process's entry lists are in file order */
+    for (size_t i = 0; i < j->nprocs; i++)
+        qsort(j->proc_reports + j->procs[i].rep_first, j->procs[i].rep_count, sizeof *j->proc_reports,
+              merge_cmp_size);
     if (merge_add_missing(j))
         return ENOMEM;
     qsort(j->procs, j->nprocs, sizeof *j->procs, merge_cmp_proc);
+    hosts = malloc((j->nprocs ? j->nprocs : 1) * sizeof *hosts);
+    if (!hosts)
+        return ENOMEM;
     for (size_t i = 0; i < j->nprocs; i++) {
         struct merge_proc *p = &j->procs[i];
-        if (p->host[0]) {
-            int seen = 0;
-            for (size_t k = 0; k < i && !seen; k++)
-                seen = strcmp(j->procs[k].host, p->host) == 0;
-            if (!seen)
-                j->nhosts++;
-        }
+        p->rank_shared = p->rank >= 0 && ((i > 0 && j->procs[i - 1].rank == p->rank) ||
+                                          (i + 1 < j->nprocs && j->procs[i + 1].rank == p->rank));
+        if (p->host[0])
+            hosts[nh++] = p->host;
         if (p->status == MERGE_MISSING)
             continue;
         if (p->fault) {
             p->status = MERGE_FAULTED;
-            /* the earliest error by the wall clock; reports without one (other versions) count after those with */
-            if (j->first < 0 ||
-                (p->fault_ns && (!j->procs[j->first].fault_ns || p->fault_ns < j->procs[j->first].fault_ns)))
-                j->first = (long)i;
+            p->in_collective = merge_fault_in_collective(p->fault->doc, p->collective, sizeof p->collective);
         } else if (p->hang) {
             p->status = MERGE_COLLATERAL;
             merge_hang_phrase(p);
@@ -550,6 +881,11 @@ static int merge_one(struct merge_job *j, const struct merge_report *reps, const
             merge_clean_phrase(p);
         }
     }
+    qsort(hosts, nh, sizeof *hosts, merge_cmp_str);
+    for (size_t i = 0; i < nh; i++)
+        j->nhosts += i == 0 || strcmp(hosts[i], hosts[i - 1]) != 0;
+    free(hosts);
+    merge_first(j);
     for (size_t i = 0; i < j->nprocs; i++) {
         struct merge_proc *p = &j->procs[i];
         char err[200], launch[700];
@@ -560,13 +896,9 @@ static int merge_one(struct merge_job *j, const struct merge_report *reps, const
         merge_fault_launch(p->fault->doc, launch, sizeof launch);
         if (p->first) {
             snprintf(p->what, sizeof p->what, "faulted first: %s in %s", err, launch);
+            snprintf(p->why, sizeof p->why, "faulted first");
         } else {
-            const struct merge_proc *f = &j->procs[j->first];
-            if (p->fault_ns && f->fault_ns && p->fault_ns >= f->fault_ns)
-                snprintf(p->what, sizeof p->what, "also faulted, %.3f s later: %s in %s",
-                         (double)(p->fault_ns - f->fault_ns) / 1e9, err, launch);
-            else
-                snprintf(p->what, sizeof p->what, "also faulted: %s in %s", err, launch);
+            merge_other_fault(j, p, err, launch);
         }
     }
     merge_verdict_line(j);
@@ -576,45 +908,41 @@ static int merge_one(struct merge_job *j, const struct merge_report *reps, const
 int merge_jobs(const struct merge_report *reps, size_t n, struct merge_job **jobs, size_t *njobs)
 {
     size_t *parent = malloc((n ? n : 1) * sizeof *parent), *idx = malloc((n ? n : 1) * sizeof *idx);
-    size_t nj = 0;
+    size_t *start = calloc(n + 1, sizeof *start), *fill = calloc(n ? n : 1, sizeof *fill), nj = 0;
     int rc = 0;
     *jobs = NULL;
     *njobs = 0;
-    if (!parent || !idx) {
-        free(parent);
-        free(idx);
-        return ENOMEM;
+    if (!parent || !idx || !start || !fill || merge_group(reps, n, parent) != 0) {
+        rc = ENOMEM;
+        goto out;
+    }
+    /* a job per root (the root is its first report, so jobs come in the order of their first file), its
+     * reports in file order: counted, then placed */
+    for (size_t i = 0; i < n; i++) {
+        size_t r = merge_root(parent, i);
+        if (r == i)
+            nj++;
+        start[r + 1]++;
     }
     for (size_t i = 0; i < n; i++)
-        parent[i] = i;
-    for (size_t i = 0; i < n; i++)
-        for (size_t k = i + 1; k < n; k++)
-            if (merge_root(parent, i) != merge_root(parent, k) && merge_same_job(&reps[i], &reps[k]))
-                parent[merge_root(parent, k)] = merge_root(parent, i);
-    for (size_t i = 0; i < n; i++)
-        if (merge_root(parent, i) == i)
-            nj++;
+        start[i + 1] += start[i];
+    for (size_t i = 0; i < n; i++) {
+        size_t r = merge_root(parent, i);
+        idx[start[r] + fill[r]++] = i;
+    }
     *jobs = calloc(nj ? nj : 1, sizeof **jobs);
     if (!*jobs) {
-        free(parent);
-        free(idx);
-        return ENOMEM;
+        rc = ENOMEM;
+        goto out;
     }
-    /* jobs in the order of their first report */
-    for (size_t i = 0; i < n && rc == 0; i++) {
-        size_t root = merge_root(parent, i), m = 0;
-        int first = 1;
-        for (size_t k = 0; k < i && first; k++)
-            first = merge_root(parent, k) != root;
-        if (!first)
-            continue;
-        for (size_t k = i; k < n; k++)
-            if (merge_root(parent, k) == root)
-                idx[m++] = k;
-        rc = merge_one(&(*jobs)[(*njobs)++], reps, idx, m);
-    }
+    for (size_t i = 0; i < n && rc == 0; i++)
+        if (merge_root(parent, i) == i)
+            rc = merge_one(&(*jobs)[(*njobs)++], reps, idx + start[i], fill[i]);
+out:
     free(parent);
     free(idx);
+    free(start);
+    free(fill);
     if (rc) {
         merge_free(*jobs, *njobs);
         *jobs = NULL;
@@ -627,6 +955,7 @@ void merge_free(struct merge_job *jobs, size_t njobs)
 {
     for (size_t i = 0; jobs && i < njobs; i++) {
         free(jobs[i].reports);
+        free(jobs[i].proc_reports);
         free(jobs[i].procs);
     }
     free(jobs);

@@ -1,5 +1,6 @@
-/* A merged job shown: the text (the verdict line, a line per rank, the featured report in full) and the JSON
- * (schema "culprit.job/1"). What the job is, which rank faulted first and what happened to each, is merge.c's. */
+/* A merged job shown: the text (the verdict line, a line per rank, or per group of ranks in a large job, the
+ * featured report in full) and the JSON (schema "culprit.job/1"). What the job is, which rank faulted first and
+ * what happened to each, is merge.c's. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -38,6 +39,127 @@ static const struct merge_proc *merge_featured(const struct merge_job *j)
 
 static const char *const merge_status_names[] = {"faulted", "collateral", "clean", "missing"};
 
+/* The report a process's line names: its fault, else its hang report, else its exit record. */
+static const struct merge_report *merge_shown(const struct merge_proc *p)
+{
+    return p->fault ? p->fault : p->hang ? p->hang : p->exit;
+}
+
+/* One process's line: "rank 2 (vm, pid 14503): faulted first: ...; report culprit-vm-14503.json". */
+static void merge_proc_line(struct render_buf *b, const struct merge_job *j, const struct merge_proc *p)
+{
+    const struct merge_report *r = merge_shown(p);
+    char head[200], text[1400];
+    size_t used;
+    snprintf(head, sizeof head, "  ");
+    merge_label(j, p, head + 2, sizeof head - 2);
+    used = strlen(head);
+    if (p->pid >= 0 && p->rank >= 0 && !merge_rank_shared(j, p))
+        snprintf(head + used, sizeof head - used, " (%s%spid %lld): ", p->host, p->host[0] ? ", " : "", p->pid);
+    else if (p->host[0] && j->nhosts > 1)
+        snprintf(head + used, sizeof head - used, " (%s): ", p->host);
+    else
+        snprintf(head + used, sizeof head - used, ": ");
+    /* a fault and a clean exit say what they are; collateral and missing ranks are named so */
+    int named = p->status == MERGE_COLLATERAL || p->status == MERGE_MISSING;
+    snprintf(text, sizeof text, "%s%s%s%s%s", named ? merge_status_names[p->status] : "", named ? ": " : "",
+             p->what, r ? "; report " : "", r ? render_base(r->path) : "");
+    render_para(b, head, "      ", text);
+}
+
+static const struct merge_job *g_group_job;   /* the job merge_cmp_group compares in (qsort has no context) */
+
+/* Processes by status, then short phrase, then place: each group a run of the sorted list. */
+static int merge_cmp_group(const void *a, const void *b)
+{
+    const struct merge_proc *x = &g_group_job->procs[*(const size_t *)a], *y = &g_group_job->procs[*(const size_t *)b];
+    int c = x->status - y->status;
+    if (!c)
+        c = strcmp(x->why, y->why);
+    return c ? c : (*(const size_t *)a > *(const size_t *)b) - (*(const size_t *)a < *(const size_t *)b);
+}
+
+static int merge_cmp_host(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static int merge_cmp_first(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* A large job's lines: one per group of processes with the same status and short phrase, in the order of each
+ * group's first process ("ranks 0-511, 513-1023 (1023 ranks): collateral: stopped by SIGTERM while waiting in
+ * NCCL AllReduce (...); reports such as culprit-vm-100-hang.json"); a group of one is a process's own line. */
+static void merge_group_lines(struct render_buf *b, const struct merge_job *j)
+{
+    size_t n = j->nprocs, ng = 0;
+    size_t *sel = malloc((n ? n : 1) * sizeof *sel), *heads = malloc((n ? n : 1) * sizeof *heads);
+    if (!sel || !heads) {
+        b->oom = 1;
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++)
+        sel[i] = i;
+    g_group_job = j;
+    qsort(sel, n, sizeof *sel, merge_cmp_group);
+    /* each group's first process (its smallest index, as sel is sorted by place within a group) and where
+     * the group starts in sel, packed to sort the groups by their first process */
+    for (size_t i = 0; i < n; i++)
+        if (i == 0 || j->procs[sel[i]].status != j->procs[sel[i - 1]].status ||
+            strcmp(j->procs[sel[i]].why, j->procs[sel[i - 1]].why) != 0)
+            heads[ng++] = sel[i] * (n + 1) + i;
+    qsort(heads, ng, sizeof *heads, merge_cmp_first);
+    for (size_t g = 0; g < ng; g++) {
+        size_t s = heads[g] % (n + 1), e = s + 1, hosts = 0;
+        const struct merge_proc *p = &j->procs[sel[s]];
+        const struct merge_report *r;
+        struct render_buf head = {0};
+        int same_what = 1, named = p->status == MERGE_COLLATERAL || p->status == MERGE_MISSING;
+        char text[1400];
+        while (e < n && j->procs[sel[e]].status == p->status && strcmp(j->procs[sel[e]].why, p->why) == 0)
+            e++;
+        if (e - s == 1 || p->first) {
+            for (size_t m = s; m < e; m++)
+                merge_proc_line(b, j, &j->procs[sel[m]]);
+            continue;
+        }
+        for (size_t m = s + 1; m < e && same_what; m++)
+            same_what = strcmp(j->procs[sel[m]].what, p->what) == 0;
+        if (j->nhosts > 1) {
+            const char **hs = malloc((e - s) * sizeof *hs);
+            size_t nh = 0;
+            for (size_t m = s; hs && m < e; m++)
+                if (j->procs[sel[m]].host[0])
+                    hs[nh++] = j->procs[sel[m]].host;
+            if (hs)
+                qsort(hs, nh, sizeof *hs, merge_cmp_host);
+            for (size_t m = 0; hs && m < nh; m++)
+                hosts += m == 0 || strcmp(hs[m], hs[m - 1]) != 0;
+            free(hs);
+        }
+        merge_list(&head, j, sel + s, e - s);
+        render_add(&head, " (%zu %s", e - s, j->ranked ? "ranks" : "processes");
+        if (hosts > 1)
+            render_add(&head, " on %zu hosts", hosts);
+        render_add(&head, "): ");
+        r = merge_shown(p);
+        snprintf(text, sizeof text, "%s%s%s%s%s", named ? merge_status_names[p->status] : "", named ? ": " : "",
+                 same_what ? p->what : p->why, r ? "; reports such as " : "", r ? render_base(r->path) : "");
+        render_add(&head, "%s", text);
+        if (head.oom)
+            b->oom = 1;
+        else
+            render_para(b, "  ", "      ", head.p);   /* the list of ranks is wrapped too */
+        free(head.p);
+    }
+out:
+    free(sel);
+    free(heads);
+}
+
 char *merge_render(const struct merge_job *j, const struct merge_report *reps, const struct render_opts *o)
 {
     struct render_buf b = {0};
@@ -45,26 +167,11 @@ char *merge_render(const struct merge_job *j, const struct merge_report *reps, c
     (void)reps;
     /* the verdict's own lines are indented deeper than the rank lines that follow */
     render_para(&b, "", "    ", j->verdict);   /* wrapped within RENDER_WIDTH */
-    for (size_t i = 0; i < j->nprocs; i++) {
-        const struct merge_proc *p = &j->procs[i];
-        const struct merge_report *r = p->fault ? p->fault : p->hang ? p->hang : p->exit;
-        char head[200], text[1400];
-        size_t used;
-        snprintf(head, sizeof head, "  ");
-        merge_label(j, p, head + 2, sizeof head - 2);
-        used = strlen(head);
-        if (p->pid >= 0 && p->rank >= 0 && !merge_rank_shared(j, p))
-            snprintf(head + used, sizeof head - used, " (%s%spid %lld): ", p->host, p->host[0] ? ", " : "", p->pid);
-        else if (p->host[0] && j->nhosts > 1)
-            snprintf(head + used, sizeof head - used, " (%s): ", p->host);
-        else
-            snprintf(head + used, sizeof head - used, ": ");
-        /* a fault and a clean exit say what they are; collateral and missing ranks are named so */
-        int named = p->status == MERGE_COLLATERAL || p->status == MERGE_MISSING;
-        snprintf(text, sizeof text, "%s%s%s%s%s", named ? merge_status_names[p->status] : "", named ? ": " : "",
-                 p->what, r ? "; report " : "", r ? render_base(r->path) : "");
-        render_para(&b, head, "      ", text);
-    }
+    if (j->nprocs > MERGE_LINES_MAX)
+        merge_group_lines(&b, j);
+    else
+        for (size_t i = 0; i < j->nprocs; i++)
+            merge_proc_line(&b, j, &j->procs[i]);
     if (feat && !(o && o->brief)) {
         const struct merge_report *r = feat->fault ? feat->fault : feat->hang;
         struct render_opts ro = {.brief = 0, .path = r->path, .no_debugger = o ? o->no_debugger : 0};
@@ -122,6 +229,38 @@ static void merge_json_launch(struct jw *w, const struct json *launch)
     free(owned);
 }
 
+static const char *const merge_order_names[] = {"none", "only", "kernel", "clock", "clocks"};
+
+/* Processes by host name, then place. */
+static int merge_cmp_by_host(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    int c = strcmp(g_group_job->procs[x].host, g_group_job->procs[y].host);
+    return c ? c : (x > y) - (x < y);
+}
+
+/* The job's host names, each once, in the order of their first process. */
+static void merge_json_hosts(const struct merge_job *j, struct jw *w)
+{
+    size_t n = 0, m = 0, *idx = malloc((j->nprocs ? j->nprocs : 1) * sizeof *idx);
+    if (!idx) {
+        w->err = 1;
+        return;
+    }
+    for (size_t i = 0; i < j->nprocs; i++)
+        if (j->procs[i].host[0])
+            idx[n++] = i;
+    g_group_job = j;
+    qsort(idx, n, sizeof *idx, merge_cmp_by_host);
+    for (size_t i = 0; i < n; i++)
+        if (i == 0 || strcmp(j->procs[idx[i]].host, j->procs[idx[i - 1]].host) != 0)
+            idx[m++] = idx[i];   /* the first process of each name */
+    qsort(idx, m, sizeof *idx, merge_cmp_first);
+    for (size_t i = 0; i < m; i++)
+        jw_str(w, j->procs[idx[i]].host);
+    free(idx);
+}
+
 void merge_write_json(const struct merge_job *j, const struct merge_report *reps, struct jw *w)
 {
     jw_obj_begin(w);
@@ -139,13 +278,7 @@ void merge_write_json(const struct merge_job *j, const struct merge_report *reps
     }
     jw_key(w, "hosts");
     jw_arr_begin(w);
-    for (size_t i = 0; i < j->nprocs; i++) {
-        int seen = !j->procs[i].host[0];
-        for (size_t k = 0; k < i && !seen; k++)
-            seen = strcmp(j->procs[k].host, j->procs[i].host) == 0;
-        if (!seen)
-            jw_str(w, j->procs[i].host);
-    }
+    merge_json_hosts(j, w);
     jw_arr_end(w);
     jw_key(w, "first_fault");
     if (j->first >= 0) {
@@ -172,6 +305,12 @@ void merge_write_json(const struct merge_job *j, const struct merge_report *reps
         if (f->fault_ns) {
             jw_key(w, "time_unix_ns");
             jw_uint(w, f->fault_ns);
+        }
+        jw_key(w, "order");
+        jw_str(w, merge_order_names[j->order]);
+        if (j->order == MERGE_ORDER_CLOCKS) {
+            jw_key(w, "clock_hosts");
+            jw_uint(w, j->order_hosts);
         }
         jw_key(w, "certainty");
         jw_str(w, json_get_str(json_get(doc, "verdict"), "certainty"));
@@ -232,12 +371,8 @@ void merge_write_json(const struct merge_job *j, const struct merge_report *reps
         jw_str(w, p->what);
         jw_key(w, "reports");
         jw_arr_begin(w);
-        for (size_t k = 0; k < j->nreports && p->pid >= 0; k++) {
-            const struct json *proc = json_get(reps[j->reports[k]].doc, "process");
-            const char *host = json_get_str(proc, "hostname");
-            if (json_get_int(proc, "pid", -2) == p->pid && strcmp(host ? host : "", p->host) == 0)
-                jw_str(w, reps[j->reports[k]].path);
-        }
+        for (size_t k = 0; k < p->rep_count; k++)
+            jw_str(w, reps[j->proc_reports[p->rep_first + k]].path);
         jw_arr_end(w);
         jw_obj_end(w);
     }

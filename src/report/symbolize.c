@@ -25,7 +25,8 @@
 /* One frame waiting for an answer. */
 struct sym_frame {
     struct json *frame;           /* the frame object in the report */
-    struct json *stack;           /* the array holding it */
+    struct json *stack;           /* the array holding it (the frames of one stack are next to each other) */
+    size_t doc;                   /* which of the reports symbolized together it belongs to */
     const struct sym_answer *ans; /* what addr2line said, once applied */
     size_t module;                /* index into the module table */
     unsigned long long addr;      /* address in the file's own address space, as addr2line wants it */
@@ -57,13 +58,14 @@ struct sym_module {
     size_t nans;                  /* entries in ans */
 };
 
-/* Everything gathered from one report. */
+/* Everything gathered from the reports symbolized together (one addr2line per module for all of them). */
 struct sym_state {
     struct sym_frame *frames;     /* frames to resolve */
     size_t nframes, capframes;    /* used and allocated entries of frames */
     struct sym_module *mods;      /* distinct modules */
     size_t nmods, capmods;        /* used and allocated entries of mods */
-    int changed;                  /* something was added to the tree */
+    size_t doc;                   /* the report being walked or changed now */
+    int *changed;                 /* per report: something was added to its tree */
     int oom;                      /* an allocation failed */
 };
 
@@ -82,7 +84,7 @@ static int sym_set_str(struct sym_state *st, struct json *obj, const char *key, 
         st->oom = 1;
         return -1;
     }
-    st->changed = 1;
+    st->changed[st->doc] = 1;
     return 0;
 }
 
@@ -216,6 +218,7 @@ static void sym_frame_seen(struct sym_state *st, struct json *stack, struct json
     }
     st->frames[st->nframes].frame = frame;
     st->frames[st->nframes].stack = stack;
+    st->frames[st->nframes].doc = st->doc;
     st->frames[st->nframes].ans = NULL;
     st->frames[st->nframes].module = mi;
     /* offsets of return addresses point just past the call; one byte back lands inside the call instruction,
@@ -424,13 +427,12 @@ static void sym_resolve_module(struct sym_state *st, size_t mi)
         if (st->frames[i].module == mi)
             addrs[n++] = st->frames[i].addr;
     qsort(addrs, n, sizeof *addrs, sym_cmp_ull);
-    for (i = 1; i < n;) {
-        if (addrs[i] == addrs[i - 1]) {
-            memmove(&addrs[i], &addrs[i + 1], (n - i - 1) * sizeof *addrs);
-            n--;
-        } else {
-            i++;
-        }
+    if (n) {
+        size_t u = 1;   /* the reports of a job share most addresses: keep one of each */
+        for (i = 1; i < n; i++)
+            if (addrs[i] != addrs[u - 1])
+                addrs[u++] = addrs[i];
+        n = u;
     }
     rc = sym_run_addr2line(m->path, addrs, n, &out, &outlen);
     if (rc == -2) {
@@ -480,6 +482,7 @@ static void sym_apply(struct sym_state *st, struct sym_frame *f)
     if (!a)
         return;
     f->ans = a;
+    st->doc = f->doc;
     fn = json_get_str(f->frame, "function");
     /* With debug information the innermost (inline-aware) name is where the pc really is, and it also corrects
      * the dynamic-symbol guess the library made for static functions. Without it, addr2line only knows the
@@ -495,7 +498,7 @@ static void sym_apply(struct sym_state *st, struct sym_frame *f)
             st->oom = 1;
             return;
         }
-        st->changed = 1;
+        st->changed[f->doc] = 1;
     }
 }
 
@@ -533,19 +536,20 @@ static struct json *sym_inline_frame(const struct json *phys, const struct sym_i
 
 static void sym_expand_inlines(struct sym_state *st)
 {
-    for (size_t i = 0; i < st->nframes && !st->oom; i++) {
+    for (size_t i = 0; i < st->nframes && !st->oom;) {
         struct json *stack = st->frames[i].stack;
+        size_t end = i;   /* the frames of this stack are frames[i..end) */
         int needed = 0;
-        if (!stack)
-            continue;
-        for (size_t j = i; j < st->nframes; j++)
-            if (st->frames[j].stack == stack && st->frames[j].ans && st->frames[j].ans->nchain > 1)
+        while (end < st->nframes && st->frames[end].stack == stack)
+            end++;
+        for (size_t j = i; j < end; j++)
+            if (st->frames[j].ans && st->frames[j].ans->nchain > 1)
                 needed = 1;
         if (needed) {
             size_t cap = stack->len, n = 0;
             struct json **kids;
-            for (size_t j = i; j < st->nframes; j++)
-                if (st->frames[j].stack == stack && st->frames[j].ans)
+            for (size_t j = i; j < end; j++)
+                if (st->frames[j].ans)
                     cap += st->frames[j].ans->nchain;
             kids = calloc(cap ? cap : 1, sizeof *kids);
             if (!kids) {
@@ -555,8 +559,8 @@ static void sym_expand_inlines(struct sym_state *st)
             for (size_t k = 0; k < stack->len; k++) {
                 const struct sym_answer *a = NULL;
                 kids[n++] = stack->kids[k];
-                for (size_t j = i; j < st->nframes; j++)
-                    if (st->frames[j].stack == stack && st->frames[j].frame == stack->kids[k])
+                for (size_t j = i; j < end; j++)
+                    if (st->frames[j].frame == stack->kids[k])
                         a = st->frames[j].ans;
                 for (size_t lv = 1; a && lv < a->nchain && n < cap; lv++) {
                     struct json *f = sym_inline_frame(stack->kids[k], &a->chain[lv]);
@@ -571,25 +575,33 @@ static void sym_expand_inlines(struct sym_state *st)
             stack->kids = kids;
             stack->len = n;
             stack->cap = cap;
-            st->changed = 1;
+            st->changed[st->frames[i].doc] = 1;
         }
-        /* this stack is done: forget it for the frames that follow */
-        for (size_t j = i; j < st->nframes; j++)
-            if (st->frames[j].stack == stack)
-                st->frames[j].stack = NULL;
+        i = end;
     }
 }
 
 int symbolize_doc(struct json *doc, int *changed)
+{
+    int ch = 0, rc = symbolize_docs(&doc, 1, &ch);
+    if (changed)
+        *changed = ch;
+    return rc;
+}
+
+int symbolize_docs(struct json *const *docs, size_t ndocs, int *changed)
 {
     struct sym_state st;
     size_t i, j;
     int rc;
 
     memset(&st, 0, sizeof st);
-    if (changed)
-        *changed = 0;
-    sym_walk(&st, doc, 0);
+    if (!ndocs)
+        return SYMBOLIZE_OK;
+    memset(changed, 0, ndocs * sizeof *changed);
+    st.changed = changed;
+    for (st.doc = 0; st.doc < ndocs; st.doc++)
+        sym_walk(&st, docs[st.doc], 0);
     for (i = 0; i < st.nmods && !st.oom; i++)
         if (st.mods[i].usable)
             sym_resolve_module(&st, i);
@@ -597,8 +609,6 @@ int symbolize_doc(struct json *doc, int *changed)
         sym_apply(&st, &st.frames[i]);
     sym_expand_inlines(&st);
     rc = st.oom ? SYMBOLIZE_ENOMEM : SYMBOLIZE_OK;
-    if (changed)
-        *changed = st.changed;
     for (i = 0; i < st.nmods; i++) {
         for (j = 0; j < st.mods[i].nans; j++) {
             for (size_t c = 0; c < st.mods[i].ans[j].nchain; c++) {

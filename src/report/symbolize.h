@@ -33,6 +33,9 @@ int symbolize_file(const char *path, char *why, size_t whylen);
  * (*changed tells whether anything was added), and write a tree back atomically. */
 int symbolize_load(const char *path, struct json **doc, char *why, size_t whylen);
 int symbolize_doc(struct json *doc, int *changed);
+/* The same for several reports at once, one addr2line per module for all of them (the reports of a job share
+ * their modules and most addresses); changed[i] tells whether docs[i] gained anything. */
+int symbolize_docs(struct json *const *docs, size_t ndocs, int *changed);
 int symbolize_save(const char *path, const struct json *doc, char *why, size_t whylen);
 
 /* Environment variable naming the addr2line program to run (default: addr2line found through PATH). */

@@ -78,12 +78,14 @@ def by_rank(reps):
     return out
 
 
-def check_names(reps, where):
-    """Every file is culprit-<host>-<pid><tag>.json, its tag the report's kind and its pid the report's."""
+def check_names(reps, where, own_host=False):
+    """Every file is culprit-<host>-<pid><tag>.json, its tag the report's kind and its pid the report's; the
+    host is this machine's, or with own_host the one the report names (a process in a namespace of its own)."""
     for name, rep in reps.items():
         proc = rep.get("process", {})
         tag = {"fault": "", "hang": "-hang", "exit": "-exit"}.get(rep.get("kind"), "?")
-        want = "culprit-%s-%d%s.json" % (host_part(), proc.get("pid", -1), tag)
+        host = re.sub(r"[^A-Za-z0-9.-]", "_", proc.get("hostname", "?")) if own_host else host_part()
+        want = "culprit-%s-%d%s.json" % (host, proc.get("pid", -1), tag)
         check(name == want, "%s: report %s should be named %s" % (where, name, want))
         check(isinstance(proc.get("time_unix_ns"), int) and proc["time_unix_ns"] > 0,
               "%s: %s has no process.time_unix_ns" % (where, name))
@@ -484,6 +486,130 @@ def _(b):
     check(names == ["culprit-nodeA-%d-exit.json" % pids["nodeA"], "culprit-nodeB.cluster-%d.json" % pids["nodeB.cluster"]],
           "report names %s" % names)
     check_shared(b, shared, (" on 2 hosts", " (on nodeB.cluster)"), names)
+
+
+def host_namespace():
+    """unshare's options for a process tree that sees a host of its own: its own host name (UTS namespace) and
+    pids (pid namespace, with its /proc), as root, else inside a user namespace. Skips the case where neither
+    is permitted."""
+    unshare = shutil.which("unshare")
+    tries = [[unshare, "--uts", "--pid", "--fork", "--mount-proc"]] if unshare and os.geteuid() == 0 else []
+    tries += [[unshare, "--uts", "--pid", "--fork", "--mount-proc", "--map-root-user"]] if unshare else []
+    for argv in tries:
+        probe = subprocess.run(argv + ["hostname", "probe"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if probe.returncode == 0:
+            return argv
+    raise h.CaseSkipped("unshare is missing, or not permitted to make UTS and pid namespaces here (it needs root "
+                        "or user namespaces) to play several hosts")
+
+
+@case("rank_hosts_one_dir")
+def _(b):
+    """Three hosts (each a UTS and pid namespace: its own host name, and pids that repeat across hosts) write
+    the reports of two Slurm jobs into one directory, a `culprit run` per rank: no two files collide, the jobs
+    are told apart by their job ids, not by host or directory, and each process keeps its host's facts (its
+    host name, its pid there, NCCL's log of that host and pid)."""
+    ns = host_namespace()
+    shared = b.newdir("shared")
+    # job 500: ranks 0, 1 on nodeA, 2, 3 on nodeB, rank 3 faults; job 501: rank 0 on nodeB, rank 1 on
+    # nodeC.cluster, which faults. Each host runs its ranks at once.
+    hosts = {"nodeA": [("500", 0, 4, False), ("500", 1, 4, False)],
+             "nodeB": [("500", 2, 4, False), ("500", 3, 4, True), ("501", 0, 2, False)],
+             "nodeC.cluster": [("501", 1, 2, True)]}
+    script = 'hostname "$0" || exit 9; for r in "$@"; do env $r "$CLI" run --dir "$DIR" -- "$PROG" 2 & done; wait'
+    for host, ranks in hosts.items():
+        per = []
+        for job, rank, world, faults in ranks:
+            per.append(" ".join(["SLURM_JOB_ID=" + job, "SLURM_STEP_ID=0", "SLURM_PROCID=%d" % rank,
+                                 "SLURM_LOCALID=%d" % (rank % 2), "SLURM_NTASKS=%d" % world] +
+                                (["FAKECUDA_FAULT=kernel=" + h.BAD] if faults else [])))
+        res = run(b, ns + ["sh", "-c", script, host] + per,
+                  env_of(b, {"CLI": b.cli, "DIR": shared, "PROG": b.prog("rankjob")}))
+        check(res.rc == 0, "the ranks of %s\n%s" % (host, res.describe()))
+        check(res.err_text.count("culprit: the kernel that faulted: write_oob(int*, int)") == sum(
+            f for *_, f in ranks), "each faulting rank's culprit run shows its verdict\n" + res.describe())
+    reps = reports(shared)
+    check(len(reps) == 6, "six processes, six reports: %s" % sorted(reps))
+    check_names(reps, "several hosts", own_host=True)
+    check(sorted({rep["process"]["hostname"] for rep in reps.values()}) == sorted(hosts),
+          "host names %r" % sorted({rep["process"]["hostname"] for rep in reps.values()}))
+    seen = {}
+    for name, rep in reps.items():
+        proc = rep["process"]
+        seen.setdefault(proc["pid"], set()).add(proc["hostname"])
+    check(any(len(v) > 1 for v in seen.values()), "no pid repeats across hosts, so names were never at risk: %r" %
+          seen)
+    # NCCL's log of each faulting rank is its own host's, though another host has a process of the same pid
+    for name, rep in reps.items():
+        proc, log = rep["process"], rep.get("nccl_log")
+        if rep.get("kind") == "fault":
+            check(log and all(l.startswith("%s:%d:" % (proc["hostname"].split(".")[0], proc["pid"])) for l in log),
+                  "%s: nccl_log %r is not its own host's" % (name, log))
+        else:
+            check(log is None, "%s saw no fault but carries NCCL's log %r" % (name, log))
+    # one merged view per job, each naming its hosts
+    res = run(b, [b.cli, "report", shared], env_of(b))
+    check(res.rc == 0, "culprit report SHARED\n" + res.describe())
+    lines = res.out_text.splitlines()
+    views = [joined(lines, i, "    ") for i, l in enumerate(lines) if l.startswith("culprit: job of ")]
+    want = ["job of 4 ranks (slurm) on 2 hosts: rank 3 (on nodeB) faulted first: write_oob(int*, int) launched at "
+            "rankjob.c:%d; ranks 0-2 saw no fault" % loss_line(),
+            "job of 2 ranks (slurm) on 2 hosts: rank 1 (on nodeC.cluster) faulted first: write_oob(int*, int) "
+            "launched at rankjob.c:%d; rank 0 saw no fault" % loss_line()]
+    check(sorted(views) == sorted(want), "the verdicts\n  %s\nexpected\n  %s" % ("\n  ".join(views),
+                                                                              "\n  ".join(want)))
+    res = run(b, [b.cli, "report", "--json", shared], env_of(b))
+    check(res.rc == 0, "culprit report --json SHARED\n" + res.describe())
+    jobs = json.loads(res.out_text)
+    check(isinstance(jobs, list) and len(jobs) == 2, "two jobs expected: %s" % res.out_text[:1000])
+    by_world = {j.get("world_size"): j for j in jobs}
+    check(sorted(by_world) == [2, 4], "world sizes %r" % sorted(by_world))
+    for world, hosts_want, first in ((4, ["nodeA", "nodeB"], (3, "nodeB")), (2, ["nodeB", "nodeC.cluster"],
+                                                                           (1, "nodeC.cluster"))):
+        job = by_world[world]
+        check(sorted(job.get("hosts", [])) == hosts_want, "job of %d: hosts %r" % (world, job.get("hosts")))
+        ff = job.get("first_fault") or {}
+        check((ff.get("rank"), ff.get("host")) == first, "job of %d: first_fault %r" % (world, ff))
+        for p in job["processes"]:
+            check(len(p["reports"]) == 1, "job of %d: %r" % (world, p))
+            rep = reps[os.path.basename(p["reports"][0])]
+            check((p["host"], p["pid"], p["rank"]) == (rep["process"]["hostname"], rep["process"]["pid"],
+                                                       rep["process"]["rank"]),
+                  "job of %d: the entry %r is not its report's host, pid and rank" % (world, p))
+
+
+@case("rank_report_progress")
+def _(b):
+    """`culprit report DIR` says how far it got on stderr once it passes a second (here an addr2line that takes
+    1.5 s makes it), and nothing when it is quick; either way its stdout is the same merged view."""
+    rdir = b.newdir("reports")
+    env = env_of(b)
+    for rank in range(3):
+        e = dict(env, RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE="3", TORCHELASTIC_RUN_ID="slow")
+        if rank == 1:
+            e["FAKECUDA_FAULT"] = "kernel=%s" % h.BAD
+        r = h.preloaded(b, [b.prog("rankjob"), "1"], e, rdir)
+        check(r.rc == (1 if rank == 1 else 0), "rank %d\n%s" % (rank, r.describe()))
+    slow = os.path.join(b.newdir("bin"), "addr2line")
+    with open(slow, "w") as f:
+        f.write("#!/bin/sh\nsleep 1.5\nexec addr2line \"$@\"\n")
+    os.chmod(slow, 0o755)
+    copy = b.newdir("copy")
+    for name in os.listdir(rdir):
+        shutil.copy(os.path.join(rdir, name), copy)
+    quick = run(b, [b.cli, "report", rdir], env)
+    late = run(b, [b.cli, "report", copy], dict(env, CULPRIT_ADDR2LINE=slow))
+    for res in (quick, late):
+        check(res.rc == 0 and verdict_line(res.out_text).startswith("job of 3 ranks (torchrun): rank 1 faulted "
+                                                                    "first: write_oob(int*, int)"),
+              "culprit report DIR\n" + res.describe())
+    check(quick.out_text.replace(rdir, copy) == late.out_text, "the merged view differs\n--- quick\n%s--- late\n%s" % (
+        quick.out_text, late.out_text))
+    check(not quick.err_text, "a quick run says nothing on stderr\n" + quick.describe())
+    lines = late.err_text.splitlines()
+    check(len(lines) >= 2 and re.match(r"culprit: (symbolizing|writing|merging) .*\(\d+\.\d s\)$", lines[0]) and
+          re.match(r"culprit: 3 reports read and shown in \d+\.\d s$", lines[-1]),
+          "a run past a second says how far it got\n" + late.describe())
 
 
 @case("rank_nccl_user_debug")

@@ -570,6 +570,94 @@ def job_selftests():
     ]
 
 
+MERGED_2NODES = (
+    "culprit: job of 4 ranks (torchrun): rank 2 faulted first: void at::native::(anonymous\n"
+    "culprit:     namespace)::nll_loss_forward_reduce_cuda_kernel_2d<float, float, long>(...) launched at\n"
+    "culprit:     ddp_gloo_fault.py:48; ranks 0, 3 are collateral (stopped by SIGTERM); rank 1 saw no fault\n"
+    "culprit:   rank 0 (gpu-node, pid 7100): collateral: stopped by SIGTERM; report culprit-gpu-node-7100-hang.json\n"
+    "culprit:   rank 1 (gpu-node, pid 7101): saw no fault; it exited with status 1; report\n"
+    "culprit:       culprit-gpu-node-7101-exit.json\n"
+    "culprit:   rank 2 (gpu-node, pid 7202): faulted first: CUDA_ERROR_ASSERT (710) in void at::native::...\n"
+    "culprit:       launched at ddp_gloo_fault.py:48; report culprit-gpu-node-7202.json\n"
+    "culprit:   rank 3 (gpu-node, pid 7203): collateral: stopped by SIGTERM; report culprit-gpu-node-7203-hang.json\n"
+    "culprit:\nculprit: rank 2, the first to fault:\n")
+# what node 1's own culprit run says: only its ranks, the others missing from its run
+NODE1_VIEW = ("culprit: job of 4 ranks (torchrun): rank 2 faulted first: void at::native::(anonymous\n"
+              "culprit:     namespace)::nll_loss_forward_reduce_cuda_kernel_2d<float, float, long>(...) launched at\n"
+              "culprit:     ddp_gloo_fault.py:48; rank 3 is collateral (stopped by SIGTERM); ranks 0, 1 are missing\n")
+
+
+def job_json_of(ranks, missing=()):
+    """`culprit report --json` of one job whose processes are ranks, those in missing without a report."""
+    procs = [{"rank": r, "status": "missing" if r in missing else "collateral"} for r in ranks]
+    return json.dumps({"schema": "culprit.job/1", "first_fault": {"rank": 2}, "processes": procs})
+
+
+def nodes_selftests():
+    """(title, case, launch line, base, run, `culprit report --json` output, `culprit report` text, expected
+    status, reason text) for the job of two torchrun nodes, each under a culprit run of its own."""
+    case = JOB_CASE_BY_NAME["ddp_gloo_2nodes"]
+    base = Run(rc=1, stderr=TORCHRUN_ERR.replace("rank1", "rank2") + TORCHRUN_ERR.replace("rank1", "rank0"))
+
+    def proc(rank, local, pid):
+        return lambda r: r["process"].update(rank=rank, local_rank=local, pid=pid, world_size=4,
+                                             job="torchrun:ddp_gloo_2nodes.1.culprit")
+
+    f2 = fixture_at("ddp_rank1_fault.json", "culprit-gpu-node-7202.json", proc(2, 0, 7202))
+    h0 = fixture_at("ddp_rank0_hang.json", "culprit-gpu-node-7100-hang.json", proc(0, 0, 7100))
+    e1 = fixture_at("ddp_rank2_exit.json", "culprit-gpu-node-7101-exit.json", proc(1, 1, 7101))
+    h3 = fixture_at("ddp_rank0_hang.json", "culprit-gpu-node-7203-hang.json", proc(3, 1, 7203))
+    runs = [Run(rc=1, stderr=TORCHRUN_ERR.replace("rank1", "rank2") + NODE1_VIEW),
+            Run(rc=1, stderr=TORCHRUN_ERR.replace("rank1", "rank0"))]
+    good = Run(rc=1, stderr=runs[0].stderr + runs[1].stderr, reports=[f2, h0, e1, h3])
+    whole = job_json_of(range(4))
+    return [
+        ("job of 2 nodes: one job of 4 ranks, rank 2 first in the merged view", case, 48, base, good, whole,
+         MERGED_2NODES, "pass", ""),
+        ("job of 2 nodes: culprit report --json saw only one node's ranks", case, 48, base, good,
+         job_json_of(range(4), missing=(0, 1)), MERGED_2NODES, "fail",
+         "ranks [2, 3] in the job, expected 0..3 from both nodes"),
+        ("job of 2 nodes: the nodes' reports not merged into one job", case, 48, base, good,
+         "[" + job_json_of((0, 1)) + ", " + job_json_of((2, 3)) + "]", MERGED_2NODES, "fail",
+         "schema 'list', expected 'culprit.job/1'"),
+        ("job of 2 nodes: only a node's own view names the first fault", case, 48, base, good, whole,
+         "culprit: job of 2 ranks ...\n", "fail", "merged view: no line says rank 2 faulted first"),
+        ("job of 2 nodes: the merged view leaves a rank of the other node out", case, 48, base, good, whole,
+         MERGED_2NODES.replace("culprit:   rank 1 ", "culprit: x ").replace("rank 1 saw", "x saw"), "fail",
+         "merged view: no line for rank 1"),
+        ("job of 2 nodes: a local rank counted across nodes", case, 48, base,
+         Run(rc=1, stderr=good.stderr, reports=[f2, h0, e1, fixture_at(
+             "ddp_rank0_hang.json", "culprit-gpu-node-7203-hang.json", proc(3, 3, 7203))]), whole, MERGED_2NODES,
+         "fail", "rank 3: process.local_rank 3, expected 1"),
+        ("job of 2 nodes: a rank of the other node left nothing", case, 48, base,
+         Run(rc=1, stderr=good.stderr, reports=[f2, h0, h3]), whole, MERGED_2NODES, "fail",
+         "rank 1: no report, expected a hang report or an exit record"),
+    ]
+
+
+def nodes_command_selftests():
+    """The two nodes' torchrun commands and the nodes' runs seen as one, as (title, ok, detail)."""
+    case = JOB_CASE_BY_NAME["ddp_gloo_2nodes"]
+    cmds = jobs_group.node_cmds(case, sys.executable, "/x/ddp_gloo_fault.py", 29611, "rid")
+
+    def opt(cmd, name):
+        return cmd[cmd.index(name) + 1] if name in cmd else None
+
+    ok = len(cmds) == 2 and all(
+        opt(c, "--nnodes") == "2" and opt(c, "--node-rank") == str(k) and opt(c, "--nproc-per-node") == "2" and
+        opt(c, "--rdzv-backend") == "c10d" and opt(c, "--rdzv-endpoint") == "localhost:29611" and
+        opt(c, "--rdzv-id") == "rid" and opt(c, "--rdzv-conf") == "is_host=%d" % (k == 0) and
+        opt(c, "--local-addr") == "127.0.0.1" and c[-1] == "/x/ddp_gloo_fault.py" for k, c in enumerate(cmds))
+    results = [("job of 2 nodes: one torchrun per node, one rendezvous, node 0 hosts its store", ok, repr(cmds))]
+    one = jobs_group.nodes_as_one([Run(rc=0, stderr="a\n"), Run(rc=-15, stderr="b\n", timed_out=True)])
+    results.append(("job of 2 nodes: the runs as one fail when a node failed, with both outputs",
+                    one.rc == 1 and one.stderr == "a\nb\n" and one.timed_out, repr(vars(one))))
+    one = jobs_group.nodes_as_one([Run(rc=0), Run(rc=0)])
+    results.append(("job of 2 nodes: the runs as one pass when both did", one.rc == 0 and not one.timed_out,
+                    repr(vars(one))))
+    return results
+
+
 GPT2_CUBLAS = ("Traceback (most recent call last):\n  File \"gpt2_vocab_oob.py\", line 37, in main\n"
                "RuntimeError: CUDA error: CUBLAS_STATUS_INTERNAL_ERROR when calling `cublasLtMatmul( ... )`\n")
 GPT2_ASSERT = ("Traceback (most recent call last):\n  File \"gpt2_vocab_oob.py\", line 39, in main\n"
@@ -801,6 +889,12 @@ def run_new_selftests():
         text = " ".join(o.reasons + o.notes + [o.path])
         results.append((title, o.status == want_status and want_text in text,
                         "got %s: %s" % (o.status, text)))
+    for title, case, line, base, run, job_json, merged, want_status, want_text in nodes_selftests():
+        o = judge_job(case, line, base, run, job_json, merged=merged)
+        text = " ".join(o.reasons + o.notes + [o.path])
+        results.append((title, o.status == want_status and want_text in text,
+                        "got %s: %s" % (o.status, text)))
+    results += nodes_command_selftests()
     gpt2 = PY_CASE_BY_NAME["gpt2_vocab"]
     for title, base, first, second, want_status, want_text, want_note in gpt2_selftests():
         o = judge_py(gpt2, 35, None, base, first)

@@ -1,14 +1,17 @@
 """The jobs group of the GPU suite: scripts in tests/gpu/frameworks run by torchrun with several ranks, once
-without culprit and once as `culprit run -- torchrun --standalone --nproc-per-node N script`; each rank's report
-is judged by its JSON fields and culprit's merged job view by a few stable phrases. check.py runs these cases
-and adds them to its table; its helpers (runs, outcomes, the frameworks group's frame checks) are reached as
-`h`, which check.py binds when it is loaded.
+without culprit and once as `culprit run -- torchrun --standalone --nproc-per-node N script`, or as two torchrun
+"nodes" on this machine (c10d rendezvous on localhost), each under a `culprit run` of its own sharing one
+report directory, as on two hosts; each rank's report is judged by its JSON fields and culprit's merged job view
+by a few stable phrases. check.py runs these cases and adds them to its table; its helpers (runs, outcomes, the
+frameworks group's frame checks) are reached as `h`, which check.py binds when it is loaded.
 """
 
 import json
 import os
 import re
 import shutil
+import socket
+import threading
 import time
 
 class _Check:
@@ -53,11 +56,13 @@ class JobCase:
     coredump = False  # no --coredump run
 
     def __init__(self, name, script, nproc, fault_rank, kernel, codes=(710,), modules=("torch",), timeout=150,
-                 nccl=False, env=None, note=""):
+                 nccl=False, env=None, note="", nnodes=1):
         self.name = name            # case name in the table
         self.script = script        # file in tests/gpu/frameworks
         self.src = script           # where the markers are
         self.nproc = nproc          # torchrun --nproc-per-node
+        self.nnodes = nnodes        # torchrun processes ("nodes"), each under a culprit run of its own
+        self.world = nproc * nnodes  # ranks in the job
         self.fault_rank = fault_rank  # the rank whose kernel faults
         self.kernel = kernel        # regular expression the faulting rank's culprit kernel must match
         self.codes = tuple(codes)   # accepted error.code values of the faulting rank
@@ -76,6 +81,12 @@ JOB_CASES = [
                  "the all_reduce; every rank's report, one merged verdict naming rank 1"),
     JobCase("nccl_one_rank", "nccl_one_rank_fault.py", 1, 0, r"indexSelect|vectorized_gather|index", nccl=True,
             note="torchrun, one NCCL rank: index_select past the end between two all_reduce calls"),
+    # two torchrun "nodes" of two gloo ranks each; which node gets ranks 2 and 3 is the rendezvous' choice
+    JobCase("ddp_gloo_2nodes", "ddp_gloo_fault.py", 2, 2, r"nll_loss", nnodes=2,
+            env={"GLOO_SOCKET_IFNAME": "lo", "DDP_BAD_RANK": "2"},
+            note="torchrun --nnodes 2 (c10d rendezvous on localhost), 2 gloo ranks per node on one GPU, a culprit "
+                 "run per node sharing --dir: rank 2's label past the classes; culprit report DIR merges the "
+                 "nodes' reports into one job naming rank 2"),
 ]
 JOB_CASE_BY_NAME = {c.name: c for c in JOB_CASES}
 
@@ -105,10 +116,11 @@ def rank_problems(path, report, case):
     who = "rank %d" % proc["rank"]
     if proc.get("launcher") != "torchrun":
         problems.append("%s: process.launcher %r, expected 'torchrun'" % (who, proc.get("launcher")))
-    if proc.get("world_size") != case.nproc:
-        problems.append("%s: process.world_size %r, expected %d" % (who, proc.get("world_size"), case.nproc))
-    if proc.get("local_rank") != proc["rank"]:  # one node: the local rank is the rank
-        problems.append("%s: process.local_rank %r, expected %d" % (who, proc.get("local_rank"), proc["rank"]))
+    if proc.get("world_size") != case.world:
+        problems.append("%s: process.world_size %r, expected %d" % (who, proc.get("world_size"), case.world))
+    if proc.get("local_rank") != proc["rank"] % case.nproc:  # torchrun numbers the ranks node by node
+        problems.append("%s: process.local_rank %r, expected %d" % (who, proc.get("local_rank"),
+                                                                   proc["rank"] % case.nproc))
     if not h.is_count(proc.get("time_unix_ns")):
         problems.append("%s: process.time_unix_ns is %r, not a count" % (who, proc.get("time_unix_ns")))
     return problems
@@ -176,11 +188,12 @@ def nccl_problems(out, report, stderr):
             out.fail("NCCL kernel %s is not shown as the collective NCCL %s" % (h.shorten(name, 60), collective))
 
 
-def judge_job(case, want_line, base, run, job_json):
+def judge_job(case, want_line, base, run, job_json, merged=None):
     """Judges a torchrun job from its run without culprit (base), under `culprit run` (run) and the output of
     `culprit report --json DIR` (job_json, text): the faulting rank's fault report names its kernel and launch
     line, every other rank left one hang report or exit record, every report carries the launcher's fields, and
-    culprit's merged view names the faulting rank."""
+    culprit's merged view names the faulting rank. The merged view is read from merged (the text of `culprit
+    report DIR`: the nodes' culprit runs each saw their own ranks only), else from the run's stderr."""
     out = h.Outcome(case, "python")
     reason = job_skip_reason(base)
     if reason:
@@ -220,7 +233,7 @@ def judge_job(case, want_line, base, run, job_json):
             out.fail("rank %s wrote a fault report too: %s" % (rank, os.path.basename(path)))
     if len(mine) != 1:
         out.fail("%d fault reports from rank %d, expected one" % (len(mine), case.fault_rank))
-    other_ranks = [r for r in range(case.nproc) if r != case.fault_rank]
+    other_ranks = [r for r in range(case.world) if r != case.fault_rank]
     for r in other_ranks:
         # a rank stopped by torchrun's SIGTERM after its exit record was written may leave both
         got = others.get(r, [])
@@ -245,7 +258,8 @@ def judge_job(case, want_line, base, run, job_json):
             nccl_problems(out, mine[0][2], run.stderr)
     if faults:
         stopped = [r for r in other_ranks if any(h.report_kind(x) == "hang" for x in others.get(r, []))]
-        for p in merged_view_problems(run.stderr, case, want_line, other_ranks, stopped):
+        for p in merged_view_problems(run.stderr if merged is None else merged, case, want_line, other_ranks,
+                                      stopped):
             out.fail(p)
     try:
         job = json.loads(job_json)
@@ -258,6 +272,13 @@ def judge_job(case, want_line, base, run, job_json):
         elif isinstance(job.get("first_fault"), dict) and job["first_fault"].get("rank") != case.fault_rank:
             out.fail("culprit report --json DIR: first_fault.rank %r, expected %d" % (
                 job["first_fault"].get("rank"), case.fault_rank))
+        elif case.nnodes > 1:
+            # the nodes' reports are one job: every rank has an entry, none missing
+            procs = [p for p in job.get("processes") or [] if isinstance(p, dict)]
+            seen = sorted(p["rank"] for p in procs if isinstance(p.get("rank"), int) and p.get("status") != "missing")
+            if seen != list(range(case.world)):
+                out.fail("culprit report --json DIR: ranks %s in the job, expected 0..%d from both nodes" % (
+                    seen, case.world - 1))
     return out
 
 
@@ -335,6 +356,8 @@ def run_job_case(args, case, culprit, logs, deadline):
     env = job_env(case.env)
     work = h.fresh_dir(os.path.join(logs, "work", case.name))
     limit = max(args.timeout, case.timeout)
+    if case.nnodes > 1:
+        return run_nodes_case(args, case, culprit, logs, script, want, env, work, limit)
     cmd = torchrun_cmd(args.python) + ["--standalone", "--nproc-per-node", str(case.nproc), script]
     base = h.execute(cmd, env, limit, cwd=work)
     h.save_logs(logs, case.name + ".plain", base)
@@ -345,3 +368,85 @@ def run_job_case(args, case, culprit, logs, deadline):
     shown = h.execute([culprit, "report", "--json", report_dir], os.environ.copy(), 60)
     h.save_logs(logs, case.name + ".job", shown)
     return judge_job(case, want, base, run, shown.stdout.decode("utf-8", "replace"))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Several torchrun "nodes" on this machine
+
+
+NODE_STAGGER_S = 1.0  # node 0 (the rendezvous store's host) starts this long before the others
+
+
+def free_port():
+    """A TCP port on the loopback interface that nothing listens on now."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+    finally:
+        s.close()
+
+
+def node_cmds(case, python, script, port, rdzv_id):
+    """One torchrun command per node: --nnodes N --node-rank K, the c10d rendezvous on localhost:port (node 0
+    hosts its store: is_host says so, as two agents on one machine would both take themselves for its host),
+    and the workers' master address on the loopback interface."""
+    return [torchrun_cmd(python) + [
+        "--nnodes", str(case.nnodes), "--node-rank", str(k), "--nproc-per-node", str(case.nproc),
+        "--rdzv-backend", "c10d", "--rdzv-endpoint", "localhost:%d" % port, "--rdzv-id", rdzv_id,
+        "--rdzv-conf", "is_host=%d" % (k == 0), "--local-addr", "127.0.0.1", script] for k in range(case.nnodes)]
+
+
+def run_nodes(cmds, env, limit, cwd, report_dir=None):
+    """Runs the nodes' commands at once (each h.execute in a thread of its own, node 0 first) and returns their
+    Runs in node order."""
+    runs = [None] * len(cmds)
+
+    def one(k):
+        runs[k] = h.execute(cmds[k], env, limit, report_dir, cwd=cwd)
+
+    threads = []
+    for k in range(len(cmds)):
+        if k:
+            time.sleep(NODE_STAGGER_S)  # and h.execute has taken its run token before the next one starts
+        t = threading.Thread(target=one, args=(k,))
+        t.start()
+        threads.append(t)
+    for t in threads:
+        t.join()
+    return runs
+
+
+def nodes_as_one(runs, report_dir=None):
+    """The nodes' Runs as one for the judge: failed when any node failed (the node of the faulting rank exits 1;
+    the other fails as its workers lose their peers), their output one after the other, the shared directory's
+    reports."""
+    one = h.Run(rc=1 if any(r.rc != 0 for r in runs) else 0, stdout=b"".join(r.stdout for r in runs),
+                stderr="".join(r.stderr for r in runs), timed_out=any(r.timed_out for r in runs),
+                reports=h.report_files(report_dir) if report_dir else [],
+                argv=[" ".join(r.argv) for r in runs])
+    one.stop_note = "; ".join("node %d: %s" % (k, r.stop_note) for k, r in enumerate(runs) if r.stop_note)
+    return one
+
+
+def run_nodes_case(args, case, culprit, logs, script, want, env, work, limit):
+    """A job of several torchrun nodes: all of them without culprit, then each under a `culprit run` of its own
+    with the same --dir (a fresh rendezvous id and port each time), then `culprit report` of that directory,
+    text and JSON, which must merge the nodes' reports into one job."""
+    stem = "%s.%d" % (case.name, os.getpid())
+    plain = run_nodes(node_cmds(case, args.python, script, free_port(), stem + ".plain"), env, limit, work)
+    for k, r in enumerate(plain):
+        h.save_logs(logs, "%s.plain.node%d" % (case.name, k), r)
+    report_dir = h.fresh_dir(os.path.join(logs, "reports", case.name))
+    mode = ["--mode", args.mode] if args.mode else []
+    cmds = [[culprit, "run", "--dir", report_dir] + mode + ["--"] + c
+            for c in node_cmds(case, args.python, script, free_port(), stem + ".culprit")]
+    nodes = run_nodes(cmds, env, limit, work, report_dir)
+    for k, r in enumerate(nodes):
+        h.save_logs(logs, "%s.culprit.node%d" % (case.name, k), r)
+    text = h.execute([culprit, "report", report_dir], os.environ.copy(), 60)
+    h.save_logs(logs, case.name + ".merged", text)
+    shown = h.execute([culprit, "report", "--json", report_dir], os.environ.copy(), 60)
+    h.save_logs(logs, case.name + ".job", shown)
+    return judge_job(case, want, nodes_as_one(plain), nodes_as_one(nodes, report_dir),
+                     shown.stdout.decode("utf-8", "replace"), merged=text.stdout.decode("utf-8", "replace"))

@@ -1,9 +1,9 @@
 """A DDP job of several ranks on one GPU where one rank's batch holds a label one past the classes.
 
 Run as `torchrun --standalone --nproc-per-node 3 ddp_gloo_fault.py`. Every rank trains the same small classifier
-on cuda:0 with the gloo backend (NCCL refuses two ranks on one GPU). At step 3 rank 1's labels hold the value
-CLASSES, so its cross_entropy's nll_loss kernel asserts (710). Rank 1 learns it when DDP copies its gradients
-for the all_reduce, or at the next launch; the other ranks wait in that all_reduce for rank 1 until it is gone
+on cuda:0 with the gloo backend (NCCL refuses two ranks on one GPU). At step 3 rank 1's (or DDP_BAD_RANK's) labels
+hold CLASSES, so its cross_entropy's nll_loss kernel asserts (710). It learns it when DDP copies its gradients
+for the all_reduce, or at the next launch; the other ranks wait in that all_reduce for it until it is gone
 (gloo sees the closed connection) or torchrun stops them. gloo's own timeout is 30 s, so the job always ends.
 """
 import datetime
@@ -15,7 +15,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 CLASSES, FEATURES, HIDDEN, BATCH = 10, 32, 64, 128  # classifier shape and samples per rank and step
-STEPS, BAD_STEP, BAD_RANK = 5, 3, 1  # steps, the step with the bad label, the rank whose shard holds it
+STEPS, BAD_STEP, BAD_RANK = 5, 3, int(os.environ.get("DDP_BAD_RANK", "1"))  # steps, the bad label's step, rank
 
 
 def main():
