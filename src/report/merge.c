@@ -776,8 +776,10 @@ static void merge_other_fault(struct merge_job *j, struct merge_proc *p, const c
         snprintf(when, sizeof when, ", %.3f s %s%s", (double)d / 1e9, p->fault_ns >= f->fault_ns ? "later" : "earlier",
                  strcmp(p->host, f->host) != 0 ? " by the clocks of two hosts" : "");
     }
-    snprintf(p->what, sizeof p->what, "also faulted%s%s: %s in %s", p->in_collective ? ", inside a collective" : "",
-             when, err, launch);
+    /* cut to the field's size when the error and the launch line are long: it is a summary line */
+    if (snprintf(p->what, sizeof p->what, "also faulted%s%s: %s in %s",
+                 p->in_collective ? ", inside a collective" : "", when, err, launch) >= (int)sizeof p->what)
+        p->what[sizeof p->what - 1] = '\0';
     if (p->in_collective && p->collective[0])
         snprintf(p->why, sizeof p->why, "also faulted, inside %s", p->collective);
     else

@@ -271,7 +271,7 @@ static void scale_cases(void) {
   CHECK(g_nj == 1);
   if (g_nj == 1) {
     const struct merge_job *j = &g_jobs[0];
-    struct render_opts ro = {1, NULL};
+    struct render_opts ro = {.brief = 1};
     CHECK(HAS(j->verdict, "job of 48 ranks (torchrun) on 2 hosts: rank 17 (on nodeA) faulted first: write_oob(int*, "
                           "int) launched at train.py:42; ranks 0-4, 8-16, 18-29, 31-47 are collateral (stopped by "
                           "SIGTERM while waiting in AllReduce); ranks 5-7 are collateral (stopped by SIGTERM); rank 30 "
