@@ -1,10 +1,12 @@
 /* `culprit report`: shows reports written earlier, as text (full or one line each) or as indented JSON. Paths
  * may be report files or directories (their culprit-*.json files, or those of their run-* subdirectories).
- * Each report is symbolized first, and written back when that added anything and the file is writable. */
+ * Each report is symbolized first, and written back when that added anything and the file is writable. With
+ * --address, each report also says what that address touched (report/addr.c); that answer is shown, not saved. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include "cli.h"
+#include "../report/addr.h"
 #include "../report/json.h"
 #include "../report/jsonw.h"
 #include "../report/merge.h"
@@ -109,6 +111,22 @@ static int cli_collect_dir(struct cli_paths *out, const char *dir)
     return rc;
 }
 
+/* The value of option name at argv[*i], given as "NAME VALUE" or "NAME=VALUE", advancing *i past it; NULL when
+ * argv[*i] is not that option, "" when its value is missing. */
+static const char *cli_report_opt(int argc, char **argv, int *i, const char *name)
+{
+    size_t n = strlen(name);
+    if (strncmp(argv[*i], name, n) != 0)
+        return NULL;
+    if (argv[*i][n] == '=')
+        return argv[*i] + n + 1;
+    if (argv[*i][n] != '\0')
+        return NULL;
+    if (*i + 1 >= argc)
+        return "";
+    return argv[++*i];
+}
+
 /* Loads, symbolizes (writing back what was added when possible) and returns a report tree. */
 static struct json *cli_load(const char *path)
 {
@@ -128,7 +146,10 @@ static struct json *cli_load(const char *path)
 int cli_report_main(int argc, char **argv)
 {
     struct cli_paths paths = {0};
-    int as_json = 0, brief = 0, failed = 0, i, rc = CLI_EXIT_OK;
+    int as_json = 0, brief = 0, failed = 0, i, rc = CLI_EXIT_OK, have_address = 0;
+    uint64_t address = 0, access = 0;
+    long long n;
+    const char *v;
     struct merge_report *reps = NULL;
     struct merge_job *jobs = NULL;
     size_t k, nreps = 0, njobs = 0;
@@ -151,6 +172,19 @@ int cli_report_main(int argc, char **argv)
         else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             cli_help_verb(stdout, "report");
             return CLI_EXIT_OK;
+        } else if ((v = cli_report_opt(argc, argv, &i, "--address")) != NULL) {
+            if (addr_parse(v, &address) != 0) {
+                cli_err("--address must be a device address, in hex as reports write them (0x7f2a00001000) or in "
+                        "decimal, not '%s'", v);
+                return CLI_EXIT_USAGE;
+            }
+            have_address = 1;
+        } else if ((v = cli_report_opt(argc, argv, &i, "--access-size")) != NULL) {
+            if (cli_parse_int(v, 1, 1 << 20, &n) != 0) {
+                cli_err("--access-size must be the bytes accessed, 1 to 1048576, not '%s'", v);
+                return CLI_EXIT_USAGE;
+            }
+            access = (uint64_t)n;
         } else {
             cli_err("report has no option '%s'; see 'culprit help report'", a);
             return CLI_EXIT_USAGE;
@@ -162,6 +196,10 @@ int cli_report_main(int argc, char **argv)
     }
     if (as_json && brief) {
         cli_err("--json and --brief do not go together; pick one");
+        return CLI_EXIT_USAGE;
+    }
+    if (access && !have_address) {
+        cli_err("--access-size goes with --address ADDR");
         return CLI_EXIT_USAGE;
     }
     for (; i < argc; i++) {
@@ -202,6 +240,10 @@ int cli_report_main(int argc, char **argv)
         if (!doc) {
             failed = 1;
             continue;
+        }
+        if (have_address && addr_annotate(doc, address, access, "command line") != 0) {
+            cli_err("out of memory answering --address for %s", paths.v[k]);
+            failed = 1;
         }
         reps[nreps].path = paths.v[k];
         reps[nreps++].doc = doc;
