@@ -1,7 +1,8 @@
 /* `culprit report`: shows reports written earlier, as text (full or one line each) or as indented JSON. Paths
  * may be report files or directories (their culprit-*.json files, or those of their run-* subdirectories).
- * Each report is symbolized first, and written back when that added anything and the file is writable. With
- * --address, each report also says what that address touched (report/addr.c); that answer is shown, not saved. */
+ * Each report is symbolized first (and answered for the faulting address its GPU core dump gave), and written back
+ * when that added anything and the file is writable. With --address, each report also says what that address
+ * touched (report/addr.c); that answer is shown, not saved. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -132,13 +133,18 @@ static struct json *cli_load(const char *path)
 {
     struct json *doc = NULL;
     char why[1024];
-    int changed = 0;
+    int changed = 0, addr = 0;
     if (symbolize_load(path, &doc, why, sizeof why) != 0) {
         cli_err("%s", why);
         return NULL;
     }
+    if (symbolize_doc(doc, &changed) != 0)
+        changed = 0;
+    /* what the faulting address the GPU core dump gave touched, as culprit run writes it (report/addr.c) */
+    if (addr_annotate_coredump(doc, &addr) != 0)
+        cli_err("out of memory answering the faulting address in %s", path);
     /* a report we may not write (someone else's, a read-only copy) is still shown symbolized */
-    if (symbolize_doc(doc, &changed) == 0 && changed)
+    if (changed || addr)
         symbolize_save(path, doc, why, sizeof why);
     return doc;
 }
