@@ -287,6 +287,7 @@ void allocs_handle(int created, uint64_t size) {
 /* Copies slot s into *out; 1, or 0 when it was never written or kept changing. */
 static int read_slot(const struct slot *s, struct allocs_entry *out) {
   for (int tries = 0; tries < 4; tries++) {
+    /* acquire: pairs with write_close's release; the fields of version v1 are visible */
     uint32_t v1 = atomic_load_explicit(&s->ver, memory_order_acquire);
     if (v1 == 0) return 0;
     if (v1 & 1) continue;

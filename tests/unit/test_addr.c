@@ -4,6 +4,7 @@
  * allocation, an allocation made after the faulting launch, a reservation of the virtual memory API mapped in
  * pieces, nothing near, no table, an overflowed table, and reports with missing or malformed fields (nothing
  * crashes, malformed ranges are left out). Both forms are checked: the "fault_address" object and the text. */
+#define _GNU_SOURCE
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
