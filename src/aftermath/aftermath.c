@@ -7,6 +7,7 @@
 #include "hang.h"
 #include "lastlook.h"
 #include "rank.h"
+#include "../core/allocs.h"
 #include "../core/config.h"
 #include "../core/core.h"
 #include "../core/upcalls.h"
@@ -15,6 +16,7 @@ static const struct cp_config *g_cfg;        /* the process's configuration (cor
 
 static void started(const struct cp_config *cfg) {
   g_cfg = cfg;
+  allocs_configure(cfg->stack_depth);   /* allocation sites keep as many frames as launches, up to its bound */
   rank_init();
   exitrec_start(cfg);
   fault_start(cfg);

@@ -22,6 +22,7 @@
 #include "../core/crumb.h"
 #include "../core/driver.h"
 #include "emit.h"
+#include "emit_allocs.h"
 #include "../core/ring.h"
 #include "signals.h"
 #include "suspects.h"
@@ -633,6 +634,7 @@ static void hang_write_report(int sig, int sender, uint64_t stalled_ms, uint64_t
 
   emit_streams(&w, &p, v.after_seq);
   emit_threads(&w, &tt);
+  emit_allocs(&w);   /* a GPU core dump turns the abort it causes into a fault with an address */
 
   emit_stats(&w, v.seq - v.after_seq, s.n);
   jw_obj_end(&w);

@@ -10,6 +10,7 @@
 #include "../core/graphs.h"
 #include "../core/driver.h"
 #include "emit.h"
+#include "emit_allocs.h"
 #include "../core/names.h"
 #include "emit_ops.h"
 #include "../core/ring.h"
@@ -307,6 +308,7 @@ int verdict_emit(const struct verdict_input *in, char *path, unsigned pathlen) {
   jw_arr_end(&w);
 
   emit_ops_diagnosis(&w);
+  emit_allocs(&w);
   emit_stats(&w, in->launches, s.n);
   jw_obj_end(&w);
 

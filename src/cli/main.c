@@ -11,7 +11,8 @@ static const char cli_usage_text[] =
     "\n"
     "commands:\n"
     "  run [options] [--] CMD [ARGS...]  run CMD with culprit loaded; print the verdict if a kernel faults\n"
-    "  report [--json|--brief] PATH...   show reports (files, or directories of culprit-*.json)\n"
+    "  report [--json|--brief] PATH...   show reports (files, or directories of culprit-*.json);\n"
+    "                                    --address ADDR: what that address touched\n"
     "  trace REPORT [-o FILE]            a report's launches as a Perfetto/Chrome trace\n"
     "  demo [--sim] [--verbose]          watch culprit catch a faulting kernel (simulated without a GPU)\n"
     "  version                           print the version\n"
@@ -129,7 +130,7 @@ static const char cli_help_run[] =
     "  culprit run --mode blocking --launches 120:124 -- python train.py\n";
 
 static const char cli_help_report[] =
-    "usage: culprit report [--json | --brief] PATH...\n"
+    "usage: culprit report [--json | --brief] [--address ADDR [--access-size N]] PATH...\n"
     "\n"
     "Shows reports written by culprit. PATH is a report file or a directory: its culprit-*.json files in name\n"
     "order, or when it has none, those of its subdirectories (so 'culprit report culprit-reports' shows\n"
@@ -141,8 +142,12 @@ static const char cli_help_report[] =
     "  --json    print the report JSON, indented (an array when there are several); a job as one\n"
     "            culprit.job/1 object\n"
     "  --brief   one line per report\n"
+    "  --address ADDR     say what the device address ADDR (hex 0x..., or decimal) touched in each report's\n"
+    "                     allocation table: the allocation holding it, or the nearest ones and how far, or a\n"
+    "                     freed one (use after free); shown (and in --json as fault_address), not saved\n"
+    "  --access-size N    with --address: the bytes the faulting access read or wrote\n"
     "\n"
-    "exit status: 0, or 1 when a path cannot be read or is not a culprit report.\n";
+    "exit status: 0, or 1 when a path cannot be read or is not a culprit report; 2 for bad usage.\n";
 
 static const char cli_help_demo[] =
     "usage: culprit demo [--sim] [--verbose]\n"

@@ -1,13 +1,15 @@
 /* `culprit report`: shows reports written earlier, as text (full or one line each) or as indented JSON. Paths
  * may be report files or directories (their culprit-*.json files, or those of their run-* subdirectories).
  * The reports are symbolized first, all together (one addr2line per module: a job's ranks share their
- * programs), and each is written back when that added anything, the file is writable and the reports are no
- * more than CLI_WRITE_BACK_MAX. A run that takes more than a second says how far it got on stderr, once a
- * second. */
+ * programs), and answered for the faulting address their GPU core dump gave; each is written back when that
+ * added anything, the file is writable and the reports are no more than CLI_WRITE_BACK_MAX. With --address,
+ * each report also says what that address touched (report/addr.c); that answer is shown, not saved. A run that
+ * takes more than a second says how far it got on stderr, once a second. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include "cli.h"
+#include "../report/addr.h"
 #include "../report/json.h"
 #include "../report/jsonw.h"
 #include "../report/merge.h"
@@ -115,6 +117,22 @@ static int cli_collect_dir(struct cli_paths *out, const char *dir)
     return rc;
 }
 
+/* The value of option name at argv[*i], given as "NAME VALUE" or "NAME=VALUE", advancing *i past it; NULL when
+ * argv[*i] is not that option, "" when its value is missing (or is "--", which is never an option's value). */
+static const char *cli_report_opt(int argc, char **argv, int *i, const char *name)
+{
+    size_t n = strlen(name);
+    if (strncmp(argv[*i], name, n) != 0)
+        return NULL;
+    if (argv[*i][n] == '=')
+        return strcmp(argv[*i] + n + 1, "--") == 0 ? "" : argv[*i] + n + 1;
+    if (argv[*i][n] != '\0')
+        return NULL;
+    if (*i + 1 >= argc || strcmp(argv[*i + 1], "--") == 0)
+        return "";
+    return argv[++*i];
+}
+
 #define CLI_PROGRESS_AFTER_S 1.0  /* a run quicker than this says nothing of its progress */
 #define CLI_WRITE_BACK_MAX 64     /* more reports than this are shown symbolized but not written back */
 
@@ -165,6 +183,16 @@ static int cli_symbolize(struct merge_report *reps, size_t n, struct cli_progres
         rc = ENOMEM;
         goto out;
     }
+    /* what the faulting address the GPU core dump gave touched, as culprit run writes it (report/addr.c) */
+    for (size_t i = 0; i < n; i++) {
+        int addr = 0;
+        if (addr_annotate_coredump(docs[i], &addr) != 0) {
+            rc = ENOMEM;
+            goto out;
+        }
+        if (addr)
+            changed[i] = 1;
+    }
     /* Each write is a new file renamed over the report (a crash must not leave half a report), and a thousand
      * of those took seconds where symbolizing them all again takes a tenth of one. */
     for (size_t i = 0; i < n && n <= CLI_WRITE_BACK_MAX; i++) {
@@ -187,6 +215,10 @@ int cli_report_main(int argc, char **argv)
     size_t k, nreps = 0, njobs = 0;
     struct cli_progress pr = {cli_seconds(), 0};
     struct jw w;
+    int have_address = 0;
+    uint64_t address = 0, access = 0;
+    long long num;
+    const char *v;
 
     jw_init(&w);
     w.pretty = 1;
@@ -202,13 +234,30 @@ int cli_report_main(int argc, char **argv)
             as_json = 1;
         else if (strcmp(a, "--brief") == 0)
             brief = 1;
-        else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+        else if ((v = cli_report_opt(argc, argv, &i, "--address")) != NULL) {
+            if (addr_parse(v, &address) != 0) {
+                cli_err("--address must be a device address, in hex as reports write them (0x7f2a00001000) or in "
+                        "decimal, not '%s'", v);
+                return CLI_EXIT_USAGE;
+            }
+            have_address = 1;
+        } else if ((v = cli_report_opt(argc, argv, &i, "--access-size")) != NULL) {
+            if (cli_parse_int(v, 1, 1 << 20, &num) != 0) {
+                cli_err("--access-size must be the bytes accessed, 1 to 1048576, not '%s'", v);
+                return CLI_EXIT_USAGE;
+            }
+            access = (uint64_t)num;
+        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             cli_help_verb(stdout, "report");
             return CLI_EXIT_OK;
         } else {
             cli_err("report has no option '%s'; see 'culprit help report'", a);
             return CLI_EXIT_USAGE;
         }
+    }
+    if (access && !have_address) {
+        cli_err("--access-size goes with --address ADDR");
+        return CLI_EXIT_USAGE;
     }
     if (i >= argc) {
         cli_err("report needs a report file or a directory of reports, as in: culprit report culprit-reports");
@@ -269,6 +318,11 @@ int cli_report_main(int argc, char **argv)
         rc = CLI_EXIT_FAIL;
         goto out;
     }
+    for (k = 0; have_address && k < nreps; k++)       /* shown, not saved: after the write-back above */
+        if (addr_annotate((struct json *)reps[k].doc, address, access, "command line") != 0) {
+            cli_err("out of memory answering --address for %s", reps[k].path);
+            failed = 1;
+        }
     cli_progress(&pr, "merging %zu reports", nreps);
     /* the reports of a job (several processes, or a launcher's ranks) are shown merged, as one view */
     if (!as_json) {

@@ -7,6 +7,7 @@
 #endif
 #include "cli.h"
 #include "coredump.h"
+#include "../report/addr.h"
 #include "nccllog.h"
 #include "rerun.h"
 #include "watch.h"
@@ -354,7 +355,7 @@ static int cli_show_report(const char *path, int brief, struct cli_watch *w, int
     struct json *doc = NULL;
     char why[1024];
     char *text;
-    int changed = 0, asserts = 0, nccl = 0;
+    int changed = 0, asserts = 0, nccl = 0, addr = 0;
 
     if (symbolize_load(path, &doc, why, sizeof why) != 0) {
         cli_err("%s", why);
@@ -381,7 +382,10 @@ static int cli_show_report(const char *path, int brief, struct cli_watch *w, int
         cli_err("out of memory adding the device asserts to %s", path);
     if (keep && nccllog_attach(run_dir, doc, &nccl) != 0)
         cli_err("out of memory adding NCCL's log to %s", path);
-    if ((changed || asserts || nccl) && symbolize_save(path, doc, why, sizeof why) != 0)
+    /* what the faulting address the GPU core dump gave touched (report/addr.c) */
+    if (addr_annotate_coredump(doc, &addr) != 0)
+        cli_err("out of memory answering the faulting address in %s", path);
+    if ((changed || asserts || nccl || addr) && symbolize_save(path, doc, why, sizeof why) != 0)
         cli_err("%s (the verdict below is complete, only the file keeps its old content)", why);
     if (o && o->rerun && rerun_needed(doc, &lo, &hi)) {
         json_free(doc);
@@ -391,6 +395,9 @@ static int cli_show_report(const char *path, int brief, struct cli_watch *w, int
             cli_err("%s", why);
             return -1;
         }
+        /* the rerun may have named the culprit, whose launch the address's answer is judged at */
+        if (addr_annotate_coredump(doc, &addr) == 0 && addr && symbolize_save(path, doc, why, sizeof why) != 0)
+            cli_err("%s", why);
     }
     if (keep) {
         *keep = doc;

@@ -7,7 +7,8 @@
  * parameter list, the argument list.
  *
  * SURFACE rows get a generic wrapper: call the real function and report a sticky error it returns.
- * CUSTOM rows have a hand-written wrapper in intercept.c (launches, stream life, capture, module unload). */
+ * CUSTOM rows have a hand-written wrapper in intercept.c (launches, stream life, capture, module unload,
+ * allocations and frees). */
 #ifndef CULPRIT_HOOKS_H
 #define CULPRIT_HOOKS_H
 
@@ -153,28 +154,35 @@
           (CUstream s, CUstreamCallback cb, void *u, unsigned int f), (s, cb, u, f))                           \
   SURFACE(cuStreamAddCallback_ptsz, cuStreamAddCallback, 1, 7000,                                              \
           (CUstream s, CUstreamCallback cb, void *u, unsigned int f), (s, cb, u, f))                           \
-  /* memory */                                                                                                 \
-  SURFACE(cuMemAlloc_v2, cuMemAlloc, 0, 3020, (CUdeviceptr * p, size_t n), (p, n))                             \
-  SURFACE(cuMemFree_v2, cuMemFree, 0, 3020, (CUdeviceptr p), (p))                                              \
-  SURFACE(cuMemAllocAsync, cuMemAllocAsync, 0, 11020, (CUdeviceptr * p, size_t n, CUstream s), (p, n, s))      \
-  SURFACE(cuMemAllocAsync_ptsz, cuMemAllocAsync, 1, 11020, (CUdeviceptr * p, size_t n, CUstream s), (p, n, s)) \
-  SURFACE(cuMemFreeAsync, cuMemFreeAsync, 0, 11020, (CUdeviceptr p, CUstream s), (p, s))                       \
-  SURFACE(cuMemFreeAsync_ptsz, cuMemFreeAsync, 1, 11020, (CUdeviceptr p, CUstream s), (p, s))                  \
-  SURFACE(cuMemFreeHost, cuMemFreeHost, 0, 2000, (void *p), (p))                                               \
+  /* memory: allocations and frees go to the allocation table (core/allocs.c) */                               \
+  CUSTOM(cuMemAlloc_v2, cuMemAlloc, 0, 3020, (CUdeviceptr * p, size_t n), (p, n))                              \
+  CUSTOM(cuMemFree_v2, cuMemFree, 0, 3020, (CUdeviceptr p), (p))                                               \
+  CUSTOM(cuMemAllocAsync, cuMemAllocAsync, 0, 11020, (CUdeviceptr * p, size_t n, CUstream s), (p, n, s))       \
+  CUSTOM(cuMemAllocAsync_ptsz, cuMemAllocAsync, 1, 11020, (CUdeviceptr * p, size_t n, CUstream s), (p, n, s))  \
+  CUSTOM(cuMemFreeAsync, cuMemFreeAsync, 0, 11020, (CUdeviceptr p, CUstream s), (p, s))                        \
+  CUSTOM(cuMemFreeAsync_ptsz, cuMemFreeAsync, 1, 11020, (CUdeviceptr p, CUstream s), (p, s))                   \
+  CUSTOM(cuMemFreeHost, cuMemFreeHost, 0, 2000, (void *p), (p))                                                \
   SURFACE(cuMemGetInfo_v2, cuMemGetInfo, 0, 3020, (size_t * fr, size_t * to), (fr, to))                        \
-  SURFACE(cuMemAllocPitch_v2, cuMemAllocPitch, 0, 3020,                                                        \
-          (CUdeviceptr * p, size_t * pitch, size_t w, size_t h, unsigned int e), (p, pitch, w, h, e))          \
-  SURFACE(cuMemAllocHost_v2, cuMemAllocHost, 0, 3020, (void **p, size_t n), (p, n))                            \
-  SURFACE(cuMemHostAlloc, cuMemHostAlloc, 0, 2020, (void **p, size_t n, unsigned int f), (p, n, f))            \
+  CUSTOM(cuMemAllocPitch_v2, cuMemAllocPitch, 0, 3020,                                                         \
+         (CUdeviceptr * p, size_t * pitch, size_t w, size_t h, unsigned int e), (p, pitch, w, h, e))           \
+  CUSTOM(cuMemAllocHost_v2, cuMemAllocHost, 0, 3020, (void **p, size_t n), (p, n))                             \
+  CUSTOM(cuMemHostAlloc, cuMemHostAlloc, 0, 2020, (void **p, size_t n, unsigned int f), (p, n, f))             \
   SURFACE(cuMemHostRegister_v2, cuMemHostRegister, 0, 6050, (void *p, size_t n, unsigned int f), (p, n, f))    \
   SURFACE(cuMemHostUnregister, cuMemHostUnregister, 0, 4000, (void *p), (p))                                   \
-  SURFACE(cuMemAllocManaged, cuMemAllocManaged, 0, 6000, (CUdeviceptr * p, size_t n, unsigned int f),          \
-          (p, n, f))                                                                                           \
-  SURFACE(cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync, 0, 11020,                                          \
-          (CUdeviceptr * p, size_t n, CUmemoryPool pool, CUstream s), (p, n, pool, s))                         \
-  SURFACE(cuMemAllocFromPoolAsync_ptsz, cuMemAllocFromPoolAsync, 1, 11020,                                     \
-          (CUdeviceptr * p, size_t n, CUmemoryPool pool, CUstream s), (p, n, pool, s))                         \
+  CUSTOM(cuMemAllocManaged, cuMemAllocManaged, 0, 6000, (CUdeviceptr * p, size_t n, unsigned int f),           \
+         (p, n, f))                                                                                            \
+  CUSTOM(cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync, 0, 11020,                                           \
+         (CUdeviceptr * p, size_t n, CUmemoryPool pool, CUstream s), (p, n, pool, s))                          \
+  CUSTOM(cuMemAllocFromPoolAsync_ptsz, cuMemAllocFromPoolAsync, 1, 11020,                                      \
+         (CUdeviceptr * p, size_t n, CUmemoryPool pool, CUstream s), (p, n, pool, s))                          \
   SURFACE(cuMemPoolTrimTo, cuMemPoolTrimTo, 0, 11020, (CUmemoryPool pool, size_t keep), (pool, keep))          \
+  /* the virtual memory API (PyTorch's expandable segments): addresses reserved, memory created and mapped */  \
+  CUSTOM(cuMemAddressReserve, cuMemAddressReserve, 0, 10020, RESERVE_P, RESERVE_A)                             \
+  CUSTOM(cuMemAddressFree, cuMemAddressFree, 0, 10020, (CUdeviceptr p, size_t n), (p, n))                      \
+  CUSTOM(cuMemCreate, cuMemCreate, 0, 10020, CREATE_P, CREATE_A)                                               \
+  CUSTOM(cuMemRelease, cuMemRelease, 0, 10020, (CUmemGenericAllocationHandle h), (h))                          \
+  CUSTOM(cuMemMap, cuMemMap, 0, 10020, MAP_P, MAP_A)                                                           \
+  CUSTOM(cuMemUnmap, cuMemUnmap, 0, 10020, (CUdeviceptr p, size_t n), (p, n))                                  \
   /* modules and contexts */                                                                                   \
   SURFACE(cuModuleLoad, cuModuleLoad, 0, 2000, (CUmodule * m, const char *f), (m, f))                          \
   SURFACE(cuModuleLoadData, cuModuleLoadData, 0, 2000, (CUmodule * m, const void *i), (m, i))                  \
@@ -217,5 +225,11 @@
 #define PEER_A (d, dc, s, sc, n)
 #define PEERA_P (CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n, CUstream st)
 #define PEERA_A (d, dc, s, sc, n, st)
+#define RESERVE_P (CUdeviceptr * p, size_t n, size_t align, CUdeviceptr addr, unsigned long long f)
+#define RESERVE_A (p, n, align, addr, f)
+#define CREATE_P (CUmemGenericAllocationHandle * h, size_t n, const CUmemAllocationProp *prop, unsigned long long f)
+#define CREATE_A (h, n, prop, f)
+#define MAP_P (CUdeviceptr p, size_t n, size_t off, CUmemGenericAllocationHandle h, unsigned long long f)
+#define MAP_A (p, n, off, h, f)
 
 #endif

@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "../core/allocs.h"
 #include "../core/core.h"
 #include "../core/driver.h"
 #include "../core/ring.h"
@@ -371,6 +372,91 @@ CP_EXPORT CUresult CUDAAPI cuModuleUnload(CUmodule m) {
 CP_EXPORT CUresult CUDAAPI cuLibraryUnload(CUlibrary l) {
   CALL_REAL(cuLibraryUnload, (CUlibrary), (l));
   if (rc == CUDA_SUCCESS) cp_module_unloaded();
+  return rc;
+}
+
+/* ---- allocations and frees: the allocation table (core/allocs.c) ---- */
+
+/* Told after the driver said yes, never before: a failed call allocated or freed nothing, and its output
+ * arguments may be unset. */
+static inline int allocs_on(CUresult rc) { return rc == CUDA_SUCCESS && cp_active(); }
+
+#define DEF_ALLOC(sym, P, A, kind, bytes)                                                                      \
+  CP_EXPORT CUresult CUDAAPI sym P {                                                                           \
+    CALL_REAL(sym, P, A);                                                                                      \
+    if (allocs_on(rc) && p) allocs_alloc(kind, (uint64_t)*p, bytes, 0, #sym);                                  \
+    return rc;                                                                                                 \
+  }
+DEF_ALLOC(cuMemAlloc_v2, (CUdeviceptr * p, size_t n), (p, n), ALLOCS_DEVICE, n)
+DEF_ALLOC(cuMemAllocAsync, (CUdeviceptr * p, size_t n, CUstream s), (p, n, s), ALLOCS_ASYNC, n)
+DEF_ALLOC(cuMemAllocAsync_ptsz, (CUdeviceptr * p, size_t n, CUstream s), (p, n, s), ALLOCS_ASYNC, n)
+DEF_ALLOC(cuMemAllocFromPoolAsync, (CUdeviceptr * p, size_t n, CUmemoryPool pool, CUstream s), (p, n, pool, s),
+          ALLOCS_POOL, n)
+DEF_ALLOC(cuMemAllocFromPoolAsync_ptsz, (CUdeviceptr * p, size_t n, CUmemoryPool pool, CUstream s),
+          (p, n, pool, s), ALLOCS_POOL, n)
+DEF_ALLOC(cuMemAllocManaged, (CUdeviceptr * p, size_t n, unsigned int f), (p, n, f), ALLOCS_MANAGED, n)
+/* a pitched allocation is h rows of *pitch bytes (at least w each) */
+DEF_ALLOC(cuMemAllocPitch_v2, (CUdeviceptr * p, size_t * pitch, size_t w, size_t h, unsigned int e),
+          (p, pitch, w, h, e), ALLOCS_PITCHED, (pitch ? *pitch : w) * h)
+DEF_ALLOC(cuMemAddressReserve, RESERVE_P, RESERVE_A, ALLOCS_RESERVED, n)
+
+#define DEF_FREE_DEVICE(sym, P, A)                                                                             \
+  CP_EXPORT CUresult CUDAAPI sym P {                                                                           \
+    CALL_REAL(sym, P, A);                                                                                      \
+    if (allocs_on(rc)) allocs_free_device((uint64_t)p, #sym);                                                  \
+    return rc;                                                                                                 \
+  }
+DEF_FREE_DEVICE(cuMemFree_v2, (CUdeviceptr p), (p))
+DEF_FREE_DEVICE(cuMemFreeAsync, (CUdeviceptr p, CUstream s), (p, s))
+DEF_FREE_DEVICE(cuMemFreeAsync_ptsz, (CUdeviceptr p, CUstream s), (p, s))
+
+/* Pinned host memory is known by its device address, which core asks the driver for. */
+#define DEF_ALLOC_HOST(sym, P, A)                                                                              \
+  CP_EXPORT CUresult CUDAAPI sym P {                                                                           \
+    CALL_REAL(sym, P, A);                                                                                      \
+    if (allocs_on(rc) && p) {                                                                                  \
+      driver_ready();                                                                                          \
+      allocs_alloc_host(*p, n, #sym);                                                                          \
+    }                                                                                                          \
+    return rc;                                                                                                 \
+  }
+DEF_ALLOC_HOST(cuMemHostAlloc, (void **p, size_t n, unsigned int f), (p, n, f))
+DEF_ALLOC_HOST(cuMemAllocHost_v2, (void **p, size_t n), (p, n))
+
+CP_EXPORT CUresult CUDAAPI cuMemFreeHost(void *p) {
+  CALL_REAL(cuMemFreeHost, (void *), (p));
+  if (allocs_on(rc)) allocs_free_host(p, "cuMemFreeHost");
+  return rc;
+}
+
+/* The virtual memory API: a mapping is a range the program can use, a reservation only addresses. */
+CP_EXPORT CUresult CUDAAPI cuMemMap MAP_P {
+  CALL_REAL(cuMemMap, MAP_P, MAP_A);
+  if (allocs_on(rc)) allocs_alloc(ALLOCS_VM, (uint64_t)p, n, 0, "cuMemMap");
+  return rc;
+}
+
+CP_EXPORT CUresult CUDAAPI cuMemUnmap(CUdeviceptr p, size_t n) {
+  CALL_REAL(cuMemUnmap, (CUdeviceptr, size_t), (p, n));
+  if (allocs_on(rc)) allocs_unmap((uint64_t)p, n, "cuMemUnmap");
+  return rc;
+}
+
+CP_EXPORT CUresult CUDAAPI cuMemAddressFree(CUdeviceptr p, size_t n) {
+  CALL_REAL(cuMemAddressFree, (CUdeviceptr, size_t), (p, n));
+  if (allocs_on(rc)) allocs_unreserve((uint64_t)p, "cuMemAddressFree");
+  return rc;
+}
+
+CP_EXPORT CUresult CUDAAPI cuMemCreate CREATE_P {
+  CALL_REAL(cuMemCreate, CREATE_P, CREATE_A);
+  if (allocs_on(rc)) allocs_handle(1, n);
+  return rc;
+}
+
+CP_EXPORT CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle h) {
+  CALL_REAL(cuMemRelease, (CUmemGenericAllocationHandle), (h));
+  if (allocs_on(rc)) allocs_handle(0, 0);
   return rc;
 }
 

@@ -7,6 +7,7 @@
 #endif
 #include "render.h"
 #include "render_int.h"
+#include "addr.h"
 #include "demangle.h"
 #include "json.h"
 #include "nccl.h"
@@ -430,6 +431,7 @@ static void render_full(struct render_buf *b, const struct json *doc, const stru
         }
     }
 
+    addr_render(b, doc);  /* what the faulting address touched, when the report gives one */
     if (json_len(hist) > 0) {
         const char *stream = json_get_str(culprit, "stream");
         render_add(b, "culprit:\n");

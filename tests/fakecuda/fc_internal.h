@@ -1,6 +1,6 @@
-/* Internal state of the simulated CUDA driver (fakecuda), shared by its three sources: fc_state.c (objects,
- * queues, faults, environment), fc_api.c (the exported entry points) and fc_lookup.c (cuGetProcAddress, error
- * names, export table). Nothing here is exported; SPEC.md is the contract. */
+/* Internal state of the simulated CUDA driver (fakecuda), shared by its sources: fc_state.c (objects, queues,
+ * faults, environment), fc_api.c (the exported entry points), fc_vmm.c (pitched, managed and pooled memory, the
+ * virtual memory API) and fc_lookup.c (cuGetProcAddress, error names, export table). Nothing here is exported; SPEC.md is the contract. */
 #ifndef FC_INTERNAL_H
 #define FC_INTERNAL_H
 
@@ -126,15 +126,17 @@ struct fc_module {
     struct fc_module *next;      /* registry link */
 };
 
-enum fc_memkind { FC_MEM_DEVICE, FC_MEM_HOST };
+enum fc_memkind { FC_MEM_DEVICE, FC_MEM_HOST, FC_MEM_MAPPED };
 
 struct fc_mem {
-    enum fc_memkind kind;        /* device (cuMemAlloc) or host-mapped (cuMemHostAlloc) */
+    enum fc_memkind kind;        /* device (cuMemAlloc), host-mapped (cuMemHostAlloc), or a piece of physical memory
+                                  * mapped at reserved addresses (cuMemMap: host is the physical memory's) */
     char *host;                  /* backing store / the host pointer */
     CUdeviceptr dptr;            /* device address */
     size_t size;                 /* bytes */
     size_t mapped;               /* host-mapped memory: bytes mmap'ed (unmapped when freed, as the driver does) */
     struct fc_ctx *owner;        /* host-mapped memory: the context it dies with, NULL if unknown */
+    void *phys;                  /* mapped memory: the physical allocation it shows (fc_vmm.c) */
     struct fc_mem *next;         /* registry link */
 };
 

@@ -724,6 +724,18 @@ CUresult fc_dev_addr(CUdeviceptr d, size_t len, int allow_host, void **out)
         *out = m->host + (d - m->dptr);
         return CUDA_SUCCESS;
     }
+    /* Adjacent mapped pieces of one physical allocation, mapped in its order, are one run of memory. */
+    if ((m = fc_mem_by_dptr(d, 1)) != NULL && m->kind == FC_MEM_MAPPED) {
+        struct fc_mem *p = m, *n;
+        while ((n = fc_mem_by_dptr(p->dptr + p->size, 1)) != NULL && n->kind == FC_MEM_MAPPED &&
+               n->dptr == p->dptr + p->size && n->host == p->host + p->size) {
+            p = n;
+            if (d + len <= p->dptr + p->size) {
+                *out = m->host + (d - m->dptr);
+                return CUDA_SUCCESS;
+            }
+        }
+    }
     if (allow_host) {
         m = fc_mem_by_host((const void *)(uintptr_t)d);
         if (m && len <= m->size - ((uintptr_t)d - (uintptr_t)m->host)) {
@@ -740,7 +752,7 @@ void fc_mem_free(struct fc_mem *m)
         if (*pp == m) {
             *pp = m->next;
             if (m->mapped) munmap(m->host, m->mapped);
-            else free(m->host);
+            else if (m->kind != FC_MEM_MAPPED) free(m->host);  /* a mapping's memory is its physical allocation's */
             free(m);
             return;
         }

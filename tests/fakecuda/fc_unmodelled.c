@@ -1,7 +1,7 @@
-/* Entry points the simulation does not model (pitched and 3D copies, 2D sets, managed and pooled memory, host
- * registration, graph upload, stream callbacks). They exist so that programs and tests can reach every entry
- * point culprit hooks: each applies FAKECUDA_FAIL and the current context's sticky error like the others, and
- * otherwise answers CUDA_ERROR_NOT_SUPPORTED without touching its arguments. */
+/* Entry points the simulation does not model (pitched and 3D copies, 2D sets, host registration, graph upload,
+ * stream callbacks). They exist so that programs and tests can reach every entry point culprit hooks: each applies
+ * FAKECUDA_FAIL and the current context's sticky error like the others, and otherwise answers
+ * CUDA_ERROR_NOT_SUPPORTED without touching its arguments. */
 #include "fc_internal.h"
 
 static CUresult fc_unmodelled(void)
@@ -47,13 +47,8 @@ UNMODELLED(cuMemsetD2D16Async_ptsz,
 UNMODELLED(cuMemsetD2D32Async, (CUdeviceptr d, size_t pitch, unsigned int v, size_t w, size_t h, CUstream s))
 UNMODELLED(cuMemsetD2D32Async_ptsz, (CUdeviceptr d, size_t pitch, unsigned int v, size_t w, size_t h, CUstream s))
 UNMODELLED(cuMemGetInfo_v2, (size_t *free_, size_t *total))
-UNMODELLED(cuMemAllocPitch_v2, (CUdeviceptr *p, size_t *pitch, size_t w, size_t h, unsigned int e))
 UNMODELLED(cuMemHostRegister_v2, (void *p, size_t n, unsigned int f))
 UNMODELLED(cuMemHostUnregister, (void *p))
-UNMODELLED(cuMemAllocManaged, (CUdeviceptr *p, size_t n, unsigned int f))
-UNMODELLED(cuMemAllocFromPoolAsync, (CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s))
-UNMODELLED(cuMemAllocFromPoolAsync_ptsz, (CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s))
-UNMODELLED(cuMemPoolTrimTo, (CUmemoryPool pool, size_t keep))
 UNMODELLED(cuGraphUpload, (CUgraphExec g, CUstream s))
 UNMODELLED(cuGraphUpload_ptsz, (CUgraphExec g, CUstream s))
 UNMODELLED(cuStreamAddCallback, (CUstream s, CUstreamCallback cb, void *u, unsigned int f))

@@ -646,6 +646,89 @@ static void t_slow_fault(void)
     EXPECT(cuStreamQuery(NULL), CUDA_ERROR_ILLEGAL_ADDRESS);
 }
 
+/* Pitched, managed and pooled memory, and the virtual memory API: addresses reserved (the hint honoured when
+ * free), physical memory mapped in pieces that copies reach, unmapped in one call, released only once unmapped. */
+static void t_memory_kinds(void)
+{
+    struct env e;
+    setup(&e);
+    CUdeviceptr d, m, q;
+    size_t pitch = 0;
+    OK(cuMemAllocPitch(&d, &pitch, 1000, 3, 4));
+    CHECK(pitch == 1024);
+    int in[4] = {1, 2, 3, 4}, out[4] = {0};
+    OK(cuMemcpyHtoD(d + 2 * pitch, in, sizeof in));                 /* the last row is there */
+    OK(cuMemcpyDtoH(out, d + 2 * pitch, sizeof out));
+    CHECK(out[3] == 4);
+    EXPECT(cuMemcpyHtoD(d + 3 * pitch, in, 4), CUDA_ERROR_INVALID_VALUE);
+    EXPECT(cuMemAllocPitch(&d, &pitch, 10, 1, 3), CUDA_ERROR_INVALID_VALUE);
+    OK(cuMemAllocManaged(&m, 64, CU_MEM_ATTACH_GLOBAL));
+    EXPECT(cuMemAllocManaged(&m, 64, 0), CUDA_ERROR_INVALID_VALUE);
+    OK(cuMemFree(m));
+
+    CUmemoryPool pool;
+    CUmemPoolProps pp;
+    memset(&pp, 0, sizeof pp);
+    pp.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    pp.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    OK(cuMemPoolCreate(&pool, &pp));
+    OK(cuMemAllocFromPoolAsync(&q, 256, pool, NULL));
+    OK(cuMemsetD32Async(q, 7, 64, NULL));
+    OK(cuMemFreeAsync(q, NULL));
+    OK(cuStreamSynchronize(NULL));
+    OK(cuMemPoolTrimTo(pool, 0));
+    OK(cuMemPoolDestroy(pool));
+    EXPECT(cuMemAllocFromPoolAsync(&q, 256, pool, NULL), CUDA_ERROR_INVALID_VALUE);
+
+    CUmemAllocationProp prop;
+    memset(&prop, 0, sizeof prop);
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    size_t g = 0;
+    OK(cuMemGetAllocationGranularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    CHECK(g == 2u << 20);
+    CUdeviceptr r, r2, again;
+    OK(cuMemAddressReserve(&r, 8 * g, 0, 0, 0));
+    OK(cuMemAddressReserve(&r2, 2 * g, 0, r, 0));                      /* a hint inside r is not free */
+    CHECK(r2 >= r + 8 * g || r2 + 2 * g <= r);
+    OK(cuMemAddressFree(r2, 2 * g));
+    EXPECT(cuMemAddressReserve(&r2, g + 1, 0, 0, 0), CUDA_ERROR_INVALID_VALUE);
+    CUmemGenericAllocationHandle h1, h2;
+    OK(cuMemCreate(&h1, 2 * g, &prop, 0));
+    OK(cuMemCreate(&h2, g, &prop, 0));
+    OK(cuMemMap(r, g, 0, h1, 0));                                      /* h1 in two pieces, then h2 */
+    OK(cuMemMap(r + g, g, g, h1, 0));
+    OK(cuMemMap(r + 2 * g, g, 0, h2, 0));
+    EXPECT(cuMemMap(r + g, g, 0, h2, 0), CUDA_ERROR_INVALID_VALUE);    /* already mapped */
+    EXPECT(cuMemMap(r + 8 * g, g, 0, h2, 0), CUDA_ERROR_INVALID_VALUE); /* not reserved */
+    CUmemAccessDesc acc;
+    memset(&acc, 0, sizeof acc);
+    acc.location = prop.location;
+    acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    OK(cuMemSetAccess(r, 3 * g, &acc, 1));
+    EXPECT(cuMemSetAccess(r, 4 * g, &acc, 1), CUDA_ERROR_INVALID_VALUE);
+    OK(cuMemcpyHtoD(r + g - 8, in, sizeof in));                        /* across two pieces of h1 */
+    memset(out, 0, sizeof out);
+    OK(cuMemcpyDtoH(out, r + g - 8, sizeof out));
+    CHECK(out[0] == 1 && out[3] == 4);
+    EXPECT(cuMemcpyHtoD(r + 3 * g, in, 4), CUDA_ERROR_INVALID_VALUE);  /* reserved, not mapped */
+    OK(cuMemRelease(h1));                                              /* still mapped: the memory stays */
+    OK(cuMemcpyDtoH(out, r, 4));
+    EXPECT(cuMemFree(r), CUDA_ERROR_INVALID_VALUE);                    /* not cuMemAlloc's */
+    EXPECT(cuMemAddressFree(r, 8 * g), CUDA_ERROR_INVALID_VALUE);      /* still mapped */
+    EXPECT(cuMemUnmap(r, g + g / 2), CUDA_ERROR_INVALID_VALUE);        /* half a piece */
+    OK(cuMemUnmap(r, 2 * g));                                          /* both pieces of h1 */
+    EXPECT(cuMemcpyDtoH(out, r, 4), CUDA_ERROR_INVALID_VALUE);
+    OK(cuMemcpyDtoH(out, r + 2 * g, 4));
+    EXPECT(cuMemUnmap(r, g), CUDA_ERROR_INVALID_VALUE);                /* nothing mapped there */
+    OK(cuMemUnmap(r + 2 * g, g));
+    OK(cuMemRelease(h2));
+    EXPECT(cuMemRelease(h2), CUDA_ERROR_INVALID_VALUE);
+    OK(cuMemAddressFree(r, 8 * g));
+    OK(cuMemAddressReserve(&again, 8 * g, 0, r, 0));                   /* freed addresses can be had again */
+    CHECK(again == r);
+}
+
 /* ---- runner ----------------------------------------------------------------------------------------------- */
 
 static const struct {
@@ -671,6 +754,7 @@ static const struct {
     { "fork", "", t_fork },
     { "hang", "FAKECUDA_HANG=launch=2", t_hang },
     { "slow_fault", "FAKECUDA_HANG=launch=1,ms=300;kernel=x,ms=0|FAKECUDA_FAULT=launch=1", t_slow_fault },
+    { "memory_kinds", "", t_memory_kinds },
 };
 
 static int run_case(const char *self, size_t i)

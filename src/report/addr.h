@@ -1,0 +1,77 @@
+/* What a faulting address touched, from a report's allocation table ("allocations", written by the library): the
+ * allocation holding it and the offset inside, or the nearest allocations below and above and how far it lies past
+ * the end or before the start, a range freed before the faulting launch (use after free), addresses reserved but
+ * not mapped. As text (addr_render, a few lines of the verdict) and as the report's "fault_address" object
+ * (addr_annotate). It reads only the report; where the address comes from is the caller's business (the GPU core
+ * dump's "coredump.address", or `culprit report --address`). */
+#ifndef CULPRIT_REPORT_ADDR_H
+#define CULPRIT_REPORT_ADDR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct json;
+struct render_buf;
+
+#define ADDR_NEAR (1ull << 30) /* an allocation further than this from the address is not "near" it */
+#define ADDR_NULL 0x10000ull   /* an address below this is a null pointer plus an offset */
+
+/* Where the address lies, the answer's headline. */
+enum addr_where {
+    ADDR_NO_TABLE,        /* the report has no allocation table: nothing is known */
+    ADDR_INSIDE,          /* inside an allocation live at the faulting launch */
+    ADDR_OVERRUN,         /* it starts inside one, but the access runs past its end */
+    ADDR_FREED,           /* inside a range freed before the faulting launch (use after free) */
+    ADDR_UNMAPPED,        /* inside addresses reserved (virtual memory API) where nothing was mapped */
+    ADDR_OUTSIDE,         /* in no allocation; an allocation lies near it */
+    ADDR_NOTHING_NEAR,    /* in no allocation, and none within ADDR_NEAR */
+};
+
+/* One range of the table, as the answer names it. */
+struct addr_range {
+    const struct json *obj;  /* its entry in allocations.ranges; NULL: no such range */
+    uint64_t base;           /* first byte */
+    uint64_t size;           /* bytes */
+    long long seq;           /* launch number when it was allocated */
+    long long freed_seq;     /* launch number when it was freed, -1 while live */
+    uint64_t run_base;       /* a mapping (kind "vm"): the adjacent live mappings it is one of, as one range */
+    uint64_t run_size;       /* bytes of that run */
+    int run_pieces;          /* mappings in it (0 for other kinds) */
+};
+
+struct addr_answer {
+    uint64_t address;           /* the address asked about */
+    uint64_t access;            /* bytes accessed there, 0 when unknown */
+    long long fault_seq;        /* the faulting launch (the report's exact culprit); -1: the table is taken as it was
+                                 * when the report was written */
+    enum addr_where where;      /* the headline */
+    struct addr_range in;       /* ADDR_INSIDE, ADDR_OVERRUN: the allocation holding it */
+    struct addr_range freed;    /* a range freed before the fault that held it (the latest freed) */
+    int freed_others;           /* more freed ranges that held it */
+    struct addr_range later;    /* a range allocated after the faulting launch was made that holds it now */
+    struct addr_range reserved; /* a reservation holding it */
+    struct addr_range below;    /* nearest allocation ending at or below it, within ADDR_NEAR */
+    struct addr_range above;    /* nearest allocation starting above it, within ADDR_NEAR */
+    size_t nranges;             /* ranges the table lists */
+    long long forgotten;        /* the table's count of freed ranges it dropped (it overflowed) */
+    long long not_recorded;     /* the table's count of allocations it could not keep */
+};
+
+/* Reads an address written as the report writes them ("0x7f12...", hex) or as a decimal number. 0 or -1. */
+int addr_parse(const char *text, uint64_t *out);
+/* The answer for address (access: bytes accessed, 0 when unknown) in report doc. Never fails: a report without a
+ * table, or with missing or malformed fields, gives ADDR_NO_TABLE or leaves those ranges out. */
+void addr_answer(const struct json *doc, uint64_t address, uint64_t access, struct addr_answer *a);
+/* The address the report asks about: its "fault_address" (set by addr_annotate), else what the GPU core dump
+ * said ("coredump.address", "coredump.access_size"). Returns 1 and fills the outputs (source: "command line" or
+ * "coredump"), or 0 when it names none. */
+int addr_of_report(const struct json *doc, uint64_t *address, uint64_t *access, const char **source);
+/* Sets doc's "fault_address" to the answer for address (docs/report.md). Returns 0, or -1 when memory is short. */
+int addr_annotate(struct json *doc, uint64_t address, uint64_t access, const char *source);
+/* The same for the address the GPU core dump gave ("coredump.address"), when it gave one: *changed says whether
+ * doc was changed. Returns 0, or -1 when memory is short. */
+int addr_annotate_coredump(struct json *doc, int *changed);
+/* The verdict's lines about the address the report asks about (addr_of_report); nothing when it names none. */
+void addr_render(struct render_buf *b, const struct json *doc);
+
+#endif

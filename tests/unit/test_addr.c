@@ -1,0 +1,366 @@
+/* What a faulting address touched (src/report/addr.c), on reports written here by hand: inside an allocation, an
+ * access running past its end, before the start and after the end (the nearer neighbour first), a range freed
+ * before the faulting launch (use after free) and one freed only after it, an address reused by a later
+ * allocation, an allocation made after the faulting launch, a reservation of the virtual memory API mapped in
+ * pieces, nothing near, no table, an overflowed table, and reports with missing or malformed fields (nothing
+ * crashes, malformed ranges are left out). Both forms are checked: the "fault_address" object and the text. */
+#define _GNU_SOURCE
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "report/addr.h"
+#include "report/json.h"
+#include "report/render.h"
+
+static struct json *parse(const char *text) {
+  struct json *doc = NULL;
+  struct json_error err;
+  if (json_parse(text, strlen(text), &doc, &err) != 0) {
+    fprintf(stderr, "test report does not parse: %s at %zu\n", err.msg, err.offset);
+    return NULL;
+  }
+  return doc;
+}
+
+/* A fault report whose exact culprit is launch culprit_seq (0: candidates, no culprit) and whose allocation table
+ * holds ranges (JSON array members, without the brackets); extra is more top-level members (or ""). */
+static struct json *report(long long culprit_seq, const char *ranges, const char *extra) {
+  static char text[16384];
+  char culprit[128] = "null";
+  if (culprit_seq > 0) snprintf(culprit, sizeof culprit, "{\"seq\": %lld, \"kernel\": \"k\"}", culprit_seq);
+  snprintf(text, sizeof text,
+           "{\"kind\": \"fault\", \"error\": {\"code\": 700, \"name\": \"CUDA_ERROR_ILLEGAL_ADDRESS\"},"
+           " \"verdict\": {\"certainty\": \"%s\"}, \"culprit\": %s, \"candidates\": [],"
+           " \"allocations\": {\"capacity\": 4096, \"recorded\": 9, \"forgotten\": 0, \"not_recorded\": 0,"
+           " \"ranges\": [%s], \"sites\": [{\"python\": [{\"file\": \"/w/train.py\", \"function\": \"main\","
+           " \"line\": 42}], \"stack\": []}, {\"stack\": [{\"pc\": \"0x1\", \"function\": \"setup\","
+           " \"file\": \"/w/app.c\", \"line\": 35}]}]}%s%s}",
+           culprit_seq > 0 ? "exact" : "candidates", culprit, ranges, *extra ? ", " : "", extra);
+  return parse(text);
+}
+
+/* The text lines about the address, as `culprit report` shows them, with the wrapped lines joined again (a
+ * line break, the prefix and the continuation indent become one space). */
+static char *text_of(const struct json *doc) {
+  struct render_opts o = {0, NULL};
+  char *t = render_doc(doc, &o);
+  char *at = t ? strstr(t, "the faulting address") : NULL;
+  char *out = strdup(at ? at : "");
+  free(t);
+  static const char wrap[] = "\nculprit:     ";
+  char *w = out;
+  for (const char *r = out; *r;) {
+    if (!strncmp(r, wrap, sizeof wrap - 1)) {
+      *w++ = ' ';
+      r += sizeof wrap - 1;
+    } else {
+      *w++ = *r++;
+    }
+  }
+  *w = '\0';
+  return out;
+}
+
+/* fault_address as addr_annotate writes it. */
+static const struct json *annotated(struct json *doc, uint64_t address, uint64_t access) {
+  CHECK(addr_annotate(doc, address, access, "command line") == 0, "annotate");
+  return json_get(doc, "fault_address");
+}
+
+/* A range member: base, size, seq, and optionally freed_seq (< 0: live), kind, site. */
+static const char *range(char *buf, size_t n, uint64_t base, uint64_t size, long long seq, long long freed,
+                         const char *kind, int site) {
+  int k = snprintf(buf, n, "{\"base\": \"0x%" PRIx64 "\", \"size\": %" PRIu64 ", \"kind\": \"%s\", \"api\": "
+                   "\"%s\", \"seq\": %lld, \"thread\": 7",
+                   base, size, kind, !strcmp(kind, "vm") ? "cuMemMap" : !strcmp(kind, "reserved") ?
+                   "cuMemAddressReserve" : "cuMemAlloc_v2", seq);
+  if (freed >= 0) k += snprintf(buf + k, n - (size_t)k, ", \"freed_seq\": %lld, \"freed_api\": \"cuMemFree_v2\"",
+                                freed);
+  if (site >= 0) k += snprintf(buf + k, n - (size_t)k, ", \"site\": %d", site);
+  snprintf(buf + k, n - (size_t)k, "}");
+  return buf;
+}
+
+#define A 0x7f0000000000ull
+
+static void test_parse(void) {
+  uint64_t v = 0;
+  CHECK(addr_parse("0x7f00", &v) == 0 && v == 0x7f00);
+  CHECK(addr_parse("  4096 ", &v) == 0 && v == 4096);
+  CHECK(addr_parse("0XFF", &v) == 0 && v == 255);
+  CHECK(addr_parse("0xffffffffffffffff", &v) == 0 && v == UINT64_MAX);
+  uint64_t keep = v = 99;
+  CHECK(addr_parse("0x", &v) && addr_parse("", &v) && addr_parse("-1", &v) && addr_parse("12abc", &v) &&
+            addr_parse("0x1ffffffffffffffff", &v) && addr_parse(NULL, &v) && addr_parse("+5", &v) && v == keep,
+        "bad addresses are refused and leave the output alone");
+}
+
+/* Inside, past the end of an access, before the start, after the end; the nearer neighbour comes first. */
+static void test_outside_inside(void) {
+  char r1[512], r2[512], r3[512], all[2048];
+  snprintf(all, sizeof all, "%s, %s, %s", range(r1, sizeof r1, A, 4096, 1, -1, "device", 1),
+           range(r2, sizeof r2, A + 0x10000, 1024, 2, -1, "pitched", 0),
+           range(r3, sizeof r3, A - 0x100000, 256, 0, -1, "managed", -1));
+  struct json *doc = report(5, all, "");
+  struct addr_answer a;
+
+  addr_answer(doc, A + 100, 4, &a);
+  CHECK(a.where == ADDR_INSIDE && a.in.base == A && a.fault_seq == 5, "inside (%d)", a.where);
+  addr_answer(doc, A + 4094, 4, &a);
+  CHECK(a.where == ADDR_OVERRUN && a.in.base == A, "a 4-byte access at 4094 of 4096 runs past the end");
+  addr_answer(doc, A + 4094, 0, &a);
+  CHECK(a.where == ADDR_INSIDE, "without the access size it is inside");
+
+  const struct json *fa = annotated(doc, A + 4096 + 16, 4);
+  CHECK(!strcmp(json_get_str(fa, "answer"), "outside") && json_get_int(fa, "fault_seq", 0) == 5 &&
+            json_get_int(fa, "access_size", 0) == 4 && !strcmp(json_get_str(fa, "address"), "0x7f0000001010") &&
+            !strcmp(json_get_str(fa, "source"), "command line"),
+        "the object's headline fields");
+  const struct json *below = json_get(fa, "below"), *above = json_get(fa, "above");
+  CHECK(below && json_get_int(below, "past_end", -1) == 16 && !strcmp(json_get_str(below, "base"), "0x7f0000000000") &&
+            json_get_int(below, "size", 0) == 4096 && json_get_int(below, "site", -1) == 1,
+        "16 bytes past the end of the allocation below");
+  CHECK(above && json_get_int(above, "before_start", -1) == 0x10000 - 4096 - 16 &&
+            !strcmp(json_get_str(above, "kind"), "pitched"),
+        "the allocation above and how far");
+  char *t = text_of(doc);
+  CHECK(strstr(t, "the faulting address 0x7f0000001010 (an access of 4 bytes, given on the command line)") &&
+            strstr(t, "16 bytes after the end of the allocation of 4096 bytes at 0x7f0000000000") &&
+            strstr(t, "allocated at setup at /w/app.c:35") && strstr(t, "before the start of the allocation of 1024"),
+        "the text:\n%s", t);
+  CHECK(strstr(t, "16 bytes after") < strstr(t, "before the start"), "the nearer neighbour first:\n%s", t);
+  free(t);
+
+  fa = annotated(doc, A - 8, 0);
+  CHECK(json_get_int(json_get(fa, "above"), "before_start", -1) == 8 && !json_get(fa, "access_size"),
+        "8 bytes before the start");
+  t = text_of(doc);
+  CHECK(strstr(t, "8 bytes before the start of the allocation of 4096 bytes") &&
+            strstr(t, "allocated at setup at /w/app.c:35") && strstr(t, "allocated at /w/train.py:42 in main") == NULL &&
+            strstr(t, "8 bytes before the start") < strstr(t, "after the end of the allocation of 256"),
+        "the text, the Python line of the site:\n%s", t);
+  free(t);
+
+  fa = annotated(doc, A + 4096, 1);
+  t = text_of(doc);
+  CHECK(json_get_int(json_get(fa, "below"), "past_end", -1) == 0 && strstr(t, "right after the end of"),
+        "the first byte after the end:\n%s", t);
+  free(t);
+
+  fa = annotated(doc, A + 4090, 8);
+  t = text_of(doc);
+  CHECK(!strcmp(json_get_str(fa, "answer"), "overrun") && json_get_int(json_get(fa, "in"), "offset", 0) == 4090 &&
+            strstr(t, "at offset 4090 of the allocation of 4096 bytes") && strstr(t, "runs 2 bytes past its end"),
+        "an overrun:\n%s", t);
+  free(t);
+  json_free(doc);
+}
+
+/* Use after free, a free after the faulting launch, reuse of one address, an allocation after the fault. */
+static void test_freed_and_reuse(void) {
+  char r1[512], r2[512], r3[512], r4[512], all[4096];
+  /* B: allocated after #1, freed after #4; the same address again after #6 (live). C: freed after #9 only. D:
+   * allocated after #8. */
+  const uint64_t B = A + 0x100000, C = A + 0x200000, D = A + 0x300000;
+  snprintf(all, sizeof all, "%s, %s, %s, %s", range(r1, sizeof r1, B, 512, 1, 4, "device", 0),
+           range(r2, sizeof r2, B, 256, 6, -1, "async", 1), range(r3, sizeof r3, C, 64, 2, 9, "device", 1),
+           range(r4, sizeof r4, D, 64, 8, -1, "device", 1));
+  struct addr_answer a;
+
+  struct json *doc = report(5, all, "");                /* the faulting launch is #5 */
+  addr_answer(doc, B + 100, 0, &a);
+  CHECK(a.where == ADDR_FREED && a.freed.base == B && a.freed.size == 512 && a.freed.freed_seq == 4 &&
+            a.later.obj && a.later.seq == 6,
+        "#5 ran after B's first allocation was freed, before the address was handed out again (%d)", a.where);
+  const struct json *fa = annotated(doc, B + 100, 0);
+  CHECK(!strcmp(json_get_str(fa, "answer"), "freed") && json_get_int(json_get(fa, "freed"), "freed_seq", 0) == 4 &&
+            json_get_int(json_get(fa, "freed"), "offset", 0) == 100 &&
+            !strcmp(json_get_str(json_get(fa, "freed"), "freed_api"), "cuMemFree_v2") && json_get(fa, "later"),
+        "the use after free as JSON");
+  char *t = text_of(doc);
+  CHECK(strstr(t, "in memory freed before the faulting launch #5 was made, a use after free: offset 100 of the "
+                  "allocation of 512 bytes") &&
+            strstr(t, "freed by cuMemFree_v2 after launch #4") && strstr(t, "allocated at /w/train.py:42") &&
+            strstr(t, "holds it now, made after the faulting launch"),
+        "the text:\n%s", t);
+  free(t);
+  addr_answer(doc, C + 8, 0, &a);
+  CHECK(a.where == ADDR_INSIDE && a.in.base == C && a.in.freed_seq == 9, "C was still allocated when #5 was made");
+  annotated(doc, C + 8, 0);
+  t = text_of(doc);
+  CHECK(strstr(t, "freed only after launch #9"), "and the text says it was freed later:\n%s", t);
+  free(t);
+  addr_answer(doc, D + 8, 0, &a);
+  CHECK(a.where != ADDR_INSIDE && a.later.obj && a.later.base == D, "D did not exist when #5 was made");
+  json_free(doc);
+
+  doc = report(7, all, "");                             /* the faulting launch is #7: B's second allocation */
+  addr_answer(doc, B + 100, 0, &a);
+  CHECK(a.where == ADDR_INSIDE && a.in.seq == 6 && a.in.size == 256 && !a.freed.obj,
+        "a live range reusing a freed address is the answer, not the freed one");
+  addr_answer(doc, B + 300, 0, &a);
+  CHECK(a.where == ADDR_OUTSIDE && a.below.obj && a.below.base == B && a.below.size == 256 && a.freed.obj &&
+            a.freed.size == 512,
+        "past the reuse's end, inside only the freed one's: out of bounds of the live one, the same pointer (%d)",
+        a.where);
+  fa = annotated(doc, B + 300, 0);
+  t = text_of(doc);
+  CHECK(!strcmp(json_get_str(fa, "answer"), "outside") && json_get_int(json_get(fa, "below"), "past_end", -1) == 44 &&
+            strstr(t, "44 bytes after the end of the allocation of 256 bytes") &&
+            strstr(t, "(the allocation of 512 bytes at 0x7f0000100000 (cuMemAlloc_v2 after launch #1; freed by "
+                      "cuMemFree_v2 after launch #4), at the same base, held it before)"),
+        "the reuse and the range it reused:\n%s", t);
+  free(t);
+  json_free(doc);
+
+  doc = report(0, all, "");                             /* no exact culprit: the table as the report has it */
+  addr_answer(doc, B + 100, 0, &a);
+  CHECK(a.fault_seq == -1 && a.where == ADDR_INSIDE && a.in.seq == 6, "the live one when the report was written");
+  addr_answer(doc, C + 8, 0, &a);
+  CHECK(a.where == ADDR_FREED && a.freed.base == C, "freed when the report was written");
+  annotated(doc, C + 8, 0);
+  t = text_of(doc);
+  CHECK(strstr(t, "a use after free if the kernel ran after the free (the faulting launch is not known exactly)"),
+        "without a culprit it says what it cannot know:\n%s", t);
+  free(t);
+  json_free(doc);
+}
+
+/* Expandable segments: a reservation mapped in three pieces; past the mapped part, inside the reservation. */
+static void test_reserved(void) {
+  char rr[512], m1[512], m2[512], m3[512], all[4096];
+  const uint64_t R = 0x4000000000000ull, P = 2ull << 20;
+  snprintf(all, sizeof all, "%s, %s, %s, %s", range(rr, sizeof rr, R, 512 * P, 0, -1, "reserved", 1),
+           range(m1, sizeof m1, R, P, 1, -1, "vm", 0), range(m2, sizeof m2, R + P, P, 2, -1, "vm", 0),
+           range(m3, sizeof m3, R + 2 * P, P, 3, -1, "vm", 1));
+  struct json *doc = report(9, all, "");
+  struct addr_answer a;
+  addr_answer(doc, R + 3 * P + 64, 0, &a);
+  CHECK(a.where == ADDR_UNMAPPED && a.reserved.base == R && a.below.base == R + 2 * P && a.below.run_pieces == 3 &&
+            a.below.run_base == R && a.below.run_size == 3 * P,
+        "in the reservation, past its three mapped pieces (%d)", a.where);
+  const struct json *fa = annotated(doc, R + 3 * P + 64, 0);
+  CHECK(!strcmp(json_get_str(fa, "answer"), "unmapped") && json_get_int(json_get(fa, "reserved"), "offset", 0) ==
+                                                               (long long)(3 * P + 64) &&
+            json_get_int(json_get(json_get(fa, "below"), "mapped_run"), "pieces", 0) == 3 &&
+            json_get_int(json_get(fa, "below"), "past_end", -1) == 64,
+        "the reservation, and the mapped run below it");
+  char *t = text_of(doc);
+  CHECK(strstr(t, "in addresses reserved but not mapped: offset 6291520 of the reservation of 1073741824 bytes "
+                  "(1 GiB)") &&
+            strstr(t, "64 bytes after the end of the mapping of 2097152 bytes (2 MiB)") &&
+            strstr(t, "one of 3 adjacent mappings, 6291456 bytes (6 MiB) from 0x4000000000000), mapped at setup") &&
+            strstr(t, "(cuMemAddressReserve before any launch), reserved at setup at /w/app.c:35"),
+        "the text:\n%s", t);
+  free(t);
+  addr_answer(doc, R + P + 5, 0, &a);
+  CHECK(a.where == ADDR_INSIDE && a.in.base == R + P && a.in.run_pieces == 3, "inside the middle piece");
+  json_free(doc);
+}
+
+/* Nothing near, a null pointer, no table, an overflowed table, an address from the GPU core dump. */
+static void test_unknowns(void) {
+  char r1[512];
+  struct addr_answer a;
+  struct json *doc = report(3, range(r1, sizeof r1, A, 64, 0, -1, "device", 0), "");
+  addr_answer(doc, A + (2ull << 30), 0, &a);
+  CHECK(a.where == ADDR_NOTHING_NEAR && !a.below.obj && !a.above.obj, "2 GiB away is not near");
+  annotated(doc, 0x10, 0);
+  char *t = text_of(doc);
+  CHECK(strstr(t, "in no allocation culprit recorded, and none of the 1 range it recorded lies within 1 GiB") &&
+            strstr(t, "a null pointer plus 16") && json_get(json_get(doc, "fault_address"), "near_null"),
+        "nothing near, a null pointer:\n%s", t);
+  free(t);
+  json_free(doc);
+
+  doc = parse("{\"kind\": \"fault\", \"culprit\": {\"seq\": 4}, \"coredump\": {\"address\": \"0x7f0000000010\","
+              " \"access_size\": 8}}");
+  uint64_t x = 0, acc = 0;
+  const char *src = NULL;
+  CHECK(addr_of_report(doc, &x, &acc, &src) == 1 && x == A + 16 && acc == 8 && !strcmp(src, "coredump"),
+        "the address the GPU core dump gives");
+  addr_answer(doc, x, acc, &a);
+  CHECK(a.where == ADDR_NO_TABLE, "no table");
+  t = text_of(doc);
+  CHECK(strstr(t, "the faulting address 0x7f0000000010 (an access of 8 bytes, from the GPU core dump)") &&
+            strstr(t, "no allocation table") && strstr(t, "nothing is known"),
+        "no table, said plainly:\n%s", t);
+  free(t);
+  int changed = 0;
+  CHECK(addr_annotate_coredump(doc, &changed) == 0 && changed &&
+            !strcmp(json_get_str(json_get(doc, "fault_address"), "answer"), "no_table") &&
+            !strcmp(json_get_str(json_get(doc, "fault_address"), "source"), "coredump"),
+        "the core dump's address annotated");
+  json_free(doc);
+
+  doc = parse("{\"kind\": \"fault\", \"culprit\": null}");
+  CHECK(addr_annotate_coredump(doc, &changed) == 0 && !changed && !json_get(doc, "fault_address"),
+        "no address, no answer");
+  t = text_of(doc);
+  CHECK(!*t, "and no lines");
+  free(t);
+  json_free(doc);
+
+  doc = report(3, range(r1, sizeof r1, A, 64, 0, -1, "device", 0), "");
+  json_set((struct json *)json_get(doc, "allocations"), "forgotten", json_new_int(12));
+  annotated(doc, A + 80, 0);
+  t = text_of(doc);
+  CHECK(json_get(json_get(doc, "fault_address"), "table_overflowed") &&
+            strstr(t, "the allocation table overflowed (12 freed ranges forgotten, 0 allocations not recorded)"),
+        "an overflowed table is said:\n%s", t);
+  free(t);
+  json_free(doc);
+}
+
+/* Reports with missing and malformed fields: no crash, malformed ranges left out, the rest still answered. */
+static void test_malformed(void) {
+  static const char *const bad[] = {
+      "{\"allocations\": 5}",
+      "{\"allocations\": {\"ranges\": {}}}",
+      "{\"allocations\": {\"ranges\": [1, \"x\", null, [], {}]}}",
+      "{\"allocations\": {\"ranges\": [{\"base\": \"0xzz\", \"size\": 10}, {\"base\": \"0x10\", \"size\": -4},"
+      " {\"base\": \"0x10\", \"size\": \"big\"}, {\"base\": true, \"size\": 1}, {\"size\": 5}]}}",
+      "{\"culprit\": {\"seq\": \"nine\"}, \"allocations\": {\"ranges\": [{\"base\": 4096, \"size\": 100,"
+      " \"site\": 99, \"seq\": \"x\", \"freed_seq\": null, \"kind\": 3}], \"sites\": 7}}",
+      "{\"culprit\": 1, \"allocations\": {\"ranges\": [{\"base\": \"0x1000\", \"size\": 100, \"site\": -2,"
+      " \"freed_api\": 5}], \"sites\": [null, 3, {\"stack\": 1, \"python\": {}}]}}",
+      "{\"allocations\": {\"forgotten\": \"many\", \"ranges\": [{\"base\": \"0x1000\", \"size\": 18446744073709551615}]}}",
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    struct json *doc = parse(bad[i]);
+    struct addr_answer a;
+    CHECK(doc != NULL, "case %zu parses", i);
+    addr_answer(doc, 0x1010, 4, &a);
+    CHECK(addr_annotate(doc, 0x1010, 4, NULL) == 0 && json_get(doc, "fault_address"), "case %zu annotates", i);
+    char *t = text_of(doc);
+    CHECK(strstr(t, "the faulting address 0x1010"), "case %zu renders:\n%s", i, t);
+    free(t);
+    if (i == 4) CHECK(a.where == ADDR_INSIDE && a.in.base == 4096 && a.fault_seq == -1,
+                      "a numeric base is read, a bad seq is not a culprit (%d)", a.where);
+    if (i == 3) CHECK(a.where == ADDR_NOTHING_NEAR && a.nranges == 5, "malformed ranges are left out (%d)", a.where);
+    if (i == 0 || i == 1) CHECK(a.where == ADDR_NO_TABLE, "case %zu: no usable table", i);
+    json_free(doc);
+  }
+  struct json *doc = parse("{\"coredump\": {\"address\": \"near the end\"}, \"fault_address\": {\"address\": -3}}");
+  uint64_t x, acc;
+  const char *src;
+  CHECK(addr_of_report(doc, &x, &acc, &src) == 0, "unreadable addresses are no address");
+  json_free(doc);
+  doc = parse("{\"coredump\": {\"address\": \"0x40\"}, \"fault_address\": {\"address\": 4096, \"access_size\": -1}}");
+  CHECK(addr_of_report(doc, &x, &acc, &src) == 1 && x == 4096 && acc == 0 && !strcmp(src, "command line"),
+        "the command line's address wins over the dump's, a bad access size is unknown");
+  json_free(doc);
+}
+
+int main(void) {
+  test_parse();
+  test_outside_inside();
+  test_freed_and_reuse();
+  test_reserved();
+  test_unknowns();
+  test_malformed();
+  return CHECK_DONE();
+}
