@@ -45,7 +45,7 @@ static struct json *report(long long culprit_seq, const char *ranges, const char
 /* The text lines about the address, as `culprit report` shows them, with the wrapped lines joined again (a
  * line break, the prefix and the continuation indent become one space). */
 static char *text_of(const struct json *doc) {
-  struct render_opts o = {0, NULL};
+  struct render_opts o = {.brief = 0};
   char *t = render_doc(doc, &o);
   char *at = t ? strstr(t, "the faulting address") : NULL;
   char *out = strdup(at ? at : "");

@@ -10,6 +10,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include "../../src/report/addr.h"
 #include "../../src/report/json.h"
 #include "../../src/report/jsonw.h"
 #include "../../src/report/merge.h"
@@ -417,9 +418,14 @@ static void fuzz_fixture(const struct fixture *f)
                 mutate_tree(doc);
             /* what `culprit report` does first: file:line added to the frames (and kernels demangled); one tree in
              * eight, as each looks for addr2line anew (a process each time) */
-            int changed = 0;
+            int changed = 0, addr = 0;
             if (fuzz_below(8) == 0)
                 symbolize_doc(doc, &changed);
+            /* and what an address touched: the one the report's own dump gave, or one from the command line */
+            if (fuzz_below(2) == 0)
+                addr_annotate_coredump(doc, &addr);
+            else
+                addr_annotate(doc, (uint64_t)fuzz_below(1u << 30) << 16, fuzz_below(16), "command line");
             jw_init(&w);
             json_dump(doc, &w);
             tried++;
