@@ -10,6 +10,7 @@
 #include "coredump.h"
 #include "cli.h"
 #include "promote.h"
+#include "sass.h"
 #include "../report/demangle.h"
 #include "../report/json.h"
 #include "../report/jsonw.h"
@@ -49,6 +50,9 @@ void coredump_free(struct coredump_info *ci)
     free(ci->pc);
     free(ci->kernel);
     free(ci->file);
+    free(ci->insn);
+    free(ci->regs);
+    free(ci->address_unknown);
     memset(ci, 0, sizeof *ci);
 }
 
@@ -79,6 +83,77 @@ static long coredump_field(const char *line, const char *name)
     if (!p || p[n] != ' ' || !isdigit((unsigned char)p[n + 1]))
         return -1;
     return strtol(p + n + 1, NULL, 10);
+}
+
+/* A line of `info registers`: "R2             0x77e00600          2011170304", "pc  0x7f..  0x7f.. <f+144>". */
+static void coredump_register(const char *line, struct coredump_info *ci)
+{
+    char name[16];
+    unsigned long long v;
+    int at = 0;
+    if (sscanf(line, "%15s 0x%llx%n", name, &v, &at) != 2 || at == 0)
+        return;
+    if (!strcmp(name, "pc")) {
+        ci->pc_value = v;
+        ci->have_pc = 1;
+    } else if (!strcmp(name, "errorpc")) {
+        ci->errorpc_value = v;
+        ci->have_errorpc = 1;
+    } else if ((name[0] == 'R' || (name[0] == 'U' && name[1] == 'R')) && strlen(name) < sizeof ci->regs[0].name &&
+               isdigit((unsigned char)name[name[0] == 'U' ? 2 : 1]) && ci->nregs < 512) {
+        struct coredump_reg *r = realloc(ci->regs, (size_t)(ci->nregs + 1) * sizeof *r);
+        if (!r)
+            return;
+        ci->regs = r;
+        snprintf(r[ci->nregs].name, sizeof r[ci->nregs].name, "%s", name);
+        r[ci->nregs++].value = v;
+    }
+}
+
+static int coredump_reg_value(void *arg, const char *name, uint64_t *value)
+{
+    const struct coredump_info *ci = arg;
+    for (int i = 0; i < ci->nregs; i++)
+        if (!strcmp(ci->regs[i].name, name)) {
+            *value = ci->regs[i].value;
+            return 0;
+        }
+    return -1;
+}
+
+/* The faulting access, from the instruction at the error PC and the focus lane's registers. The registers are
+ * the faulting access's only when that lane stopped at the faulting instruction or just after it: a warp-wide
+ * exception ("Warp Illegal Address") may leave the focus on a lane that did not make the access (seen on an
+ * H200: lane 0, elsewhere in the kernel, while lane 7 had stored out of bounds). */
+static void coredump_address(struct coredump_info *ci)
+{
+    struct sass_access a;
+    const char *why = NULL;
+    char buf[160];
+    if (!ci->insn || sass_parse(ci->insn, &a) != 0)
+        return;                                     /* no instruction, or not a memory access: nothing to say */
+    ci->access = sass_kind_name(a.kind);
+    ci->space = sass_space_name(a.space);
+    ci->access_size = a.size;
+    uint64_t addr;
+    if (!ci->have_errorpc || !ci->have_pc) {
+        why = "the dump does not give the focus lane's program counter";
+    } else if (ci->pc_value != ci->errorpc_value && ci->pc_value != ci->errorpc_value + 16) {
+        if (ci->lane >= 0)
+            snprintf(buf, sizeof buf, "the dump does not say which lane's access faulted (the exception is the "
+                                      "warp's; lane %ld, which it shows, was elsewhere in the kernel)", ci->lane);
+        else
+            snprintf(buf, sizeof buf, "the dump does not say which lane's access faulted (the exception is the "
+                                      "warp's)");
+        why = buf;
+    } else if (sass_address(&a, coredump_reg_value, ci, &addr) != 0) {
+        why = "the dump lacks a register the address is made of";
+    } else {
+        ci->have_address = 1;
+        ci->address = addr;
+        return;
+    }
+    ci->address_unknown = strdup(why);
 }
 
 static void coredump_line(const char *s, size_t n, struct coredump_info *ci)
@@ -162,6 +237,13 @@ static void coredump_line(const char *s, size_t n, struct coredump_info *ci)
             ci->exception = NULL;
     } else if (strstr(line, "Fatal signal:") || strstr(line, "A fatal error internal to GDB")) {
         ci->debugger_crashed = 1;
+    } else if ((p = strstr(line, ">:\t")) != NULL && line[0] == '*') {
+        /* `x/i $errorpc`: "*> 0x7f7d7f7a0c90 <_Z9bad_storePfix+400>:\tSTG.E desc[UR8][R2.64],R5" ("*" marks the
+         * error PC in cuda-gdb's listings) */
+        free(ci->insn);
+        ci->insn = strdup(p + 3);
+    } else {
+        coredump_register(line, ci);
     }
     free(line);
 }
@@ -178,6 +260,7 @@ int coredump_parse(const char *text, struct coredump_info *ci)
         coredump_line(s, n, ci);
         s += n + (nl != NULL);
     }
+    coredump_address(ci);
     return ci->exception || ci->kernel ? 0 : -1;
 }
 
@@ -192,7 +275,10 @@ static char *coredump_run_gdb(const char *dump, char *why, size_t whylen)
     if (!gdb || !*gdb)
         gdb = "cuda-gdb";
     snprintf(target, sizeof target, "target cudacore %s", dump);
-    char *argv[] = {(char *)gdb, "-batch", "-nx", "-ex", target, "-ex", "info cuda kernels", "-ex", "bt 1", NULL};
+    /* the faulting instruction and the focus lane's registers last: a dump without an error PC (an assert) makes
+     * `x/i $errorpc` fail, and what came before is kept */
+    char *argv[] = {(char *)gdb, "-batch", "-nx", "-ex", target, "-ex", "info cuda kernels", "-ex", "bt 1",
+                    "-ex", "x/i $errorpc", "-ex", "info registers", NULL};
     struct subproc_opts o = {-1, 1, "TERM=dumb", COREDUMP_TIMEOUT_S, COREDUMP_OUTPUT_MAX};
     int rc = subproc_capture(argv, &o, &res);
     if (rc == -2) {
@@ -221,6 +307,13 @@ static struct json *coredump_triple_json(const long v[3])
     return a;
 }
 
+static struct json *coredump_hex(unsigned long long v)
+{
+    char buf[24];
+    snprintf(buf, sizeof buf, "0x%llx", v);
+    return json_new_str(buf);
+}
+
 static struct json *coredump_true(void)
 {
     struct json *b = json_new(JSON_BOOL);
@@ -246,7 +339,15 @@ static struct json *coredump_json(const struct coredump_info *ci, const char *du
         (ci->lane >= 0 && json_put(o, "lane", json_new_int(ci->lane))) ||
         (ci->grid[0] >= 0 && json_put(o, "launch_grid", coredump_triple_json(ci->grid))) ||
         (ci->grid[0] >= 0 && json_put(o, "launch_block", coredump_triple_json(ci->block_dim))) ||
-        (ci->debugger_crashed && json_put(o, "debugger_crashed", coredump_true()))) {
+        (ci->debugger_crashed && json_put(o, "debugger_crashed", coredump_true())) ||
+        (ci->insn && ci->access && json_put(o, "instruction", json_new_str(ci->insn))) ||
+        (ci->access && json_put(o, "access", json_new_str(ci->access))) ||
+        (ci->access && json_put(o, "space", json_new_str(ci->space))) ||
+        (ci->access_size && json_put(o, "access_size", json_new_int((long long)ci->access_size))) ||
+        (ci->have_address && json_put(o, "address", coredump_hex(ci->address))) ||
+        (ci->have_address && ci->exception && strstr(ci->exception, "Misaligned") &&
+         json_put(o, "alignment", json_new_int((long long)ci->access_size))) ||
+        (ci->address_unknown && json_put(o, "address_unknown", json_new_str(ci->address_unknown)))) {
         json_free(o);
         return NULL;
     }

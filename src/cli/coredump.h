@@ -23,6 +23,21 @@ struct coredump_info {
     long grid[3];               /* the faulting launch's grid, from the backtrace's <<<grid,block>>>; -1 unknown */
     long block_dim[3];          /* and its block dimensions */
     int debugger_crashed;       /* the debugger died while reading the dump (what it said before is kept) */
+    char *insn;                 /* the instruction at the error PC, as disassembled ("STG.E desc[UR8][R2.64],R5") */
+    int have_pc, have_errorpc;  /* the focus lane's pc and the error PC were read */
+    unsigned long long pc_value, errorpc_value; /* their values */
+    int nregs;                  /* entries in regs */
+    struct coredump_reg {
+        char name[8];           /* "R2", "UR4" */
+        unsigned long long value; /* as the debugger printed it */
+    } *regs;                    /* the focus lane's registers (malloc'd) */
+    /* what the faulting access was, from insn and the registers (coredump_address) */
+    const char *access;         /* "load", "store", "atomic", NULL: not a memory access or not read */
+    const char *space;          /* "global", "shared", "local", "generic" */
+    unsigned access_size;       /* bytes per lane, 0 unknown */
+    int have_address;           /* address holds the address the faulting lane accessed */
+    unsigned long long address; /* that address */
+    char *address_unknown;      /* why the address is not known (set when the instruction is an access) */
 };
 
 /* In the child before exec, for --coredump: the driver writes a small GPU core dump into dir on an exception

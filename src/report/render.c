@@ -157,6 +157,20 @@ static void render_coredump(struct render_buf *b, const struct json *cd)
     if (warp >= 0)
         render_line(b, "    (device %lld, SM %lld, warp %lld, lane %lld)", json_get_int(cd, "device", -1),
                     json_get_int(cd, "sm", -1), warp, json_get_int(cd, "lane", -1));
+    /* the faulting access: its instruction, and its address when the dump gives it (what it touched is said by
+     * the address lines, render_addr) */
+    const char *access = json_get_str(cd, "access"), *space = json_get_str(cd, "space");
+    const char *insn = json_get_str(cd, "instruction"), *addr = json_get_str(cd, "address");
+    const char *unknown = json_get_str(cd, "address_unknown");
+    long long size = json_get_int(cd, "access_size", 0), align = json_get_int(cd, "alignment", 0);
+    if (!access)
+        return;
+    render_line(b, "    the faulting access: a %lld-byte %s %s (%s)%s%s", size, space ? space : "", access,
+                insn ? insn : "?", addr ? " at " : "", addr ? addr : "");
+    if (addr && align > 1)
+        render_line(b, "    %s is not a multiple of %lld: the access needs %lld-byte alignment", addr, align, align);
+    if (!addr && unknown)
+        render_para(b, "    ", "      ", unknown);
 }
 
 static void render_launch(struct render_buf *b, const struct json *launch, const char *reason,

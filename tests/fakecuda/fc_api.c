@@ -724,7 +724,7 @@ FC_API CUresult cuGraphDestroy(CUgraph hGraph)
 
 /* Every launch form comes here. A sticky context fails the launch at once, before the arguments are looked at. */
 static CUresult fc_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-                          unsigned bz, CUstream h, int pt)
+                          unsigned bz, CUstream h, int pt, void **params)
 {
     struct fc_stream *s;
     struct fc_func *fn;
@@ -737,14 +737,15 @@ static CUresult fc_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, u
     op->func = fn;
     op->grid[0] = gx, op->grid[1] = gy, op->grid[2] = gz;
     op->block[0] = bx, op->block[1] = by, op->block[2] = bz;
+    if (params && params[0]) memcpy(&op->arg0, params[0], sizeof op->arg0); /* the tests' kernels take a pointer first */
     return fc_enqueue(s, op);
 }
 
-static CUresult fc_launch_ex(const CUlaunchConfig *c, CUfunction f, int pt)
+static CUresult fc_launch_ex(const CUlaunchConfig *c, CUfunction f, int pt, void **params)
 {
     if (!c) return CUDA_ERROR_INVALID_VALUE;
     return fc_launch(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY, c->blockDimZ,
-                     c->hStream, pt);
+                     c->hStream, pt, params);
 }
 
 static CUresult fc_host_func(CUstream h, int pt, CUhostFn fn, void *user)
@@ -765,7 +766,7 @@ FC_API CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int
                                unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra)
 {
     FC_BEGIN();
-    FC_RETURN(fc_launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream, 0));
+    FC_RETURN(fc_launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream, 0, kernelParams));
 }
 
 FC_API CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
@@ -774,7 +775,7 @@ FC_API CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigne
                                     void **kernelParams, void **extra)
 {
     FC_BEGIN();
-    FC_RETURN(fc_launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream, 1));
+    FC_RETURN(fc_launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream, 1, kernelParams));
 }
 
 FC_API CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
@@ -783,7 +784,7 @@ FC_API CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX, u
                                           void **kernelParams)
 {
     FC_BEGIN();
-    FC_RETURN(fc_launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream, 0));
+    FC_RETURN(fc_launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream, 0, kernelParams));
 }
 
 FC_API CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
@@ -792,19 +793,19 @@ FC_API CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDi
                                                unsigned int sharedMemBytes, CUstream hStream, void **kernelParams)
 {
     FC_BEGIN();
-    FC_RETURN(fc_launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream, 1));
+    FC_RETURN(fc_launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream, 1, kernelParams));
 }
 
 FC_API CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
 {
     FC_BEGIN();
-    FC_RETURN(fc_launch_ex(config, f, 0));
+    FC_RETURN(fc_launch_ex(config, f, 0, kernelParams));
 }
 
 FC_API CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
 {
     FC_BEGIN();
-    FC_RETURN(fc_launch_ex(config, f, 1));
+    FC_RETURN(fc_launch_ex(config, f, 1, kernelParams));
 }
 
 FC_API CUresult cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void *userData)

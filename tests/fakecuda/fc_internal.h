@@ -44,6 +44,7 @@ struct fc_op {
     struct fc_func *func;        /* KERNEL: launched function */
     unsigned grid[3];            /* KERNEL: grid dimensions (used in the assert line) */
     unsigned block[3];           /* KERNEL: block dimensions */
+    unsigned long long arg0;     /* KERNEL: the first 8 bytes of its first parameter (a buffer, mostly), 0 none */
     CUresult fault;              /* KERNEL: code it faults with when run, 0 = none (set when queued live) */
     unsigned long long ready_ns; /* KERNEL: CLOCK_MONOTONIC time before which it cannot complete (FAKECUDA_HANG),
                                   * 0 = at once, FC_NEVER = never */

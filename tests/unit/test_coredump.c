@@ -52,6 +52,84 @@ static const char recorded_trap[] =
     "Program terminated with signal SIGTRAP, Trace/breakpoint trap.\n"
     "#0  0x00007f5bcf7a0bf0 in check_weights<<<(8,1,1),(256,1,1)>>> () at /opt/culprit/tests/gpu/trap.cu:16\n";
 
+/* Recorded on the H200 (CUDA 13.0, driver 580.159, cuda-gdb 13.0; bench/coredump_study.sh), abridged: `x/i
+ * $errorpc` and `info registers` after the exception. A misaligned store: the focus is the faulting lane (7),
+ * stopped just after the store, whose address register pair R2:R3 plus 2 is the misaligned address. */
+static const char recorded_misaligned[] =
+    "Opening GPU coredump: /tmp/study/misaligned-env.nvcudmp\n"
+    "[Current focus set to CUDA kernel 0, grid 5, block (3,0,0), thread (7,0,0), device 0, sm 131, warp 0, lane 7]\n"
+    "\n"
+    "CUDA Exception: Warp Misaligned Address\n"
+    "The exception was triggered at PC 0x7fcb7f7a0c40  bad_align(float*, int)  (coredump_study.cu:54)\n"
+    "#0  0x00007fcb7f7a0c50 in bad_align<<<(8,1,1),(128,1,1)>>> () at /work/bench/coredump_study.cu:54\n"
+    "54\t    *(float *)((char *)p + 2) = 1.0f; // the misaligned store\n"
+    "*> 0x7fcb7f7a0c40 <_Z9bad_alignPfi+320>:\tSTG.E desc[UR4][R2.64+0x2],R5\n"
+    "pc             0x7fcb7f7a0c50      0x7fcb7f7a0c50 <bad_align(float*, int)+336>\n"
+    "errorpc        0x7fcb7f7a0c40      0x7fcb7f7a0c40 <bad_align(float*, int)+320>\n"
+    "R0             0x0                 0\n"
+    "R1             0xfffc60            16776288\n"
+    "R2             0x71e00000          1910505472\n"
+    "R3             0x7fcb              32715\n"
+    "R4             0x0                 0\n"
+    "R5             0x3f800000          1065353216\n"
+    "UR4            0x0                 0\n"
+    "UR5            0x7fdb              32731\n";
+
+/* An out-of-bounds store (lane 7 stored 2^34 floats past its buffer): the exception is the warp's, and the focus
+ * lane 0 is elsewhere in the kernel (its pc before the error PC), its R2:R3 its own, in-bounds address. */
+static const char recorded_oob[] =
+    "[Current focus set to CUDA kernel 0, grid 5, block (3,0,0), thread (0,0,0), device 0, sm 131, warp 0, lane 0]\n"
+    "\n"
+    "CUDA Exception: Warp Illegal Address\n"
+    "The exception was triggered at PC 0x7f7d7f7a0c90  bad_store(float*, int, long long)  (coredump_study.cu:46)\n"
+    "#0  bad_store<<<(8,1,1),(128,1,1)>>> () at /work/bench/coredump_study.cu:47\n"
+    "*> 0x7f7d7f7a0c90 <_Z9bad_storePfix+400>:\tSTG.E desc[UR8][R2.64],R5\n"
+    "pc             0x7f7d7f7a0b90      0x7f7d7f7a0b90 <bad_store(float*, int, long long)+144>\n"
+    "errorpc        0x7f7d7f7a0c90      0x7f7d7f7a0c90 <bad_store(float*, int, long long)+400>\n"
+    "R2             0x77e00600          2011170304\n"
+    "R3             0x7f7d              32637\n";
+
+/* A device assert: no error PC, so no faulting access to speak of. */
+static const char recorded_assert_regs[] =
+    "[Current focus set to CUDA kernel 0, grid 5, block (3,0,0), thread (7,0,0), device 0, sm 131, warp 0, lane 7]\n"
+    "Assertion failed.\n"
+    "#0  bad_assert<<<(8,1,1),(128,1,1)>>> () at /work/bench/coredump_study.cu:62\n"
+    "value is not available\n"
+    "pc             0x7f3a6f7a0cd0      0x7f3a6f7a0cd0 <bad_assert(float const*, int)+464>\n"
+    "errorpc        <unavailable>\n"
+    "R2             0x80                128\n";
+
+static void test_faulting_access(void) {
+  struct coredump_info ci;
+  CHECK(coredump_parse(recorded_misaligned, &ci) == 0);
+  CHECK(ci.insn && !strcmp(ci.insn, "STG.E desc[UR4][R2.64+0x2],R5"), "insn %s", ci.insn);
+  CHECK(ci.access && !strcmp(ci.access, "store") && !strcmp(ci.space, "global") && ci.access_size == 4);
+  CHECK(ci.have_address && ci.address == 0x7fcb71e00002ull, "address %llx", ci.address);
+  struct json *o = NULL;
+  char text[] = "{\"kind\": \"fault\", \"verdict\": {\"certainty\": \"exact\", \"reason\": \"r\"}, "
+                "\"culprit\": {\"seq\": 3, \"kernel\": \"bad_align(float*, int)\", \"grid\": [8,1,1]}}";
+  int changed = 0;
+  CHECK(json_parse(text, strlen(text), &o, NULL) == 0 && coredump_attach(o, &ci, "d", &changed) == 0);
+  const struct json *cd = json_get(o, "coredump");
+  CHECK(!strcmp(json_get_str(cd, "address"), "0x7fcb71e00002") && json_get_int(cd, "access_size", 0) == 4 &&
+            json_get_int(cd, "alignment", 0) == 4 && !strcmp(json_get_str(cd, "access"), "store"),
+        "coredump object of a misaligned store");
+  json_free(o);
+  coredump_free(&ci);
+
+  CHECK(coredump_parse(recorded_oob, &ci) == 0);
+  CHECK(ci.access && !strcmp(ci.access, "store") && ci.access_size == 4);
+  CHECK(!ci.have_address, "the focus lane's own address taken for the faulting one");
+  CHECK(ci.address_unknown && strstr(ci.address_unknown, "which lane's access faulted") &&
+            strstr(ci.address_unknown, "lane 0"),
+        "why: %s", ci.address_unknown);
+  coredump_free(&ci);
+
+  CHECK(coredump_parse(recorded_assert_regs, &ci) == 0);
+  CHECK(!ci.access && !ci.have_address && !ci.address_unknown, "an assert has no faulting access");
+  coredump_free(&ci);
+}
+
 static struct json *report_with(const char *cands) {
   char text[4096];
   struct json *doc = NULL;
@@ -64,6 +142,7 @@ static struct json *report_with(const char *cands) {
 
 int main(void) {
   struct coredump_info ci;
+  test_faulting_access();
   CHECK(coredump_parse(recorded, &ci) == 0);
   CHECK(ci.exception && !strcmp(ci.exception, "Warp Illegal Address"));
   CHECK(ci.pc && !strcmp(ci.pc, "0x7f2af77a0ae0"));
