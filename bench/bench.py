@@ -16,8 +16,8 @@ named in --configs, blocking_window (blocking over launches 2000:2015 only: the 
 candidates prints, to set beside CUDA_LAUNCH_BLOCKING, which blocks every launch). --extra
 adds configurations of culprit with more variables, for exploring knobs; --plain adds configurations without
 culprit, only variables (what the driver's own settings cost: CUDA_ENABLE_COREDUMP_ON_EXCEPTION, say); in both,
-{tmp} in a value is the run's temporary folder. first10s (the tinygpt steps done when the process is 10 s old)
-runs in a process of its own. --seed-table also runs ResNet50 async /
+{tmp} in a value is the run's temporary folder. first10s (the tinygpt steps done in the first 10 s from the first
+one, cold) runs in a process of its own. --seed-table also runs ResNet50 async /
 sync / sync+anomaly detection (the seed article's table). --budget stops starting repetitions after S seconds;
 the table then says how many ran. --warmup S runs each torch workload S seconds untimed before its measurement
 (culprit learns a program's call chains in its first seconds; without it every measurement includes that).

@@ -121,22 +121,28 @@ static int coredump_reg_value(void *arg, const char *name, uint64_t *value)
     return -1;
 }
 
-/* The faulting access, from the instruction at the error PC and the focus lane's registers. The registers are
- * the faulting access's only when that lane stopped at the faulting instruction or just after it: a warp-wide
- * exception ("Warp Illegal Address") may leave the focus on a lane that did not make the access (seen on an
- * H200: lane 0, elsewhere in the kernel, while lane 7 had stored out of bounds). */
+/* The faulting access, from the instruction at the error PC and the focus lane's registers. A GPU reports an
+ * illegal or misaligned address as the warp's exception ("Warp Illegal Address"): cuda-gdb's focus is then a lane
+ * of the warp, not necessarily the one whose access faulted (seen on an H200: lane 0 of a warp whose lane 27 had
+ * loaded out of bounds, all 32 lanes at the same instruction, lane 0's own address in bounds). So the focus
+ * lane's address is taken only where it proves itself: a misaligned exception whose focus lane made a misaligned
+ * access at the faulting instruction. Otherwise the access is described and the address said unknown. */
 static void coredump_address(struct coredump_info *ci)
 {
     struct sass_access a;
     const char *why = NULL;
-    char buf[160];
+    char buf[200];
+    int rc;
     if (!ci->insn || sass_parse(ci->insn, &a) != 0)
         return;                                     /* no instruction, or not a memory access: nothing to say */
     ci->access = sass_kind_name(a.kind);
     ci->space = sass_space_name(a.space);
     ci->access_size = a.size;
     uint64_t addr;
-    if (!ci->have_errorpc || !ci->have_pc) {
+    int misaligned = ci->exception && strstr(ci->exception, "Misaligned") != NULL;
+    if (!misaligned) {
+        why = "the exception is the warp's, and the dump does not say which of its lanes made the faulting access";
+    } else if (!ci->have_errorpc || !ci->have_pc) {
         why = "the dump does not give the focus lane's program counter";
     } else if (ci->pc_value != ci->errorpc_value && ci->pc_value != ci->errorpc_value + 16) {
         if (ci->lane >= 0)
@@ -146,8 +152,18 @@ static void coredump_address(struct coredump_info *ci)
             snprintf(buf, sizeof buf, "the dump does not say which lane's access faulted (the exception is the "
                                       "warp's)");
         why = buf;
-    } else if (sass_address(&a, coredump_reg_value, ci, &addr) != 0) {
-        why = "the dump lacks a register the address is made of";
+    } else if ((rc = sass_address(&a, coredump_reg_value, ci, &addr)) != 0) {
+        why = rc == -2 ? "the faulting instruction wrote over a register its address is made of, so the registers "
+                         "no longer give it"
+                       : "the dump lacks a register the address is made of";
+    } else if (a.size > 1 && addr % a.size == 0) {
+        if (ci->lane >= 0)
+            snprintf(buf, sizeof buf, "the dump does not say which lane's access faulted (the exception is the "
+                                      "warp's; lane %ld, which it shows, made an aligned access)", ci->lane);
+        else
+            snprintf(buf, sizeof buf, "the dump does not say which lane's access faulted (the exception is the "
+                                      "warp's)");
+        why = buf;
     } else {
         ci->have_address = 1;
         ci->address = addr;

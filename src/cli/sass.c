@@ -112,6 +112,21 @@ int sass_parse(const char *insn, struct sass_access *a)
     if (a->kind == SASS_NONE)
         return -1;
     a->size = sass_size(op + stem, oplen - stem);
+    /* a load's or an atomic's destination: the first general register before the memory operand, not "PT" or
+     * "RZ" ("LDG.E.64 R4, desc[...]", "ATOMG.E.ADD PT, R0, desc[...]") */
+    if (a->kind == SASS_LOAD || a->kind == SASS_ATOMIC) {
+        for (const char *d = p; *d && *d != '['; d++) {
+            if (*d == 'R' && (d == p || d[-1] == ' ' || d[-1] == ',') && isdigit((unsigned char)d[1])) {
+                const char *e = d;
+                if (sass_reg(&e, a->dest) == 0) {
+                    a->ndest = a->size > 4 ? a->size / 4 : 1;
+                    break;
+                }
+            }
+            if (!strncmp(d, "desc", 4))
+                break;
+        }
+    }
     /* the memory operand: the first bracket that does not open a descriptor ("desc[UR8]") */
     const char *br = p;
     for (;;) {
@@ -196,11 +211,26 @@ static int sass_value(const char *name, int wide, sass_reg_fn reg, void *arg, ui
     return 0;
 }
 
+/* Whether register r (a general register "Rn") is among the n from first on. */
+static int sass_among(const char *r, const char *first, unsigned n)
+{
+    if (r[0] != 'R' || first[0] != 'R' || !isdigit((unsigned char)r[1]) || !isdigit((unsigned char)first[1]))
+        return 0;
+    long x = strtol(r + 1, NULL, 10), f = strtol(first + 1, NULL, 10);
+    return x >= f && x < f + (long)n;
+}
+
 int sass_address(const struct sass_access *a, sass_reg_fn reg, void *arg, uint64_t *address)
 {
     uint64_t base = 0, u = 0;
     if (a->kind == SASS_NONE)
         return -1;
+    if (a->dest[0] && a->base[0]) {
+        char hi[32];
+        snprintf(hi, sizeof hi, "R%ld", strtol(a->base + 1, NULL, 10) % 1000 + 1);
+        if (sass_among(a->base, a->dest, a->ndest) || (a->wide && sass_among(hi, a->dest, a->ndest)))
+            return -2;
+    }
     if (a->base[0] && sass_value(a->base, a->wide, reg, arg, &base) != 0)
         return -1;
     if (a->uniform[0] && sass_value(a->uniform, a->uniform_wide, reg, arg, &u) != 0)

@@ -21,6 +21,8 @@ struct sass_access {
     char uniform[SASS_REG_NAME];        /* a uniform register added to it ("UR4"), "" when none */
     int uniform_wide;                   /* the uniform register is a 64-bit pair (UR4.64) */
     int64_t offset;                     /* the immediate added to it */
+    char dest[SASS_REG_NAME];           /* a load's or atomic's first destination register ("R5"), "" none */
+    unsigned ndest;                     /* registers it writes from dest on (an 8-byte load writes two) */
 };
 
 /* Parses one instruction ("@P0 LDG.E.64 R4, desc[UR6][R2.64+0x10]"). Returns 0 when it is a memory access the
@@ -30,7 +32,9 @@ int sass_parse(const char *insn, struct sass_access *a);
 /* Looks up a register's value for sass_address; 0 when known. */
 typedef int (*sass_reg_fn)(void *arg, const char *name, uint64_t *value);
 
-/* The address access a makes with the registers reg gives; 0, or -1 when a register it needs is unknown. */
+/* The address access a makes with the registers reg gives; 0, -1 when a register it needs is unknown, -2 when
+ * the access writes a register its address is made of (a load into its own address register: "LDG.E
+ * R5,desc[UR4][R4.64]"), whose value after the access is not the address any more. */
 int sass_address(const struct sass_access *a, sass_reg_fn reg, void *arg, uint64_t *address);
 
 /* "load", "store", "atomic" (or "access"); "global", "shared", "local", "generic". */

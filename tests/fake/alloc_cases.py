@@ -387,46 +387,47 @@ def _(b):
 
 @case("alloc_coredump_address")
 def _(b):
-    """The whole way from the dump to the answer: the stand-in debugger disassembles the faulting instruction
-    (a 4-byte global store at R2:R3 + 0x10) and shows the lane's registers (R2:R3 the kernel's buffer, dev, plus
-    4096); culprit run reads the address off them, 16 bytes past dev's 4096, and says what it touched. When the
-    lane the dump shows had moved on (a warp-wide exception), no address is made up: the report says why."""
+    """The whole way from the dump to the answer: a misaligned store (the stand-in debugger disassembles it as a
+    4-byte global store at R2:R3 + 0x2 and shows the focus lane's registers, R2:R3 the kernel's buffer, dev, plus
+    4096); culprit run reads the address off them, 4098 bytes into dev's 4096, says it needs 4-byte alignment and
+    what it touched. An illegal address is the warp's exception: the focus lane's registers say nothing of the
+    lane that faulted, and no address is made up; nor when the focus lane had moved on."""
     gdb = os.path.join(HERE, "fake_cuda_gdb.py")
-    env = {"FAKECUDA_FAULT": "kernel=write_oob", "CULPRIT_CUDA_GDB": gdb,
-           "FAKE_CUDA_GDB_INSN": "STG.E desc[UR8][R2.64+0x10],R5", "FAKE_CUDA_GDB_OFFSET": "4096"}
-    rdir = b.newdir("reports")
-    res = h.cli_run(b, [b.prog("allocs"), "kinds"], env, rdir, ("--coredump",))
+    env = {"FAKECUDA_FAULT": "kernel=write_oob,code=716", "CULPRIT_CUDA_GDB": gdb,
+           "FAKE_CUDA_GDB_INSN": "STG.E desc[UR8][R2.64+0x2],R5", "FAKE_CUDA_GDB_OFFSET": "4096"}
+
+    def run(env, tag):
+        rdir = b.newdir(tag)
+        res = h.cli_run(b, [b.prog("allocs"), "kinds"], env, rdir, ("--coredump",))
+        files = [f for f in os.listdir(rdir) if re.match(r"culprit-\d+(-hang)?\.json$", f)]
+        check(len(files) == 1, "one report expected in %s: %s\n%s" % (rdir, os.listdir(rdir), res.describe()))
+        with open(os.path.join(rdir, files[0])) as f:
+            return res, json.load(f)
+
+    res, rep = run(env, "reports")
     p = printed(res)
-    files = [f for f in os.listdir(rdir) if re.match(r"culprit-\d+(-hang)?\.json$", f)]
-    check(len(files) == 1, "one report expected in %s: %s\n%s" % (rdir, os.listdir(rdir), res.describe()))
-    with open(os.path.join(rdir, files[0])) as f:
-        rep = json.load(f)
     cd = rep.get("coredump") or {}
-    x = p["dev"] + 4096 + 16
+    x = p["dev"] + 4096 + 2
     check(cd.get("address") == "0x%x" % x and cd.get("access") == "store" and cd.get("access_size") == 4 and
-          cd.get("space") == "global", "the dump's access: %r" % {k: cd.get(k) for k in
-                                                                 ("address", "access", "access_size", "space")})
+          cd.get("space") == "global" and cd.get("alignment") == 4,
+          "the dump's access: %r" % {k: cd.get(k) for k in ("address", "access", "access_size", "space", "alignment")})
     fa = rep.get("fault_address") or {}
     check(fa.get("source") == "coredump", "culprit run answered the dump's address: %r" % fa)
     text = joined(res.err_text)
-    check("the faulting access: a 4-byte global store (STG.E desc[UR8][R2.64+0x10],R5) at 0x%x" % x in text,
+    check("the faulting access: a 4-byte global store (STG.E desc[UR8][R2.64+0x2],R5) at 0x%x" % x in text and
+          "is not a multiple of 4: the access needs 4-byte alignment" in text,
           "the verdict names the faulting access\n" + text)
     known = [Range(r["kind"], int(r["base"], 16), r["size"], r["seq"], r.get("freed_seq"), r["kind"])
              for r in table(rep)["ranges"]]
     expect_answer(fa, text, known, x, (rep.get("culprit") or {}).get("seq"), "the dump's address")
 
-    env["FAKE_CUDA_GDB_MOVED"] = "1"
-    rdir = b.newdir("reports-moved")
-    res = h.cli_run(b, [b.prog("allocs"), "kinds"], env, rdir, ("--coredump",))
-    files = [f for f in os.listdir(rdir) if re.match(r"culprit-\d+(-hang)?\.json$", f)]
-    with open(os.path.join(rdir, files[0])) as f:
-        rep = json.load(f)
-    cd = rep.get("coredump") or {}
-    check("address" not in cd and "fault_address" not in rep and
-          "which lane's access faulted" in (cd.get("address_unknown") or ""),
-          "a lane that moved on gave an address: %r" % cd)
-    check("does not say which lane's access faulted" in joined(res.err_text), "the verdict says why\n" +
-          res.err_text)
+    for tag, extra, why in (("illegal", {"FAKECUDA_FAULT": "kernel=write_oob"}, "which of its lanes"),
+                            ("moved", {"FAKE_CUDA_GDB_MOVED": "1"}, "was elsewhere in the kernel")):
+        res, rep = run(dict(env, **extra), "reports-" + tag)
+        cd = rep.get("coredump") or {}
+        check(cd.get("access") == "store" and "address" not in cd and "fault_address" not in rep and
+              why in (cd.get("address_unknown") or ""), "%s: an address made up: %r" % (tag, cd))
+        check(why in joined(res.err_text), "%s: the verdict says why\n%s" % (tag, res.err_text))
 
 
 if __name__ == "__main__":

@@ -414,7 +414,9 @@ static void fc_coredump(const struct fc_op *op)
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     int n = snprintf(buf, sizeof buf,
                      "fakecuda-coredump\nexception %s\nkernel %s\ngrid %u,%u,%u\nblock %u,%u,%u\narg0 0x%llx\n",
-                     op->fault == CUDA_ERROR_ASSERT ? "Warp Assert" : "Warp Illegal Address",
+                     op->fault == CUDA_ERROR_ASSERT            ? "Warp Assert"
+                     : op->fault == CUDA_ERROR_MISALIGNED_ADDRESS ? "Warp Misaligned Address"
+                                                                  : "Warp Illegal Address",
                      op->func ? op->func->name : "kernel", op->grid[0], op->grid[1], op->grid[2], op->block[0],
                      op->block[1], op->block[2], op->arg0);
     if (fd >= 0) {

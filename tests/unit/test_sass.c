@@ -49,14 +49,28 @@ int main(void) {
   expect("LD.E R0, [R2.64]", SASS_LOAD, SASS_GENERIC, 4, 0x7fcb71e00000ull);
   expect("STG.E [RZ+0x40], R5", SASS_STORE, SASS_GLOBAL, 4, 0x40);
 
+  /* a load into its own address register (recorded on the H200: a misaligned LDG whose destination R5 is the
+   * high half of its address R4:R5): the registers no longer give the address */
   struct sass_access a;
+  uint64_t got;
+  static const struct reg regs[] = {{"R4", 0x3fe00006}, {"R5", 0x7060504}, {NULL, 0}};
+  CHECK(sass_parse("LDG.E R5,desc[UR4][R4.64]", &a) == 0 && !strcmp(a.dest, "R5") && a.ndest == 1 &&
+            sass_address(&a, lookup, (void *)regs, &got) == -2,
+        "a load that overwrote its address register");
+  CHECK(sass_parse("LDG.E.64 R2, desc[UR4][R4.64]", &a) == 0 && a.ndest == 2 &&
+            sass_address(&a, lookup, (void *)regs, &got) == 0 && got == 0x070605043fe00006ull,
+        "a 64-bit load into R2:R3 leaves R4:R5 alone");
+  CHECK(sass_parse("LDG.E.64 R4, desc[UR4][R4.64]", &a) == 0 && sass_address(&a, lookup, (void *)regs, &got) == -2,
+        "a 64-bit load into its own address pair");
+  CHECK(sass_parse("STG.E desc[UR4][R4.64],R5", &a) == 0 && !a.dest[0] &&
+            sass_address(&a, lookup, (void *)regs, &got) == 0 && got == 0x070605043fe00006ull,
+        "a store reads R5, it does not write it");
   CHECK(sass_parse("FFMA R0, R1, R2, R3", &a) == -1 && a.kind == SASS_NONE, "an arithmetic instruction");
   CHECK(sass_parse("ISETP.GE.AND P0, PT, R5, UR4, PT", &a) == -1, "a comparison");
   CHECK(sass_parse("LDC.64 R2, c[0x0][0x210]", &a) == -1, "a constant-bank load is not a memory access here");
   CHECK(sass_parse("STG.E desc[UR4][R2.64+something],R5", &a) == -1 && a.kind == SASS_NONE, "an unknown operand");
   CHECK(sass_parse("", &a) == -1 && sass_parse(NULL, &a) == -1, "nothing");
   static const struct reg none[] = {{NULL, 0}};
-  uint64_t got;
   CHECK(sass_parse("STG.E desc[UR4][R2.64],R5", &a) == 0 && sass_address(&a, lookup, (void *)none, &got) == -1,
         "a register the dump lacks gives no address");
   return CHECK_DONE();
