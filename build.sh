@@ -24,6 +24,7 @@ opt_pkgs=()
 if [ "$what" = test ]; then
   python3 -c 'import pytest' >/dev/null 2>&1 || need_pkgs+=(python3-pytest)
   python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need_pkgs+=(python3-venv)  # the pip install test
+  have clang-format || need_pkgs+=(clang-format)  # the style test (style_format)
   have mpirun || opt_pkgs+=(openmpi-bin)
   [ -x /usr/sbin/munged ] || opt_pkgs+=(munge)
   [ -x /usr/sbin/slurmctld ] || opt_pkgs+=(slurmctld)
