@@ -9,12 +9,12 @@
 #include <string.h>
 #include <cuda.h>
 
-#define VOCAB 512                        /* embedding rows */
-#define DIM 16                           /* embedding width */
-#define CLASSES 10                       /* output classes; a label must be below this */
-#define BATCH 64                         /* tokens per step */
-#define STEPS 6                          /* training steps */
-#define LOG_EVERY 2                      /* read the losses back every LOG_EVERY steps */
+#define VOCAB 512   /* embedding rows */
+#define DIM 16      /* embedding width */
+#define CLASSES 10  /* output classes; a label must be below this */
+#define BATCH 64    /* tokens per step */
+#define STEPS 6     /* training steps */
+#define LOG_EVERY 2 /* read the losses back every LOG_EVERY steps */
 
 #define MODULE_IMAGE "fakecubin:_Z9embed_fwdPKiPfi,_Z12softmax_lossPKfPKiPfi,_Z8sgd_stepPfPKfi"
 
@@ -41,14 +41,13 @@ static struct {
     __typeof__(&cuGetErrorString) error_string;
 } cu;
 
-static getproc_fn getproc;               /* cuGetProcAddress_v2 from libcuda.so.1 */
+static getproc_fn getproc; /* cuGetProcAddress_v2 from libcuda.so.1 */
 
 static void *entry(const char *name)
 {
     void *p = NULL;
     CUdriverProcAddressQueryResult status;
-    if (getproc(name, &p, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &status) != CUDA_SUCCESS ||
-        status != CU_GET_PROC_ADDRESS_SUCCESS || p == NULL) {
+    if (getproc(name, &p, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &status) != CUDA_SUCCESS || status != CU_GET_PROC_ADDRESS_SUCCESS || p == NULL) {
         fprintf(stderr, "trainer: the CUDA driver has no %s\n", name);
         exit(1);
     }

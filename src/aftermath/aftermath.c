@@ -12,11 +12,11 @@
 #include "../core/core.h"
 #include "../core/upcalls.h"
 
-static const struct cp_config *g_cfg;        /* the process's configuration (core's, lives forever) */
+static const struct cp_config *g_cfg; /* the process's configuration (core's, lives forever) */
 
 static void started(const struct cp_config *cfg) {
   g_cfg = cfg;
-  allocs_configure(cfg->stack_depth);   /* allocation sites keep as many frames as launches, up to its bound */
+  allocs_configure(cfg->stack_depth); /* allocation sites keep as many frames as launches, up to its bound */
   rank_init();
   exitrec_start(cfg);
   fault_start(cfg);

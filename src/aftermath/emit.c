@@ -4,7 +4,7 @@
 #define _GNU_SOURCE
 #include "emit.h"
 
-#define EMIT_ARGV_MAX (16u << 20)      /* bytes of the command line kept in a report */
+#define EMIT_ARGV_MAX (16u << 20) /* bytes of the command line kept in a report */
 
 #include "../core/clock.h"
 #include "../core/config.h"
@@ -45,8 +45,10 @@ struct cp_rec *emit_find_seq(const struct emit_snap *s, uint64_t seq) {
     size_t mid = (lo + hi) / 2;
     uint64_t v = emit_rseq(emit_rec_at(s, mid));
     if (v == seq) return emit_rec_at(s, mid);
-    if (v < seq) lo = mid + 1;
-    else hi = mid;
+    if (v < seq)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   return NULL;
 }
@@ -67,8 +69,10 @@ void emit_frames(struct jw *w, void *const *pcs, int n) {
   jw_arr_begin(w);
   for (int i = 0; i < n; i++) {
     struct stack_frame_info fi;
-    if (tls_maps) stack_describe_maps(tls_maps, (uintptr_t)pcs[i], &fi);
-    else stack_describe((uintptr_t)pcs[i], &fi);
+    if (tls_maps)
+      stack_describe_maps(tls_maps, (uintptr_t)pcs[i], &fi);
+    else
+      stack_describe((uintptr_t)pcs[i], &fi);
     jw_obj_begin(w);
     jw_key(w, "pc");
     jw_hex(w, fi.pc);
@@ -245,7 +249,7 @@ void emit_process(struct jw *w) {
     if (got <= 0) break;
     n += (size_t)got;
   }
-  if (fd >= 0 && cut) {                       /* count what is left out */
+  if (fd >= 0 && cut) { /* count what is left out */
     char rest[4096];
     ssize_t got;
     while ((got = read(fd, rest, sizeof rest)) > 0)
@@ -254,7 +258,7 @@ void emit_process(struct jw *w) {
   if (fd >= 0) close(fd);
   for (size_t i = 0; buf && i < n;) {
     size_t l = strnlen(buf + i, n - i);
-    if (cut && i + l >= n) {                  /* the last one read was cut short: it is left out too */
+    if (cut && i + l >= n) { /* the last one read was cut short: it is left out too */
       total++;
       break;
     }
@@ -310,8 +314,10 @@ int emit_write_file(const char *dir, const char *tag, const char *text, size_t l
   /* processes of a job may share one directory across hosts, and pids repeat between hosts */
   const char *host = rank_file_host();
   char who[96];
-  if (host) snprintf(who, sizeof who, "%s-%d", host, (int)getpid());
-  else snprintf(who, sizeof who, "%d", (int)getpid());
+  if (host)
+    snprintf(who, sizeof who, "%s-%d", host, (int)getpid());
+  else
+    snprintf(who, sizeof who, "%d", (int)getpid());
   snprintf(name, sizeof name, "culprit-%s%s.json", who, tag);
   snprintf(path, pathlen, "%s/%s", dir, name);
   /* The directory may be shared with other users (one directory for a job's ranks): the file is made under a
@@ -334,11 +340,14 @@ int emit_write_file(const char *dir, const char *tag, const char *text, size_t l
   while (off < len && !rc) {
     ssize_t n = write(fd, text + off, len - off);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) rc = errno;
-    else if (n == 0) rc = EIO;
-    else off += (size_t)n;
+    if (n < 0)
+      rc = errno;
+    else if (n == 0)
+      rc = EIO;
+    else
+      off += (size_t)n;
   }
-  if (close(fd) && !rc) rc = errno;          /* a full disk may say so only now */
+  if (close(fd) && !rc) rc = errno; /* a full disk may say so only now */
   if (!rc && renameat(dfd, tmp, dfd, name)) rc = errno;
   if (rc) unlinkat(dfd, tmp, 0);
   close(dfd);
@@ -384,16 +393,17 @@ void emit_config(struct jw *w, const struct cp_config *cfg, int mode) {
   jw_int(w, cfg->stack_depth);
   jw_key(w, "kernels");
   jw_str(w, cfg->kernels);
-  if (cfg->launch_hi == UINT64_MAX) snprintf(win, sizeof win, "%llu:", (unsigned long long)cfg->launch_lo);
-  else snprintf(win, sizeof win, "%llu:%llu", (unsigned long long)cfg->launch_lo,
-                (unsigned long long)cfg->launch_hi);
+  if (cfg->launch_hi == UINT64_MAX)
+    snprintf(win, sizeof win, "%llu:", (unsigned long long)cfg->launch_lo);
+  else
+    snprintf(win, sizeof win, "%llu:%llu", (unsigned long long)cfg->launch_lo, (unsigned long long)cfg->launch_hi);
   jw_key(w, "launches");
   jw_str(w, win);
   int refused = cfg->mark == CP_MARK_MEMSET ? crumb_memset_refused() : 0;
   jw_key(w, "mark");
   jw_str(w, cfg->mark == CP_MARK_MEMSET && !refused ? "memset" : "write");
   if (refused) {
-    jw_key(w, "memset_refused");              /* the driver refused the memset mark: writes from then on */
+    jw_key(w, "memset_refused"); /* the driver refused the memset mark: writes from then on */
     jw_int(w, refused);
   }
   jw_obj_end(w);

@@ -12,9 +12,9 @@ struct jw;
 struct pystack_ref;
 
 struct emit_snap {
-  struct cp_rec *recs;            /* records sorted by seq */
-  size_t n;                       /* count */
-  size_t rs;                      /* bytes per record */
+  struct cp_rec *recs; /* records sorted by seq */
+  size_t n;            /* count */
+  size_t rs;           /* bytes per record */
 };
 
 /* The snapshot graph launches look their captured nodes up in, while a report is made (NULL after). */

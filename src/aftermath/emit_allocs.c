@@ -31,7 +31,7 @@ static int same_site(const struct allocs_entry *a, const struct allocs_entry *b)
 static int number_sites(const struct allocs_entry *e, size_t n, int *site, size_t *rep) {
   size_t cap = 16;
   while (cap < 2 * n) cap <<= 1;
-  int32_t *tab = malloc(cap * sizeof *tab);   /* open addressing: a site's number plus one, 0 = empty */
+  int32_t *tab = malloc(cap * sizeof *tab); /* open addressing: a site's number plus one, 0 = empty */
   if (!tab) return -1;
   memset(tab, 0, cap * sizeof *tab);
   int nsites = 0;
@@ -99,7 +99,7 @@ void emit_allocs(struct jw *w) {
   int *site = n ? malloc(n * sizeof *site) : NULL;
   size_t *rep = n ? malloc(n * sizeof *rep) : NULL;
   int nsites = site && rep ? number_sites(e, n, site, rep) : -1;
-  if (nsites < 0) {                           /* memory is short: the ranges without their sites */
+  if (nsites < 0) { /* memory is short: the ranges without their sites */
     nsites = 0;
     free(site);
     site = NULL;

@@ -43,8 +43,10 @@ void emit_ops_diagnosis(struct jw *w) {
       jw_key(w, "first");
       jw_uint(w, n->first);
       jw_key(w, "last");
-      if (n->running) jw_null(w);
-      else jw_uint(w, n->last);
+      if (n->running)
+        jw_null(w);
+      else
+        jw_uint(w, n->last);
       jw_key(w, "thread");
       jw_int(w, n->tid);
       jw_obj_end(w);

@@ -38,7 +38,7 @@ static void note_status(int status, void *arg) {
 }
 
 void exitrec_start(const struct cp_config *cfg) {
-  if (!rank_file_host()) return;              /* not started by a launcher */
+  if (!rank_file_host()) return; /* not started by a launcher */
   g_cfg = cfg;
   g_start = time(NULL);
   on_exit(note_status, NULL);

@@ -15,9 +15,9 @@
 #include <time.h>
 #include <unistd.h>
 
-static const struct cp_config *g_cfg;        /* the process's configuration (core's, lives forever) */
-static _Atomic int g_state;                   /* 0 none, 1 being written, 2 written */
-static char g_path[CFG_DIR_MAX + 64];         /* the report written, "" if it could not be */
+static const struct cp_config *g_cfg; /* the process's configuration (core's, lives forever) */
+static _Atomic int g_state;           /* 0 none, 1 being written, 2 written */
+static char g_path[CFG_DIR_MAX + 64]; /* the report written, "" if it could not be */
 static pthread_once_t g_fork_once = PTHREAD_ONCE_INIT;
 
 /* A forked child's faults are its own: its report is another file. */

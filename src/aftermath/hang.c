@@ -46,29 +46,29 @@
 #include <time.h>
 #include <unistd.h>
 
-#define HANDLER_WAIT_MS 5000      /* a signal handler waits this long at most for its report */
-#define FAULT_WAIT_MS 10000       /* ... and this long for a fault report being written (core's own bound) */
-#define CAPTURE_WAIT_MS 500       /* the threads have this long in all to answer the capture signal */
-#define TICK_MIN_MS 50            /* the watcher looks for progress at most this often, */
-#define TICK_MAX_MS 1000          /* and at least this often */
-#define LISTED_MAX 1024           /* streams the watcher follows between rescans of the stream table */
-#define MAX_CANDIDATES 64         /* launches a report lists as possibly in flight */
-#define MAX_STREAMS 64            /* streams a report lists */
-#define MAX_QUEUED 8              /* launches listed behind the one in flight */
-#define MAX_PY_THREADS 64         /* Python threads looked at */
-#define CU_NOT_READY 600          /* CUDA_ERROR_NOT_READY: the stream is still busy */
+#define HANDLER_WAIT_MS 5000 /* a signal handler waits this long at most for its report */
+#define FAULT_WAIT_MS 10000  /* ... and this long for a fault report being written (core's own bound) */
+#define CAPTURE_WAIT_MS 500  /* the threads have this long in all to answer the capture signal */
+#define TICK_MIN_MS 50       /* the watcher looks for progress at most this often, */
+#define TICK_MAX_MS 1000     /* and at least this often */
+#define LISTED_MAX 1024      /* streams the watcher follows between rescans of the stream table */
+#define MAX_CANDIDATES 64    /* launches a report lists as possibly in flight */
+#define MAX_STREAMS 64       /* streams a report lists */
+#define MAX_QUEUED 8         /* launches listed behind the one in flight */
+#define MAX_PY_THREADS 64    /* Python threads looked at */
+#define CU_NOT_READY 600     /* CUDA_ERROR_NOT_READY: the stream is still busy */
 
-static _Atomic int hang_started;        /* hang_start ran in this process (a forked child starts at 0 again) */
-static const struct cp_config *g_cfg;         /* the process's configuration (core's, lives forever) */
-static _Atomic int g_wfd = -1;                /* write end of the watcher's pipe; -1 while there is no watcher */
-static int g_rfd = -1;                        /* read end, the watcher's */
-static _Atomic int g_watcher_tid;             /* the watcher's thread id; 0 before it runs */
-static _Atomic uint64_t g_requested;          /* reports asked for by signal handlers */
-static _Atomic uint64_t g_served;             /* requests up to this one were answered (release by the watcher) */
-static _Atomic int g_req_sig;                 /* the newest request's signal */
-static _Atomic int g_req_pid;                 /* ... and its sender, 0 if unknown */
-static _Atomic int g_stop_state;              /* a stop signal's report: 0 none yet, 1 under way, 2 done */
-static _Atomic int g_written;                 /* hang reports written */
+static _Atomic int hang_started;      /* hang_start ran in this process (a forked child starts at 0 again) */
+static const struct cp_config *g_cfg; /* the process's configuration (core's, lives forever) */
+static _Atomic int g_wfd = -1;        /* write end of the watcher's pipe; -1 while there is no watcher */
+static int g_rfd = -1;                /* read end, the watcher's */
+static _Atomic int g_watcher_tid;     /* the watcher's thread id; 0 before it runs */
+static _Atomic uint64_t g_requested;  /* reports asked for by signal handlers */
+static _Atomic uint64_t g_served;     /* requests up to this one were answered (release by the watcher) */
+static _Atomic int g_req_sig;         /* the newest request's signal */
+static _Atomic int g_req_pid;         /* ... and its sender, 0 if unknown */
+static _Atomic int g_stop_state;      /* a stop signal's report: 0 none yet, 1 under way, 2 done */
+static _Atomic int g_written;         /* hang reports written */
 static pthread_once_t g_fork_once = PTHREAD_ONCE_INIT;
 
 int hang_written(void) { return atomic_load_explicit(&g_written, memory_order_relaxed); }
@@ -107,7 +107,7 @@ void hang_request(int sig, int sender_pid, int stop, const void *uc) {
   /* acq_rel: the watcher, acquiring requested, sees the signal and sender stored above */
   uint64_t ticket = atomic_fetch_add_explicit(&g_requested, 1, memory_order_acq_rel) + 1;
   char c = 1;
-  ssize_t w = write(fd, &c, 1);               /* EAGAIN: the pipe is full of wake-ups already */
+  ssize_t w = write(fd, &c, 1); /* EAGAIN: the pipe is full of wake-ups already */
   (void)w;
   while (atomic_load_explicit(&g_served, memory_order_acquire) < ticket && cp_mono_ns() < until) nap_ms(2);
   threads_handler_leave();
@@ -117,15 +117,15 @@ void hang_request(int sig, int sender_pid, int stop, const void *uc) {
 /* ---- the streams the watcher follows ---- */
 
 struct followed {
-  uint32_t idx[LISTED_MAX];       /* stream table indexes in use */
-  int n;                          /* entries in idx */
-  int valid;                      /* idx is up to date (no launch since the scan) */
-  int overflow;                   /* more streams than idx holds: every look scans the whole table */
-  uint64_t seq;                   /* the launch number at the last look */
-  uint64_t mark;                  /* the sum of the followed streams' marks at the last look */
+  uint32_t idx[LISTED_MAX]; /* stream table indexes in use */
+  int n;                    /* entries in idx */
+  int valid;                /* idx is up to date (no launch since the scan) */
+  int overflow;             /* more streams than idx holds: every look scans the whole table */
+  uint64_t seq;             /* the launch number at the last look */
+  uint64_t mark;            /* the sum of the followed streams' marks at the last look */
 };
 
-static struct followed g_follow;  /* the watcher's */
+static struct followed g_follow; /* the watcher's */
 
 static int in_use(const struct cp_stream *st, uint64_t after) {
   return atomic_load_explicit(&st->key_stream, memory_order_acquire) &&
@@ -222,9 +222,12 @@ static int confirm_pending(struct followed *f, uint64_t after) {
     if (cp_drv.ctx_push_current(st->ctx)) continue;
     int rc = cp_drv.stream_query(st->kind == CP_STREAM_LEGACY ? CP_CU_STREAM_LEGACY : st->handle);
     cp_drv.ctx_pop_current(&popped);
-    if (rc == 0) crumb_note_synced(st, last);  /* everything queued before the query completed */
-    else if (rc == CU_NOT_READY) busy = 1;
-    else if (cp_is_sticky(rc)) return -1;
+    if (rc == 0)
+      crumb_note_synced(st, last); /* everything queued before the query completed */
+    else if (rc == CU_NOT_READY)
+      busy = 1;
+    else if (cp_is_sticky(rc))
+      return -1;
   }
   return busy;
 }
@@ -232,32 +235,32 @@ static int confirm_pending(struct followed *f, uint64_t after) {
 /* ---- the report ---- */
 
 struct hang_stream {
-  uint32_t idx;                   /* stream table index */
-  uint64_t done;                  /* the highest launch known complete on it */
-  uint64_t newest;                /* its last launch when it was looked at (before the rings were copied) */
-  const struct cp_rec *first;     /* its first suspect: the launch in flight when it is the only one */
-  const struct cp_rec *last;      /* its last suspect: what follows it had not started */
-  int nsusp;                      /* suspects */
-  int lost;                       /* the first unfinished launch is no longer in the ring */
-  int queued;                     /* launches on it after the last suspect */
+  uint32_t idx;               /* stream table index */
+  uint64_t done;              /* the highest launch known complete on it */
+  uint64_t newest;            /* its last launch when it was looked at (before the rings were copied) */
+  const struct cp_rec *first; /* its first suspect: the launch in flight when it is the only one */
+  const struct cp_rec *last;  /* its last suspect: what follows it had not started */
+  int nsusp;                  /* suspects */
+  int lost;                   /* the first unfinished launch is no longer in the ring */
+  int queued;                 /* launches on it after the last suspect */
 };
 
 struct hang_pick {
-  struct hang_stream streams[MAX_STREAMS]; /* streams with unfinished work */
-  int nstreams;                   /* entries in streams */
-  int pending;                    /* streams with unfinished work, listed or not */
+  struct hang_stream streams[MAX_STREAMS];   /* streams with unfinished work */
+  int nstreams;                              /* entries in streams */
+  int pending;                               /* streams with unfinished work, listed or not */
   const struct cp_rec *cand[MAX_CANDIDATES]; /* every suspect, stream by stream */
-  int ncand;                      /* entries in cand */
-  int truncated;                  /* more suspects than cand holds */
-  uint64_t lo, hi;                /* launch numbers spanned by the suspects */
-  const struct cp_rec *culprit;   /* the launch in flight when exact */
-  const char *certainty;          /* exact | candidates | unknown | idle */
-  char reason[512];               /* one sentence for the user */
+  int ncand;                                 /* entries in cand */
+  int truncated;                             /* more suspects than cand holds */
+  uint64_t lo, hi;                           /* launch numbers spanned by the suspects */
+  const struct cp_rec *culprit;              /* the launch in flight when exact */
+  const char *certainty;                     /* exact | candidates | unknown | idle */
+  char reason[512];                          /* one sentence for the user */
 };
 
 struct add_ctx {
-  struct hang_pick *p;            /* where suspects go */
-  struct hang_stream *hs;         /* the stream they are of */
+  struct hang_pick *p;    /* where suspects go */
+  struct hang_stream *hs; /* the stream they are of */
 };
 
 static void add_suspect(void *arg, const struct cp_rec *r) {
@@ -271,8 +274,10 @@ static void add_suspect(void *arg, const struct cp_rec *r) {
   a->hs->nsusp++;
   if (!a->p->lo || q < a->p->lo) a->p->lo = q;
   if (q > a->p->hi) a->p->hi = q;
-  if (a->p->ncand < MAX_CANDIDATES) a->p->cand[a->p->ncand++] = r;
-  else a->p->truncated = 1;
+  if (a->p->ncand < MAX_CANDIDATES)
+    a->p->cand[a->p->ncand++] = r;
+  else
+    a->p->truncated = 1;
 }
 
 /* The launches after r on its stream up to upto, oldest first: up to max into out (may be NULL); returns how many
@@ -283,8 +288,7 @@ static int queued_after(const struct emit_snap *s, const struct cp_rec *r, uint6
   uint64_t after = emit_rseq(r);
   for (size_t i = 0; i < s->n; i++) {
     const struct cp_rec *q = emit_rec_at(s, i);
-    if (q->stream_idx != r->stream_idx || emit_rseq(q) <= after || emit_rseq(q) > upto || !suspects_usable(q))
-      continue;
+    if (q->stream_idx != r->stream_idx || emit_rseq(q) <= after || emit_rseq(q) > upto || !suspects_usable(q)) continue;
     if (out && n < max) out[n] = q;
     n++;
   }
@@ -306,7 +310,7 @@ static void look_at_streams(uint64_t after, struct hang_pick *p) {
     if (!in_use(st, after)) continue;
     uint64_t last = atomic_load_explicit(&st->last_launched, memory_order_relaxed);
     uint64_t done = done_of(st);
-    if (done >= last) continue;              /* all its work completed */
+    if (done >= last) continue; /* all its work completed */
     p->pending++;
     if (p->nstreams == MAX_STREAMS) continue;
     struct hang_stream *hs = &p->streams[p->nstreams++];
@@ -374,18 +378,23 @@ static void decide(const struct emit_snap *s, int mode, struct hang_pick *p) {
     if (mode == CP_MODE_RECORD)
       snprintf(why, sizeof why,
                "record mode's breadcrumbs (on every %u%s launch of a stream) cannot tell which; precise mode "
-               "names it", g_cfg->crumb_every, ordinal(g_cfg->crumb_every));
+               "names it",
+               g_cfg->crumb_every, ordinal(g_cfg->crumb_every));
     else
       snprintf(why, sizeof why, "their breadcrumbs could not be queued, so culprit cannot tell which");
     p->certainty = p->truncated ? "unknown" : "candidates";
     char since[160];
     if (one->first->prev)
-      snprintf(since, sizeof since, "completed launch #%llu; the one in flight is the first of the %d launches "
-               "after it, #%llu..#%llu,", (unsigned long long)one->first->prev, one->nsusp,
-               (unsigned long long)emit_rseq(one->first), (unsigned long long)emit_rseq(one->last));
+      snprintf(since, sizeof since,
+               "completed launch #%llu; the one in flight is the first of the %d launches "
+               "after it, #%llu..#%llu,",
+               (unsigned long long)one->first->prev, one->nsusp, (unsigned long long)emit_rseq(one->first),
+               (unsigned long long)emit_rseq(one->last));
     else
-      snprintf(since, sizeof since, "had completed none of its launches; the one in flight is the first of "
-               "#%llu..#%llu", (unsigned long long)emit_rseq(one->first), (unsigned long long)emit_rseq(one->last));
+      snprintf(since, sizeof since,
+               "had completed none of its launches; the one in flight is the first of "
+               "#%llu..#%llu",
+               (unsigned long long)emit_rseq(one->first), (unsigned long long)emit_rseq(one->last));
     k = snprintf(p->reason, sizeof p->reason, "stream 0x%lx %s that had not finished, and %s",
                  (unsigned long)(uintptr_t)st->handle, since, why);
   } else {
@@ -412,8 +421,10 @@ static void decide(const struct emit_snap *s, int mode, struct hang_pick *p) {
 }
 
 static void emit_seconds(struct jw *w, uint32_t ms) {
-  if (ms % 1000 == 0) jw_uint(w, ms / 1000);
-  else jw_double(w, ms / 1000.0);
+  if (ms % 1000 == 0)
+    jw_uint(w, ms / 1000);
+  else
+    jw_double(w, ms / 1000.0);
 }
 
 static void emit_streams(struct jw *w, const struct hang_pick *p, uint64_t after) {
@@ -473,13 +484,13 @@ static void emit_streams(struct jw *w, const struct hang_pick *p, uint64_t after
   jw_arr_end(w);
 }
 
-static struct threads_info g_threads[THREADS_MAX];    /* the watcher's, one report at a time */
-static struct pystack_thread g_py[MAX_PY_THREADS];     /* the watcher's */
+static struct threads_info g_threads[THREADS_MAX]; /* the watcher's, one report at a time */
+static struct pystack_thread g_py[MAX_PY_THREADS]; /* the watcher's */
 
 struct taken_threads {
-  int n;                          /* threads in g_threads */
-  int more;                       /* threads left out */
-  int npy;                        /* Python threads in g_py */
+  int n;    /* threads in g_threads */
+  int more; /* threads left out */
+  int npy;  /* Python threads in g_py */
 };
 
 /* Where every thread is, first of all: the rest of the report takes a while, and the threads go on meanwhile. */
@@ -535,7 +546,7 @@ static void emit_threads(struct jw *w, const struct taken_threads *tt) {
   if (left) {
     jw_key(w, "python_threads");
     jw_arr_begin(w);
-    for (int k = npy - 1; k >= 0; k--) {      /* the interpreter lists the newest first; the main thread last */
+    for (int k = npy - 1; k >= 0; k--) { /* the interpreter lists the newest first; the main thread last */
       if (used[k]) continue;
       jw_obj_begin(w);
       jw_key(w, "id");
@@ -556,7 +567,7 @@ static void hang_write(int sig, int sender, uint64_t stalled_ms, uint64_t now) {
    * dladdr, dlopen), holding its lock until the handler returns, which waits for this report: nothing below may
    * take that lock. Frames are described from /proc/self/maps (module and offset: the command names their
    * functions when it symbolizes the report), the demangler was found at start. */
-  struct stack_maps *maps = sig ? stack_maps_read() : NULL;   /* a timeout's report interrupted no one */
+  struct stack_maps *maps = sig ? stack_maps_read() : NULL; /* a timeout's report interrupted no one */
   emit_use_maps(maps);
   hang_write_report(sig, sender, stalled_ms, now);
   emit_use_maps(NULL);
@@ -565,7 +576,7 @@ static void hang_write(int sig, int sender, uint64_t stalled_ms, uint64_t now) {
 
 static void hang_write_report(int sig, int sender, uint64_t stalled_ms, uint64_t now) {
   struct emit_snap s = {0};
-  static struct hang_pick p;                  /* the watcher's */
+  static struct hang_pick p; /* the watcher's */
   struct jw w;
   struct cp_view v;
   char path[CFG_DIR_MAX + 160], name[32];
@@ -609,11 +620,16 @@ static void hang_write_report(int sig, int sender, uint64_t stalled_ms, uint64_t
   jw_uint(&w, cp_wall_ns());
   jw_obj_end(&w);
 
-  emit_verdict(&w, p.certainty, p.reason, !p.lo ? 0 : p.culprit ? emit_rseq(p.culprit) : p.lo,
+  emit_verdict(&w, p.certainty, p.reason,
+               !p.lo       ? 0
+               : p.culprit ? emit_rseq(p.culprit)
+                           : p.lo,
                p.culprit ? emit_rseq(p.culprit) : p.hi);
   jw_key(&w, "culprit");
-  if (p.culprit) emit_launch(&w, p.culprit);
-  else jw_null(&w);
+  if (p.culprit)
+    emit_launch(&w, p.culprit);
+  else
+    jw_null(&w);
   jw_key(&w, "candidates");
   jw_arr_begin(&w);
   for (int i = 0; !p.culprit && i < p.ncand; i++) emit_launch(&w, p.cand[i]);
@@ -634,15 +650,14 @@ static void hang_write_report(int sig, int sender, uint64_t stalled_ms, uint64_t
 
   emit_streams(&w, &p, v.after_seq);
   emit_threads(&w, &tt);
-  emit_allocs(&w);   /* a GPU core dump turns the abort it causes into a fault with an address */
+  emit_allocs(&w); /* a GPU core dump turns the abort it causes into a fault with an address */
 
   emit_stats(&w, v.seq - v.after_seq, s.n);
   jw_obj_end(&w);
 
   int rc = -1;
   /* a fault report that began meanwhile wins: this one is dropped rather than written beside it */
-  if (!w.err && fault_state() == 0)
-    rc = emit_write_file(g_cfg->dir, "-hang", w.buf, w.len, path, sizeof path);
+  if (!w.err && fault_state() == 0) rc = emit_write_file(g_cfg->dir, "-hang", w.buf, w.len, path, sizeof path);
   if (rc == 0) atomic_fetch_add_explicit(&g_written, 1, memory_order_relaxed);
   if (!w.err && (rc == 0 || fault_state() == 0)) {
     int err = rc > 0 ? rc : ENOMEM;
@@ -654,8 +669,7 @@ static void hang_write_report(int sig, int sender, uint64_t stalled_ms, uint64_t
     }
     if (rc) {
       char line[CFG_DIR_MAX + 160];
-      snprintf(line, sizeof line, "culprit: could not write the hang report into %s: %s\n", g_cfg->dir,
-               strerror(err));
+      snprintf(line, sizeof line, "culprit: could not write the hang report into %s: %s\n", g_cfg->dir, strerror(err));
       emit_stderr(line);
     }
   }
@@ -701,14 +715,13 @@ static void *watch(void *arg) {
       hang_write(atomic_load_explicit(&g_req_sig, memory_order_relaxed),
                  atomic_load_explicit(&g_req_pid, memory_order_relaxed), stalled_ms, now);
       /* release: the handlers waiting see the report done; requests made meanwhile share this report */
-      atomic_store_explicit(&g_served, atomic_load_explicit(&g_requested, memory_order_acquire),
-                            memory_order_release);
+      atomic_store_explicit(&g_served, atomic_load_explicit(&g_requested, memory_order_acquire), memory_order_release);
       continue;
     }
-    if (timeout_ns && pending && !stall_reported && now - last_progress >= timeout_ns &&
-        fault_state() == 0 && confirm_pending(&g_follow, v.after_seq) == 1) {
+    if (timeout_ns && pending && !stall_reported && now - last_progress >= timeout_ns && fault_state() == 0 &&
+        confirm_pending(&g_follow, v.after_seq) == 1) {
       hang_write(0, 0, stalled_ms, now);
-      stall_reported = 1;                     /* the next one waits for progress and another stall */
+      stall_reported = 1; /* the next one waits for progress and another stall */
     }
   }
   return NULL;
@@ -734,12 +747,11 @@ static void register_fork(void) { pthread_atfork(NULL, NULL, after_fork_child); 
 
 void hang_start(const struct cp_config *cfg) {
   int expect = 0;
-  if (!atomic_compare_exchange_strong_explicit(&hang_started, &expect, 1, memory_order_acq_rel,
-                                               memory_order_relaxed))
+  if (!atomic_compare_exchange_strong_explicit(&hang_started, &expect, 1, memory_order_acq_rel, memory_order_relaxed))
     return;
   g_cfg = cfg;
   pthread_once(&g_fork_once, register_fork);
-  demangle_ready();                           /* a hang report must not need the loader (hang_write) */
+  demangle_ready(); /* a hang report must not need the loader (hang_write) */
   if (!cfg->hang_signals && !cfg->report_signal && !cfg->hang_timeout_ms) return; /* nothing to watch */
   int fds[2];
   if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) == 0) {

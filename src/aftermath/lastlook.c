@@ -16,8 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define LOOK_MAX_CTX 64               /* contexts looked at (a process rarely has more than one per device) */
-#define CU_ERROR_NOT_READY 600        /* cuda.h's CUDA_ERROR_NOT_READY: the stream still has work */
+#define LOOK_MAX_CTX 64        /* contexts looked at (a process rarely has more than one per device) */
+#define CU_ERROR_NOT_READY 600 /* cuda.h's CUDA_ERROR_NOT_READY: the stream still has work */
 
 /* Whether entry s belongs to what is being looked at: one context, one device's contexts, or (ctx NULL and
  * device -1) every context; and has launches of this process (after_seq: a parent's, after fork). */
@@ -40,7 +40,7 @@ static int look_round(void *ctx, uint64_t after_seq, int tid, int *pending) {
     struct cp_stream *s = crumb_at(i);
     if (!look_wanted(s, ctx, -1, after_seq) || atomic_load_explicit(&s->dead, memory_order_relaxed)) continue;
     if (crumb_done(s) >= atomic_load_explicit(&s->last_launched, memory_order_relaxed)) continue; /* complete */
-    if (s->kind == CP_STREAM_LEGACY) continue;                                                  /* asked above */
+    if (s->kind == CP_STREAM_LEGACY) continue;                                                    /* asked above */
     if (s->kind == CP_STREAM_PER_THREAD) {
       if (atomic_load_explicit(&s->key_tid, memory_order_relaxed) != tid || !cp_drv.stream_query_ptsz) continue;
       rc = cp_drv.stream_query_ptsz(NULL);

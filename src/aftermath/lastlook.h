@@ -5,7 +5,6 @@
 
 #include <stdint.h>
 
-
 /* Looks at context ctx, or (ctx NULL) at every context on device (or, device -1, every context) that has
  * launches after after_seq; with none known, the calling thread's current context. Waits up to wait_ms while
  * streams still have work. Returns the sticky error found (the first), or 0. Leaves the thread's current

@@ -12,8 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
-static struct launcher_info g_li;     /* as read at start; launcher NULL: not started by a launcher */
-static char g_host[RANK_HOST_MAX];    /* the host name, made safe for a file name */
+static struct launcher_info g_li;  /* as read at start; launcher NULL: not started by a launcher */
+static char g_host[RANK_HOST_MAX]; /* the host name, made safe for a file name */
 
 static const char *env_get(const char *name) { return getenv(name); }
 

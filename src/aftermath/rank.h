@@ -7,7 +7,7 @@
 
 struct jw;
 
-#define RANK_HOST_MAX 65              /* host name bytes kept for file names, with the NUL */
+#define RANK_HOST_MAX 65 /* host name bytes kept for file names, with the NUL */
 
 /* At library start, once configuration was read (not when culprit is off): reads the launcher's environment. */
 void rank_init(void);

@@ -22,21 +22,21 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define NSIGS 65                  /* signals 1..64 */
-#define COPIES 8                  /* copies of a program's disposition a signal cycles through */
+#define NSIGS 65 /* signals 1..64 */
+#define COPIES 8 /* copies of a program's disposition a signal cycles through */
 #define PASSED_FLAGS (SA_RESTART | SA_ONSTACK | SA_NODEFER | SA_RESETHAND | SA_NOCLDSTOP | SA_NOCLDWAIT)
 
 struct sig_state {
-  _Atomic int owned;              /* culprit's handler stands in front of the program's disposition */
-  _Atomic int stop;               /* a stop signal (its report is the process's last); 0: the report signal */
-  _Atomic unsigned cur;           /* the copy holding the program's disposition (release by writers) */
-  _Atomic unsigned next;          /* the next copy a writer takes */
-  struct sigaction prog[COPIES];  /* the program's dispositions: what the kernel would have without culprit */
+  _Atomic int owned;             /* culprit's handler stands in front of the program's disposition */
+  _Atomic int stop;              /* a stop signal (its report is the process's last); 0: the report signal */
+  _Atomic unsigned cur;          /* the copy holding the program's disposition (release by writers) */
+  _Atomic unsigned next;         /* the next copy a writer takes */
+  struct sigaction prog[COPIES]; /* the program's dispositions: what the kernel would have without culprit */
 };
 
 static struct sig_state g_sig[NSIGS];
-static _Atomic int g_installed;   /* signals_install ran in this process or an ancestor */
-static signals_ask_fn g_ask;      /* asks for the report; set before any handler is installed */
+static _Atomic int g_installed; /* signals_install ran in this process or an ancestor */
+static signals_ask_fn g_ask;    /* asks for the report; set before any handler is installed */
 signals_sigaction_fn signals_real_sigaction;
 
 static int is_dfl(const struct sigaction *a) { return a->sa_handler == SIG_DFL; }
@@ -73,7 +73,7 @@ int signals_install(const struct cp_config *cfg, signals_ask_fn ask) {
   int sigs[6], stops[6], n = 0;
   if (!signals_real_sigaction) return -1;
   if (atomic_exchange_explicit(&g_installed, 1, memory_order_relaxed)) return 0;
-  g_ask = ask;                              /* the handlers installed below are what publishes it (sigaction) */
+  g_ask = ask; /* the handlers installed below are what publishes it (sigaction) */
   if (cfg->hang_signals) {
     static const int stop_sigs[] = {SIGTERM, SIGINT, SIGQUIT, SIGABRT};
     for (int i = 0; i < 4; i++) sigs[n] = stop_sigs[i], stops[n++] = 1;
@@ -83,7 +83,7 @@ int signals_install(const struct cp_config *cfg, signals_ask_fn ask) {
     while (i < n && sigs[i] != cfg->report_signal) i++;
     if (i == n) n++;
     sigs[i] = cfg->report_signal;
-    stops[i] = 0;                             /* the report signal carries on, whichever it is */
+    stops[i] = 0; /* the report signal carries on, whichever it is */
   }
   for (int i = 0; i < n; i++) {
     struct sig_state *st = &g_sig[sigs[i]];
@@ -136,7 +136,7 @@ static void die_of(int sig, struct sig_state *st) {
   sigemptyset(&set);
   sigaddset(&set, sig);
   syscall(SYS_tgkill, getpid(), (int)syscall(SYS_gettid), sig);
-  pthread_sigmask(SIG_UNBLOCK, &set, NULL);   /* it is delivered here, on this thread */
+  pthread_sigmask(SIG_UNBLOCK, &set, NULL); /* it is delivered here, on this thread */
   struct sigaction now = st->prog[atomic_load_explicit(&st->cur, memory_order_acquire) % COPIES];
   ours_for(&now, &ours);
   signals_real_sigaction(sig, &ours, NULL);
@@ -161,19 +161,23 @@ static void on_signal(int sig, siginfo_t *si, void *uc) {
   if (is_dfl(&prog)) {
     if (stop) die_of(sig, st);
   } else if (!is_ign(&prog)) {
-    if (prog.sa_flags & SA_SIGINFO) prog.sa_sigaction(sig, si, uc);
-    else prog.sa_handler(sig);
+    if (prog.sa_flags & SA_SIGINFO)
+      prog.sa_sigaction(sig, si, uc);
+    else
+      prog.sa_handler(sig);
   }
   errno = saved;
 }
 
 const char *signals_name(int sig, char *buf, unsigned len) {
   const char *ab = sig > 0 && sig < SIGRTMIN ? sigabbrev_np(sig) : NULL;
-  if (ab) snprintf(buf, len, "SIG%s", ab);
+  if (ab)
+    snprintf(buf, len, "SIG%s", ab);
   else if (sig >= SIGRTMIN && sig <= SIGRTMAX && sig - SIGRTMIN <= SIGRTMAX - sig)
     snprintf(buf, len, sig == SIGRTMIN ? "SIGRTMIN" : "SIGRTMIN+%d", sig - SIGRTMIN);
   else if (sig >= SIGRTMIN && sig <= SIGRTMAX)
     snprintf(buf, len, sig == SIGRTMAX ? "SIGRTMAX" : "SIGRTMAX-%d", SIGRTMAX - sig);
-  else snprintf(buf, len, "signal %d", sig);
+  else
+    snprintf(buf, len, "signal %d", sig);
   return buf;
 }

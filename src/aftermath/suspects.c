@@ -18,8 +18,8 @@ int suspects_of_stream(const struct suspects_recs *s, uint32_t idx, const struct
     uint64_t seq = atomic_load_explicit(&r->seq, memory_order_relaxed);
     if (r->stream_idx != idx || seq <= done || !suspects_usable(r)) continue;
     if (!added && r->prev > done) {
-      *lost = 1;                              /* the first unfinished launch is gone from the ring: anything */
-      return 0;                               /* listed from here on would be a later, innocent launch */
+      *lost = 1; /* the first unfinished launch is gone from the ring: anything */
+      return 0;  /* listed from here on would be a later, innocent launch */
     }
     fn(arg, r);
     added++;

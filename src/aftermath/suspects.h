@@ -12,9 +12,9 @@ struct cp_stream;
 
 /* A sorted snapshot of launch records, as ring_snapshot made it. */
 struct suspects_recs {
-  const struct cp_rec *recs;      /* records sorted by seq */
-  size_t n;                       /* count */
-  size_t rs;                      /* bytes per record */
+  const struct cp_rec *recs; /* records sorted by seq */
+  size_t n;                  /* count */
+  size_t rs;                 /* bytes per record */
 };
 
 /* Called once per suspect, oldest first. */

@@ -51,8 +51,10 @@ static void add_cand(struct pick *p, const struct cp_rec *r) {
   if (!p->win_lo || q < p->win_lo) p->win_lo = q;
   if (q > p->win_hi) p->win_hi = q;
   p->nsuspects++;
-  if (p->ncand < MAX_CANDIDATES) p->cand[p->ncand++] = r;
-  else p->truncated = 1;
+  if (p->ncand < MAX_CANDIDATES)
+    p->cand[p->ncand++] = r;
+  else
+    p->truncated = 1;
 }
 
 static void add_suspect(void *arg, const struct cp_rec *r) { add_cand(arg, r); }
@@ -116,7 +118,7 @@ static void decide(const struct verdict_input *in, const struct emit_snap *s, st
                (unsigned long long)in->exact_seq);
       return;
     }
-    if (b && at > 0) {                        /* list the synchronized launch first */
+    if (b && at > 0) { /* list the synchronized launch first */
       p->cand[at] = p->cand[0];
       p->cand[0] = b;
     }
@@ -166,8 +168,7 @@ static void decide(const struct verdict_input *in, const struct emit_snap *s, st
     k += snprintf(p->reason + k, sizeof p->reason - (size_t)k,
                   "%d stream(s) had unfinished work when the fault surfaced and one of %d suspect launches "
                   "(#%llu..#%llu) faulted; only the first %d are listed",
-                  pending, p->nsuspects, (unsigned long long)p->win_lo, (unsigned long long)p->win_hi,
-                  MAX_CANDIDATES);
+                  pending, p->nsuspects, (unsigned long long)p->win_lo, (unsigned long long)p->win_hi, MAX_CANDIDATES);
   else if (k < (int)sizeof p->reason)
     k += snprintf(p->reason + k, sizeof p->reason - (size_t)k,
                   "%d stream(s) had unfinished work when the fault surfaced and one of the %d launch(es) listed "
@@ -224,8 +225,10 @@ int verdict_emit(const struct verdict_input *in, char *path, unsigned pathlen) {
   emit_verdict(&w, p.certainty, p.reason, p.win_lo, p.win_hi);
 
   jw_key(&w, "culprit");
-  if (p.culprit && !strcmp(p.certainty, "exact")) emit_launch(&w, p.culprit);
-  else jw_null(&w);
+  if (p.culprit && !strcmp(p.certainty, "exact"))
+    emit_launch(&w, p.culprit);
+  else
+    jw_null(&w);
   jw_key(&w, "candidates");
   jw_arr_begin(&w);
   for (int i = 0; i < p.ncand; i++) emit_launch(&w, p.cand[i]);
@@ -252,12 +255,12 @@ int verdict_emit(const struct verdict_input *in, char *path, unsigned pathlen) {
    * threads): the Python threads' stacks at this moment show the line waiting on that work. */
   const struct cp_rec *who = p.culprit ? p.culprit : (p.ncand ? p.cand[0] : NULL);
   if (who && who->npy == 0) {
-    static struct pystack_thread threads[8];  /* report time runs once per process */
+    static struct pystack_thread threads[8]; /* report time runs once per process */
     int nt = pystack_other_threads(threads, 8);
     if (nt > 0) {
       jw_key(&w, "python_threads");
       jw_arr_begin(&w);
-      for (int i = nt - 1; i >= 0; i--) {     /* the interpreter lists the newest first; the main thread last */
+      for (int i = nt - 1; i >= 0; i--) { /* the interpreter lists the newest first; the main thread last */
         jw_obj_begin(&w);
         jw_key(&w, "id");
         jw_uint(&w, threads[i].id);
@@ -322,8 +325,8 @@ int verdict_emit(const struct verdict_input *in, char *path, unsigned pathlen) {
     free(text);
   } else {
     char line[CFG_DIR_MAX + 256];
-    snprintf(line, sizeof line, "culprit: %s (%d) surfaced in %s; report: %s\n",
-             ename ? ename : "sticky CUDA error", in->code, in->api, rc ? "not written" : path);
+    snprintf(line, sizeof line, "culprit: %s (%d) surfaced in %s; report: %s\n", ename ? ename : "sticky CUDA error",
+             in->code, in->api, rc ? "not written" : path);
     emit_stderr(line);
   }
   if (rc) {

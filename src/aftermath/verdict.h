@@ -10,22 +10,22 @@ struct pystack_ref;
 struct cp_config;
 
 struct verdict_input {
-  int code;                       /* the sticky CUresult */
-  const char *api;                /* the call it surfaced in */
-  uint64_t exact_seq;             /* non-zero: blocking mode proved this launch faulted */
-  uint64_t after_seq;             /* records up to this seq belong to a parent process (fork) */
-  int tid;                        /* surfacing thread */
-  uint64_t time_ns;               /* when it surfaced (CLOCK_MONOTONIC) */
-  uint64_t time_unix_ns;          /* the same moment by the wall clock, to order the reports of a job's ranks */
-  void **frames;                  /* surfacing stack */
-  int nframes;                    /* entries in frames */
-  const struct pystack_ref *py;   /* surfacing thread's Python frames */
-  int npy;                        /* entries in py */
-  const struct cp_config *cfg;    /* configuration in force */
-  int mode;                       /* mode in force when it surfaced */
-  uint64_t launches;              /* launches recorded */
-  int launch_blocking;            /* CUDA_LAUNCH_BLOCKING=1: a launch that returns an error is the one that faulted */
-  int untracked_pending;          /* a launch culprit did not track may still have been running (core.c) */
+  int code;                     /* the sticky CUresult */
+  const char *api;              /* the call it surfaced in */
+  uint64_t exact_seq;           /* non-zero: blocking mode proved this launch faulted */
+  uint64_t after_seq;           /* records up to this seq belong to a parent process (fork) */
+  int tid;                      /* surfacing thread */
+  uint64_t time_ns;             /* when it surfaced (CLOCK_MONOTONIC) */
+  uint64_t time_unix_ns;        /* the same moment by the wall clock, to order the reports of a job's ranks */
+  void **frames;                /* surfacing stack */
+  int nframes;                  /* entries in frames */
+  const struct pystack_ref *py; /* surfacing thread's Python frames */
+  int npy;                      /* entries in py */
+  const struct cp_config *cfg;  /* configuration in force */
+  int mode;                     /* mode in force when it surfaced */
+  uint64_t launches;            /* launches recorded */
+  int launch_blocking;          /* CUDA_LAUNCH_BLOCKING=1: a launch that returns an error is the one that faulted */
+  int untracked_pending;        /* a launch culprit did not track may still have been running (core.c) */
 };
 
 /* Writes the report into cfg->dir and the verdict on stderr; path gets the report's path ("" if it could

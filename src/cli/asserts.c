@@ -57,7 +57,7 @@ static void asserts_lookup(const struct dev_asserts *as, struct dev_assert *a)
         a->function = o->function ? strdup(o->function) : NULL;
         a->kernels = o->kernels ? strdup(o->kernels) : NULL;
         a->unfound = o->unfound ? strdup(o->unfound) : NULL;
-        if (!a->function != !a->kernels) {  /* out of memory: the assert is read by its indices alone */
+        if (!a->function != !a->kernels) { /* out of memory: the assert is read by its indices alone */
             free(a->function);
             free(a->kernels);
             a->function = a->kernels = NULL;
@@ -122,7 +122,7 @@ int asserts_parse(const char *text, size_t len, struct dev_assert *a)
 {
     static const char tail[] = "` failed.";
     const size_t tl = sizeof tail - 1;
-    char *copy = strndup(text, len);  /* NUL-terminated, so the string functions below stay inside it */
+    char *copy = strndup(text, len); /* NUL-terminated, so the string functions below stay inside it */
     const char *s = copy, *end, *blk, *p, *q, *colon = NULL, *sig = NULL, *expr;
     long lineno = 0;
     int rc = -1;
@@ -185,13 +185,13 @@ out:
 
 /* ---- tying asserts to reports ---- */
 
-#define ASSERTS_GRAPH_NODES 64  /* graph_nodes a report lists at most: a list this long may have been cut */
+#define ASSERTS_GRAPH_NODES 64 /* graph_nodes a report lists at most: a list this long may have been cut */
 
 /* How an assert names the kernel it came from. */
 enum asserts_how {
-    ASSERTS_SIGNATURE,          /* by the kernel's signature, as the device printed it */
-    ASSERTS_FUNCTION,           /* Triton's form: by the @triton.jit function its file holds at its line */
-    ASSERTS_INDICES,            /* not at all: "operator()" (a lambda), `unknown` that the file did not explain */
+    ASSERTS_SIGNATURE, /* by the kernel's signature, as the device printed it */
+    ASSERTS_FUNCTION,  /* Triton's form: by the @triton.jit function its file holds at its line */
+    ASSERTS_INDICES,   /* not at all: "operator()" (a lambda), `unknown` that the file did not explain */
 };
 
 static enum asserts_how asserts_how(const struct dev_assert *a)
@@ -237,8 +237,7 @@ static int asserts_fit_dims(const struct dev_assert *a, const struct json *launc
     if (json_len(grid) != 3 || json_len(block) != 3)
         return 1;
     for (i = 0; i < 3; i++)
-        if (json_int(json_at(grid, i), &g[i]) != 0 || json_int(json_at(block, i), &b[i]) != 0 || g[i] <= 0 ||
-            b[i] <= 0)
+        if (json_int(json_at(grid, i), &g[i]) != 0 || json_int(json_at(block, i), &b[i]) != 0 || g[i] <= 0 || b[i] <= 0)
             return 1;
     for (i = 0; i < 3; i++)
         if (a->block[i] >= g[i] || a->thread[i] >= b[i])
@@ -313,14 +312,14 @@ static int asserts_consistent(const struct dev_assert *a, const struct json *lau
     return fits;
 }
 
-#define ASSERTS_WORDS 8                /* words taken from a source file's name */
+#define ASSERTS_WORDS 8 /* words taken from a source file's name */
 
 /* The words of a source file's name that the kernels defined there tend to carry ("ScatterGatherKernel.cu":
  * scatter, gather; "nll_loss2d.cu": nll, loss), lower case, without the generic ones. Returns how many. */
 static int asserts_file_words(const char *file, char words[ASSERTS_WORDS][32])
 {
-    static const char *const generic[] = {"kernel", "kernels", "cuda", "impl", "utils", "ops", "native", "aten",
-                                          "src", "common", "device", "launch"};
+    static const char *const generic[] = {"kernel", "kernels", "cuda", "impl",   "utils",  "ops",
+                                          "native", "aten",    "src",  "common", "device", "launch"};
     const char *base = strrchr(file, '/'), *p;
     int n = 0;
     base = base ? base + 1 : file;
@@ -395,8 +394,7 @@ static int asserts_narrowed_by_dims(const struct dev_asserts *as, const struct j
 
 /* The sentence saying why launch l (arr[hit]) alone may have printed assert by: how the assert names a kernel
  * and, when names alone do not tell the launches of arr apart, its indices. Returns it malloc'd, or NULL. */
-static char *asserts_why(const struct dev_asserts *as, const struct dev_assert *by, const struct json *arr,
-                         size_t hit)
+static char *asserts_why(const struct dev_asserts *as, const struct dev_assert *by, const struct json *arr, size_t hit)
 {
     const struct json *l = json_at(arr, hit);
     long long seq = json_get_int(l, "seq", -1);
@@ -424,8 +422,8 @@ static char *asserts_why(const struct dev_asserts *as, const struct dev_assert *
         return NULL;
     }
     if (graph)
-        rc = asprintf(&why, "%s, and of these launches only graph launch #%lld replays a kernel that fits it",
-                      what, seq);
+        rc = asprintf(&why, "%s, and of these launches only graph launch #%lld replays a kernel that fits it", what,
+                      seq);
     else if (how == ASSERTS_INDICES)
         rc = asprintf(&why, "%s, which fit the grid and block of launch #%lld alone%s%s%s", what, seq,
                       by->unfound ? " (its file did not tell its kernel: " : "", by->unfound ? by->unfound : "",
@@ -498,8 +496,9 @@ static int asserts_pick(const struct dev_asserts *as, const struct json *arr, si
     if (hits > 1 && generic_only && !named_any && !graphs && file_hits == 1) {
         *hit = file_hit;
         name = asserts_launch_name(json_at(arr, *hit));
-        if (!name || asprintf(why, "the device assert comes from %s (in %s) and of the launches its block and "
-                                   "thread fit, only %s carries that file's name",
+        if (!name || asprintf(why,
+                              "the device assert comes from %s (in %s) and of the launches its block and "
+                              "thread fit, only %s carries that file's name",
                               file_by->file, file_by->kernel, name) < 0) {
             free(name);
             return -1;
@@ -646,12 +645,14 @@ static int asserts_narrow_node(const struct dev_asserts *as, struct json *doc, i
     int rc;
 
     if (!as || !asserts_is_graph(culprit) || !json_is(nodes, JSON_ARR) || json_get(culprit, "node"))
-        return 0;  /* the library already named the node from the graph's breadcrumbs */
+        return 0; /* the library already named the node from the graph's breadcrumbs */
     switch (asserts_pick(as, nodes, &hit, &why)) {
-    case -1: return ENOMEM;
-    case 0: return 0;
+    case -1:
+        return ENOMEM;
+    case 0:
+        return 0;
     }
-    free(why);  /* a node's reason says it in its own words */
+    free(why); /* a node's reason says it in its own words */
     why = NULL;
     node = promote_copy(json_at(nodes, hit));
     name = asserts_launch_name(json_at(nodes, hit));
@@ -662,8 +663,7 @@ static int asserts_narrow_node(const struct dev_asserts *as, struct json *doc, i
         return ENOMEM;
     }
     *changed = 1;
-    if (asprintf(&why, "the device assert names the graph's node #%lld %s", json_get_int(node, "seq", -1),
-                 name) < 0) {
+    if (asprintf(&why, "the device assert names the graph's node #%lld %s", json_get_int(node, "seq", -1), name) < 0) {
         free(name);
         return ENOMEM;
     }
@@ -684,8 +684,10 @@ static int asserts_say_unfound(const struct dev_asserts *as, struct json *doc, i
         int rc;
         if (!a->unfound || !asserts_relevant(a, doc))
             continue;
-        if (asprintf(&more, "the device assert at %s:%ld prints no kernel name (`unknown`, as Triton's do) and "
-                            "its file did not tell it: %s", a->file, a->line, a->unfound) < 0)
+        if (asprintf(&more,
+                     "the device assert at %s:%ld prints no kernel name (`unknown`, as Triton's do) and "
+                     "its file did not tell it: %s",
+                     a->file, a->line, a->unfound) < 0)
             return ENOMEM;
         rc = asserts_add_reason((struct json *)json_get(doc, "verdict"), more);
         free(more);
@@ -709,8 +711,10 @@ static int asserts_narrow(const struct dev_asserts *as, struct json *doc, int *c
     if (!as || !certainty || strcmp(certainty, "candidates") != 0 || !json_is(cands, JSON_ARR))
         return 0;
     switch (asserts_pick(as, cands, &hit, &fact)) {
-    case -1: return ENOMEM;
-    case 0: return asserts_say_unfound(as, doc, changed);
+    case -1:
+        return ENOMEM;
+    case 0:
+        return asserts_say_unfound(as, doc, changed);
     }
     *changed = 1;
     rc = promote_candidate(doc, hit, "candidates_before_assert");

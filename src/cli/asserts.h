@@ -7,31 +7,31 @@
 
 struct json;
 
-#define ASSERTS_MAX 64          /* assert lines kept per run; a failing kernel prints one per failing thread */
+#define ASSERTS_MAX 64 /* assert lines kept per run; a failing kernel prints one per failing thread */
 
 /* One device-assert line, as the device printed it. */
 struct dev_assert {
-    char *file;                 /* source file of the assert */
-    long line;                  /* its line */
-    char *kernel;               /* the kernel's signature as the device prints it, "void k(const int *, int)";
+    char *file;         /* source file of the assert */
+    long line;          /* its line */
+    char *kernel;       /* the kernel's signature as the device prints it, "void k(const int *, int)";
                                  * "operator()" for a lambda or functor run by a templated kernel */
-    long block[3];              /* block index of the failing thread */
-    long thread[3];             /* thread index within the block */
-    char *expr;                 /* the asserted expression */
-    const char *stream;         /* "stdout", "stderr" or "stdout+stderr" (static string) */
+    long block[3];      /* block index of the failing thread */
+    long thread[3];     /* thread index within the block */
+    char *expr;         /* the asserted expression */
+    const char *stream; /* "stdout", "stderr" or "stdout+stderr" (static string) */
     /* Triton's and Inductor's asserts print `unknown` for the kernel: the file (Python) tells it instead, read
      * when the line came (tritonsrc.h). */
-    char *function;             /* the @triton.jit function whose body holds the line, or NULL */
-    char *kernels;              /* with function: the names a kernel running the line may have, space-separated
+    char *function; /* the @triton.jit function whose body holds the line, or NULL */
+    char *kernels;  /* with function: the names a kernel running the line may have, space-separated
                                  * (function, then the file's @triton.jit functions that call it) */
-    char *unfound;              /* the Triton form without function: why the file did not tell it, or NULL */
+    char *unfound;  /* the Triton form without function: why the file did not tell it, or NULL */
 };
 
 /* The asserts of one run, in the order they came. */
 struct dev_asserts {
     struct dev_assert a[ASSERTS_MAX]; /* the first ASSERTS_MAX lines */
-    size_t n;                   /* entries of a in use */
-    size_t seen;                /* assert lines seen, kept or not */
+    size_t n;                         /* entries of a in use */
+    size_t seen;                      /* assert lines seen, kept or not */
 };
 
 /* Parses one line (without its newline) as a device assert. Returns 0 and fills a (texts malloc'd, stream

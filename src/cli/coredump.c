@@ -27,14 +27,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#define COREDUMP_OUTPUT_MAX (1 << 20)   /* bytes of the debugger's output kept */
+#define COREDUMP_OUTPUT_MAX (1 << 20) /* bytes of the debugger's output kept */
 #define COREDUMP_FLAGS "skip_global_memory,skip_shared_memory,skip_local_memory,skip_constbank_memory"
 
 int coredump_setenv(const char *dir)
 {
     char path[PATH_MAX];
     if (getenv("CUDA_ENABLE_COREDUMP_ON_EXCEPTION") || getenv("CUDA_COREDUMP_FILE"))
-        return 0;  /* the user's own settings win */
+        return 0; /* the user's own settings win */
     if ((size_t)snprintf(path, sizeof path, "%s/gpucore-%%h-%%p.nvcudmp", dir) >= sizeof path)
         return ENAMETOOLONG;
     if (setenv("CUDA_ENABLE_COREDUMP_ON_EXCEPTION", "1", 1) || setenv("CUDA_COREDUMP_FILE", path, 1))
@@ -134,7 +134,7 @@ static void coredump_address(struct coredump_info *ci)
     char buf[200];
     int rc;
     if (!ci->insn || sass_parse(ci->insn, &a) != 0)
-        return;                                     /* no instruction, or not a memory access: nothing to say */
+        return; /* no instruction, or not a memory access: nothing to say */
     ci->access = sass_kind_name(a.kind);
     ci->space = sass_space_name(a.space);
     ci->access_size = a.size;
@@ -146,11 +146,14 @@ static void coredump_address(struct coredump_info *ci)
         why = "the dump does not give the focus lane's program counter";
     } else if (ci->pc_value != ci->errorpc_value && ci->pc_value != ci->errorpc_value + 16) {
         if (ci->lane >= 0)
-            snprintf(buf, sizeof buf, "the dump does not say which lane's access faulted (the exception is the "
-                                      "warp's; lane %ld, which it shows, was elsewhere in the kernel)", ci->lane);
+            snprintf(buf, sizeof buf,
+                     "the dump does not say which lane's access faulted (the exception is the "
+                     "warp's; lane %ld, which it shows, was elsewhere in the kernel)",
+                     ci->lane);
         else
-            snprintf(buf, sizeof buf, "the dump does not say which lane's access faulted (the exception is the "
-                                      "warp's)");
+            snprintf(buf, sizeof buf,
+                     "the dump does not say which lane's access faulted (the exception is the "
+                     "warp's)");
         why = buf;
     } else if ((rc = sass_address(&a, coredump_reg_value, ci, &addr)) != 0) {
         why = rc == -2 ? "the faulting instruction wrote over a register its address is made of, so the registers "
@@ -158,11 +161,14 @@ static void coredump_address(struct coredump_info *ci)
                        : "the dump lacks a register the address is made of";
     } else if (a.size > 1 && addr % a.size == 0) {
         if (ci->lane >= 0)
-            snprintf(buf, sizeof buf, "the dump does not say which lane's access faulted (the exception is the "
-                                      "warp's; lane %ld, which it shows, made an aligned access)", ci->lane);
+            snprintf(buf, sizeof buf,
+                     "the dump does not say which lane's access faulted (the exception is the "
+                     "warp's; lane %ld, which it shows, made an aligned access)",
+                     ci->lane);
         else
-            snprintf(buf, sizeof buf, "the dump does not say which lane's access faulted (the exception is the "
-                                      "warp's)");
+            snprintf(buf, sizeof buf,
+                     "the dump does not say which lane's access faulted (the exception is the "
+                     "warp's)");
         why = buf;
     } else {
         ci->have_address = 1;
@@ -241,7 +247,7 @@ static void coredump_line(const char *s, size_t n, struct coredump_info *ci)
             }
         }
     } else if (!strcmp(line, "Assertion failed.") && !ci->exception) {
-        ci->exception = strdup("Assertion failed");  /* a device assert, as cuda-gdb 13.0 words it */
+        ci->exception = strdup("Assertion failed"); /* a device assert, as cuda-gdb 13.0 words it */
     } else if (!strncmp(line, "Program terminated with signal ", 31) && !ci->exception) {
         /* "Program terminated with signal SIGTRAP, Trace/breakpoint trap." (a __trap()) */
         const char *sig = line + 31, *comma = strchr(sig, ',');
@@ -293,13 +299,12 @@ static char *coredump_run_gdb(const char *dump, char *why, size_t whylen)
     snprintf(target, sizeof target, "target cudacore %s", dump);
     /* the faulting instruction and the focus lane's registers last: a dump without an error PC (an assert) makes
      * `x/i $errorpc` fail, and what came before is kept */
-    char *argv[] = {(char *)gdb, "-batch", "-nx", "-ex", target, "-ex", "info cuda kernels", "-ex", "bt 1",
-                    "-ex", "x/i $errorpc", "-ex", "info registers", NULL};
+    char *argv[] = {(char *)gdb, "-batch", "-nx",          "-ex", target,           "-ex", "info cuda kernels", "-ex",
+                    "bt 1",      "-ex",    "x/i $errorpc", "-ex", "info registers", NULL};
     struct subproc_opts o = {-1, 1, "TERM=dumb", COREDUMP_TIMEOUT_S, COREDUMP_OUTPUT_MAX};
     int rc = subproc_capture(argv, &o, &res);
     if (rc == -2) {
-        snprintf(why, whylen, "%s was not found (install the CUDA toolkit's debugger, or set CULPRIT_CUDA_GDB)",
-                 gdb);
+        snprintf(why, whylen, "%s was not found (install the CUDA toolkit's debugger, or set CULPRIT_CUDA_GDB)", gdb);
         return NULL;
     }
     if (rc != 0) {
@@ -409,15 +414,18 @@ static int coredump_fits(const struct coredump_info *ci, const struct json *l)
 /* The CUresult a GPU exception surfaces as (cuda-gdb's names of the exceptions). */
 static int coredump_code(const char *exception, const char **name)
 {
-    static const struct { const char *word; int code; const char *name; } map[] = {
-        {"Assert", 710, "CUDA_ERROR_ASSERT"},  /* "Warp Assert", "Assertion failed" */
-        {"Misaligned", 716, "CUDA_ERROR_MISALIGNED_ADDRESS"},
-        {"Illegal Address", 700, "CUDA_ERROR_ILLEGAL_ADDRESS"},
-        {"Out-of-range Address", 700, "CUDA_ERROR_ILLEGAL_ADDRESS"},
-        {"Illegal Instruction", 715, "CUDA_ERROR_ILLEGAL_INSTRUCTION"},
-        {"Invalid PC", 718, "CUDA_ERROR_INVALID_PC"},
-        {"Address Space", 717, "CUDA_ERROR_INVALID_ADDRESS_SPACE"},
-        {"Stack", 714, "CUDA_ERROR_HARDWARE_STACK_ERROR"}};
+    static const struct {
+        const char *word;
+        int code;
+        const char *name;
+    } map[] = {{"Assert", 710, "CUDA_ERROR_ASSERT"}, /* "Warp Assert", "Assertion failed" */
+               {"Misaligned", 716, "CUDA_ERROR_MISALIGNED_ADDRESS"},
+               {"Illegal Address", 700, "CUDA_ERROR_ILLEGAL_ADDRESS"},
+               {"Out-of-range Address", 700, "CUDA_ERROR_ILLEGAL_ADDRESS"},
+               {"Illegal Instruction", 715, "CUDA_ERROR_ILLEGAL_INSTRUCTION"},
+               {"Invalid PC", 718, "CUDA_ERROR_INVALID_PC"},
+               {"Address Space", 717, "CUDA_ERROR_INVALID_ADDRESS_SPACE"},
+               {"Stack", 714, "CUDA_ERROR_HARDWARE_STACK_ERROR"}};
     for (size_t i = 0; exception && i < sizeof map / sizeof map[0]; i++)
         if (strstr(exception, map[i].word)) {
             *name = map[i].name;
@@ -454,8 +462,8 @@ static int coredump_make_fault(struct json *doc, const struct coredump_info *ci)
     if (!err || json_put(err, "code", json_new_int(code)) || json_put(err, "name", json_new_str(name)) ||
         json_put(err, "message", json_new_str(msg)) ||
         json_put(err, "api", json_new_str("the driver's GPU core dump (it then aborted the process)")) ||
-        json_put(err, "thread", json_new_int(json_get_int(who, "tid", json_get_int(json_get(doc, "process"),
-                                                                                      "pid", 0)))) ||
+        json_put(err, "thread",
+                 json_new_int(json_get_int(who, "tid", json_get_int(json_get(doc, "process"), "pid", 0)))) ||
         json_put(err, "time_ns", json_new_int(json_get_int(hang, "time_ns", 0))) ||
         json_put(err, "time_unix_ns", json_new_int(json_get_int(hang, "time_unix_ns", 0))) ||
         (json_get(who, "stack") && json_set(err, "stack", promote_copy(json_get(who, "stack"))) != 0) ||
@@ -527,8 +535,10 @@ int coredump_attach(struct json *doc, const struct coredump_info *ci, const char
     }
     /* One candidate: it becomes the culprit, the others are kept as what was left before the dump. */
     long long seq = json_get_int(cands->kids[hit], "seq", -1);
-    rc = asprintf(&why, "%s%sthe GPU core dump says %s faulted%s (%s): launch #%lld is the only candidate that "
-                  "runs it", reason ? reason : "", reason ? "; " : "", ci->kernel, where,
+    rc = asprintf(&why,
+                  "%s%sthe GPU core dump says %s faulted%s (%s): launch #%lld is the only candidate that "
+                  "runs it",
+                  reason ? reason : "", reason ? "; " : "", ci->kernel, where,
                   ci->exception ? ci->exception : "exception", seq);
     if (rc < 0 || json_put(verdict, "reason", json_new_str(why)) ||
         promote_candidate(doc, hit, "candidates_before_coredump") != 0) {
@@ -611,7 +621,8 @@ int coredump_attach_all(const char *dir)
             char where[PATH_MAX + 32];
             coredump_where(&ci, where, sizeof where);
             cli_err("GPU core dump %s (process %ld on %s): %s faulted%s (%s); culprit wrote no report for that "
-                    "process", dump, pid, host, ci.kernel ? ci.kernel : "a kernel", where,
+                    "process",
+                    dump, pid, host, ci.kernel ? ci.kernel : "a kernel", where,
                     ci.exception ? ci.exception : "exception");
         }
         coredump_free(&ci);

@@ -8,29 +8,29 @@
 
 struct json;
 
-#define COREDUMP_TIMEOUT_S 120          /* cuda-gdb is stopped after this long on one dump */
+#define COREDUMP_TIMEOUT_S 120 /* cuda-gdb is stopped after this long on one dump */
 
 /* What a dump says about the fault (strings malloc'd; absent ones NULL, numbers -1). */
 struct coredump_info {
-    char *exception;            /* "Warp Illegal Address", "Assertion failed", "SIGTRAP (Trace/breakpoint trap)" */
-    char *pc;                   /* "0x7f2af77a0ae0" */
-    char *kernel;               /* the faulting kernel, as the debugger spells it: "write_oob(int*, int)" */
-    char *file;                 /* source file of the faulting instruction (needs -lineinfo or -G) */
-    long line;                  /* its line, -1 unknown */
-    long block[3];              /* block of the faulting thread, block[0] -1 unknown */
-    long thread[3];             /* thread within the block, thread[0] -1 unknown */
+    char *exception;             /* "Warp Illegal Address", "Assertion failed", "SIGTRAP (Trace/breakpoint trap)" */
+    char *pc;                    /* "0x7f2af77a0ae0" */
+    char *kernel;                /* the faulting kernel, as the debugger spells it: "write_oob(int*, int)" */
+    char *file;                  /* source file of the faulting instruction (needs -lineinfo or -G) */
+    long line;                   /* its line, -1 unknown */
+    long block[3];               /* block of the faulting thread, block[0] -1 unknown */
+    long thread[3];              /* thread within the block, thread[0] -1 unknown */
     long device, sm, warp, lane; /* where it ran, -1 unknown */
-    long grid[3];               /* the faulting launch's grid, from the backtrace's <<<grid,block>>>; -1 unknown */
-    long block_dim[3];          /* and its block dimensions */
-    int debugger_crashed;       /* the debugger died while reading the dump (what it said before is kept) */
-    char *insn;                 /* the instruction at the error PC, as disassembled ("STG.E desc[UR8][R2.64],R5") */
-    int have_pc, have_errorpc;  /* the focus lane's pc and the error PC were read */
+    long grid[3];                /* the faulting launch's grid, from the backtrace's <<<grid,block>>>; -1 unknown */
+    long block_dim[3];           /* and its block dimensions */
+    int debugger_crashed;        /* the debugger died while reading the dump (what it said before is kept) */
+    char *insn;                  /* the instruction at the error PC, as disassembled ("STG.E desc[UR8][R2.64],R5") */
+    int have_pc, have_errorpc;   /* the focus lane's pc and the error PC were read */
     unsigned long long pc_value, errorpc_value; /* their values */
-    int nregs;                  /* entries in regs */
+    int nregs;                                  /* entries in regs */
     struct coredump_reg {
-        char name[8];           /* "R2", "UR4" */
+        char name[8];             /* "R2", "UR4" */
         unsigned long long value; /* as the debugger printed it */
-    } *regs;                    /* the focus lane's registers (malloc'd) */
+    } * regs;                     /* the focus lane's registers (malloc'd) */
     /* what the faulting access was, from insn and the registers (coredump_address) */
     const char *access;         /* "load", "store", "atomic", NULL: not a memory access or not read */
     const char *space;          /* "global", "shared", "local", "generic" */

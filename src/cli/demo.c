@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CLI_GPU_PROBE_TIMEOUT_S 30  /* a driver that hangs in cuInit counts as no GPU */
+#define CLI_GPU_PROBE_TIMEOUT_S 30 /* a driver that hangs in cuInit counts as no GPU */
 
 typedef int (*cli_cuinit_fn)(unsigned int);
 typedef int (*cli_cucount_fn)(int *);
@@ -133,7 +133,7 @@ int cli_demo_main(int argc, char **argv)
             return CLI_EXIT_FAIL;
         }
         o.ld_path = simlib;
-        o.simulated = 1;  /* cuda-gdb needs a real driver: the verdict does not offer it here */
+        o.simulated = 1; /* cuda-gdb needs a real driver: the verdict does not offer it here */
     }
     cargv[0] = prog;
     cargv[1] = NULL;
@@ -144,8 +144,7 @@ int cli_demo_main(int argc, char **argv)
     if (rc)
         return rc;
     if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) != 0)
-        cli_err("the demo exited with status %d; that is expected, its kernel faults on purpose",
-                WEXITSTATUS(wstatus));
+        cli_err("the demo exited with status %d; that is expected, its kernel faults on purpose", WEXITSTATUS(wstatus));
     else if (WIFSIGNALED(wstatus))
         cli_err("the demo was ended by signal %d (%s); its kernel faults on purpose", WTERMSIG(wstatus),
                 strsignal(WTERMSIG(wstatus)));

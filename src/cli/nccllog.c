@@ -18,8 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define NCCLLOG_TAIL (256 * 1024)  /* bytes read from the end of a log: NCCLLOG_LINES lines fit many times */
-#define NCCLLOG_LINE_MAX 1000      /* a longer line is cut */
+#define NCCLLOG_TAIL (256 * 1024) /* bytes read from the end of a log: NCCLLOG_LINES lines fit many times */
+#define NCCLLOG_LINE_MAX 1000     /* a longer line is cut */
 
 int nccllog_env(const char *dir)
 {

@@ -8,7 +8,7 @@
 
 struct json;
 
-#define NCCLLOG_LINES 64     /* log lines a report keeps, the last ones */
+#define NCCLLOG_LINES 64 /* log lines a report keeps, the last ones */
 
 /* In the child before exec: when the user set neither NCCL_DEBUG nor NCCL_DEBUG_FILE and dir is the caller's own
  * and writable by no one else, sets NCCL_DEBUG=WARN and NCCL_DEBUG_FILE=<dir>/nccl-%h-%p.log (NCCL puts in the

@@ -107,11 +107,11 @@ int promote_candidate(struct json *doc, size_t hit, const char *others_key)
         return ENOMEM;
     for (i = 0; i < cands->len; i++)
         if (i != hit && json_append(others, cands->kids[i]) != 0) {
-            others->len = 0;  /* the launches are still the candidates' */
+            others->len = 0; /* the launches are still the candidates' */
             json_free(others);
             return ENOMEM;
         }
-    cands->len = 0;           /* every candidate now belongs to others, except chosen, which is ours */
+    cands->len = 0; /* every candidate now belongs to others, except chosen, which is ours */
     if (json_set(doc, "culprit", chosen) != 0) {
         json_free(chosen);
         json_free(others);

@@ -27,9 +27,9 @@
 
 /* A growing list of report paths. */
 struct cli_paths {
-    char **v;      /* malloc'd paths */
-    size_t n;      /* used entries */
-    size_t cap;    /* allocated entries */
+    char **v;   /* malloc'd paths */
+    size_t n;   /* used entries */
+    size_t cap; /* allocated entries */
 };
 
 static int cli_paths_add(struct cli_paths *p, const char *path)
@@ -133,13 +133,13 @@ static const char *cli_report_opt(int argc, char **argv, int *i, const char *nam
     return argv[++*i];
 }
 
-#define CLI_PROGRESS_AFTER_S 1.0  /* a run quicker than this says nothing of its progress */
-#define CLI_WRITE_BACK_MAX 64     /* more reports than this are shown symbolized but not written back */
+#define CLI_PROGRESS_AFTER_S 1.0 /* a run quicker than this says nothing of its progress */
+#define CLI_WRITE_BACK_MAX 64    /* more reports than this are shown symbolized but not written back */
 
 /* Progress of a long run, on stderr: nothing in its first second, then at most a line a second. */
 struct cli_progress {
-    double start;   /* CLOCK_MONOTONIC seconds when the run started */
-    double last;    /* when the last line was printed; 0 when none was */
+    double start; /* CLOCK_MONOTONIC seconds when the run started */
+    double last;  /* when the last line was printed; 0 when none was */
 };
 
 static double cli_seconds(void)
@@ -237,7 +237,8 @@ int cli_report_main(int argc, char **argv)
         else if ((v = cli_report_opt(argc, argv, &i, "--address")) != NULL) {
             if (addr_parse(v, &address) != 0) {
                 cli_err("--address must be a device address, in hex as reports write them (0x7f2a00001000) or in "
-                        "decimal, not '%s'", v);
+                        "decimal, not '%s'",
+                        v);
                 return CLI_EXIT_USAGE;
             }
             have_address = 1;
@@ -318,7 +319,7 @@ int cli_report_main(int argc, char **argv)
         rc = CLI_EXIT_FAIL;
         goto out;
     }
-    for (k = 0; have_address && k < nreps; k++)       /* shown, not saved: after the write-back above */
+    for (k = 0; have_address && k < nreps; k++) /* shown, not saved: after the write-back above */
         if (addr_annotate((struct json *)reps[k].doc, address, access, "command line") != 0) {
             cli_err("out of memory answering --address for %s", reps[k].path);
             failed = 1;

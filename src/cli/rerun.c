@@ -25,8 +25,7 @@
 /* The fault report of the rerun that answers the first run's report: the one of the process with the same rank
  * when ranks are known, else the only fault report of the rerun. NULL when there is none (the rerun did not
  * fault). *several tells that several reports made the choice impossible. */
-static struct json *rerun_answer(const char *dir, const struct json *first, char *path, size_t pathsz,
-                                 int *several)
+static struct json *rerun_answer(const char *dir, const struct json *first, char *path, size_t pathsz, int *several)
 {
     char **reports = NULL;
     size_t n = 0, i;
@@ -85,13 +84,12 @@ static int rerun_merge(struct json *doc, long long lo, long long hi, const char 
     const char *reason = json_get_str(verdict, "reason");
     long long seq = json_get_int(rculprit, "seq", -1);
     if (!json_is(rculprit, JSON_OBJ))
-        rculprit = NULL;  /* a rerun report without a culprit (null) names no launch */
+        rculprit = NULL; /* a rerun report without a culprit (null) names no launch */
     char *why = NULL;
 
     if (!r || !win || json_put(win, "first", json_new_int(lo)) || json_put(win, "last", json_new_int(hi)) ||
         json_put(r, "window", win) || json_put(r, "outcome", json_new_str(outcome)) ||
-        (rpath && json_put(r, "report", json_new_str(rpath))) ||
-        (rculprit && json_put(r, "seq", json_new_int(seq))) ||
+        (rpath && json_put(r, "report", json_new_str(rpath))) || (rculprit && json_put(r, "seq", json_new_int(seq))) ||
         (rculprit && json_get_str(rculprit, "kernel") &&
          json_put(r, "kernel", json_new_str(json_get_str(rculprit, "kernel")))) ||
         json_set(doc, "rerun", r) != 0) {
@@ -120,7 +118,7 @@ int rerun_needed(const struct json *doc, long long *lo, long long *hi)
     const char *kind = json_get_str(doc, "kind"), *certainty = json_get_str(verdict, "certainty");
     if ((kind && strcmp(kind, "fault") != 0) || !certainty || strcmp(certainty, "candidates") != 0 ||
         json_get(doc, "rerun"))
-        return 0;  /* a report merged with a rerun already is not rerun again */
+        return 0; /* a report merged with a rerun already is not rerun again */
     *lo = json_get_int(win, "first", -1);
     *hi = json_get_int(win, "last", -1);
     return *lo > 0 && *hi >= *lo;
@@ -142,26 +140,35 @@ static int rerun_conclude(struct json *doc, const char *path, long long lo, long
     if (answer && certainty && strcmp(certainty, "exact") == 0 &&
         rerun_candidate((struct json *)json_get(doc, "candidates"), seq)) {
         outcome = "confirmed";
-        snprintf(sentence, sizeof sentence, "confirmed by a rerun with blocking launches #%lld..#%lld: launch "
-                 "#%lld faulted there", lo, hi, seq);
+        snprintf(sentence, sizeof sentence,
+                 "confirmed by a rerun with blocking launches #%lld..#%lld: launch "
+                 "#%lld faulted there",
+                 lo, hi, seq);
     } else if (answer) {
         outcome = "elsewhere";
         if (seq > 0)
-            snprintf(sentence, sizeof sentence, "a rerun with blocking launches #%lld..#%lld faulted at launch #%lld "
+            snprintf(sentence, sizeof sentence,
+                     "a rerun with blocking launches #%lld..#%lld faulted at launch #%lld "
                      "instead, so the program does not run the same way twice; both runs are shown (the rerun's "
-                     "report: %s)", lo, hi, seq, rpath);
+                     "report: %s)",
+                     lo, hi, seq, rpath);
         else
-            snprintf(sentence, sizeof sentence, "a rerun with blocking launches #%lld..#%lld faulted but did not "
-                     "pin a launch there (the rerun's report: %s)", lo, hi, rpath);
+            snprintf(sentence, sizeof sentence,
+                     "a rerun with blocking launches #%lld..#%lld faulted but did not "
+                     "pin a launch there (the rerun's report: %s)",
+                     lo, hi, rpath);
     } else {
         outcome = several ? "unmatched" : "no-fault";
-        snprintf(sentence, sizeof sentence, several ?
-                 "a rerun with blocking launches #%lld..#%lld left several reports, none of them this process's "
-                 "alone" : "a rerun with blocking launches #%lld..#%lld did not fault, so the program does not "
-                 "run the same way twice", lo, hi);
+        snprintf(sentence, sizeof sentence,
+                 several
+                     ? "a rerun with blocking launches #%lld..#%lld left several reports, none of them this process's "
+                       "alone"
+                     : "a rerun with blocking launches #%lld..#%lld did not fault, so the program does not "
+                       "run the same way twice",
+                 lo, hi);
     }
-    rc = rerun_merge(doc, lo, hi, outcome, answer ? rpath : NULL, answer ? json_get(answer, "culprit") : NULL,
-                     sentence);
+    rc =
+        rerun_merge(doc, lo, hi, outcome, answer ? rpath : NULL, answer ? json_get(answer, "culprit") : NULL, sentence);
     if (rc == 0 && symbolize_save(path, doc, why, sizeof why) != 0) {
         cli_err("%s", why);
         rc = CLI_EXIT_FAIL;
@@ -208,16 +215,16 @@ int rerun_settle(const struct cli_run_opts *o, const char *path, const char *run
         return 0;
     }
     snprintf(window, sizeof window, "%lld:%lld", lo, hi);
-    if ((size_t)snprintf(dir, sizeof dir, "%s/rerun-%lld", run_dir,
-                         json_get_int(json_get(doc, "process"), "pid", 0)) >= sizeof dir) {
+    if ((size_t)snprintf(dir, sizeof dir, "%s/rerun-%lld", run_dir, json_get_int(json_get(doc, "process"), "pid", 0)) >=
+        sizeof dir) {
         json_free(doc);
         cli_err("the rerun's report directory would be too long a path");
         return CLI_EXIT_FAIL;
     }
     rerun_diagnose(&r, rerun_ran_python(doc));
     cli_err("the verdict is one of launches #%lld..#%lld: running the command again with blocking launches "
-            "there (culprit run --mode blocking --launches %s%s), reports into %s", lo, hi, window,
-            r.boot ? " --diagnose" : "", dir);
+            "there (culprit run --mode blocking --launches %s%s), reports into %s",
+            lo, hi, window, r.boot ? " --diagnose" : "", dir);
     r.mode = "blocking";
     r.launches = window;
     r.kernels = NULL;
@@ -232,7 +239,7 @@ int rerun_settle(const struct cli_run_opts *o, const char *path, const char *run
     return rc;
 }
 
-#define RERUN_MAX_RANKS 64             /* ranks of one job a rerun gives windows to */
+#define RERUN_MAX_RANKS 64 /* ranks of one job a rerun gives windows to */
 
 int rerun_settle_job(const struct cli_run_opts *o, char **paths, size_t n, const char *run_dir)
 {
@@ -257,7 +264,7 @@ int rerun_settle_job(const struct cli_run_opts *o, char **paths, size_t n, const
         int w = snprintf(spec + used, sizeof spec - used, "%s%lld=%lld:%lld", used ? "," : "", rank, lo, hi);
         if (w < 0 || (size_t)w >= sizeof spec - used) {
             json_free(doc);
-            break;                     /* the ranks that fit are rerun; the others keep their candidates */
+            break; /* the ranks that fit are rerun; the others keep their candidates */
         }
         used += (size_t)w;
         docs[k] = doc;
@@ -277,8 +284,8 @@ int rerun_settle_job(const struct cli_run_opts *o, char **paths, size_t n, const
         python |= rerun_ran_python(docs[i]);
     rerun_diagnose(&r, python);
     cli_err("%zu rank(s) of the job have a window of candidates: running the job again with blocking launches "
-            "there, each rank its own (CULPRIT_RANK_LAUNCHES=%s%s), reports into %s", k, spec,
-            r.boot ? ", operators diagnosed" : "", dir);
+            "there, each rank its own (CULPRIT_RANK_LAUNCHES=%s%s), reports into %s",
+            k, spec, r.boot ? ", operators diagnosed" : "", dir);
     r.mode = "blocking";
     r.launches = NULL;
     r.rank_launches = spec;

@@ -35,17 +35,17 @@
 static const int cli_fwd_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
 #define CLI_NFWD (sizeof cli_fwd_signals / sizeof cli_fwd_signals[0])
 
-static volatile sig_atomic_t cli_child_pid;  /* the running child, 0 when none */
-static pid_t cli_parent_pid;                  /* this process, as the child it forks knows its parent */
+static volatile sig_atomic_t cli_child_pid; /* the running child, 0 when none */
+static pid_t cli_parent_pid;                /* this process, as the child it forks knows its parent */
 /* This command's name for its run, given to CMD as CULPRIT_RUN_ID and written into every report it leads to:
  * several `culprit run` commands sharing one --dir (srun culprit run ...) each show their own reports. */
 static char cli_run_id[160];
 
 /* A report file present before the run, so reports left over in a reused --dir are not shown again. */
 struct cli_seen {
-    char *path;         /* full path of the report */
-    ino_t ino;          /* its inode then */
-    off_t size;         /* its size then */
+    char *path;            /* full path of the report */
+    ino_t ino;             /* its inode then */
+    off_t size;            /* its size then */
     struct timespec mtime; /* its modification time then */
 };
 
@@ -84,9 +84,9 @@ static int cli_valid_launches(const char *s)
 
 /* A variable of the library's that culprit run sets for CMD, and where its value comes from. */
 struct cli_setting {
-    const char *name;           /* CULPRIT_... */
-    const char *value;          /* its value in CMD's environment */
-    const char *from;           /* the option that gave it ("--kernels"), or NULL: culprit run sets it itself */
+    const char *name;  /* CULPRIT_... */
+    const char *value; /* its value in CMD's environment */
+    const char *from;  /* the option that gave it ("--kernels"), or NULL: culprit run sets it itself */
 };
 
 #define CLI_SETTINGS 16
@@ -154,12 +154,14 @@ static int cli_check_settings(const struct cli_run_opts *o, char *off, size_t of
             cli_err("%s: %s; the library would be off in %s with it", s->from, err, o->argv[0]);
         else if (s && strcmp(name, "CULPRIT_DIR") == 0)
             cli_err("the report directory is a path longer than the library takes (%s); run culprit from a "
-                    "shorter directory or give --dir", err);
+                    "shorter directory or give --dir",
+                    err);
         else if (s)
             cli_err("%s; the library would be off in %s with it", err, o->argv[0]);
         else
             cli_err("%s, in the environment culprit run was given; the library would be off in %s with it: fix or "
-                    "unset %s", err, o->argv[0], name);
+                    "unset %s",
+                    err, o->argv[0], name);
         return CLI_EXIT_USAGE;
     }
     if (c.mode == CP_MODE_OFF) {
@@ -167,7 +169,8 @@ static int cli_check_settings(const struct cli_run_opts *o, char *off, size_t of
         snprintf(off, offsz, "%s", s ? "--mode off" : "CULPRIT_MODE=off, in the environment culprit run was given");
         if (!s)
             cli_err("CULPRIT_MODE=off in the environment: culprit records nothing in %s (unset it, or give --mode, "
-                    "to record)", o->argv[0]);
+                    "to record)",
+                    o->argv[0]);
     }
     return 0;
 }
@@ -217,9 +220,9 @@ static void cli_child_exec(const struct cli_run_opts *o, const char *lib, const 
         if (setenv(cli_settings[i].name, cli_settings[i].value, 1) != 0)
             e = errno ? errno : ENOMEM;
     if (e == 0 && (cli_prepend_env("LD_PRELOAD", lib) || nccllog_env(dir) ||
-        (o->coredump && (errno = coredump_setenv(dir)) != 0) ||
-        (o->boot && (cli_diagnose_env() || cli_prepend_env("PYTHONPATH", o->boot))) ||
-        (o->ld_path && cli_prepend_env("LD_LIBRARY_PATH", o->ld_path)))) {
+                   (o->coredump && (errno = coredump_setenv(dir)) != 0) ||
+                   (o->boot && (cli_diagnose_env() || cli_prepend_env("PYTHONPATH", o->boot))) ||
+                   (o->ld_path && cli_prepend_env("LD_LIBRARY_PATH", o->ld_path)))) {
         e = errno ? errno : ENOMEM;
     } else if (e == 0) {
         execvp(o->argv[0], o->argv);
@@ -232,8 +235,8 @@ static void cli_child_exec(const struct cli_run_opts *o, const char *lib, const 
 }
 
 /* Creates (or checks) the report directory and returns its absolute path in abs. */
-static int cli_prepare_dir(const struct cli_run_opts *o, char *abs, size_t abssz, int *created,
-                           int *created_parent, char *rel, size_t relsz)
+static int cli_prepare_dir(const struct cli_run_opts *o, char *abs, size_t abssz, int *created, int *created_parent,
+                           char *rel, size_t relsz)
 {
     struct stat sb;
     int err;
@@ -264,8 +267,7 @@ static int cli_prepare_dir(const struct cli_run_opts *o, char *abs, size_t abssz
         if (mkdir("culprit-reports", 0777) == 0)
             *created_parent = 1;
         else if (errno != EEXIST) {
-            cli_err("cannot create the report directory culprit-reports in the current directory: %s",
-                    strerror(errno));
+            cli_err("cannot create the report directory culprit-reports in the current directory: %s", strerror(errno));
             return CLI_EXIT_USAGE;
         }
         if ((err = cli_mkdirs(rel, 0700, created)) != 0) {
@@ -310,7 +312,7 @@ static int cli_snapshot(const char *dir, struct cli_seen **seen, size_t *nseen)
             (*seen)[i].mtime = sb.st_mtim;
         }
     }
-    free(paths);  /* the strings now belong to seen */
+    free(paths); /* the strings now belong to seen */
     *nseen = n;
     return 0;
 }
@@ -347,8 +349,8 @@ static int cli_report_has_ops(const struct json *doc)
  * by a rerun when o asks for one (o NULL: never; run_dir is the run's report directory), and prints it on
  * stderr. Returns 0 when it was shown. With keep, the report also gets the end of its process's NCCL log and
  * is not printed but handed back in *keep (for cli_show_reports). */
-static int cli_show_report(const char *path, int brief, struct cli_watch *w, int *faulted,
-                           const struct cli_run_opts *o, const char *run_dir, struct json **keep)
+static int cli_show_report(const char *path, int brief, struct cli_watch *w, int *faulted, const struct cli_run_opts *o,
+                           const char *run_dir, struct json **keep)
 {
     long long lo, hi;
     struct render_opts ro = {.brief = brief, .path = brief ? path : NULL, .no_debugger = o && o->simulated};
@@ -464,7 +466,7 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus, int *faulted)
     if (rc)
         return rc;
     if (!cli_run_id[0])
-        cli_make_run_id();  /* once per culprit command: a rerun (rerun.c) runs under the same id */
+        cli_make_run_id(); /* once per culprit command: a rerun (rerun.c) runs under the same id */
     cli_settings_make(o, abs);
     rc = cli_check_settings(o, off, sizeof off);
     if (rc) {
@@ -540,7 +542,7 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus, int *faulted)
         got = read(errpipe[0], &e, sizeof e);
     while (got < 0 && errno == EINTR);
     close(errpipe[0]);
-    w->lib = lib;  /* the loader's line when it cannot preload it says culprit was off */
+    w->lib = lib; /* the loader's line when it cannot preload it says culprit was off */
     if (w->nch)
         watch_relay(w, pid, &status);
     else
@@ -560,7 +562,7 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus, int *faulted)
     *wstatus = status;
     *faulted = 0;
     if (o->coredump)
-        coredump_attach_all(abs);  /* before the reports are shown: a dump may make a verdict exact */
+        coredump_attach_all(abs); /* before the reports are shown: a dump may make a verdict exact */
 
     if (o->rerun && cli_list_reports(abs, &reports, &n) == 0 && n) {
         /* a job's ranks are rerun together, each over its own window, before any report is shown */
@@ -595,7 +597,8 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus, int *faulted)
             if ((!kind || strcmp(kind, "fault") == 0) && !cli_report_has_ops(d)) {
                 if (py && strncmp(py, "no Python", 9) == 0)
                     cli_err("--diagnose named no operator: the process that faulted ran no Python (its report says "
-                            "\"%s\"), and --diagnose names the PyTorch operators of Python programs", py);
+                            "\"%s\"), and --diagnose names the PyTorch operators of Python programs",
+                            py);
                 else
                     cli_err("--diagnose named no operator for this fault: the launches it lists were made outside "
                             "the PyTorch operators it saw (a program that never imported torch, a thread that did "
@@ -615,8 +618,7 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus, int *faulted)
         nccllog_tidy(abs);
     /* "no sticky CUDA error" is true only where culprit was there to see one */
     if (!off[0] && w->preload_error[0])
-        snprintf(off, sizeof off, "the dynamic loader could not preload %s (%s)", render_base(lib),
-                 w->preload_error);
+        snprintf(off, sizeof off, "the dynamic loader could not preload %s (%s)", render_base(lib), w->preload_error);
     if (!shown && off[0]) {
         cli_err("culprit was off in %s: %s; a fault there would not show here", o->argv[0], off);
         cli_remove_dir(abs, created, created_parent);
@@ -654,7 +656,7 @@ out:
 void cli_exit_like(int wstatus)
 {
     fflush(NULL);
-    watch_release_relay();  /* before a raise, which runs no atexit handler */
+    watch_release_relay(); /* before a raise, which runs no atexit handler */
     if (WIFSIGNALED(wstatus)) {
         int sig = WTERMSIG(wstatus);
         struct rlimit none = {0, 0};
@@ -805,8 +807,8 @@ int cli_run_main(int argc, char **argv)
         } else if ((val = cli_optval(argc, argv, &i, "--hang-timeout", &missing)) != NULL) {
             uint32_t ms;
             if (cfg_parse_seconds(val, CFG_SECONDS_MAX, &ms) != 0) {
-                cli_err("--hang-timeout must be seconds from 0 (off) to %d (e.g. 60 or 2.5), not '%s'",
-                        CFG_SECONDS_MAX, val);
+                cli_err("--hang-timeout must be seconds from 0 (off) to %d (e.g. 60 or 2.5), not '%s'", CFG_SECONDS_MAX,
+                        val);
                 return CLI_EXIT_USAGE;
             }
             o.hang_timeout = val;
@@ -819,8 +821,7 @@ int cli_run_main(int argc, char **argv)
                 return CLI_EXIT_USAGE;
             }
             if (bad) {
-                cli_err("--report-signal must be a signal name such as USR1 or USR2, a number, or none, not '%s'",
-                        val);
+                cli_err("--report-signal must be a signal name such as USR1 or USR2, a number, or none, not '%s'", val);
                 return CLI_EXIT_USAGE;
             }
             /* 0 is no signal at all, as kill -0 is: taken as none (as --hang-timeout 0 is off), said so */
@@ -860,13 +861,14 @@ int cli_run_main(int argc, char **argv)
      * tell (compute-sanitizer's --error-exitcode). */
     if (faulted && WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) {
         if (o.error_exitcode >= 0) {
-            cli_err("%s exited with status 0 although a kernel faulted; exiting with %d (--error-exitcode)",
-                    o.argv[0], o.error_exitcode);
+            cli_err("%s exited with status 0 although a kernel faulted; exiting with %d (--error-exitcode)", o.argv[0],
+                    o.error_exitcode);
             fflush(NULL);
             exit(o.error_exitcode);
         }
         cli_err("%s exited with status 0 although a kernel faulted (--error-exitcode N makes culprit exit N "
-                "then)", o.argv[0]);
+                "then)",
+                o.argv[0]);
     }
     cli_exit_like(wstatus);
 }

@@ -16,10 +16,10 @@ static const struct {
     enum sass_kind kind;
     enum sass_space space;
 } sass_ops[] = {
-    {"LDG", SASS_LOAD, SASS_GLOBAL},      {"STG", SASS_STORE, SASS_GLOBAL},     {"ATOMG", SASS_ATOMIC, SASS_GLOBAL},
-    {"RED", SASS_ATOMIC, SASS_GLOBAL},    {"REDG", SASS_ATOMIC, SASS_GLOBAL},   {"LDS", SASS_LOAD, SASS_SHARED},
-    {"STS", SASS_STORE, SASS_SHARED},     {"ATOMS", SASS_ATOMIC, SASS_SHARED},  {"LDL", SASS_LOAD, SASS_LOCAL},
-    {"STL", SASS_STORE, SASS_LOCAL},      {"LD", SASS_LOAD, SASS_GENERIC},      {"ST", SASS_STORE, SASS_GENERIC},
+    {"LDG", SASS_LOAD, SASS_GLOBAL},     {"STG", SASS_STORE, SASS_GLOBAL},    {"ATOMG", SASS_ATOMIC, SASS_GLOBAL},
+    {"RED", SASS_ATOMIC, SASS_GLOBAL},   {"REDG", SASS_ATOMIC, SASS_GLOBAL},  {"LDS", SASS_LOAD, SASS_SHARED},
+    {"STS", SASS_STORE, SASS_SHARED},    {"ATOMS", SASS_ATOMIC, SASS_SHARED}, {"LDL", SASS_LOAD, SASS_LOCAL},
+    {"STL", SASS_STORE, SASS_LOCAL},     {"LD", SASS_LOAD, SASS_GENERIC},     {"ST", SASS_STORE, SASS_GENERIC},
     {"ATOM", SASS_ATOMIC, SASS_GENERIC},
 };
 
@@ -47,8 +47,8 @@ static unsigned sass_size(const char *mods, size_t n)
             size = 1;
         else if (l == 3 && (!strncmp(m, "U16", 3) || !strncmp(m, "S16", 3) || !strncmp(m, "F16", 3)))
             size = 2;
-        else if ((l == 2 && !strncmp(m, "64", 2)) || (l == 3 && (!strncmp(m, "U64", 3) || !strncmp(m, "S64", 3) ||
-                                                                  !strncmp(m, "F64", 3))))
+        else if ((l == 2 && !strncmp(m, "64", 2)) ||
+                 (l == 3 && (!strncmp(m, "U64", 3) || !strncmp(m, "S64", 3) || !strncmp(m, "F64", 3))))
             size = 8;
         else if (l == 3 && !strncmp(m, "128", 3))
             size = 16;
@@ -92,7 +92,7 @@ int sass_parse(const char *insn, struct sass_access *a)
     const char *p = insn;
     while (*p == ' ' || *p == '\t')
         p++;
-    if (*p == '@') {                                        /* a predicate: "@P0 ", "@!P1 " */
+    if (*p == '@') { /* a predicate: "@P0 ", "@!P1 " */
         while (*p && *p != ' ' && *p != '\t')
             p++;
         while (*p == ' ' || *p == '\t')
@@ -177,7 +177,7 @@ int sass_parse(const char *insn, struct sass_access *a)
             a->offset += sign * (int64_t)v;
             q = end;
         } else {
-            goto not_memory;                                /* an operand form the decoder does not know */
+            goto not_memory; /* an operand form the decoder does not know */
         }
     }
     if (*q != ']')

@@ -9,20 +9,20 @@
 enum sass_kind { SASS_NONE = 0, SASS_LOAD, SASS_STORE, SASS_ATOMIC };
 enum sass_space { SASS_GENERIC = 0, SASS_GLOBAL, SASS_SHARED, SASS_LOCAL };
 
-#define SASS_REG_NAME 8                 /* longest register name kept, with its NUL ("UR63") */
+#define SASS_REG_NAME 8 /* longest register name kept, with its NUL ("UR63") */
 
 /* The access an instruction makes, as its text says (no register values yet). */
 struct sass_access {
-    enum sass_kind kind;                /* load, store or atomic; SASS_NONE: not a memory access */
-    enum sass_space space;              /* where the address points */
-    unsigned size;                      /* bytes per lane: 1, 2, 4, 8 or 16 */
-    char base[SASS_REG_NAME];           /* the address register ("R2"), "" when none ([0x10] alone) */
-    int wide;                           /* base is a 64-bit pair (R2.64: R2 low, R3 high) */
-    char uniform[SASS_REG_NAME];        /* a uniform register added to it ("UR4"), "" when none */
-    int uniform_wide;                   /* the uniform register is a 64-bit pair (UR4.64) */
-    int64_t offset;                     /* the immediate added to it */
-    char dest[SASS_REG_NAME];           /* a load's or atomic's first destination register ("R5"), "" none */
-    unsigned ndest;                     /* registers it writes from dest on (an 8-byte load writes two) */
+    enum sass_kind kind;         /* load, store or atomic; SASS_NONE: not a memory access */
+    enum sass_space space;       /* where the address points */
+    unsigned size;               /* bytes per lane: 1, 2, 4, 8 or 16 */
+    char base[SASS_REG_NAME];    /* the address register ("R2"), "" when none ([0x10] alone) */
+    int wide;                    /* base is a 64-bit pair (R2.64: R2 low, R3 high) */
+    char uniform[SASS_REG_NAME]; /* a uniform register added to it ("UR4"), "" when none */
+    int uniform_wide;            /* the uniform register is a 64-bit pair (UR4.64) */
+    int64_t offset;              /* the immediate added to it */
+    char dest[SASS_REG_NAME];    /* a load's or atomic's first destination register ("R5"), "" none */
+    unsigned ndest;              /* registers it writes from dest on (an 8-byte load writes two) */
 };
 
 /* Parses one instruction ("@P0 LDG.E.64 R4, desc[UR6][R2.64+0x10]"). Returns 0 when it is a memory access the

@@ -81,7 +81,8 @@ int cli_trace_main(int argc, char **argv)
     if (kind && strcmp(kind, "exit") == 0) {
         /* an exit record says a process saw no CUDA error: no launch and no fault, nothing to put on a timeline */
         cli_err("%s is an exit record (its process saw no CUDA error): it holds no launches and no fault, so there "
-                "is no trace to write", report);
+                "is no trace to write",
+                report);
         goto out_doc;
     }
     if (symbolize_doc(doc, &changed) == 0 && changed && symbolize_save(report, doc, why, sizeof why) != 0)

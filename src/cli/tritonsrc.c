@@ -16,19 +16,19 @@
 
 /* One line of the file as the scanner sees it. */
 struct ts_line {
-    const char *text;           /* its first byte in the file's text */
-    size_t len;                 /* its length, without the newline */
-    int starts;                 /* it begins a statement: not inside brackets or a string, not after a backslash */
-    int blank;                  /* nothing but white space or a comment */
-    int indent;                 /* columns of leading white space (a tab goes to the next multiple of 8) */
-    int in_triple;              /* it begins inside a triple-quoted string */
-    size_t string_open;         /* with in_triple: the line where that string opened */
+    const char *text;   /* its first byte in the file's text */
+    size_t len;         /* its length, without the newline */
+    int starts;         /* it begins a statement: not inside brackets or a string, not after a backslash */
+    int blank;          /* nothing but white space or a comment */
+    int indent;         /* columns of leading white space (a tab goes to the next multiple of 8) */
+    int in_triple;      /* it begins inside a triple-quoted string */
+    size_t string_open; /* with in_triple: the line where that string opened */
 };
 
 /* The lines of one file. */
 struct ts_file {
-    struct ts_line *lines;      /* every line, in order */
-    size_t n;                   /* entries of lines */
+    struct ts_line *lines; /* every line, in order */
+    size_t n;              /* entries of lines */
 };
 
 __attribute__((format(printf, 3, 4))) static void ts_why(char *why, size_t whylen, const char *fmt, ...)
@@ -45,7 +45,7 @@ __attribute__((format(printf, 3, 4))) static void ts_why(char *why, size_t whyle
  * triple-quoted string. */
 static void ts_scan(struct ts_file *f, size_t first, size_t last)
 {
-    char quote = 0;             /* the quote of the string we are in, 0 outside strings */
+    char quote = 0; /* the quote of the string we are in, 0 outside strings */
     int triple = 0, depth = 0, cont = 0;
     size_t open = 0;
 
@@ -145,7 +145,7 @@ static int ts_is_triton(const struct ts_file *f, size_t first, size_t d, const c
         const struct ts_line *l = &f->lines[k];
         const char *p = l->text, *end = l->text + l->len, *last;
         if (!l->starts || l->blank)
-            continue;  /* a decorator's continuation lines, blank lines and comments between decorators */
+            continue; /* a decorator's continuation lines, blank lines and comments between decorators */
         while (p < end && isspace((unsigned char)*p))
             p++;
         if (l->indent != f->lines[d].indent || p == end || *p != '@')
@@ -278,7 +278,7 @@ static int ts_find(struct ts_file *f, size_t first, size_t last, size_t t, long 
             found = 1;
             break;
         }
-        limit = l->indent;  /* a block (if, for, with, class) that holds the line: its function is further up */
+        limit = l->indent; /* a block (if, for, with, class) that holds the line: its function is further up */
     }
     if (!found) {
         ts_why(why, whylen, "line %ld is not inside a function", line);
@@ -295,8 +295,7 @@ static int ts_find(struct ts_file *f, size_t first, size_t last, size_t t, long 
     return 0;
 }
 
-int tritonsrc_find_text(const char *text, size_t len, long line, struct tritonsrc_found *out, char *why,
-                        size_t whylen)
+int tritonsrc_find_text(const char *text, size_t len, long line, struct tritonsrc_found *out, char *why, size_t whylen)
 {
     struct ts_file f = {NULL, 0};
     size_t cap = 0, i;

@@ -10,8 +10,8 @@
 
 /* What the file says of the line. */
 struct tritonsrc_found {
-    char *function;             /* the @triton.jit function (Inductor's def triton_...) whose body holds the line */
-    char *kernels;              /* the names a kernel running that line may have, space-separated: function first,
+    char *function; /* the @triton.jit function (Inductor's def triton_...) whose body holds the line */
+    char *kernels;  /* the names a kernel running that line may have, space-separated: function first,
                                  * then the @triton.jit functions of the same file that call it, directly or
                                  * through others (Triton inlines calls into the kernel that is launched) */
 };
@@ -23,8 +23,7 @@ struct tritonsrc_found {
 int tritonsrc_find(const char *path, long line, struct tritonsrc_found *f, char *why, size_t whylen);
 
 /* The same on a file's text (len bytes, need not end in NUL). */
-int tritonsrc_find_text(const char *text, size_t len, long line, struct tritonsrc_found *f, char *why,
-                        size_t whylen);
+int tritonsrc_find_text(const char *text, size_t len, long line, struct tritonsrc_found *f, char *why, size_t whylen);
 
 /* Frees the texts of *f and clears it. */
 void tritonsrc_free(struct tritonsrc_found *f);

@@ -99,8 +99,8 @@ static int cli_check_library(const char *path, char *why, size_t whylen)
                (eh.e_ident[EI_CLASS] != self.e_ident[EI_CLASS] || eh.e_ident[EI_DATA] != self.e_ident[EI_DATA] ||
                 eh.e_machine != self.e_machine)) {
         snprintf(why, whylen, "is %s ELF file for another machine than culprit's (%s)",
-                 eh.e_ident[EI_CLASS] == ELFCLASS32 ? "a 32-bit" : "an", self.e_ident[EI_CLASS] == ELFCLASS64 ?
-                 "64-bit" : "32-bit");
+                 eh.e_ident[EI_CLASS] == ELFCLASS32 ? "a 32-bit" : "an",
+                 self.e_ident[EI_CLASS] == ELFCLASS64 ? "64-bit" : "32-bit");
     } else if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_type != ET_DYN) {
         snprintf(why, whylen, "is not an ELF shared library (an executable or an object file)");
     } else {
@@ -112,11 +112,12 @@ static int cli_check_library(const char *path, char *why, size_t whylen)
             else if (ph.p_type == PT_LOAD && ph.p_offset + ph.p_filesz > (Elf64_Off)sb.st_size)
                 rc = -1;
             else if (ph.p_type == PT_INTERP)
-                rc = -2;  /* a program (a position-independent executable), which the loader does not preload */
+                rc = -2; /* a program (a position-independent executable), which the loader does not preload */
         }
         if (rc)
-            snprintf(why, whylen, rc == -2 ? "is a program, not a shared library"
-                                           : "is cut short: its segments run past the end of the file");
+            snprintf(why, whylen,
+                     rc == -2 ? "is a program, not a shared library"
+                              : "is cut short: its segments run past the end of the file");
         rc = rc ? -1 : 0;
     }
     close(fd);
@@ -166,11 +167,12 @@ found:
     /* the loader would only say "cannot be preloaded ... ignored" in the program, and culprit would be off there */
     if (cli_check_library(out, why, sizeof why) != 0) {
         if (env && *env)
-            cli_err("CULPRIT_LIB names %s, which %s, so it cannot be preloaded; set CULPRIT_LIB to libculprit.so",
-                    out, why);
+            cli_err("CULPRIT_LIB names %s, which %s, so it cannot be preloaded; set CULPRIT_LIB to libculprit.so", out,
+                    why);
         else
             cli_err("libculprit.so at %s %s, so it cannot be preloaded; build culprit again, or set CULPRIT_LIB to "
-                    "a good copy", out, why);
+                    "a good copy",
+                    out, why);
         return CLI_EXIT_USAGE;
     }
     return 0;
@@ -200,7 +202,8 @@ int cli_find_boot(char *out, size_t outsz, int quiet)
             return 0;
         if (!quiet)
             cli_err("CULPRIT_PYTHON names %s, which does not hold culprit's Python package "
-                    "(culprit/_boot/sitecustomize.py)", env);
+                    "(culprit/_boot/sitecustomize.py)",
+                    env);
         return CLI_EXIT_USAGE;
     }
     if (cli_exe_dir(dir, sizeof dir) == 0) {
@@ -212,7 +215,8 @@ int cli_find_boot(char *out, size_t outsz, int quiet)
     }
     if (!quiet)
         cli_err("cannot find culprit's Python package beside the culprit executable (%s/../lib/python); set "
-                "CULPRIT_PYTHON to the directory that holds its culprit/ folder", dir);
+                "CULPRIT_PYTHON to the directory that holds its culprit/ folder",
+                dir);
     return CLI_EXIT_USAGE;
 }
 
@@ -262,8 +266,10 @@ int cli_write_file(const char *path, const char *buf, size_t len, char *why, siz
      * world-writable directory) is left as it is, and so is anyone else's file */
     if (lstat(path, &sb) == 0 && (!S_ISREG(sb.st_mode) || sb.st_uid != geteuid())) {
         snprintf(why, whylen, "%s exists and is not a regular file of yours (%s), so it is left as it is", path,
-                 S_ISLNK(sb.st_mode) ? "a symbolic link" : !S_ISREG(sb.st_mode) ? "not a regular file" : "another "
-                 "user's");
+                 S_ISLNK(sb.st_mode)    ? "a symbolic link"
+                 : !S_ISREG(sb.st_mode) ? "not a regular file"
+                                        : "another "
+                                          "user's");
         return EEXIST;
     }
     if (asprintf(&tmp, "%.*s.%s.XXXXXX", slash ? (int)(slash - path + 1) : 0, path, slash ? slash + 1 : path) < 0) {

@@ -26,10 +26,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#define WATCH_CHUNK 65536          /* bytes moved per read */
-#define WATCH_TICK_MS 200          /* how often the relay looks whether the child has exited */
-#define WATCH_LINGER_IDLE_MS 1000  /* after the child exits, a silent channel is given up after this long... */
-#define WATCH_LINGER_MAX_MS 5000   /* ...and any channel after this long (a daemon it left behind holds it) */
+#define WATCH_CHUNK 65536         /* bytes moved per read */
+#define WATCH_TICK_MS 200         /* how often the relay looks whether the child has exited */
+#define WATCH_LINGER_IDLE_MS 1000 /* after the child exits, a silent channel is given up after this long... */
+#define WATCH_LINGER_MAX_MS 5000  /* ...and any channel after this long (a daemon it left behind holds it) */
 
 /* Read by the SIGWINCH handler: the ptys to resize and the child to tell. */
 static struct cli_watch *volatile watch_winch_w;
@@ -137,7 +137,7 @@ static off_t watch_file_offset(int fd)
 {
     int fl = fcntl(fd, F_GETFL);
     if (fl < 0 || (fl & O_APPEND))
-        return -1;  /* appended lines of other processes (ranks sharing a log) would look like the command's */
+        return -1; /* appended lines of other processes (ranks sharing a log) would look like the command's */
     return lseek(fd, 0, SEEK_CUR);
 }
 
@@ -166,7 +166,7 @@ static int watch_add_file(struct cli_watch *w, int fd, const struct stat *sb)
     snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
     rd = open(self, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
     if (rd < 0 || (rd = watch_high(rd)) < 0)
-        return -1;  /* no /proc, or a file we may not read: watch it through a pipe like any other output */
+        return -1; /* no /proc, or a file we may not read: watch it through a pipe like any other output */
     f = &w->files[w->nfiles++];
     f->rd = rd;
     f->start = at;
@@ -189,7 +189,7 @@ int watch_setup(struct cli_watch *w)
         struct watch_chan *c;
         int e, targets = 1 << (fd - 1);
         if (!open_[fd - 1])
-            continue;  /* a closed descriptor stays closed in the child */
+            continue; /* a closed descriptor stays closed in the child */
         if (S_ISREG(sb[fd - 1].st_mode) && watch_add_file(w, fd, &sb[fd - 1]) == 0)
             continue;
         if (fd == 2 && open_[0] && watch_same(&sb[0], &sb[1])) {
@@ -309,7 +309,7 @@ int watch_said(const struct cli_watch *w, const char *line)
 static void watch_loader_line(struct cli_watch *w, const char *line, size_t len)
 {
     static const char mark[] = "' from LD_PRELOAD cannot be preloaded (", fatal[] = ": error while loading shared "
-                                                                                     "libraries: ";
+                                                                                    "libraries: ";
     const char *m = memmem(line, len, mark, sizeof mark - 1), *why, *end;
     size_t liblen = strlen(w->lib);
     if (!m && !w->load_error[0] && (m = memmem(line, len, fatal, sizeof fatal - 1)) != NULL) {
@@ -371,7 +371,7 @@ static void watch_close(struct cli_watch *w, struct watch_chan *c, int scan)
     if (c->fd < 0)
         return;
     if (scan)
-        watch_keep(w, c);  /* a last line without its newline */
+        watch_keep(w, c); /* a last line without its newline */
     c->llen = 0;
     close(c->fd);
     c->fd = -1;
@@ -446,7 +446,7 @@ void watch_relay(struct cli_watch *w, pid_t pid, int *status)
 
     for (i = 0; i < w->nch; i++) {
         if (w->ch[i].peer >= 0)
-            close(w->ch[i].peer);  /* only the child keeps the writing ends, so its exit means end of file */
+            close(w->ch[i].peer); /* only the child keeps the writing ends, so its exit means end of file */
         w->ch[i].peer = -1;
         any_pty |= w->ch[i].is_pty;
     }
@@ -498,7 +498,7 @@ void watch_relay(struct cli_watch *w, pid_t pid, int *status)
     sigaction(SIGPIPE, &oldpipe, NULL);
 }
 
-#define WATCH_RELAYS 8  /* background relays one culprit command can start (a run, its rerun) */
+#define WATCH_RELAYS 8 /* background relays one culprit command can start (a run, its rerun) */
 
 /* culprit's ends of the background relays' lifelines: one byte written at culprit's normal end says "carry on";
  * end of file without it says culprit run was killed. */
@@ -556,10 +556,10 @@ static void watch_background(struct cli_watch *w, int life)
                 char c;
                 ssize_t got = read(life, &c, 1);
                 if (got == 1) {
-                    close(life);  /* culprit run ended as it should: carry on for the processes left behind */
+                    close(life); /* culprit run ended as it should: carry on for the processes left behind */
                     life = -1;
                 } else if (got == 0 || (errno != EINTR && errno != EAGAIN)) {
-                    _exit(0);     /* culprit run was killed: nothing of it stays behind */
+                    _exit(0); /* culprit run was killed: nothing of it stays behind */
                 }
                 continue;
             }
@@ -574,7 +574,7 @@ void watch_finish(struct cli_watch *w)
     int i;
     for (i = 0; i < w->nch; i++) {
         if (w->ch[i].peer >= 0)
-            close(w->ch[i].peer);  /* before the fork, or the background relay would hold a writer itself */
+            close(w->ch[i].peer); /* before the fork, or the background relay would hold a writer itself */
         w->ch[i].peer = -1;
     }
     if (watch_open_count(w) > 0) {
@@ -591,7 +591,7 @@ void watch_finish(struct cli_watch *w)
                 if (pid == 0) {
                     close(life[1]);
                     for (i = 0; i < watch_nlifelines; i++)
-                        close(watch_lifelines[i]);  /* an earlier relay's: that one must see culprit's end */
+                        close(watch_lifelines[i]); /* an earlier relay's: that one must see culprit's end */
                     watch_background(w, life[0]);
                 }
             }
@@ -625,7 +625,7 @@ static void watch_close_files(struct cli_watch *w)
 
 void watch_scan_files(struct cli_watch *w)
 {
-    static struct watch_chan c;  /* only its line buffer is used */
+    static struct watch_chan c; /* only its line buffer is used */
     static char buf[WATCH_CHUNK];
     int i;
     for (i = 0; i < w->nfiles; i++) {
@@ -641,7 +641,7 @@ void watch_scan_files(struct cli_watch *w)
                 end = e;
         }
         if (fstat(f->rd, &sb) == 0 && end > sb.st_size)
-            end = sb.st_size;  /* truncated meanwhile */
+            end = sb.st_size; /* truncated meanwhile */
         if (end > f->start) {
             char prev = '\n';
             at = f->start;
@@ -654,8 +654,7 @@ void watch_scan_files(struct cli_watch *w)
                 prev = 0;
             c.skip = prev != '\n';
             while (at < end) {
-                ssize_t got = pread(f->rd, buf, (size_t)(end - at) < sizeof buf ? (size_t)(end - at) : sizeof buf,
-                                    at);
+                ssize_t got = pread(f->rd, buf, (size_t)(end - at) < sizeof buf ? (size_t)(end - at) : sizeof buf, at);
                 if (got < 0 && errno == EINTR)
                     continue;
                 if (got <= 0)

@@ -9,45 +9,45 @@
 
 #include "asserts.h"
 
-#define WATCH_LINE_MAX 8192     /* longer lines are passed through but not scanned */
-#define WATCH_CHANNELS 2        /* one per watched descriptor, or one for both when they are the same file */
+#define WATCH_LINE_MAX 8192 /* longer lines are passed through but not scanned */
+#define WATCH_CHANNELS 2    /* one per watched descriptor, or one for both when they are the same file */
 
 /* One descriptor (or both) of the child, routed through a pipe or a pseudo-terminal. */
 struct watch_chan {
-    int fd;                     /* our end (pipe read end or pty master); -1 once at end of file */
-    int peer;                   /* the child's end (pipe write end or pty slave); -1 once closed here */
-    int out;                    /* where the bytes go: the original descriptor, 1 or 2 */
-    int targets;                /* the child descriptors peer becomes: bit 0 stdout, bit 1 stderr */
-    int is_pty;                 /* peer is a pty slave (the original was a terminal) */
-    int out_dead;               /* out refused a write (EPIPE): the channel was closed so the child sees it too */
-    const char *name;           /* "stdout", "stderr" or "stdout+stderr" */
-    char line[WATCH_LINE_MAX];  /* the current line, not NUL-terminated */
-    size_t llen;                /* bytes in line */
-    int skip;                   /* the current line outgrew line: pass it through unscanned until its end */
+    int fd;                    /* our end (pipe read end or pty master); -1 once at end of file */
+    int peer;                  /* the child's end (pipe write end or pty slave); -1 once closed here */
+    int out;                   /* where the bytes go: the original descriptor, 1 or 2 */
+    int targets;               /* the child descriptors peer becomes: bit 0 stdout, bit 1 stderr */
+    int is_pty;                /* peer is a pty slave (the original was a terminal) */
+    int out_dead;              /* out refused a write (EPIPE): the channel was closed so the child sees it too */
+    const char *name;          /* "stdout", "stderr" or "stdout+stderr" */
+    char line[WATCH_LINE_MAX]; /* the current line, not NUL-terminated */
+    size_t llen;               /* bytes in line */
+    int skip;                  /* the current line outgrew line: pass it through unscanned until its end */
 };
 
 /* A descriptor of the child that is a regular file written through its own offset (not O_APPEND): inherited
  * as it is (so seeking and truncating behave as without culprit) and read back after the run, from where its
  * offset stood at the start to where it stands at the end, which culprit's descriptor shares. */
 struct watch_file {
-    int rd;                     /* the file opened again for reading */
-    off_t start;                /* where the command's writes began */
-    int fds;                    /* culprit's descriptors sharing the child's offsets: bit 0 fd 1, bit 1 fd 2 */
-    dev_t dev;                  /* the file, to join stdout and stderr when both lead to it */
+    int rd;      /* the file opened again for reading */
+    off_t start; /* where the command's writes began */
+    int fds;     /* culprit's descriptors sharing the child's offsets: bit 0 fd 1, bit 1 fd 2 */
+    dev_t dev;   /* the file, to join stdout and stderr when both lead to it */
     ino_t ino;
-    const char *name;           /* "stdout", "stderr" or "stdout+stderr" */
+    const char *name; /* "stdout", "stderr" or "stdout+stderr" */
 };
 
 #define WATCH_FILE_SCAN_MAX (64LL << 20) /* bytes of a file read back at most: the end of the run's output */
-#define WATCH_SAID_MAX 64       /* the library's one-line notices remembered, at most */
+#define WATCH_SAID_MAX 64                /* the library's one-line notices remembered, at most */
 
 /* The watch over one run. */
 struct cli_watch {
-    struct watch_chan ch[WATCH_CHANNELS]; /* the channels in use, first nch of them */
-    int nch;                    /* channels in use; 0 means the child simply inherits fd 1 and 2 */
+    struct watch_chan ch[WATCH_CHANNELS];    /* the channels in use, first nch of them */
+    int nch;                                 /* channels in use; 0 means the child simply inherits fd 1 and 2 */
     struct watch_file files[WATCH_CHANNELS]; /* regular files among fd 1 and 2, first nfiles of them */
-    int nfiles;                 /* entries of files in use */
-    struct dev_asserts asserts; /* the device-assert lines seen (asserts.c) */
+    int nfiles;                              /* entries of files in use */
+    struct dev_asserts asserts;              /* the device-assert lines seen (asserts.c) */
     char *said[WATCH_SAID_MAX]; /* the library's one-line notices ("culprit: ...; report: PATH") that passed */
     int nsaid;                  /* entries of said in use */
     const char *lib;            /* the library culprit run preloads, or NULL */

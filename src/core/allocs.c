@@ -39,29 +39,29 @@
 enum { SPACE_DEVICE, SPACE_HOST, SPACE_VM, SPACE_RESERVED };
 
 struct slot {
-  _Atomic uint32_t ver;           /* seqlock: odd while written, 0 never written */
-  struct allocs_entry e;          /* the range */
+  _Atomic uint32_t ver;  /* seqlock: odd while written, 0 never written */
+  struct allocs_entry e; /* the range */
 };
 
 struct index_slot {
-  uint64_t key;                   /* base (device, mapped, reserved) or host pointer (host memory) */
-  uint32_t idx1;                  /* entry index plus one; 0 = empty */
-  uint8_t space;                  /* SPACE_* */
+  uint64_t key;  /* base (device, mapped, reserved) or host pointer (host memory) */
+  uint32_t idx1; /* entry index plus one; 0 = empty */
+  uint8_t space; /* SPACE_* */
 };
 
 static struct slot g_slots[ALLOCS_CAPACITY];
-static _Atomic uint32_t g_used;             /* entries written since start: readers look at [0, g_used) */
-static _Atomic int g_owner;                 /* tid of the writing thread, 0 when none */
+static _Atomic uint32_t g_used;                /* entries written since start: readers look at [0, g_used) */
+static _Atomic int g_owner;                    /* tid of the writing thread, 0 when none */
 static struct index_slot g_index[INDEX_SLOTS]; /* live entries by key; under the lock */
-static uint32_t g_fifo[ALLOCS_CAPACITY];    /* freed entries, oldest free first; under the lock */
-static uint64_t g_fifo_head, g_fifo_tail;   /* the queue's ends (counts, taken modulo its size); under the lock */
-static uint64_t g_order;                    /* allocations recorded; under the lock */
-static _Atomic int g_depth = ALLOCS_FRAMES; /* native frames per site (relaxed: a setting read once per event) */
+static uint32_t g_fifo[ALLOCS_CAPACITY];       /* freed entries, oldest free first; under the lock */
+static uint64_t g_fifo_head, g_fifo_tail;      /* the queue's ends (counts, taken modulo its size); under the lock */
+static uint64_t g_order;                       /* allocations recorded; under the lock */
+static _Atomic int g_depth = ALLOCS_FRAMES;    /* native frames per site (relaxed: a setting read once per event) */
 /* Counters (relaxed: statistics for the report, written under the lock or by the handle wrappers) */
 static _Atomic uint64_t g_recorded, g_forgotten, g_not_recorded;
 static _Atomic uint64_t g_handles_created, g_handles_released, g_handle_bytes;
 static pthread_once_t g_fork_once = PTHREAD_ONCE_INIT;
-static __thread int t_tid;                  /* this thread's id, 0 until asked */
+static __thread int t_tid; /* this thread's id, 0 until asked */
 
 static int self_tid(void) {
   if (!t_tid) t_tid = (int)syscall(SYS_gettid);
@@ -105,8 +105,10 @@ static int lock_take(void) {
 static void lock_drop(void) { atomic_store_explicit(&g_owner, 0, memory_order_release); }
 
 static int space_of(int kind) {
-  return kind == ALLOCS_HOST ? SPACE_HOST : kind == ALLOCS_VM ? SPACE_VM : kind == ALLOCS_RESERVED ? SPACE_RESERVED
-                                                                                                   : SPACE_DEVICE;
+  return kind == ALLOCS_HOST       ? SPACE_HOST
+         : kind == ALLOCS_VM       ? SPACE_VM
+         : kind == ALLOCS_RESERVED ? SPACE_RESERVED
+                                   : SPACE_DEVICE;
 }
 
 static uint32_t hash_key(uint64_t key, int space) {
@@ -126,7 +128,7 @@ static int index_find(int space, uint64_t key) {
 
 static void index_put(int space, uint64_t key, uint32_t idx) {
   uint32_t i = hash_key(key, space);
-  while (g_index[i].idx1) i = (i + 1) & (INDEX_SLOTS - 1);  /* never full: at most ALLOCS_CAPACITY live */
+  while (g_index[i].idx1) i = (i + 1) & (INDEX_SLOTS - 1); /* never full: at most ALLOCS_CAPACITY live */
   g_index[i].key = key;
   g_index[i].space = (uint8_t)space;
   g_index[i].idx1 = idx + 1;
@@ -149,7 +151,7 @@ static void index_del(uint32_t pos) {
 
 static uint32_t write_open(struct slot *s) {
   uint32_t v = atomic_load_explicit(&s->ver, memory_order_relaxed);
-  if (v & 1) v++;                   /* a writer died mid-write (a parent thread at fork): take the slot over */
+  if (v & 1) v++; /* a writer died mid-write (a parent thread at fork): take the slot over */
   atomic_store_explicit(&s->ver, v + 1, memory_order_relaxed);
   /* release: the odd version is visible before any field changes (pairs with the readers' acquire fence) */
   atomic_thread_fence(memory_order_release);
@@ -333,7 +335,7 @@ struct allocs_entry *allocs_snapshot(size_t *n, struct allocs_counts *c) {
 }
 
 const char *allocs_kind_name(int kind) {
-  static const char *const names[ALLOCS_NKINDS] = {"device", "pitched", "async", "pool",
-                                                   "managed", "host", "vm", "reserved"};
+  static const char *const names[ALLOCS_NKINDS] = {"device",  "pitched", "async", "pool",
+                                                   "managed", "host",    "vm",    "reserved"};
   return kind >= 0 && kind < ALLOCS_NKINDS ? names[kind] : "unknown";
 }

@@ -6,39 +6,36 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#define CHAINS_PROBES 8               /* map entries looked at for one pair of hashes */
+#define CHAINS_PROBES 8 /* map entries looked at for one pair of hashes */
 
 struct chains_key {
-  uint64_t hn, hp;                    /* the chain's hashes: native frames, Python frames */
-  uint64_t no;                        /* its number; 0 = empty entry */
+  uint64_t hn, hp; /* the chain's hashes: native frames, Python frames */
+  uint64_t no;     /* its number; 0 = empty entry */
 };
 
 struct cp_chains {
-  uint32_t capacity;                  /* records of the ring: a chain older than this many chains is written anew */
-  uint32_t kmask;                     /* chains kept - 1 (a power of two, twice capacity) */
-  uint32_t mmask;                     /* map entries - 1 (a power of two) */
-  int depth;                          /* native frames a chain holds */
-  size_t csize;                       /* bytes per chain */
-  uint64_t written;                   /* chains published; the owner's alone */
-  struct chains_key *map;             /* mmask + 1 entries */
-  unsigned char *data;                /* kmask + 1 chains of csize bytes */
+  uint32_t capacity;      /* records of the ring: a chain older than this many chains is written anew */
+  uint32_t kmask;         /* chains kept - 1 (a power of two, twice capacity) */
+  uint32_t mmask;         /* map entries - 1 (a power of two) */
+  int depth;              /* native frames a chain holds */
+  size_t csize;           /* bytes per chain */
+  uint64_t written;       /* chains published; the owner's alone */
+  struct chains_key *map; /* mmask + 1 entries */
+  unsigned char *data;    /* kmask + 1 chains of csize bytes */
 };
 
 uint64_t chains_count(const struct cp_chains *s) { return s->written; }
 
-size_t chains_size(int depth) {
-  return (sizeof(struct cp_chain) + (size_t)depth * sizeof(void *) + 15) & ~(size_t)15;
-}
+size_t chains_size(int depth) { return (sizeof(struct cp_chain) + (size_t)depth * sizeof(void *) + 15) & ~(size_t)15; }
 
 struct cp_chains *chains_new(uint32_t capacity, int depth) {
   uint32_t kept = capacity * 2, entries = capacity * 2;
   size_t csize = chains_size(depth);
   size_t head = (sizeof(struct cp_chains) + 63) & ~(size_t)63;
   size_t mapb = (size_t)entries * sizeof(struct chains_key);
-  void *m = mmap(NULL, head + mapb + (size_t)kept * csize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                 -1, 0);
+  void *m = mmap(NULL, head + mapb + (size_t)kept * csize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) return NULL;
-  struct cp_chains *s = m;            /* zeroed: every map entry empty, every chain number 0 */
+  struct cp_chains *s = m; /* zeroed: every map entry empty, every chain number 0 */
   s->capacity = capacity;
   s->kmask = kept - 1;
   s->mmask = entries - 1;
@@ -93,8 +90,10 @@ uint64_t chains_publish(struct cp_chains *s, struct cp_chain *c, uint64_t hn, ui
   struct chains_key *pick = NULL, *stale = NULL;
   for (int k = 0; k < CHAINS_PROBES && !pick; k++) {
     struct chains_key *e = &s->map[(i + (uint32_t)k) & s->mmask];
-    if (!e->no || (e->hn == hn && e->hp == hp)) pick = e;
-    else if (!stale && no - e->no >= s->capacity) stale = e;
+    if (!e->no || (e->hn == hn && e->hp == hp))
+      pick = e;
+    else if (!stale && no - e->no >= s->capacity)
+      stale = e;
   }
   if (!pick) pick = stale ? stale : &s->map[i];
   pick->hn = hn;

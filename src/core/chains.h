@@ -24,13 +24,13 @@
 #include "../stack/pystack.h"
 
 struct cp_chain {
-  _Atomic uint64_t no;            /* its number in the store (1, 2, ...); 0 while it is being written */
-  uint64_t py_thread;             /* with CP_REC_PY_WAITING in flags: the Python thread id of the frames in py */
-  uint8_t nframes;                /* valid entries in frames */
-  uint8_t npy;                    /* valid entries in py */
-  uint8_t flags;                  /* CP_REC_PY_WAITING or 0: what the chain adds to its records' flags */
+  _Atomic uint64_t no;                /* its number in the store (1, 2, ...); 0 while it is being written */
+  uint64_t py_thread;                 /* with CP_REC_PY_WAITING in flags: the Python thread id of the frames in py */
+  uint8_t nframes;                    /* valid entries in frames */
+  uint8_t npy;                        /* valid entries in py */
+  uint8_t flags;                      /* CP_REC_PY_WAITING or 0: what the chain adds to its records' flags */
   struct pystack_ref py[PYSTACK_MAX]; /* Python frames, innermost first */
-  void *frames[];                 /* native return addresses, innermost first (the store's depth of them) */
+  void *frames[];                     /* native return addresses, innermost first (the store's depth of them) */
 };
 
 struct cp_chains;

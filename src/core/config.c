@@ -11,10 +11,14 @@
 
 const char *cfg_mode_name(int mode) {
   switch (mode) {
-  case CP_MODE_RECORD: return "record";
-  case CP_MODE_BLOCKING: return "blocking";
-  case CP_MODE_OFF: return "off";
-  case CP_MODE_PRECISE: return "precise";
+  case CP_MODE_RECORD:
+    return "record";
+  case CP_MODE_BLOCKING:
+    return "blocking";
+  case CP_MODE_OFF:
+    return "off";
+  case CP_MODE_PRECISE:
+    return "precise";
   }
   return "?";
 }
@@ -79,11 +83,13 @@ int cfg_parse_seconds(const char *s, uint32_t max_s, uint32_t *ms) {
 }
 
 /* Signal names the parsers know, those that cannot serve as a report signal included (to say why not). */
-static const struct { const char *name; int sig; } cfg_signals[] = {
-    {"HUP", SIGHUP}, {"INT", SIGINT}, {"QUIT", SIGQUIT}, {"USR1", SIGUSR1}, {"USR2", SIGUSR2},
-    {"TERM", SIGTERM}, {"ALRM", SIGALRM}, {"PWR", SIGPWR}, {"URG", SIGURG}, {"WINCH", SIGWINCH},
-    {"KILL", SIGKILL}, {"STOP", SIGSTOP}, {"SEGV", SIGSEGV}, {"BUS", SIGBUS}, {"FPE", SIGFPE}, {"ILL", SIGILL},
-    {"TRAP", SIGTRAP}, {"SYS", SIGSYS}, {"ABRT", SIGABRT}, {"IOT", SIGABRT}};
+static const struct {
+  const char *name;
+  int sig;
+} cfg_signals[] = {{"HUP", SIGHUP},   {"INT", SIGINT},   {"QUIT", SIGQUIT}, {"USR1", SIGUSR1}, {"USR2", SIGUSR2},
+                   {"TERM", SIGTERM}, {"ALRM", SIGALRM}, {"PWR", SIGPWR},   {"URG", SIGURG},   {"WINCH", SIGWINCH},
+                   {"KILL", SIGKILL}, {"STOP", SIGSTOP}, {"SEGV", SIGSEGV}, {"BUS", SIGBUS},   {"FPE", SIGFPE},
+                   {"ILL", SIGILL},   {"TRAP", SIGTRAP}, {"SYS", SIGSYS},   {"ABRT", SIGABRT}, {"IOT", SIGABRT}};
 
 /* A report signal must let the program go on after its report. Not so: SIGKILL and SIGSTOP, which cannot be
  * caught; the signals the kernel sends for an instruction that cannot go on (SIGSEGV, SIGBUS, SIGFPE, SIGILL,
@@ -104,7 +110,10 @@ int cfg_parse_signal(const char *s, int *sig) {
   uint64_t n;
   int found = -1;
   if (!s || !*s) return -1;
-  if (!strcasecmp(s, "none") || !strcasecmp(s, "off")) { *sig = 0; return 0; }
+  if (!strcasecmp(s, "none") || !strcasecmp(s, "off")) {
+    *sig = 0;
+    return 0;
+  }
   if (s[0] >= '0' && s[0] <= '9') {
     if (parse_u64(s, &n) || n > 64) return -1;
     found = (int)n;
@@ -138,7 +147,7 @@ int cfg_rank_window(const char *spec, long long rank, uint64_t *lo, uint64_t *hi
       found = 1;
     }
     p = comma ? comma + 1 : NULL;
-    if (p && !*p) return -1;  /* a trailing comma */
+    if (p && !*p) return -1; /* a trailing comma */
   }
   return found;
 }
@@ -149,7 +158,10 @@ static int bad(char *err, size_t errlen, const char *name, const char *val, cons
 }
 
 static int parse_bool(const char *v, int *out) {
-  if (!strcmp(v, "1") || !strcmp(v, "yes") || !strcmp(v, "true") || !strcmp(v, "on")) { *out = 1; return 0; }
+  if (!strcmp(v, "1") || !strcmp(v, "yes") || !strcmp(v, "true") || !strcmp(v, "on")) {
+    *out = 1;
+    return 0;
+  }
   if (!strcmp(v, "0") || !strcmp(v, "no") || !strcmp(v, "false") || !strcmp(v, "off") || !*v) {
     *out = 0;
     return 0;
@@ -175,11 +187,16 @@ int cfg_parse(struct cp_config *c, cfg_getenv_fn get, char *err, size_t errlen) 
   c->hang_signals = 1;
 
   if ((v = get("CULPRIT_MODE")) && *v) {
-    if (!strcmp(v, "record")) c->mode = CP_MODE_RECORD;
-    else if (!strcmp(v, "blocking")) c->mode = CP_MODE_BLOCKING;
-    else if (!strcmp(v, "off")) c->mode = CP_MODE_OFF;
-    else if (!strcmp(v, "precise")) c->mode = CP_MODE_PRECISE;
-    else return bad(err, errlen, "CULPRIT_MODE", v, "use record, precise, blocking or off");
+    if (!strcmp(v, "record"))
+      c->mode = CP_MODE_RECORD;
+    else if (!strcmp(v, "blocking"))
+      c->mode = CP_MODE_BLOCKING;
+    else if (!strcmp(v, "off"))
+      c->mode = CP_MODE_OFF;
+    else if (!strcmp(v, "precise"))
+      c->mode = CP_MODE_PRECISE;
+    else
+      return bad(err, errlen, "CULPRIT_MODE", v, "use record, precise, blocking or off");
   }
   if ((v = get("CULPRIT_KERNELS")) && *v) {
     if (strlen(v) >= sizeof c->kernels) return bad(err, errlen, "CULPRIT_KERNELS", v, "at most 255 characters");
@@ -187,7 +204,8 @@ int cfg_parse(struct cp_config *c, cfg_getenv_fn get, char *err, size_t errlen) 
   }
   if ((v = get("CULPRIT_LAUNCHES")) && *v) {
     if (cfg_parse_window(v, &c->launch_lo, &c->launch_hi))
-      return bad(err, errlen, "CULPRIT_LAUNCHES", v, "use A:B with 1 <= A <= B, either side may be empty, or N for launch N alone");
+      return bad(err, errlen, "CULPRIT_LAUNCHES", v,
+                 "use A:B with 1 <= A <= B, either side may be empty, or N for launch N alone");
   }
   if ((v = get("CULPRIT_RING")) && *v) {
     if (parse_u64(v, &n) || n < 16 || n > 1048576)
@@ -199,9 +217,12 @@ int cfg_parse(struct cp_config *c, cfg_getenv_fn get, char *err, size_t errlen) 
     c->stack_depth = (int)n;
   }
   if ((v = get("CULPRIT_MARK")) && *v) {
-    if (!strcmp(v, "write")) c->mark = CP_MARK_WRITE;
-    else if (!strcmp(v, "memset")) c->mark = CP_MARK_MEMSET;
-    else return bad(err, errlen, "CULPRIT_MARK", v, "use write or memset");
+    if (!strcmp(v, "write"))
+      c->mark = CP_MARK_WRITE;
+    else if (!strcmp(v, "memset"))
+      c->mark = CP_MARK_MEMSET;
+    else
+      return bad(err, errlen, "CULPRIT_MARK", v, "use write or memset");
   }
   if ((v = get("CULPRIT_CRUMB_EVERY")) && *v) {
     if (parse_u64(v, &n) || n < 1 || n > 4096)
@@ -212,10 +233,8 @@ int cfg_parse(struct cp_config *c, cfg_getenv_fn get, char *err, size_t errlen) 
     if (strlen(v) >= sizeof c->dir) return bad(err, errlen, "CULPRIT_DIR", v, "path too long");
     strcpy(c->dir, v);
   }
-  if ((v = get("CULPRIT_QUIET")) && parse_bool(v, &c->quiet))
-    return bad(err, errlen, "CULPRIT_QUIET", v, "use 1 or 0");
-  if ((v = get("CULPRIT_STATS")) && parse_bool(v, &c->stats))
-    return bad(err, errlen, "CULPRIT_STATS", v, "use 1 or 0");
+  if ((v = get("CULPRIT_QUIET")) && parse_bool(v, &c->quiet)) return bad(err, errlen, "CULPRIT_QUIET", v, "use 1 or 0");
+  if ((v = get("CULPRIT_STATS")) && parse_bool(v, &c->stats)) return bad(err, errlen, "CULPRIT_STATS", v, "use 1 or 0");
   if ((v = get("CULPRIT_EXIT_WAIT")) && *v && cfg_parse_seconds(v, CFG_SECONDS_MAX, &c->exit_wait_ms))
     return bad(err, errlen, "CULPRIT_EXIT_WAIT", v, "seconds from 0 to 86400, e.g. 2 or 0.5");
   if ((v = get("CULPRIT_HANG_TIMEOUT")) && *v && cfg_parse_seconds(v, CFG_SECONDS_MAX, &c->hang_timeout_ms))
@@ -224,7 +243,8 @@ int cfg_parse(struct cp_config *c, cfg_getenv_fn get, char *err, size_t errlen) 
     int sig = 0, rc = cfg_parse_signal(v, &sig);
     char why[200];
     if (rc == -2) {
-      snprintf(why, sizeof why, "SIG%s ends or stops the program that gets it, so it cannot ask for a hang report "
+      snprintf(why, sizeof why,
+               "SIG%s ends or stops the program that gets it, so it cannot ask for a hang report "
                "and let the program go on; use USR1, USR2 or another signal the program does not use, or none",
                cfg_signal_name(sig) ? cfg_signal_name(sig) : "?");
       return bad(err, errlen, "CULPRIT_REPORT_SIGNAL", v, why);

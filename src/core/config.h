@@ -15,22 +15,22 @@ enum cp_mode { CP_MODE_RECORD = 0, CP_MODE_BLOCKING = 1, CP_MODE_OFF = 2, CP_MOD
 #define CFG_DIR_MAX 1024
 
 struct cp_config {
-  int mode;                       /* enum cp_mode */
-  char kernels[CFG_PATTERN_MAX];  /* fnmatch glob for blocking mode; "*" = all */
-  uint64_t launch_lo;             /* first launch number blocking applies to (1-based) */
-  uint64_t launch_hi;             /* last one, UINT64_MAX = no end */
-  uint32_t ring;                  /* launch records kept per thread */
-  int stack_depth;                /* native frames kept per launch */
-  char dir[CFG_DIR_MAX];          /* report directory */
-  int quiet;                      /* one-line notice instead of the full verdict */
-  int stats;                      /* summary line at exit */
-  uint32_t crumb_every;           /* a breadcrumb after every Nth launch of a stream (1 = every launch) */
-  uint32_t exit_wait_ms;          /* at exit and before a context goes: wait up to this for unfinished work */
-  uint32_t hang_timeout_ms;       /* hang report after this long with work pending and no progress; 0 = off */
-  int report_signal;              /* signal that asks for a hang report and lets the program go on; 0 = none */
-  int hang_signals;               /* a hang report when SIGTERM, SIGINT, SIGQUIT or SIGABRT stops the process */
+  int mode;                            /* enum cp_mode */
+  char kernels[CFG_PATTERN_MAX];       /* fnmatch glob for blocking mode; "*" = all */
+  uint64_t launch_lo;                  /* first launch number blocking applies to (1-based) */
+  uint64_t launch_hi;                  /* last one, UINT64_MAX = no end */
+  uint32_t ring;                       /* launch records kept per thread */
+  int stack_depth;                     /* native frames kept per launch */
+  char dir[CFG_DIR_MAX];               /* report directory */
+  int quiet;                           /* one-line notice instead of the full verdict */
+  int stats;                           /* summary line at exit */
+  uint32_t crumb_every;                /* a breadcrumb after every Nth launch of a stream (1 = every launch) */
+  uint32_t exit_wait_ms;               /* at exit and before a context goes: wait up to this for unfinished work */
+  uint32_t hang_timeout_ms;            /* hang report after this long with work pending and no progress; 0 = off */
+  int report_signal;                   /* signal that asks for a hang report and lets the program go on; 0 = none */
+  int hang_signals;                    /* a hang report when SIGTERM, SIGINT, SIGQUIT or SIGABRT stops the process */
   char rank_launches[CFG_PATTERN_MAX]; /* CULPRIT_RANK_LAUNCHES "R=A:B,...": blocking windows by rank, "" none */
-  int mark;                       /* enum cp_mark: how a breadcrumb is written */
+  int mark;                            /* enum cp_mark: how a breadcrumb is written */
 };
 
 /* CULPRIT_MARK: the breadcrumb a stream gets after a launch. memset (the default): a cuMemsetD32Async of the
@@ -39,7 +39,7 @@ struct cp_config {
  * for the rest of the process. write: a fenced cuStreamWriteValue64 of the launch number. */
 enum cp_mark { CP_MARK_WRITE = 0, CP_MARK_MEMSET = 1 };
 
-#define CFG_SECONDS_MAX 86400     /* the longest CULPRIT_EXIT_WAIT or CULPRIT_HANG_TIMEOUT, in seconds */
+#define CFG_SECONDS_MAX 86400 /* the longest CULPRIT_EXIT_WAIT or CULPRIT_HANG_TIMEOUT, in seconds */
 
 /* Looks up one variable; the process uses getenv, tests a table. */
 typedef const char *(*cfg_getenv_fn)(const char *name);

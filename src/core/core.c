@@ -34,18 +34,17 @@
 #include <time.h>
 #include <unistd.h>
 
-
 struct cp_driver cp_drv;
 int cp_state;
 
-static struct cp_config g_cfg;                /* as read at start */
+static struct cp_config g_cfg; /* as read at start */
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
-static _Atomic uint64_t g_seq;                /* last launch number handed out */
-static _Atomic uint64_t g_fork_seq;           /* launches up to this belong to the parent (after fork) */
-static _Atomic int g_captures;                /* stream captures in progress */
-static _Atomic int g_launched;                /* this process made its first recorded launch (first_launch) */
-static _Atomic int g_exit_armed;              /* the at-exit upcall is registered (arm_exit) */
-static pthread_key_t g_thread_key;            /* releases a thread's ring at exit */
+static _Atomic uint64_t g_seq;      /* last launch number handed out */
+static _Atomic uint64_t g_fork_seq; /* launches up to this belong to the parent (after fork) */
+static _Atomic int g_captures;      /* stream captures in progress */
+static _Atomic int g_launched;      /* this process made its first recorded launch (first_launch) */
+static _Atomic int g_exit_armed;    /* the at-exit upcall is registered (arm_exit) */
+static pthread_key_t g_thread_key;  /* releases a thread's ring at exit */
 
 /* Blocking mode runs matching launches one at a time across threads, so that a synchronize that reports the
  * error names the launch it followed and not a kernel another thread had in flight. The lock is only ever
@@ -76,9 +75,9 @@ static inline int my_tid(void) {
  * successful synchronize covers the ones counted before it began: of its stream, or all for a context-wide one
  * (their context is not known: as for recorded launches, any context's synchronize counts). A verdict that
  * cannot rule one out is not exact. */
-static _Atomic uint64_t g_untracked_n;        /* untracked launches so far */
-static _Atomic uint64_t g_untracked_loose;    /* g_untracked_n at the newest one on no known stream (0: none) */
-static _Atomic uint64_t g_untracked_done;     /* g_untracked_n when the newest successful context sync began */
+static _Atomic uint64_t g_untracked_n;     /* untracked launches so far */
+static _Atomic uint64_t g_untracked_loose; /* g_untracked_n at the newest one on no known stream (0: none) */
+static _Atomic uint64_t g_untracked_done;  /* g_untracked_n when the newest successful context sync began */
 
 /* D: the launch, when its stream can be looked up (the driver is in use); NULL: none known. The stream's entry
  * is made if need be (without its breadcrumb slot, which the first recorded launch there allocates), so that a
@@ -86,8 +85,10 @@ static _Atomic uint64_t g_untracked_done;     /* g_untracked_n when the newest s
 static void note_untracked(const struct cp_launch_desc *d) {
   uint64_t n = atomic_fetch_add_explicit(&g_untracked_n, 1, memory_order_relaxed) + 1;
   struct cp_stream *s = d ? crumb_stream(d->stream, d->ptds, my_tid(), 0) : NULL;
-  if (s) crumb_note_untracked(s, n);
-  else atomic_max_u64(&g_untracked_loose, n);
+  if (s)
+    crumb_note_untracked(s, n);
+  else
+    atomic_max_u64(&g_untracked_loose, n);
 }
 
 /* Whether an untracked launch may still have been running at the fault. */
@@ -119,7 +120,7 @@ static void after_fork_child(void) {
   crumb_after_fork();
   names_after_fork();
   graph_after_fork();
-  stats_after_fork();                        /* CULPRIT_STATS counts the child's own launches (and ring.c's) */
+  stats_after_fork(); /* CULPRIT_STATS counts the child's own launches (and ring.c's) */
   atomic_store(&g_fork_seq, atomic_load(&g_seq));
   atomic_store(&g_captures, 0);
   atomic_store(&g_untracked_n, 0);
@@ -148,7 +149,10 @@ static void init_once(void) {
     cp_state = -1;
     return;
   }
-  if (g_cfg.mode == CP_MODE_OFF) { cp_state = -1; return; }
+  if (g_cfg.mode == CP_MODE_OFF) {
+    cp_state = -1;
+    return;
+  }
   ticks_init();
   crumb_set_mark(g_cfg.mark);
   /* The report directory is fixed now: the program may chdir later. */
@@ -172,7 +176,7 @@ static void init_once(void) {
       g_cfg.launch_lo = g_cfg.launch_hi = UINT64_MAX;
   }
   mode_init(&g_cfg);
-  stack_init();                              /* the dlopen of libunwind happens here, not inside a launch */
+  stack_init(); /* the dlopen of libunwind happens here, not inside a launch */
   if (g_cfg.stats) pystack_wait_counting(1);
   pthread_key_create(&g_thread_key, thread_gone);
   pthread_atfork(NULL, NULL, after_fork_child);
@@ -220,8 +224,10 @@ static void blocking_lock(struct cp_launch_ctx *lc) {
     until.tv_sec++;
     until.tv_nsec -= 1000000000L;
   }
-  if (pthread_mutex_timedlock(&g_blocking_lock, &until) == 0) lc->serialized = 1;
-  else stats_unserialized();
+  if (pthread_mutex_timedlock(&g_blocking_lock, &until) == 0)
+    lc->serialized = 1;
+  else
+    stats_unserialized();
 }
 
 /* The launch's native stack and Python frames, as a chain of the ring's store (chains.h). Most launches come
@@ -233,7 +239,7 @@ static void blocking_lock(struct cp_launch_ctx *lc) {
  * (blocking mode) takes them plainly, still inside the launch call, so they are the launch's own. */
 static void take_stacks(struct cp_launch_ctx *lc, struct cp_slot *rec, int at_failure) {
   struct cp_chains *store = lc->ring->chains;
-  if (!store) return;                         /* no memory for chains: the record keeps no stacks */
+  if (!store) return; /* no memory for chains: the record keeps no stacks */
   uint64_t t1 = lc->t0 && !at_failure ? ticks_now() : 0;
   void *pcs[64];
   struct pystack_ref wait[PYSTACK_MAX];
@@ -255,7 +261,7 @@ static void take_stacks(struct cp_launch_ctx *lc, struct cp_slot *rec, int at_fa
     /* tells whether chains were still being learned late in the run or only at its start */
     st->last_unwound = atomic_load_explicit(&g_seq, memory_order_relaxed) + 1;
   }
-  int own = pystack_key(&hp);                 /* > 0: this thread's frames; -1: they cannot be keyed */
+  int own = pystack_key(&hp); /* > 0: this thread's frames; -1: they cannot be keyed */
   if (own == 0) {
     /* a thread without Python (the autograd engine, a library's helper): the frames of the one waiting on it */
     uint64_t t3 = t1 ? ticks_now() : 0;
@@ -303,7 +309,7 @@ int cp_launch_begin(struct cp_launch_ctx *lc, const struct cp_launch_desc *d) {
     note_untracked(d);
     return 0;
   }
-  pystack_prefetch();                         /* the walk of Python frames comes later: its loads start now */
+  pystack_prefetch(); /* the walk of Python frames comes later: its loads start now */
   pthread_once(&g_clb_once, read_clb);
   lc->t0 = g_cfg.stats ? ticks_now() : 0;
   lc->ring = r;
@@ -329,7 +335,7 @@ int cp_launch_begin(struct cp_launch_ctx *lc, const struct cp_launch_desc *d) {
     rec->device = s->device;
     rec->stream_kind = (uint8_t)s->kind;
   } else {
-    note_untracked(NULL);                     /* recorded, but on no stream the verdict can follow */
+    note_untracked(NULL); /* recorded, but on no stream the verdict can follow */
     rec->stream_idx = UINT32_MAX;
     rec->ctx = NULL;
     rec->device = -1;
@@ -360,8 +366,7 @@ int cp_launch_begin(struct cp_launch_ctx *lc, const struct cp_launch_desc *d) {
    * blocking mode synchronizes after leaves its stacks for a failure: a synchronize that succeeds proves it
    * completed, so no verdict will name it (it may still be listed among the launches before a culprit, which
    * show no launch lines), and one that fails comes back while the launch call is still on the stack. */
-  if (m->mode == CP_MODE_BLOCKING &&
-      blocking_applies(m, rec, atomic_load_explicit(&g_seq, memory_order_relaxed) + 1)) {
+  if (m->mode == CP_MODE_BLOCKING && blocking_applies(m, rec, atomic_load_explicit(&g_seq, memory_order_relaxed) + 1)) {
     blocking_lock(lc);
     lc->stacks_later = 1;
   } else {
@@ -404,7 +409,7 @@ int cp_launch_end(struct cp_launch_ctx *lc, int rc) {
   if (rc != 0) {
     if (!cp_is_sticky(rc)) {
       if (lc->serialized) pthread_mutex_unlock(&g_blocking_lock);
-      return rc;                              /* nothing was queued; the record slot is reused */
+      return rc; /* nothing was queued; the record slot is reused */
     }
     /* The launch call itself returned a sticky error: under CUDA_LAUNCH_BLOCKING this launch faulted; else
      * an earlier one did and the verdict finds it through the breadcrumbs. Its stacks are taken and it is
@@ -457,13 +462,15 @@ int cp_launch_end(struct cp_launch_ctx *lc, int rc) {
 
   if (sync_after) {
     int src = lc->d->ptds && cp_drv.stream_sync_ptsz ? cp_drv.stream_sync_ptsz(lc->d->stream)
-                                                      : cp_drv.stream_sync(lc->d->stream);
+                                                     : cp_drv.stream_sync(lc->d->stream);
     stats_blocking_sync();
-    if (src == 0 && s) crumb_note_synced(s, seq);  /* everything on the stream up to this launch completed */
+    if (src == 0 && s) crumb_note_synced(s, seq); /* everything on the stream up to this launch completed */
     /* It may yet be named: it gets its stacks before the lock is let go, or the next thread's launch, refused
      * with the same sticky error, could write the report first and name this launch without them. */
-    if (src && lc->stacks_later) take_stacks(lc, rec, 1);
-    else if (lc->stacks_later) stats_stacks_later();
+    if (src && lc->stacks_later)
+      take_stacks(lc, rec, 1);
+    else if (lc->stacks_later)
+      stats_stacks_later();
     if (lc->serialized) pthread_mutex_unlock(&g_blocking_lock);
     if (src && cp_is_sticky(src)) {
       report(src, lc->d->api, seq);
@@ -472,8 +479,7 @@ int cp_launch_end(struct cp_launch_ctx *lc, int rc) {
   } else if (lc->serialized) {
     pthread_mutex_unlock(&g_blocking_lock);
   }
-  if (lc->t0)
-    lc->ring->stats.t_in_culprit += lc->spent + ticks_since(t_end, ticks_now());
+  if (lc->t0) lc->ring->stats.t_in_culprit += lc->spent + ticks_since(t_end, ticks_now());
   return rc;
 }
 
@@ -514,12 +520,16 @@ void cp_sync_begin(struct cp_sync *c, void *stream, int ptds, int whole_ctx) {
 
 void cp_sync_end(const struct cp_sync *c, int rc) {
   if (rc == 0 && c->untracked) {
-    if (c->stream) crumb_note_untracked_done(c->stream, c->untracked);
-    else atomic_max_u64(&g_untracked_done, c->untracked);
+    if (c->stream)
+      crumb_note_untracked_done(c->stream, c->untracked);
+    else
+      atomic_max_u64(&g_untracked_done, c->untracked);
   }
   if (rc != 0 || !c->upto) return;
-  if (c->stream) crumb_note_synced(c->stream, c->upto);
-  else crumb_note_ctx_synced(c->ctx, c->upto);
+  if (c->stream)
+    crumb_note_synced(c->stream, c->upto);
+  else
+    crumb_note_ctx_synced(c->ctx, c->upto);
 }
 
 void cp_event_recorded(void *event, const struct cp_sync *c) {
@@ -528,8 +538,10 @@ void cp_event_recorded(void *event, const struct cp_sync *c) {
     crumb_event_forget(event);
     return;
   }
-  if (c->stream && c->upto) crumb_event_recorded(event, c->stream, c->upto);
-  else crumb_event_forget(event);            /* re-recorded on a stream culprit does not follow: no bound */
+  if (c->stream && c->upto)
+    crumb_event_recorded(event, c->stream, c->upto);
+  else
+    crumb_event_forget(event); /* re-recorded on a stream culprit does not follow: no bound */
 }
 
 void cp_event_destroying(void *event) {
@@ -553,8 +565,7 @@ static void at_exit(void) {
 static void arm_exit(void) {
   int expect = 0;
   /* relaxed: the flag only keeps the registration to one; atexit itself is thread-safe */
-  if (atomic_compare_exchange_strong_explicit(&g_exit_armed, &expect, 1, memory_order_relaxed,
-                                              memory_order_relaxed))
+  if (atomic_compare_exchange_strong_explicit(&g_exit_armed, &expect, 1, memory_order_relaxed, memory_order_relaxed))
     atexit(at_exit);
 }
 
@@ -562,8 +573,7 @@ static void arm_exit(void) {
  * watcher). A launch racing the first one goes on without waiting for it. */
 static void first_launch(void) {
   int expect = 0;
-  if (!atomic_compare_exchange_strong_explicit(&g_launched, &expect, 1, memory_order_relaxed,
-                                               memory_order_relaxed))
+  if (!atomic_compare_exchange_strong_explicit(&g_launched, &expect, 1, memory_order_relaxed, memory_order_relaxed))
     return;
   arm_exit();
   if (cp_upcalls.first_launch) cp_upcalls.first_launch(&g_cfg);
@@ -578,8 +588,8 @@ void cp_ctx_going(void *ctx, int device, const char *api) {
 
 static void capture_count_down(void) {
   int c = atomic_load_explicit(&g_captures, memory_order_relaxed);
-  while (c > 0 && !atomic_compare_exchange_weak_explicit(&g_captures, &c, c - 1, memory_order_relaxed,
-                                                         memory_order_relaxed)) {
+  while (c > 0 &&
+         !atomic_compare_exchange_weak_explicit(&g_captures, &c, c - 1, memory_order_relaxed, memory_order_relaxed)) {
   }
 }
 

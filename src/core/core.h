@@ -12,14 +12,14 @@ struct cp_ring;
 struct cp_stream;
 
 struct cp_launch_desc {
-  const char *api;                /* exported symbol used */
-  void *func;                     /* CUfunction/CUkernel, or CUgraphExec */
-  void *stream;                   /* stream handle as passed */
-  uint32_t grid[3];               /* grid dimensions (zeros for graphs) */
-  uint32_t block[3];              /* block dimensions */
-  uint32_t smem;                  /* dynamic shared memory */
-  uint8_t ptds;                   /* per-thread default stream entry point */
-  uint8_t kind;                   /* CP_KIND_* */
+  const char *api;   /* exported symbol used */
+  void *func;        /* CUfunction/CUkernel, or CUgraphExec */
+  void *stream;      /* stream handle as passed */
+  uint32_t grid[3];  /* grid dimensions (zeros for graphs) */
+  uint32_t block[3]; /* block dimensions */
+  uint32_t smem;     /* dynamic shared memory */
+  uint8_t ptds;      /* per-thread default stream entry point */
+  uint8_t kind;      /* CP_KIND_* */
 };
 
 struct cp_launch_ctx {
@@ -55,10 +55,10 @@ void cp_result(int rc, const char *api);
 /* Around a synchronize: when it succeeds, every launch it covered is known complete (a lower bound that the
  * verdict uses where breadcrumbs are missing). */
 struct cp_sync {
-  struct cp_stream *stream;       /* synchronized stream, NULL for a context synchronize */
-  void *ctx;                      /* synchronized context */
-  uint64_t upto;                  /* newest launch covered */
-  uint64_t untracked;             /* untracked launches it covers if it succeeds (count of the newest), 0 none */
+  struct cp_stream *stream; /* synchronized stream, NULL for a context synchronize */
+  void *ctx;                /* synchronized context */
+  uint64_t upto;            /* newest launch covered */
+  uint64_t untracked;       /* untracked launches it covers if it succeeds (count of the newest), 0 none */
 };
 void cp_sync_begin(struct cp_sync *c, void *stream, int ptds, int whole_ctx);
 void cp_sync_end(const struct cp_sync *c, int rc);
@@ -81,11 +81,11 @@ void cp_module_unloaded(void);
 
 /* What the floor above (src/aftermath) and the public API read of core's state. */
 struct cp_view {
-  uint64_t seq;                   /* the last launch number handed out */
-  uint64_t after_seq;             /* launches up to this one belong to a parent process (fork) */
-  int mode;                       /* enum cp_mode in force */
-  int captures;                   /* stream captures under way: no driver query may be made then */
-  int launch_blocking;            /* CUDA_LAUNCH_BLOCKING=1 as the driver read it: a launch that returns an
+  uint64_t seq;        /* the last launch number handed out */
+  uint64_t after_seq;  /* launches up to this one belong to a parent process (fork) */
+  int mode;            /* enum cp_mode in force */
+  int captures;        /* stream captures under way: no driver query may be made then */
+  int launch_blocking; /* CUDA_LAUNCH_BLOCKING=1 as the driver read it: a launch that returns an
                                    * error is the one that faulted */
 };
 void cp_view(struct cp_view *v);

@@ -13,57 +13,59 @@
 #include <pthread.h>
 #include <string.h>
 
-#define STREAM_SLOTS 16384                   /* power of two */
-#define POOL_BYTES 4096                      /* host-mapped bytes per pool chunk: 512 breadcrumbs */
+#define STREAM_SLOTS 16384 /* power of two */
+#define POOL_BYTES 4096    /* host-mapped bytes per pool chunk: 512 breadcrumbs */
 #define MAX_POOLS 256
 #define RETIRED ((uintptr_t)-1)
 
 struct crumb_pool {
-  void *ctx;                                 /* owning context */
-  int device;                                /* its device, -1 if unknown */
-  volatile uint64_t *spare_host;             /* a chunk allocated ahead (outside any capture), or NULL */
-  uint64_t spare_dev;                        /* its device view */
-  volatile uint64_t *host;                   /* current chunk, host view */
-  uint64_t dev;                              /* current chunk, device view */
-  uint32_t used;                             /* slots handed out of the current chunk */
-  int broken;                                /* allocation failed once: no breadcrumbs in this context */
+  void *ctx;                     /* owning context */
+  int device;                    /* its device, -1 if unknown */
+  volatile uint64_t *spare_host; /* a chunk allocated ahead (outside any capture), or NULL */
+  uint64_t spare_dev;            /* its device view */
+  volatile uint64_t *host;       /* current chunk, host view */
+  uint64_t dev;                  /* current chunk, device view */
+  uint32_t used;                 /* slots handed out of the current chunk */
+  int broken;                    /* allocation failed once: no breadcrumbs in this context */
 };
 
 static struct cp_stream g_tab[STREAM_SLOTS];
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct crumb_pool g_pools[MAX_POOLS];  /* under g_lock */
+static struct crumb_pool g_pools[MAX_POOLS]; /* under g_lock */
 static struct {
-  _Atomic(void *) ctx;                        /* context; NULL = free */
-  _Atomic uint64_t upto;                      /* launches up to this seq completed in it */
+  _Atomic(void *) ctx;   /* context; NULL = free */
+  _Atomic uint64_t upto; /* launches up to this seq completed in it */
 } g_ctx_synced[MAX_POOLS];
-static int g_npools;                          /* under g_lock */
-static _Atomic uint32_t g_used;               /* entries taken */
-static _Atomic uint64_t g_failures;           /* breadcrumb writes the driver refused */
+static int g_npools;                /* under g_lock */
+static _Atomic uint32_t g_used;     /* entries taken */
+static _Atomic uint64_t g_failures; /* breadcrumb writes the driver refused */
 
-#define EVENT_SLOTS 4096                      /* power of two; an event recorded again replaces its entry */
+#define EVENT_SLOTS 4096 /* power of two; an event recorded again replaces its entry */
 static struct {
-  void *event;                                /* key, NULL = empty */
-  uint32_t stream;                            /* stream table index */
-  uint64_t seq;                               /* newest launch on it when the event was recorded */
-} g_events[EVENT_SLOTS];                      /* under g_event_lock */
+  void *event;           /* key, NULL = empty */
+  uint32_t stream;       /* stream table index */
+  uint64_t seq;          /* newest launch on it when the event was recorded */
+} g_events[EVENT_SLOTS]; /* under g_event_lock */
 static pthread_mutex_t g_event_lock = PTHREAD_MUTEX_INITIALIZER;
-static _Atomic uint64_t g_written;            /* breadcrumb writes queued */
-#define RECENT_STREAMS 256                    /* power of two */
+static _Atomic uint64_t g_written;                /* breadcrumb writes queued */
+#define RECENT_STREAMS 256                        /* power of two */
 static _Atomic uint32_t g_recent[RECENT_STREAMS]; /* indexes + 1 of the streams made last (0: none), for
                                                * crumb_tails_ctx; a stream made since overwrites the oldest */
-static _Atomic uint32_t g_recent_next;        /* next place in g_recent */
+static _Atomic uint32_t g_recent_next;            /* next place in g_recent */
 
 /* Last stream this thread launched to: most programs launch to the same stream again and again. */
 static __thread struct {
-  struct cp_stream *s;                        /* cached entry */
-  void *handle;                               /* handle it was looked up by */
-  uintptr_t ctx;                              /* context for default streams */
-  int ptds;                                   /* entry-point semantics */
+  struct cp_stream *s; /* cached entry */
+  void *handle;        /* handle it was looked up by */
+  uintptr_t ctx;       /* context for default streams */
+  int ptds;            /* entry-point semantics */
 } tls_last;
 
 uint32_t crumb_capacity(void) { return STREAM_SLOTS; }
 uint32_t crumb_index(const struct cp_stream *s) { return (uint32_t)(s - g_tab); }
-struct cp_stream *crumb_at(uint32_t idx) { return idx < STREAM_SLOTS ? &g_tab[idx] : NULL; }
+struct cp_stream *crumb_at(uint32_t idx) {
+  return idx < STREAM_SLOTS ? &g_tab[idx] : NULL;
+}
 uint64_t crumb_failures(void) { return atomic_load_explicit(&g_failures, memory_order_relaxed); }
 uint64_t crumb_written(void) { return atomic_load_explicit(&g_written, memory_order_relaxed); }
 
@@ -116,7 +118,7 @@ static int pool_slot(void *ctx, volatile uint64_t **host, uint64_t *dev, int may
     p->ctx = ctx;
     p->device = -1;
     if (cp_drv.ctx_get_device && cp_drv.ctx_get_device(&p->device)) p->device = -1;
-    p->used = POOL_BYTES / 8;               /* forces a chunk below */
+    p->used = POOL_BYTES / 8; /* forces a chunk below */
   }
   if (p->broken) return -1;
   if (p->used == POOL_BYTES / 8) {
@@ -141,15 +143,17 @@ static int pool_slot(void *ctx, volatile uint64_t **host, uint64_t *dev, int may
 }
 
 /* The identity of the stream a handle names for the calling thread; -1 when there is no current context. */
-static int stream_key(void *handle, int ptds, int tid, int *kind, void **ctx, uintptr_t *ks, uintptr_t *kc,
-                      int *kt) {
-  if (handle == NULL) *kind = ptds ? CP_STREAM_PER_THREAD : CP_STREAM_LEGACY;
-  else if (handle == CP_CU_STREAM_LEGACY) *kind = CP_STREAM_LEGACY;
-  else if (handle == CP_CU_STREAM_PER_THREAD) *kind = CP_STREAM_PER_THREAD;
-  else *kind = CP_STREAM_CREATED;
+static int stream_key(void *handle, int ptds, int tid, int *kind, void **ctx, uintptr_t *ks, uintptr_t *kc, int *kt) {
+  if (handle == NULL)
+    *kind = ptds ? CP_STREAM_PER_THREAD : CP_STREAM_LEGACY;
+  else if (handle == CP_CU_STREAM_LEGACY)
+    *kind = CP_STREAM_LEGACY;
+  else if (handle == CP_CU_STREAM_PER_THREAD)
+    *kind = CP_STREAM_PER_THREAD;
+  else
+    *kind = CP_STREAM_CREATED;
   *ctx = NULL;
-  if (*kind != CP_STREAM_CREATED && (!cp_drv.ctx_get_current || cp_drv.ctx_get_current(ctx) || !*ctx))
-    return -1;
+  if (*kind != CP_STREAM_CREATED && (!cp_drv.ctx_get_current || cp_drv.ctx_get_current(ctx) || !*ctx)) return -1;
   *ks = *kind == CP_STREAM_CREATED ? (uintptr_t)handle : (uintptr_t)*kind;
   *kc = (uintptr_t)*ctx;
   *kt = *kind == CP_STREAM_PER_THREAD ? tid : 0;
@@ -190,7 +194,8 @@ void crumb_note_ctx_synced(void *ctx, uint64_t upto) {
       /* acq_rel: claim a free row; a racing claimer of the same ctx may take another row, which only means
        * crumb_done reads the larger of two. */
       if (!atomic_compare_exchange_strong_explicit(&g_ctx_synced[i].ctx, &expect, ctx, memory_order_acq_rel,
-                                                   memory_order_acquire) && expect != ctx)
+                                                   memory_order_acquire) &&
+          expect != ctx)
         continue;
       c = ctx;
     }
@@ -242,9 +247,8 @@ struct cp_stream *crumb_stream(void *handle, int ptds, int tid, int may_alloc) {
 
   struct cp_stream *s = tls_last.s;
   if (s && tls_last.handle == handle && tls_last.ptds == ptds && tls_last.ctx == kc &&
-      !atomic_load_explicit(&s->dead, memory_order_relaxed) && (s->slot || !may_alloc ||
-                                                                 !atomic_load_explicit(&s->needs_slot,
-                                                                                       memory_order_relaxed)))
+      !atomic_load_explicit(&s->dead, memory_order_relaxed) &&
+      (s->slot || !may_alloc || !atomic_load_explicit(&s->needs_slot, memory_order_relaxed)))
     return s;
   s = probe(ks, kc, kt);
   if (!s) {
@@ -296,11 +300,11 @@ struct cp_stream *crumb_stream(void *handle, int ptds, int tid, int may_alloc) {
 #define CRUMB_FLAGS 0u
 
 int crumb_mark32;
-static _Atomic int g_memset_on;           /* breadcrumbs are written by memset (cleared for good when refused) */
-static _Atomic int g_memset_refused;      /* what the driver answered the first refused memset; 0 = none */
+static _Atomic int g_memset_on;      /* breadcrumbs are written by memset (cleared for good when refused) */
+static _Atomic int g_memset_refused; /* what the driver answered the first refused memset; 0 = none */
 
 void crumb_set_mark(int mark) {
-  crumb_mark32 = mark == CP_MARK_MEMSET;  /* slots may hold 32-bit marks from here on, even after a fallback */
+  crumb_mark32 = mark == CP_MARK_MEMSET; /* slots may hold 32-bit marks from here on, even after a fallback */
   atomic_store_explicit(&g_memset_on, crumb_mark32, memory_order_relaxed);
   atomic_store_explicit(&g_memset_refused, 0, memory_order_relaxed);
 }
@@ -332,16 +336,17 @@ int crumb_write_to(void *handle, int ptds, uint64_t dslot, uint64_t value) {
      * every later breadcrumb. A sticky error is the program's fault surfacing, not a refusal. */
     if (rc && !cp_is_sticky(rc)) {
       int none = 0;
-      atomic_compare_exchange_strong_explicit(&g_memset_refused, &none, rc, memory_order_relaxed,
-                                              memory_order_relaxed);
+      atomic_compare_exchange_strong_explicit(&g_memset_refused, &none, rc, memory_order_relaxed, memory_order_relaxed);
       atomic_store_explicit(&g_memset_on, 0, memory_order_relaxed);
       rc = crumb_write64_to(handle, ptds, dslot, value);
     }
   } else {
     rc = crumb_write64_to(handle, ptds, dslot, value);
   }
-  if (rc) atomic_fetch_add_explicit(&g_failures, 1, memory_order_relaxed);
-  else atomic_fetch_add_explicit(&g_written, 1, memory_order_relaxed);
+  if (rc)
+    atomic_fetch_add_explicit(&g_failures, 1, memory_order_relaxed);
+  else
+    atomic_fetch_add_explicit(&g_written, 1, memory_order_relaxed);
   return rc;
 }
 
@@ -434,12 +439,14 @@ void crumb_ctx_gone(void *ctx, int device) {
     if (ctx ? s->ctx != ctx : s->device != device) continue;
     atomic_store_explicit(&s->gone, 1, memory_order_relaxed);
     atomic_store_explicit(&s->dead, 1, memory_order_relaxed);
-    s->slot = NULL;                          /* the memory goes with the context */
+    s->slot = NULL; /* the memory goes with the context */
     atomic_store_explicit(&s->key_ctx, RETIRED, memory_order_relaxed);
   }
   for (int i = 0; i < g_npools;) {
-    if (ctx ? g_pools[i].ctx == ctx : g_pools[i].device == device) g_pools[i] = g_pools[--g_npools];
-    else i++;
+    if (ctx ? g_pools[i].ctx == ctx : g_pools[i].device == device)
+      g_pools[i] = g_pools[--g_npools];
+    else
+      i++;
   }
   pthread_mutex_unlock(&g_lock);
   /* Completion bounds keyed by a context handle that may be reused would claim too much: drop them all. */
@@ -472,7 +479,7 @@ void crumb_after_fork(void) {
   /* Single-threaded here. The parent's host-mapped memory means nothing to a child's driver state. */
   memset(g_tab, 0, sizeof g_tab);
   memset(g_pools, 0, sizeof g_pools);
-  atomic_store(&g_written, 0);              /* CULPRIT_STATS counts the child's own */
+  atomic_store(&g_written, 0); /* CULPRIT_STATS counts the child's own */
   atomic_store(&g_failures, 0);
   memset(g_ctx_synced, 0, sizeof g_ctx_synced);
   memset(g_events, 0, sizeof g_events);

@@ -15,27 +15,27 @@ static inline void atomic_max_u64(_Atomic uint64_t *a, uint64_t v) {
 }
 
 struct cp_stream {
-  _Atomic uintptr_t key_stream;   /* identity: handle (or 1 legacy / 2 per-thread); 0 = empty slot */
-  _Atomic uintptr_t key_ctx;      /* identity: context for default streams, 0 for created; ~0 = destroyed */
-  _Atomic int key_tid;            /* identity: thread for per-thread default streams, else 0 */
-  int kind;                       /* CP_STREAM_* */
-  int device;                     /* device ordinal, -1 if unknown */
-  void *ctx;                      /* context the stream belongs to */
-  void *handle;                   /* handle to pass to the driver for breadcrumb writes */
-  volatile uint64_t *slot;        /* host view of the breadcrumb, NULL when breadcrumbs are unavailable */
-  uint64_t dslot;                 /* device view of the same slot */
-  _Atomic uint64_t last_launched; /* seq of the newest launch on this stream */
-  _Atomic uint64_t launches;      /* launches on this stream */
-  _Atomic int dead;               /* destroyed by the program */
-  _Atomic uint64_t synced;        /* every launch up to this seq completed: a synchronize returned success */
-  _Atomic int gone;               /* its context was destroyed or reset: its slot's memory is freed */
-  _Atomic int needs_slot;         /* made during a capture: its slot is allocated after the capture */
-  _Atomic int inflight;           /* launch calls on this stream between culprit's before and after */
-  _Atomic uint64_t overlaps;      /* times a launch began while another was in flight on this stream */
-  _Atomic uint64_t untracked;     /* count (core.c) at the newest launch here culprit did not track, 0: none */
+  _Atomic uintptr_t key_stream;    /* identity: handle (or 1 legacy / 2 per-thread); 0 = empty slot */
+  _Atomic uintptr_t key_ctx;       /* identity: context for default streams, 0 for created; ~0 = destroyed */
+  _Atomic int key_tid;             /* identity: thread for per-thread default streams, else 0 */
+  int kind;                        /* CP_STREAM_* */
+  int device;                      /* device ordinal, -1 if unknown */
+  void *ctx;                       /* context the stream belongs to */
+  void *handle;                    /* handle to pass to the driver for breadcrumb writes */
+  volatile uint64_t *slot;         /* host view of the breadcrumb, NULL when breadcrumbs are unavailable */
+  uint64_t dslot;                  /* device view of the same slot */
+  _Atomic uint64_t last_launched;  /* seq of the newest launch on this stream */
+  _Atomic uint64_t launches;       /* launches on this stream */
+  _Atomic int dead;                /* destroyed by the program */
+  _Atomic uint64_t synced;         /* every launch up to this seq completed: a synchronize returned success */
+  _Atomic int gone;                /* its context was destroyed or reset: its slot's memory is freed */
+  _Atomic int needs_slot;          /* made during a capture: its slot is allocated after the capture */
+  _Atomic int inflight;            /* launch calls on this stream between culprit's before and after */
+  _Atomic uint64_t overlaps;       /* times a launch began while another was in flight on this stream */
+  _Atomic uint64_t untracked;      /* count (core.c) at the newest launch here culprit did not track, 0: none */
   _Atomic uint64_t untracked_done; /* the newest such count a successful synchronize of this stream covered */
-  _Atomic uint64_t crumbed;       /* the newest launch a breadcrumb was queued after (relaxed max) */
-  _Atomic uint64_t tail_crumb;    /* the newest launch whose breadcrumb was a tail mark (crumb_tail), not queued by
+  _Atomic uint64_t crumbed;        /* the newest launch a breadcrumb was queued after (relaxed max) */
+  _Atomic uint64_t tail_crumb;     /* the newest launch whose breadcrumb was a tail mark (crumb_tail), not queued by
                                    * its launch: its record says uncrumbed, yet its completion shows */
 };
 
@@ -71,7 +71,7 @@ int crumb_memset_refused(void);
 static inline uint64_t crumb_slot_value(volatile const uint64_t *slot, uint64_t ref) {
   uint64_t raw = *slot;
   if (!crumb_mark32) return raw;
-  if ((raw & 0xffffffffu) == 0) return 0;   /* nothing written yet (or launch k * 2^32: reads as not done) */
+  if ((raw & 0xffffffffu) == 0) return 0; /* nothing written yet (or launch k * 2^32: reads as not done) */
   uint64_t v = (ref & ~(uint64_t)0xffffffffu) | (raw & 0xffffffffu);
   if (v > ref && v >= ((uint64_t)1 << 32)) v -= (uint64_t)1 << 32;
   return v;

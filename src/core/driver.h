@@ -7,27 +7,27 @@
 #include <stdint.h>
 
 struct cp_driver {
-  int (*ctx_get_current)(void **ctx);                                      /* cuCtxGetCurrent */
-  int (*ctx_get_device)(int *dev);                                         /* cuCtxGetDevice */
-  int (*stream_get_ctx)(void *stream, void **ctx);                         /* cuStreamGetCtx */
-  int (*write_value64)(void *stream, uint64_t dptr, uint64_t v, unsigned f); /* cuStreamWriteValue64_v2 */
-  int (*write_value64_ptsz)(void *stream, uint64_t dptr, uint64_t v, unsigned f); /* ..._v2_ptsz */
+  int (*ctx_get_current)(void **ctx);                                              /* cuCtxGetCurrent */
+  int (*ctx_get_device)(int *dev);                                                 /* cuCtxGetDevice */
+  int (*stream_get_ctx)(void *stream, void **ctx);                                 /* cuStreamGetCtx */
+  int (*write_value64)(void *stream, uint64_t dptr, uint64_t v, unsigned f);       /* cuStreamWriteValue64_v2 */
+  int (*write_value64_ptsz)(void *stream, uint64_t dptr, uint64_t v, unsigned f);  /* ..._v2_ptsz */
   int (*memset_d32_async)(uint64_t dptr, unsigned v, size_t n, void *stream);      /* cuMemsetD32Async */
   int (*memset_d32_async_ptsz)(uint64_t dptr, unsigned v, size_t n, void *stream); /* ..._ptsz */
-  int (*host_alloc)(void **p, size_t n, unsigned flags);                   /* cuMemHostAlloc */
-  int (*host_get_dptr)(uint64_t *dptr, void *p, unsigned flags);           /* cuMemHostGetDevicePointer_v2 */
-  int (*func_get_name)(const char **name, void *func);                     /* cuFuncGetName */
-  int (*kernel_get_name)(const char **name, void *kernel);                 /* cuKernelGetName */
-  int (*stream_sync)(void *stream);                                        /* cuStreamSynchronize */
-  int (*stream_sync_ptsz)(void *stream);                                   /* cuStreamSynchronize_ptsz */
-  int (*get_error_name)(int code, const char **s);                         /* cuGetErrorName */
-  int (*get_error_string)(int code, const char **s);                       /* cuGetErrorString */
-  int (*stream_is_capturing)(void *stream, int *status);                   /* cuStreamIsCapturing */
-  int (*stream_is_capturing_ptsz)(void *stream, int *status);              /* cuStreamIsCapturing_ptsz */
-  int (*stream_query)(void *stream);                                       /* cuStreamQuery */
-  int (*stream_query_ptsz)(void *stream);                                  /* cuStreamQuery_ptsz */
-  int (*ctx_push_current)(void *ctx);                                      /* cuCtxPushCurrent_v2 */
-  int (*ctx_pop_current)(void **ctx);                                      /* cuCtxPopCurrent_v2 */
+  int (*host_alloc)(void **p, size_t n, unsigned flags);                           /* cuMemHostAlloc */
+  int (*host_get_dptr)(uint64_t *dptr, void *p, unsigned flags);                   /* cuMemHostGetDevicePointer_v2 */
+  int (*func_get_name)(const char **name, void *func);                             /* cuFuncGetName */
+  int (*kernel_get_name)(const char **name, void *kernel);                         /* cuKernelGetName */
+  int (*stream_sync)(void *stream);                                                /* cuStreamSynchronize */
+  int (*stream_sync_ptsz)(void *stream);                                           /* cuStreamSynchronize_ptsz */
+  int (*get_error_name)(int code, const char **s);                                 /* cuGetErrorName */
+  int (*get_error_string)(int code, const char **s);                               /* cuGetErrorString */
+  int (*stream_is_capturing)(void *stream, int *status);                           /* cuStreamIsCapturing */
+  int (*stream_is_capturing_ptsz)(void *stream, int *status);                      /* cuStreamIsCapturing_ptsz */
+  int (*stream_query)(void *stream);                                               /* cuStreamQuery */
+  int (*stream_query_ptsz)(void *stream);                                          /* cuStreamQuery_ptsz */
+  int (*ctx_push_current)(void *ctx);                                              /* cuCtxPushCurrent_v2 */
+  int (*ctx_pop_current)(void **ctx);                                              /* cuCtxPopCurrent_v2 */
 };
 
 extern struct cp_driver cp_drv;

@@ -12,27 +12,27 @@
 #include <stdint.h>
 #include <string.h>
 
-#define SESSIONS 256                          /* most recent captures kept */
-#define EXECS 1024                            /* most recent instantiations kept */
+#define SESSIONS 256 /* most recent captures kept */
+#define EXECS 1024   /* most recent instantiations kept */
 
 struct session {
-  void *stream;                               /* capturing stream */
-  void *graph;                                /* graph produced, NULL while open or if capture failed */
-  uint64_t after;                             /* last launch number before the capture began */
-  uint64_t upto;                              /* last launch number when it ended */
-  int tid;                                    /* capturing thread */
-  int open;                                   /* capture in progress */
-  volatile uint64_t *slot;                    /* precise mode: the graph's own breadcrumb (host view), or NULL */
-  uint64_t dslot;                             /* its device view */
+  void *stream;            /* capturing stream */
+  void *graph;             /* graph produced, NULL while open or if capture failed */
+  uint64_t after;          /* last launch number before the capture began */
+  uint64_t upto;           /* last launch number when it ended */
+  int tid;                 /* capturing thread */
+  int open;                /* capture in progress */
+  volatile uint64_t *slot; /* precise mode: the graph's own breadcrumb (host view), or NULL */
+  uint64_t dslot;          /* its device view */
 };
 
-static struct session g_sessions[SESSIONS];   /* ring, under g_lock */
-static unsigned g_next;                       /* next session slot, under g_lock */
+static struct session g_sessions[SESSIONS]; /* ring, under g_lock */
+static unsigned g_next;                     /* next session slot, under g_lock */
 static struct {
-  void *exec;                                 /* executable graph */
-  void *graph;                                /* graph it came from */
-} g_execs[EXECS];                             /* under g_lock */
-static unsigned g_exec_next;                  /* next exec slot (oldest is replaced), under g_lock */
+  void *exec;                /* executable graph */
+  void *graph;               /* graph it came from */
+} g_execs[EXECS];            /* under g_lock */
+static unsigned g_exec_next; /* next exec slot (oldest is replaced), under g_lock */
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* The newest open session of stream, with g_lock held. */

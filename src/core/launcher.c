@@ -33,10 +33,10 @@ void launcher_clean_id(const char *s, char *out, size_t outsz) {
 
 /* The variables of one launcher. */
 struct launcher_vars {
-  const char *name;               /* the launcher's name in reports */
-  const char *rank;               /* its global rank variable */
-  const char *local_rank;         /* its rank-on-this-host variable */
-  const char *world_size;         /* its world size variable */
+  const char *name;       /* the launcher's name in reports */
+  const char *rank;       /* its global rank variable */
+  const char *local_rank; /* its rank-on-this-host variable */
+  const char *world_size; /* its world size variable */
 };
 
 /* Innermost first: a launcher started under another sees both sets of variables, and the one that started the
@@ -60,8 +60,10 @@ static void job_id(struct launcher_info *li, launcher_getenv_fn get) {
     if (run) {
       /* the workers of each restart are a job of their own */
       const char *restart = get("TORCHELASTIC_RESTART_COUNT");
-      if (restart && parse_count(restart) > 0) snprintf(id, sizeof id, "torchrun:%s.%s", run, restart);
-      else snprintf(id, sizeof id, "torchrun:%s", run);
+      if (restart && parse_count(restart) > 0)
+        snprintf(id, sizeof id, "torchrun:%s.%s", run, restart);
+      else
+        snprintf(id, sizeof id, "torchrun:%s", run);
     }
   } else if (!strcmp(li->launcher, "openmpi")) {
     run = get("PMIX_NAMESPACE");
@@ -86,7 +88,7 @@ int launcher_parse(struct launcher_info *li, launcher_getenv_fn get) {
     li->rank = rank;
     li->local_rank = parse_count(get(v->local_rank));
     li->world_size = parse_count(get(v->world_size));
-    if (li->world_size <= rank) li->world_size = -1;   /* contradicts the rank: which one is wrong is unknown */
+    if (li->world_size <= rank) li->world_size = -1; /* contradicts the rank: which one is wrong is unknown */
     if (li->world_size > 0 && li->local_rank >= li->world_size) li->local_rank = -1;
     job_id(li, get);
     return 1;

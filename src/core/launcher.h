@@ -6,15 +6,15 @@
 
 #include <stddef.h>
 
-#define LAUNCHER_ID_MAX 128       /* longest job or run id kept, with its NUL */
+#define LAUNCHER_ID_MAX 128 /* longest job or run id kept, with its NUL */
 
 struct launcher_info {
-  const char *launcher;           /* "torchrun", "slurm", "openmpi", "mpich"; NULL: not started by a launcher */
-  int rank;                       /* global rank; -1 when the launcher gave none usable */
-  int local_rank;                 /* rank on this host; -1 when absent or bad */
-  int world_size;                 /* ranks in the job; -1 when absent or bad */
-  char job[LAUNCHER_ID_MAX];      /* the launcher's name for the job (Slurm job.step, torchrun run id); "" none */
-  char run_id[LAUNCHER_ID_MAX];   /* CULPRIT_RUN_ID, the `culprit run` command this process runs under; "" none */
+  const char *launcher;         /* "torchrun", "slurm", "openmpi", "mpich"; NULL: not started by a launcher */
+  int rank;                     /* global rank; -1 when the launcher gave none usable */
+  int local_rank;               /* rank on this host; -1 when absent or bad */
+  int world_size;               /* ranks in the job; -1 when absent or bad */
+  char job[LAUNCHER_ID_MAX];    /* the launcher's name for the job (Slurm job.step, torchrun run id); "" none */
+  char run_id[LAUNCHER_ID_MAX]; /* CULPRIT_RUN_ID, the `culprit run` command this process runs under; "" none */
 };
 
 typedef const char *(*launcher_getenv_fn)(const char *name);

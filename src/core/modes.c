@@ -6,16 +6,16 @@
 #include <stdio.h>
 #include <string.h>
 
-#define MODE_FRAMES 256                       /* snapshots cycled by push/pop */
-#define MODE_DEPTH 64                         /* deepest nesting of push */
+#define MODE_FRAMES 256 /* snapshots cycled by push/pop */
+#define MODE_DEPTH 64   /* deepest nesting of push */
 
 _Atomic(struct mode_frame *) mode_top;
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct mode_frame g_frames[MODE_FRAMES]; /* cycled; a frame is reused only MODE_FRAMES pushes later */
-static unsigned g_frame_next;                 /* next frame to fill, under g_lock */
+static struct mode_frame g_frames[MODE_FRAMES];    /* cycled; a frame is reused only MODE_FRAMES pushes later */
+static unsigned g_frame_next;                      /* next frame to fill, under g_lock */
 static struct mode_frame *g_stack[MODE_DEPTH + 1]; /* g_stack[0] is the configured mode */
-static int g_depth;                           /* under g_lock */
-static uint64_t g_frame_gen;                  /* generations handed to frames, under g_lock */
+static int g_depth;                                /* under g_lock */
+static uint64_t g_frame_gen;                       /* generations handed to frames, under g_lock */
 
 void mode_init(const struct cp_config *cfg) {
   pthread_mutex_lock(&g_lock);

@@ -10,10 +10,10 @@
 #include "config.h"
 
 struct mode_frame {
-  uint64_t gen;                   /* unique per push: keys the kernel filter's cached answers (names.h) */
-  int mode;                       /* enum cp_mode */
-  char kernels[CFG_PATTERN_MAX];  /* blocking filter ("*": every kernel) */
-  uint64_t lo, hi;                /* blocking launch window, inclusive */
+  uint64_t gen;                  /* unique per push: keys the kernel filter's cached answers (names.h) */
+  int mode;                      /* enum cp_mode */
+  char kernels[CFG_PATTERN_MAX]; /* blocking filter ("*": every kernel) */
+  uint64_t lo, hi;               /* blocking launch window, inclusive */
 };
 
 extern _Atomic(struct mode_frame *) mode_top; /* in force; NULL until mode_init */

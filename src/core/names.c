@@ -10,20 +10,20 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#define NAMES_SLOTS 8192                      /* power of two */
+#define NAMES_SLOTS 8192 /* power of two */
 #define ARENA_CHUNK (256 * 1024)
 
 struct names_slot {
-  _Atomic(void *) func;                       /* key; NULL = empty; stored last (release) */
-  _Atomic uint32_t gen;                       /* generation the entry belongs to */
-  const struct cp_kname *name;                /* value */
+  _Atomic(void *) func;        /* key; NULL = empty; stored last (release) */
+  _Atomic uint32_t gen;        /* generation the entry belongs to */
+  const struct cp_kname *name; /* value */
 };
 
 static struct names_slot g_slots[NAMES_SLOTS];
-static _Atomic uint32_t g_gen = 1;             /* current generation */
-static _Atomic uint32_t g_used;                /* slots taken in any generation */
+static _Atomic uint32_t g_gen = 1; /* current generation */
+static _Atomic uint32_t g_used;    /* slots taken in any generation */
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
-static char *g_arena;                          /* current chunk, under g_lock */
+static char *g_arena; /* current chunk, under g_lock */
 static size_t g_arena_left;
 
 static void *arena_alloc(size_t n) {
@@ -98,7 +98,10 @@ const struct cp_kname *names_get(void *func, names_lookup_fn fn) {
   }
   struct cp_kname *nk = arena_alloc(sizeof *nk);
   const char *s = nk ? intern_locked(raw) : NULL;
-  if (!nk || !s) { k = &g_unknown; goto out; }
+  if (!nk || !s) {
+    k = &g_unknown;
+    goto out;
+  }
   nk->mangled = s;
   atomic_init(&nk->match, 0);
   k = nk;

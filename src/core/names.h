@@ -7,8 +7,8 @@
 #include <stdint.h>
 
 struct cp_kname {
-  const char *mangled;            /* as the driver reports it (Itanium-mangled for C++ kernels) */
-  _Atomic uint64_t match;         /* blocking mode's filter, remembered: (mode frame's generation << 1) | matched;
+  const char *mangled;    /* as the driver reports it (Itanium-mangled for C++ kernels) */
+  _Atomic uint64_t match; /* blocking mode's filter, remembered: (mode frame's generation << 1) | matched;
                                    * 0 = not asked yet. Written by the launch path (the only mutable field) */
 };
 

@@ -13,23 +13,23 @@
 
 #include "core.h"
 
-#define OPS_RING 512    /* notes kept */
-#define OPS_DEPTH 8     /* notes open at once on one thread */
+#define OPS_RING 512 /* notes kept */
+#define OPS_DEPTH 8  /* notes open at once on one thread */
 
 struct slot {
   _Atomic uint32_t ver;
-  uint64_t order;       /* when it was opened (the count of notes opened before it, plus one) */
+  uint64_t order; /* when it was opened (the count of notes opened before it, plus one) */
   struct ops_note n;
 };
 
 static struct slot g_ring[OPS_RING];
 static struct slot g_prob[OPS_PROBLEMS];
-static _Atomic uint64_t g_opened;   /* notes opened */
-static _Atomic uint64_t g_probs;    /* notes with a problem opened */
+static _Atomic uint64_t g_opened; /* notes opened */
+static _Atomic uint64_t g_probs;  /* notes with a problem opened */
 
 struct open_note {
-  struct slot *s, *p;               /* its ring slot, and its problem slot or NULL */
-  uint32_t sver, pver;              /* their versions after it was written */
+  struct slot *s, *p;  /* its ring slot, and its problem slot or NULL */
+  uint32_t sver, pver; /* their versions after it was written */
 };
 static __thread struct open_note t_open[OPS_DEPTH];
 static __thread int t_depth;
@@ -42,7 +42,7 @@ static int32_t self_tid(void) {
 
 static uint32_t write_open(struct slot *s) {
   uint32_t v = atomic_load_explicit(&s->ver, memory_order_relaxed);
-  if (v & 1) v++;                   /* a writer died mid-write (cannot happen) or two share the slot: take it */
+  if (v & 1) v++; /* a writer died mid-write (cannot happen) or two share the slot: take it */
   atomic_store_explicit(&s->ver, v + 1, memory_order_relaxed);
   atomic_thread_fence(memory_order_release);
   return v + 2;
@@ -75,7 +75,7 @@ static uint64_t get(const struct slot *s, struct ops_note *out) {
 static void copy_text(char *dst, size_t cap, const char *src) {
   if (!src) src = "";
   size_t n = strlen(src);
-  if (n >= cap) {                   /* cut on a UTF-8 character boundary, and say it was cut */
+  if (n >= cap) { /* cut on a UTF-8 character boundary, and say it was cut */
     n = cap - 4;
     while (n > 0 && ((unsigned char)src[n] & 0xC0) == 0x80) n--;
     memcpy(dst, src, n);
@@ -146,7 +146,7 @@ int ops_find(uint64_t seq, int32_t tid, struct ops_note *out) {
     int count = pass ? OPS_PROBLEMS : OPS_RING;
     for (int i = 0; i < count; i++) {
       uint64_t order = get(&slots[i], &n);
-      if (order > best && holds(&n, seq, tid)) {   /* the innermost: the one opened last */
+      if (order > best && holds(&n, seq, tid)) { /* the innermost: the one opened last */
         best = order;
         *out = n;
       }
@@ -164,9 +164,9 @@ int ops_problems(struct ops_note *out, int max) {
   struct ops_note n;
   for (int i = 0; i < OPS_PROBLEMS; i++) {
     uint64_t o = get(&g_prob[i], &n);
-    if (!o || n.pid != (int32_t)getpid()) continue;               /* empty, or a parent process's (fork) */
+    if (!o || n.pid != (int32_t)getpid()) continue; /* empty, or a parent process's (fork) */
     int j = k++;
-    for (; j > 0 && order[j - 1] > o; j--) {                    /* oldest first */
+    for (; j > 0 && order[j - 1] > o; j--) { /* oldest first */
       order[j] = order[j - 1];
       idx[j] = idx[j - 1];
     }
@@ -174,6 +174,6 @@ int ops_problems(struct ops_note *out, int max) {
     idx[j] = i;
   }
   for (int i = 0; i < k && got < max; i++)
-    if (get(&g_prob[idx[i]], &out[got]) == order[i]) got++;     /* else reused meanwhile */
+    if (get(&g_prob[idx[i]], &out[got]) == order[i]) got++; /* else reused meanwhile */
   return got;
 }

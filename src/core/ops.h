@@ -15,11 +15,11 @@
 #define OPS_PROBLEM 512
 
 struct ops_note {
-  uint64_t first;       /* first launch number (seq) that can belong to it */
-  uint64_t last;        /* last one, once it ended (below first when none) */
-  int32_t tid;          /* the thread that ran it */
-  int32_t pid;          /* the process (a forked child's notes are its own) */
-  int running;          /* 1 until it ended: it holds every later launch of its thread */
+  uint64_t first; /* first launch number (seq) that can belong to it */
+  uint64_t last;  /* last one, once it ended (below first when none) */
+  int32_t tid;    /* the thread that ran it */
+  int32_t pid;    /* the process (a forked child's notes are its own) */
+  int running;    /* 1 until it ended: it holds every later launch of its thread */
   char name[OPS_NAME];
   char args[OPS_ARGS];
   char problem[OPS_PROBLEM];

@@ -21,11 +21,11 @@
 #include <string.h>
 #include <sys/mman.h>
 
-static uint32_t g_capacity = 4096;          /* records per ring, power of two */
-static int g_explicit;                       /* the capacity was chosen by the user: every ring gets it */
-static int g_depth = 24;                     /* native frames per chain */
-static _Atomic(struct cp_ring *) g_rings;    /* list head; pushes are lock-free */
-static _Atomic int g_count;                  /* rings made */
+static uint32_t g_capacity = 4096;        /* records per ring, power of two */
+static int g_explicit;                    /* the capacity was chosen by the user: every ring gets it */
+static int g_depth = 24;                  /* native frames per chain */
+static _Atomic(struct cp_ring *) g_rings; /* list head; pushes are lock-free */
+static _Atomic int g_count;               /* rings made */
 
 void ring_configure(uint32_t capacity, int stack_depth, int explicit_capacity) {
   uint32_t c = 16;
@@ -56,18 +56,17 @@ static struct cp_ring *ring_new(int tid) {
   size_t bytes = sizeof(struct cp_ring) + sizeof(struct cp_slot) * cap;
   void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) return NULL;
-  struct cp_ring *r = m;                     /* mmap memory is zeroed: every seq starts at 0 */
+  struct cp_ring *r = m; /* mmap memory is zeroed: every seq starts at 0 */
   r->mask = cap - 1;
   r->depth = g_depth;
-  r->chains = chains_new(cap, g_depth);      /* NULL: its records keep no stacks */
+  r->chains = chains_new(cap, g_depth); /* NULL: its records keep no stacks */
   atomic_store_explicit(&r->owner, tid, memory_order_relaxed);
   struct cp_ring *head = atomic_load_explicit(&g_rings, memory_order_relaxed);
   do {
     r->next = head;
     /* release: a reporter that sees r in the list sees its initialized header. Pairs with the acquire load in
      * ring_snapshot. */
-  } while (!atomic_compare_exchange_weak_explicit(&g_rings, &head, r, memory_order_release,
-                                                  memory_order_relaxed));
+  } while (!atomic_compare_exchange_weak_explicit(&g_rings, &head, r, memory_order_release, memory_order_relaxed));
   atomic_fetch_add_explicit(&g_count, 1, memory_order_relaxed);
   return r;
 }
@@ -79,8 +78,7 @@ struct cp_ring *ring_mine(int tid) {
     if (r->depth != g_depth) continue;
     /* acq_rel: the adopter must see the previous owner's head; pairs with the release store in ring_release. */
     if (atomic_load_explicit(&r->owner, memory_order_relaxed) == 0 &&
-        atomic_compare_exchange_strong_explicit(&r->owner, &zero, tid, memory_order_acq_rel,
-                                                memory_order_relaxed))
+        atomic_compare_exchange_strong_explicit(&r->owner, &zero, tid, memory_order_acq_rel, memory_order_relaxed))
       return r;
   }
   return ring_new(tid);
@@ -189,7 +187,10 @@ struct cp_rec *ring_snapshot(uint64_t after, size_t *out_n, size_t *rec_size) {
     }
   }
   free(chain);
-  if (!n) { free(out); return NULL; }
+  if (!n) {
+    free(out);
+    return NULL;
+  }
   qsort_r(out, n, rs, cmp_seq, NULL);
   *out_n = n;
   return (struct cp_rec *)out;
@@ -226,6 +227,6 @@ void ring_after_fork(int tid) {
    * its owner field but the child re-reads its tid, so orphan all and let the child adopt afresh. */
   for (struct cp_ring *r = atomic_load_explicit(&g_rings, memory_order_acquire); r; r = r->next) {
     atomic_store_explicit(&r->owner, 0, memory_order_relaxed);
-    memset(&r->stats, 0, sizeof r->stats);   /* CULPRIT_STATS counts the child's own launches */
+    memset(&r->stats, 0, sizeof r->stats); /* CULPRIT_STATS counts the child's own launches */
   }
 }

@@ -15,13 +15,13 @@ struct cp_kname;
 enum { CP_KIND_KERNEL = 0, CP_KIND_COOP = 1, CP_KIND_GRAPH = 2 };
 enum { CP_STREAM_CREATED = 0, CP_STREAM_LEGACY = 1, CP_STREAM_PER_THREAD = 2 };
 enum {
-  CP_REC_CRUMB_FAILED = 1,        /* its breadcrumb could not be queued: completion is unknown */
-  CP_REC_RETURNED_ERROR = 2,      /* the launch call itself returned a sticky error */
-  CP_REC_CAPTURED = 4,            /* launched into a stream being captured into a graph */
-  CP_REC_UNCRUMBED = 8,           /* no breadcrumb by design (CULPRIT_CRUMB_EVERY > 1): completion unknown */
-  CP_REC_RACY = 16,               /* another thread launched on the same stream at the same time: the order of
+  CP_REC_CRUMB_FAILED = 1,   /* its breadcrumb could not be queued: completion is unknown */
+  CP_REC_RETURNED_ERROR = 2, /* the launch call itself returned a sticky error */
+  CP_REC_CAPTURED = 4,       /* launched into a stream being captured into a graph */
+  CP_REC_UNCRUMBED = 8,      /* no breadcrumb by design (CULPRIT_CRUMB_EVERY > 1): completion unknown */
+  CP_REC_RACY = 16,          /* another thread launched on the same stream at the same time: the order of
                                    * launch numbers may differ from the order on the stream */
-  CP_REC_PY_WAITING = 32          /* the launching thread runs no Python: py holds the frames of the Python thread
+  CP_REC_PY_WAITING = 32     /* the launching thread runs no Python: py holds the frames of the Python thread
                                    * py_thread, which waited on it (PyTorch's autograd engine during backward()) */
 };
 
@@ -31,65 +31,65 @@ struct cp_chains;
 /* A launch as its ring keeps it: two cache lines, written on every launch. Its stacks are a chain of the ring's
  * store (chains.h), kept once for every launch from the same call chain. */
 struct cp_slot {
-  _Atomic uint64_t seq;           /* launch number; 0 while the record is being written or unused */
-  uint64_t prev;                  /* seq of the previous launch on the same stream, 0 if none */
-  uint64_t ticks;                 /* time stamp at launch (ticks.h; emit makes it CLOCK_MONOTONIC ns) */
-  const struct cp_kname *name;    /* interned kernel name, NULL for graphs */
-  void *func;                     /* CUfunction/CUkernel, or CUgraphExec for graph launches */
-  void *stream;                   /* stream handle as the program passed it */
-  void *ctx;                      /* context of the stream */
+  _Atomic uint64_t seq;                 /* launch number; 0 while the record is being written or unused */
+  uint64_t prev;                        /* seq of the previous launch on the same stream, 0 if none */
+  uint64_t ticks;                       /* time stamp at launch (ticks.h; emit makes it CLOCK_MONOTONIC ns) */
+  const struct cp_kname *name;          /* interned kernel name, NULL for graphs */
+  void *func;                           /* CUfunction/CUkernel, or CUgraphExec for graph launches */
+  void *stream;                         /* stream handle as the program passed it */
+  void *ctx;                            /* context of the stream */
   const struct cp_chain *_Atomic chain; /* its stacks, NULL while none were taken (release-stored after chain_no,
                                          * which blocking mode may do after the record is published) */
-  uint64_t chain_no;              /* the chain's number when the record took it (the chain may be rewritten) */
-  uint32_t stream_idx;            /* index in the stream table, UINT32_MAX if untracked */
-  uint32_t grid[3];               /* grid dimensions */
-  uint32_t block[3];              /* block dimensions */
-  uint32_t smem;                  /* dynamic shared memory bytes */
-  int32_t device;                 /* device ordinal, -1 if unknown */
-  int32_t tid;                    /* launching thread (gettid) */
-  const char *api;                /* driver entry point used (static string) */
-  uint8_t kind;                   /* CP_KIND_* */
-  uint8_t stream_kind;            /* CP_STREAM_* */
-  uint8_t flags;                  /* CP_REC_* */
+  uint64_t chain_no;                    /* the chain's number when the record took it (the chain may be rewritten) */
+  uint32_t stream_idx;                  /* index in the stream table, UINT32_MAX if untracked */
+  uint32_t grid[3];                     /* grid dimensions */
+  uint32_t block[3];                    /* block dimensions */
+  uint32_t smem;                        /* dynamic shared memory bytes */
+  int32_t device;                       /* device ordinal, -1 if unknown */
+  int32_t tid;                          /* launching thread (gettid) */
+  const char *api;                      /* driver entry point used (static string) */
+  uint8_t kind;                         /* CP_KIND_* */
+  uint8_t stream_kind;                  /* CP_STREAM_* */
+  uint8_t flags;                        /* CP_REC_* */
 } __attribute__((aligned(64)));
 
 /* A launch as a reader sees it (ring_snapshot): the record with its stacks copied in. */
 struct cp_rec {
-  _Atomic uint64_t seq;           /* launch number */
-  uint64_t prev;                  /* seq of the previous launch on the same stream, 0 if none */
-  uint64_t ticks;                 /* time stamp at launch (ticks.h; emit makes it CLOCK_MONOTONIC ns) */
-  uint64_t py_thread;             /* with CP_REC_PY_WAITING: Python thread id of the frames in py */
-  const struct cp_kname *name;    /* interned kernel name, NULL for graphs */
-  void *func;                     /* CUfunction/CUkernel, or CUgraphExec for graph launches */
-  void *stream;                   /* stream handle as the program passed it */
-  void *ctx;                      /* context of the stream */
-  uint32_t stream_idx;            /* index in the stream table, UINT32_MAX if untracked */
-  uint32_t grid[3];               /* grid dimensions */
-  uint32_t block[3];              /* block dimensions */
-  uint32_t smem;                  /* dynamic shared memory bytes */
-  int32_t device;                 /* device ordinal, -1 if unknown */
-  int32_t tid;                    /* launching thread (gettid) */
-  const char *api;                /* driver entry point used (static string) */
-  uint8_t kind;                   /* CP_KIND_* */
-  uint8_t stream_kind;            /* CP_STREAM_* */
-  uint8_t flags;                  /* CP_REC_* */
-  uint8_t nframes;                /* valid entries in frames */
-  uint8_t npy;                    /* valid entries in py */
+  _Atomic uint64_t seq;               /* launch number */
+  uint64_t prev;                      /* seq of the previous launch on the same stream, 0 if none */
+  uint64_t ticks;                     /* time stamp at launch (ticks.h; emit makes it CLOCK_MONOTONIC ns) */
+  uint64_t py_thread;                 /* with CP_REC_PY_WAITING: Python thread id of the frames in py */
+  const struct cp_kname *name;        /* interned kernel name, NULL for graphs */
+  void *func;                         /* CUfunction/CUkernel, or CUgraphExec for graph launches */
+  void *stream;                       /* stream handle as the program passed it */
+  void *ctx;                          /* context of the stream */
+  uint32_t stream_idx;                /* index in the stream table, UINT32_MAX if untracked */
+  uint32_t grid[3];                   /* grid dimensions */
+  uint32_t block[3];                  /* block dimensions */
+  uint32_t smem;                      /* dynamic shared memory bytes */
+  int32_t device;                     /* device ordinal, -1 if unknown */
+  int32_t tid;                        /* launching thread (gettid) */
+  const char *api;                    /* driver entry point used (static string) */
+  uint8_t kind;                       /* CP_KIND_* */
+  uint8_t stream_kind;                /* CP_STREAM_* */
+  uint8_t flags;                      /* CP_REC_* */
+  uint8_t nframes;                    /* valid entries in frames */
+  uint8_t npy;                        /* valid entries in py */
   struct pystack_ref py[PYSTACK_MAX]; /* Python frames of the launching thread (or, with CP_REC_PY_WAITING, of
                                        * the thread waiting on it), innermost first */
-  void *frames[];                 /* native return addresses, innermost first */
+  void *frames[];                     /* native return addresses, innermost first */
 };
 
 struct cp_ring {
-  struct cp_ring *next;           /* all rings, newest first; never unlinked */
-  _Atomic int owner;              /* tid of the owning thread, 0 when orphaned and adoptable */
-  uint32_t mask;                  /* capacity - 1 (capacity is a power of two) */
-  int depth;                      /* native frames its chains hold */
-  uint64_t head;                  /* records written; only the owner touches it */
-  _Atomic uint64_t overwritten;   /* published records lost to wrap-around */
-  struct cp_chains *chains;       /* the stacks its records point at; NULL if memory was short (no stacks) */
-  struct cp_ring_stats stats;     /* CULPRIT_STATS of its launches; only the owner writes them */
-  struct cp_slot slots[];         /* capacity records */
+  struct cp_ring *next;         /* all rings, newest first; never unlinked */
+  _Atomic int owner;            /* tid of the owning thread, 0 when orphaned and adoptable */
+  uint32_t mask;                /* capacity - 1 (capacity is a power of two) */
+  int depth;                    /* native frames its chains hold */
+  uint64_t head;                /* records written; only the owner touches it */
+  _Atomic uint64_t overwritten; /* published records lost to wrap-around */
+  struct cp_chains *chains;     /* the stacks its records point at; NULL if memory was short (no stacks) */
+  struct cp_ring_stats stats;   /* CULPRIT_STATS of its launches; only the owner writes them */
+  struct cp_slot slots[];       /* capacity records */
 };
 
 /* Sets sizes for rings made from now on. Unless the capacity was chosen explicitly (CULPRIT_RING), threads

@@ -12,11 +12,11 @@
 #include <stdio.h>
 #include <unistd.h>
 
-static _Atomic uint64_t g_blocking_syncs;     /* synchronizations blocking mode made */
-static _Atomic uint64_t g_stacks_later;       /* blocking-mode launches kept without stacks: their sync succeeded */
-static _Atomic uint64_t g_unserialized;       /* blocking launches that gave up waiting for the lock */
-static struct pystack_wait_counts g_wc_base;  /* pystack's counts a forked child inherited */
-static struct stack_cache_counts g_sc_base;   /* the chain caches' counts a forked child inherited */
+static _Atomic uint64_t g_blocking_syncs;    /* synchronizations blocking mode made */
+static _Atomic uint64_t g_stacks_later;      /* blocking-mode launches kept without stacks: their sync succeeded */
+static _Atomic uint64_t g_unserialized;      /* blocking launches that gave up waiting for the lock */
+static struct pystack_wait_counts g_wc_base; /* pystack's counts a forked child inherited */
+static struct stack_cache_counts g_sc_base;  /* the chain caches' counts a forked child inherited */
 
 void stats_blocking_sync(void) { atomic_fetch_add_explicit(&g_blocking_syncs, 1, memory_order_relaxed); }
 void stats_stacks_later(void) { atomic_fetch_add_explicit(&g_stacks_later, 1, memory_order_relaxed); }
@@ -34,7 +34,7 @@ void stats_print(uint64_t n, uint64_t fork_seq) {
   char msg[1200];
   struct cp_ring_stats rs;
   uint64_t chains = ring_stats_sum(&rs);
-  double us = 1000.0 * (double)n;  /* ns totals to microseconds per launch */
+  double us = 1000.0 * (double)n; /* ns totals to microseconds per launch */
   uint64_t reused = rs.stack_reused;
   double ns_native = ticks_to_ns(rs.t_native), ns_reused = ticks_to_ns(rs.t_reused);
   double ns_culprit = ticks_to_ns(rs.t_in_culprit), ns_python = ticks_to_ns(rs.t_python);
@@ -62,13 +62,11 @@ void stats_print(uint64_t n, uint64_t fork_seq) {
            (int)getpid(), (unsigned long long)n, (unsigned long long)crumb_written(),
            (unsigned long long)crumb_failures(), (unsigned long long)atomic_load(&g_blocking_syncs),
            (unsigned long long)atomic_load(&g_unserialized), (unsigned long long)later,
-           (unsigned long long)ring_total_overwritten(), ring_count(), (unsigned long long)chains,
-           ns_culprit / us, ns_native / us, ns_python / us, (unsigned long long)found,
-           (unsigned long long)tries, tries ? ns_py_wait / 1000.0 / (double)tries : 0.0,
-           (unsigned long long)clock, (unsigned long long)checked, (unsigned long long)walked,
-           (unsigned long long)none,
-           (unsigned long long)reused, reused ? ns_reused / 1000.0 / (double)reused : 0.0,
-           (unsigned long long)(n - reused - later),
+           (unsigned long long)ring_total_overwritten(), ring_count(), (unsigned long long)chains, ns_culprit / us,
+           ns_native / us, ns_python / us, (unsigned long long)found, (unsigned long long)tries,
+           tries ? ns_py_wait / 1000.0 / (double)tries : 0.0, (unsigned long long)clock, (unsigned long long)checked,
+           (unsigned long long)walked, (unsigned long long)none, (unsigned long long)reused,
+           reused ? ns_reused / 1000.0 / (double)reused : 0.0, (unsigned long long)(n - reused - later),
            n > reused + later ? (ns_native - ns_reused) / 1000.0 / (double)(n - reused - later) : 0.0,
            (unsigned long long)(sc.learned - g_sc_base.learned), (unsigned long long)(sc.evicted - g_sc_base.evicted),
            (unsigned long long)(sc.evicted_same_sp - g_sc_base.evicted_same_sp),

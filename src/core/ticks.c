@@ -7,7 +7,7 @@
 #endif
 
 int ticks_tsc;
-static uint64_t g_t0, g_ns0;     /* the anchor: ticks and CLOCK_MONOTONIC read together at start */
+static uint64_t g_t0, g_ns0; /* the anchor: ticks and CLOCK_MONOTONIC read together at start */
 
 /* Whether the processor says its TSC runs at a constant rate in every power state (CPUID 0x80000007, EDX bit
  * 8): only then do ticks measure time. */

@@ -14,7 +14,7 @@
 #include <x86intrin.h>
 #endif
 
-extern int ticks_tsc;            /* 1: ticks are TSC cycles (set once by ticks_init); 0: nanoseconds */
+extern int ticks_tsc; /* 1: ticks are TSC cycles (set once by ticks_init); 0: nanoseconds */
 
 /* Decides the source and takes the anchor later conversions measure the rate from; once, at library start. */
 void ticks_init(void);

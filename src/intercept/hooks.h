@@ -12,6 +12,8 @@
 #ifndef CULPRIT_HOOKS_H
 #define CULPRIT_HOOKS_H
 
+/* one row a line, its columns aligned by hand */
+// clang-format off
 #define CP_HOOKS(SURFACE, CUSTOM)                                                                              \
   /* launches */                                                                                               \
   CUSTOM(cuLaunchKernel, cuLaunchKernel, 0, 4000, LAUNCH_P, LAUNCH_A)                                          \
@@ -195,27 +197,27 @@
   SURFACE(cuCtxPopCurrent_v2, cuCtxPopCurrent, 0, 4000, (CUcontext * c), (c))                                  \
   CUSTOM(cuDevicePrimaryCtxRelease_v2, cuDevicePrimaryCtxRelease, 0, 11000, (CUdevice d), (d))                 \
   CUSTOM(cuDevicePrimaryCtxReset_v2, cuDevicePrimaryCtxReset, 0, 11000, (CUdevice d), (d))
+// clang-format on
 
-#define LAUNCH_P                                                                                               \
-  (CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx, unsigned int by,          \
-   unsigned int bz, unsigned int smem, CUstream s, void **params, void **extra)
+#define LAUNCH_P                                                                                                       \
+  (CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx, unsigned int by, unsigned int bz, \
+   unsigned int smem, CUstream s, void **params, void **extra)
 #define LAUNCH_A (f, gx, gy, gz, bx, by, bz, smem, s, params, extra)
-#define COOP_P                                                                                                 \
-  (CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx, unsigned int by,          \
-   unsigned int bz, unsigned int smem, CUstream s, void **params)
+#define COOP_P                                                                                                         \
+  (CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx, unsigned int by, unsigned int bz, \
+   unsigned int smem, CUstream s, void **params)
 #define COOP_A (f, gx, gy, gz, bx, by, bz, smem, s, params)
 #define LAUNCHEX_P (const CUlaunchConfig *cfg, CUfunction f, void **params, void **extra)
 #define LAUNCHEX_A (cfg, f, params, extra)
-#define CAPTOG_P                                                                                               \
-  (CUstream s, CUgraph g, const CUgraphNode *deps, const CUgraphEdgeData *edata, size_t n,                    \
-   CUstreamCaptureMode m)
+#define CAPTOG_P                                                                                                       \
+  (CUstream s, CUgraph g, const CUgraphNode *deps, const CUgraphEdgeData *edata, size_t n, CUstreamCaptureMode m)
 #define CAPTOG_A (s, g, deps, edata, n, m)
-#define CAPINFO2_P                                                                                             \
-  (CUstream s, CUstreamCaptureStatus * st, cuuint64_t * id, CUgraph * g, const CUgraphNode **deps, size_t * n)
+#define CAPINFO2_P                                                                                                     \
+  (CUstream s, CUstreamCaptureStatus * st, cuuint64_t * id, CUgraph * g, const CUgraphNode **deps, size_t *n)
 #define CAPINFO2_A (s, st, id, g, deps, n)
-#define CAPINFO3_P                                                                                             \
-  (CUstream s, CUstreamCaptureStatus * st, cuuint64_t * id, CUgraph * g, const CUgraphNode **deps,            \
-   const CUgraphEdgeData **edata, size_t * n)
+#define CAPINFO3_P                                                                                                     \
+  (CUstream s, CUstreamCaptureStatus * st, cuuint64_t * id, CUgraph * g, const CUgraphNode **deps,                     \
+   const CUgraphEdgeData **edata, size_t *n)
 #define CAPINFO3_A (s, st, id, g, deps, edata, n)
 #define MSET2D_P(T) (CUdeviceptr d, size_t pitch, T v, size_t w, size_t h)
 #define MSET2D_A (d, pitch, v, w, h)

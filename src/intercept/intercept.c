@@ -17,7 +17,6 @@
 #include "export.h"
 #include "hooks.h"
 
-
 _Static_assert((void *)CU_STREAM_LEGACY == CP_CU_STREAM_LEGACY, "CU_STREAM_LEGACY");
 _Static_assert((void *)CU_STREAM_PER_THREAD == CP_CU_STREAM_PER_THREAD, "CU_STREAM_PER_THREAD");
 _Static_assert(CU_MEMHOSTALLOC_PORTABLE == CP_CU_MEMHOSTALLOC_PORTABLE, "PORTABLE");
@@ -29,14 +28,14 @@ enum {
 #define ROW(sym, base, ptds, minver, P, A) H_##sym,
   CP_HOOKS(ROW, ROW)
 #undef ROW
-  H_COUNT
+      H_COUNT
 };
 
 struct hook_row {
-  const char *sym;                /* exported symbol */
-  const char *base;               /* name cuGetProcAddress is asked for */
-  int ptds;                       /* per-thread default stream variant */
-  int minver;                     /* lowest cudaVersion that gets this ABI */
+  const char *sym;  /* exported symbol */
+  const char *base; /* name cuGetProcAddress is asked for */
+  int ptds;         /* per-thread default stream variant */
+  int minver;       /* lowest cudaVersion that gets this ABI */
 };
 
 static const struct hook_row g_rows[H_COUNT] = {
@@ -45,12 +44,12 @@ static const struct hook_row g_rows[H_COUNT] = {
 #undef ROW
 };
 
-static _Atomic(void *) g_real[H_COUNT];       /* the driver's function for each row, set on first sight */
-static void *g_wrapper[H_COUNT];              /* culprit's function for each row (filled below) */
-static _Atomic(void *) g_real_gpa;            /* driver's cuGetProcAddress (v1) */
-static _Atomic(void *) g_real_gpa2;           /* driver's cuGetProcAddress_v2 */
+static _Atomic(void *) g_real[H_COUNT];                     /* the driver's function for each row, set on first sight */
+static void *g_wrapper[H_COUNT];                            /* culprit's function for each row (filled below) */
+static _Atomic(void *) g_real_gpa;                          /* driver's cuGetProcAddress (v1) */
+static _Atomic(void *) g_real_gpa2;                         /* driver's cuGetProcAddress_v2 */
 void *cp__real_dlsym __attribute__((visibility("hidden"))); /* glibc's dlsym, used by the trampoline */
-static void *g_libcuda;                        /* handle of the loaded driver library */
+static void *g_libcuda;                                     /* handle of the loaded driver library */
 
 static void init_real_dlsym(void) {
   if (cp__real_dlsym) return;
@@ -136,19 +135,19 @@ static inline void driver_ready(void) {
 /* ---- generic wrappers: call, and report a sticky error ---- */
 
 /* Calls the driver's sym; a failure goes to the verdict (which acts on sticky codes only). Declares rc. */
-#define CALL_REAL(sym, P, A)                                                                                   \
-  CUresult (*real) P = (CUresult(*) P)real_of(H_##sym);                                                        \
-  if (!real) return CUDA_ERROR_NOT_FOUND;                                                                      \
-  CUresult rc = real A;                                                                                        \
-  if (rc != CUDA_SUCCESS) {                                                                                    \
-    driver_ready();                                                                                            \
-    cp_result((int)rc, #sym);                                                                                  \
+#define CALL_REAL(sym, P, A)                                                                                           \
+  CUresult(*real) P = (CUresult(*) P)real_of(H_##sym);                                                                 \
+  if (!real) return CUDA_ERROR_NOT_FOUND;                                                                              \
+  CUresult rc = real A;                                                                                                \
+  if (rc != CUDA_SUCCESS) {                                                                                            \
+    driver_ready();                                                                                                    \
+    cp_result((int)rc, #sym);                                                                                          \
   }
 
-#define SURFACE(sym, base, ptds, minver, P, A)                                                                 \
-  CP_EXPORT CUresult CUDAAPI sym P {                                                                           \
-    CALL_REAL(sym, P, A)                                                                                       \
-    return rc;                                                                                                 \
+#define SURFACE(sym, base, ptds, minver, P, A)                                                                         \
+  CP_EXPORT CUresult CUDAAPI sym P {                                                                                   \
+    CALL_REAL(sym, P, A)                                                                                               \
+    return rc;                                                                                                         \
   }
 #define NOTHING(sym, base, ptds, minver, P, A)
 CP_HOOKS(SURFACE, NOTHING)
@@ -169,14 +168,14 @@ static inline int launch_start(struct cp_launch_ctx *lc, const struct cp_launch_
 }
 
 /* Every launch entry point: describe the launch, let core record it around the real call. */
-#define DEF_LAUNCHLIKE(sym, P, A, DESC)                                                                        \
-  CP_EXPORT CUresult CUDAAPI sym P {                                                                           \
-    CUresult (*real) P = (CUresult(*) P)real_of(H_##sym);                                                      \
-    if (!real) return CUDA_ERROR_NOT_FOUND;                                                                    \
-    struct cp_launch_desc d = DESC;                                                                            \
-    struct cp_launch_ctx lc;                                                                                   \
-    int on = launch_start(&lc, &d);                                                                            \
-    return launch_done(on, &lc, real A, #sym);                                                                 \
+#define DEF_LAUNCHLIKE(sym, P, A, DESC)                                                                                \
+  CP_EXPORT CUresult CUDAAPI sym P {                                                                                   \
+    CUresult(*real) P = (CUresult(*) P)real_of(H_##sym);                                                               \
+    if (!real) return CUDA_ERROR_NOT_FOUND;                                                                            \
+    struct cp_launch_desc d = DESC;                                                                                    \
+    struct cp_launch_ctx lc;                                                                                           \
+    int on = launch_start(&lc, &d);                                                                                    \
+    return launch_done(on, &lc, real A, #sym);                                                                         \
   }
 
 /* cuLaunchKernelEx carries its shape in a config; a NULL config still goes to the driver, which refuses it. */
@@ -188,12 +187,12 @@ static struct cp_launch_desc desc_ex(const char *api, const CUlaunchConfig *cfg,
   d.block[0] = cfg->blockDimX, d.block[1] = cfg->blockDimY, d.block[2] = cfg->blockDimZ;
   d.smem = cfg->sharedMemBytes;
   for (unsigned i = 0; cfg->attrs && i < cfg->numAttrs; i++)
-    if (cfg->attrs[i].id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE && cfg->attrs[i].value.cooperative)
-      d.kind = CP_KIND_COOP;
+    if (cfg->attrs[i].id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE && cfg->attrs[i].value.cooperative) d.kind = CP_KIND_COOP;
   return d;
 }
 
-#define KERNEL_DESC(sym, ptds, kind) {#sym, f, s, {gx, gy, gz}, {bx, by, bz}, smem, ptds, kind}
+#define KERNEL_DESC(sym, ptds, kind)                                                                                   \
+  { #sym, f, s, {gx, gy, gz }, {bx, by, bz }, smem, ptds, kind }
 DEF_LAUNCHLIKE(cuLaunchKernel, LAUNCH_P, LAUNCH_A, KERNEL_DESC(cuLaunchKernel, 0, CP_KIND_KERNEL))
 DEF_LAUNCHLIKE(cuLaunchKernel_ptsz, LAUNCH_P, LAUNCH_A, KERNEL_DESC(cuLaunchKernel_ptsz, 1, CP_KIND_KERNEL))
 DEF_LAUNCHLIKE(cuLaunchCooperativeKernel, COOP_P, COOP_A, KERNEL_DESC(cuLaunchCooperativeKernel, 0, CP_KIND_COOP))
@@ -201,7 +200,8 @@ DEF_LAUNCHLIKE(cuLaunchCooperativeKernel_ptsz, COOP_P, COOP_A,
                KERNEL_DESC(cuLaunchCooperativeKernel_ptsz, 1, CP_KIND_COOP))
 DEF_LAUNCHLIKE(cuLaunchKernelEx, LAUNCHEX_P, LAUNCHEX_A, desc_ex("cuLaunchKernelEx", cfg, f, 0))
 DEF_LAUNCHLIKE(cuLaunchKernelEx_ptsz, LAUNCHEX_P, LAUNCHEX_A, desc_ex("cuLaunchKernelEx_ptsz", cfg, f, 1))
-#define GRAPH_DESC(sym, ptds) {#sym, g, s, {0, 0, 0}, {0, 0, 0}, 0, ptds, CP_KIND_GRAPH}
+#define GRAPH_DESC(sym, ptds)                                                                                          \
+  { #sym, g, s, {0, 0, 0 }, {0, 0, 0 }, 0, ptds, CP_KIND_GRAPH }
 DEF_LAUNCHLIKE(cuGraphLaunch, (CUgraphExec g, CUstream s), (g, s), GRAPH_DESC(cuGraphLaunch, 0))
 DEF_LAUNCHLIKE(cuGraphLaunch_ptsz, (CUgraphExec g, CUstream s), (g, s), GRAPH_DESC(cuGraphLaunch_ptsz, 1))
 
@@ -224,27 +224,26 @@ CP_EXPORT CUresult CUDAAPI cuStreamDestroy_v2(CUstream s) {
   return rc;
 }
 
-#define DEF_BEGIN_CAPTURE(sym, is_ptds, P, A)                                                                  \
-  CP_EXPORT CUresult CUDAAPI sym P {                                                                           \
-    driver_ready();                                                                                            \
-    cp_capture_prepare();                                                                                      \
-    CALL_REAL(sym, P, A);                                                                                      \
-    if (rc == CUDA_SUCCESS) cp_capture_begun(s, is_ptds);                                                      \
-    return rc;                                                                                                 \
+#define DEF_BEGIN_CAPTURE(sym, is_ptds, P, A)                                                                          \
+  CP_EXPORT CUresult CUDAAPI sym P {                                                                                   \
+    driver_ready();                                                                                                    \
+    cp_capture_prepare();                                                                                              \
+    CALL_REAL(sym, P, A);                                                                                              \
+    if (rc == CUDA_SUCCESS) cp_capture_begun(s, is_ptds);                                                              \
+    return rc;                                                                                                         \
   }
 DEF_BEGIN_CAPTURE(cuStreamBeginCapture_v2, 0, (CUstream s, CUstreamCaptureMode m), (s, m))
 DEF_BEGIN_CAPTURE(cuStreamBeginCapture_v2_ptsz, 1, (CUstream s, CUstreamCaptureMode m), (s, m))
 DEF_BEGIN_CAPTURE(cuStreamBeginCaptureToGraph, 0, CAPTOG_P, CAPTOG_A)
 DEF_BEGIN_CAPTURE(cuStreamBeginCaptureToGraph_ptsz, 1, CAPTOG_P, CAPTOG_A)
 
-#define DEF_END_CAPTURE(sym)                                                                                   \
-  CP_EXPORT CUresult CUDAAPI sym(CUstream s, CUgraph *g) {                                                     \
-    CALL_REAL(sym, (CUstream, CUgraph *), (s, g));                                                             \
-    /* Capture ends whether or not the graph was valid. */                                                     \
-    if (rc == CUDA_SUCCESS || rc == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED ||                                  \
-        rc == CUDA_ERROR_STREAM_CAPTURE_UNJOINED)                                                              \
-      cp_capture_ended(s, rc == CUDA_SUCCESS && g ? (void *)*g : NULL);                                        \
-    return rc;                                                                                                 \
+#define DEF_END_CAPTURE(sym)                                                                                           \
+  CP_EXPORT CUresult CUDAAPI sym(CUstream s, CUgraph *g) {                                                             \
+    CALL_REAL(sym, (CUstream, CUgraph *), (s, g));                                                                     \
+    /* Capture ends whether or not the graph was valid. */                                                             \
+    if (rc == CUDA_SUCCESS || rc == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED || rc == CUDA_ERROR_STREAM_CAPTURE_UNJOINED) \
+      cp_capture_ended(s, rc == CUDA_SUCCESS && g ? (void *)*g : NULL);                                                \
+    return rc;                                                                                                         \
   }
 DEF_END_CAPTURE(cuStreamEndCapture)
 DEF_END_CAPTURE(cuStreamEndCapture_ptsz)
@@ -269,14 +268,14 @@ CP_EXPORT CUresult CUDAAPI cuCtxSynchronize_v2(CUcontext ctx) {
   return rc;
 }
 
-#define DEF_STREAM_SYNC(sym, is_ptds)                                                                          \
-  CP_EXPORT CUresult CUDAAPI sym(CUstream s) {                                                                 \
-    struct cp_sync c;                                                                                          \
-    driver_ready();                                                                                            \
-    cp_sync_begin(&c, s, is_ptds, 0);                                                                          \
-    CALL_REAL(sym, (CUstream), (s));                                                                           \
-    cp_sync_end(&c, (int)rc);                                                                                  \
-    return rc;                                                                                                 \
+#define DEF_STREAM_SYNC(sym, is_ptds)                                                                                  \
+  CP_EXPORT CUresult CUDAAPI sym(CUstream s) {                                                                         \
+    struct cp_sync c;                                                                                                  \
+    driver_ready();                                                                                                    \
+    cp_sync_begin(&c, s, is_ptds, 0);                                                                                  \
+    CALL_REAL(sym, (CUstream), (s));                                                                                   \
+    cp_sync_end(&c, (int)rc);                                                                                          \
+    return rc;                                                                                                         \
   }
 DEF_STREAM_SYNC(cuStreamSynchronize, 0)
 DEF_STREAM_SYNC(cuStreamSynchronize_ptsz, 1)
@@ -285,45 +284,45 @@ DEF_STREAM_SYNC(cuStreamQuery, 0)
 DEF_STREAM_SYNC(cuStreamQuery_ptsz, 1)
 
 /* Events: where they were recorded, so that finding one complete bounds its stream's unfinished work. */
-#define DEF_EVENT_RECORD(sym, is_ptds, P, A)                                                                   \
-  CP_EXPORT CUresult CUDAAPI sym P {                                                                           \
-    struct cp_sync c;                                                                                          \
-    driver_ready();                                                                                            \
-    cp_sync_begin(&c, s, is_ptds, 0);                                                                          \
-    CALL_REAL(sym, P, A);                                                                                      \
-    if (rc == CUDA_SUCCESS) cp_event_recorded(e, &c);                                                          \
-    return rc;                                                                                                 \
+#define DEF_EVENT_RECORD(sym, is_ptds, P, A)                                                                           \
+  CP_EXPORT CUresult CUDAAPI sym P {                                                                                   \
+    struct cp_sync c;                                                                                                  \
+    driver_ready();                                                                                                    \
+    cp_sync_begin(&c, s, is_ptds, 0);                                                                                  \
+    CALL_REAL(sym, P, A);                                                                                              \
+    if (rc == CUDA_SUCCESS) cp_event_recorded(e, &c);                                                                  \
+    return rc;                                                                                                         \
   }
 DEF_EVENT_RECORD(cuEventRecord, 0, (CUevent e, CUstream s), (e, s))
 DEF_EVENT_RECORD(cuEventRecord_ptsz, 1, (CUevent e, CUstream s), (e, s))
 DEF_EVENT_RECORD(cuEventRecordWithFlags, 0, (CUevent e, CUstream s, unsigned int f), (e, s, f))
 DEF_EVENT_RECORD(cuEventRecordWithFlags_ptsz, 1, (CUevent e, CUstream s, unsigned int f), (e, s, f))
 
-#define DEF_EVENT_WAIT(sym)                                                                                    \
-  CP_EXPORT CUresult CUDAAPI sym(CUevent e) {                                                                  \
-    CALL_REAL(sym, (CUevent), (e));                                                                            \
-    if (rc == CUDA_SUCCESS) cp_event_completed(e);                                                             \
-    return rc;                                                                                                 \
+#define DEF_EVENT_WAIT(sym)                                                                                            \
+  CP_EXPORT CUresult CUDAAPI sym(CUevent e) {                                                                          \
+    CALL_REAL(sym, (CUevent), (e));                                                                                    \
+    if (rc == CUDA_SUCCESS) cp_event_completed(e);                                                                     \
+    return rc;                                                                                                         \
   }
 DEF_EVENT_WAIT(cuEventSynchronize)
 DEF_EVENT_WAIT(cuEventQuery)
 
 CP_EXPORT CUresult CUDAAPI cuEventDestroy_v2(CUevent e) {
-  cp_event_destroying(e);                    /* before the driver may hand the handle out again */
+  cp_event_destroying(e); /* before the driver may hand the handle out again */
   CALL_REAL(cuEventDestroy_v2, (CUevent), (e));
   return rc;
 }
 
 /* A device-to-host copy on the default stream returns only once the copy is done, so everything queued on
  * that stream before it completed too (the usual "read the loss back" of a training step). */
-#define DEF_DTOH(sym, is_ptds)                                                                                 \
-  CP_EXPORT CUresult CUDAAPI sym(void *d, CUdeviceptr s, size_t n) {                                           \
-    struct cp_sync c;                                                                                          \
-    driver_ready();                                                                                            \
-    cp_sync_begin(&c, NULL, is_ptds, 0);                                                                       \
-    CALL_REAL(sym, (void *, CUdeviceptr, size_t), (d, s, n));                                                  \
-    cp_sync_end(&c, (int)rc);                                                                                  \
-    return rc;                                                                                                 \
+#define DEF_DTOH(sym, is_ptds)                                                                                         \
+  CP_EXPORT CUresult CUDAAPI sym(void *d, CUdeviceptr s, size_t n) {                                                   \
+    struct cp_sync c;                                                                                                  \
+    driver_ready();                                                                                                    \
+    cp_sync_begin(&c, NULL, is_ptds, 0);                                                                               \
+    CALL_REAL(sym, (void *, CUdeviceptr, size_t), (d, s, n));                                                          \
+    cp_sync_end(&c, (int)rc);                                                                                          \
+    return rc;                                                                                                         \
   }
 DEF_DTOH(cuMemcpyDtoH_v2, 0)
 DEF_DTOH(cuMemcpyDtoH_v2_ptds, 1)
@@ -335,11 +334,11 @@ CP_EXPORT CUresult CUDAAPI cuGraphInstantiateWithFlags(CUgraphExec *e, CUgraph g
   return rc;
 }
 
-#define DEF_INSTANTIATE_PARAMS(sym)                                                                            \
-  CP_EXPORT CUresult CUDAAPI sym(CUgraphExec *e, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS *p) {                \
-    CALL_REAL(sym, (CUgraphExec *, CUgraph, CUDA_GRAPH_INSTANTIATE_PARAMS *), (e, g, p));                      \
-    if (rc == CUDA_SUCCESS && e) cp_graph_instantiated(*e, g);                                                 \
-    return rc;                                                                                                 \
+#define DEF_INSTANTIATE_PARAMS(sym)                                                                                    \
+  CP_EXPORT CUresult CUDAAPI sym(CUgraphExec *e, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS *p) {                        \
+    CALL_REAL(sym, (CUgraphExec *, CUgraph, CUDA_GRAPH_INSTANTIATE_PARAMS *), (e, g, p));                              \
+    if (rc == CUDA_SUCCESS && e) cp_graph_instantiated(*e, g);                                                         \
+    return rc;                                                                                                         \
   }
 DEF_INSTANTIATE_PARAMS(cuGraphInstantiateWithParams)
 DEF_INSTANTIATE_PARAMS(cuGraphInstantiateWithParams_ptsz)
@@ -353,12 +352,12 @@ CP_EXPORT CUresult CUDAAPI cuCtxDestroy_v2(CUcontext c) {
   return rc;
 }
 
-#define DEF_PRIMARY_GOING(sym)                                                                                 \
-  CP_EXPORT CUresult CUDAAPI sym(CUdevice d) {                                                                 \
-    driver_ready();                                                                                            \
-    cp_ctx_going(NULL, (int)d, #sym);                                                                          \
-    CALL_REAL(sym, (CUdevice), (d));                                                                           \
-    return rc;                                                                                                 \
+#define DEF_PRIMARY_GOING(sym)                                                                                         \
+  CP_EXPORT CUresult CUDAAPI sym(CUdevice d) {                                                                         \
+    driver_ready();                                                                                                    \
+    cp_ctx_going(NULL, (int)d, #sym);                                                                                  \
+    CALL_REAL(sym, (CUdevice), (d));                                                                                   \
+    return rc;                                                                                                         \
   }
 DEF_PRIMARY_GOING(cuDevicePrimaryCtxRelease_v2)
 DEF_PRIMARY_GOING(cuDevicePrimaryCtxReset_v2)
@@ -381,44 +380,44 @@ CP_EXPORT CUresult CUDAAPI cuLibraryUnload(CUlibrary l) {
  * arguments may be unset. */
 static inline int allocs_on(CUresult rc) { return rc == CUDA_SUCCESS && cp_active(); }
 
-#define DEF_ALLOC(sym, P, A, kind, bytes)                                                                      \
-  CP_EXPORT CUresult CUDAAPI sym P {                                                                           \
-    CALL_REAL(sym, P, A);                                                                                      \
-    if (allocs_on(rc) && p) allocs_alloc(kind, (uint64_t)*p, bytes, 0, #sym);                                  \
-    return rc;                                                                                                 \
+#define DEF_ALLOC(sym, P, A, kind, bytes)                                                                              \
+  CP_EXPORT CUresult CUDAAPI sym P {                                                                                   \
+    CALL_REAL(sym, P, A);                                                                                              \
+    if (allocs_on(rc) && p) allocs_alloc(kind, (uint64_t)*p, bytes, 0, #sym);                                          \
+    return rc;                                                                                                         \
   }
 DEF_ALLOC(cuMemAlloc_v2, (CUdeviceptr * p, size_t n), (p, n), ALLOCS_DEVICE, n)
 DEF_ALLOC(cuMemAllocAsync, (CUdeviceptr * p, size_t n, CUstream s), (p, n, s), ALLOCS_ASYNC, n)
 DEF_ALLOC(cuMemAllocAsync_ptsz, (CUdeviceptr * p, size_t n, CUstream s), (p, n, s), ALLOCS_ASYNC, n)
 DEF_ALLOC(cuMemAllocFromPoolAsync, (CUdeviceptr * p, size_t n, CUmemoryPool pool, CUstream s), (p, n, pool, s),
           ALLOCS_POOL, n)
-DEF_ALLOC(cuMemAllocFromPoolAsync_ptsz, (CUdeviceptr * p, size_t n, CUmemoryPool pool, CUstream s),
-          (p, n, pool, s), ALLOCS_POOL, n)
+DEF_ALLOC(cuMemAllocFromPoolAsync_ptsz, (CUdeviceptr * p, size_t n, CUmemoryPool pool, CUstream s), (p, n, pool, s),
+          ALLOCS_POOL, n)
 DEF_ALLOC(cuMemAllocManaged, (CUdeviceptr * p, size_t n, unsigned int f), (p, n, f), ALLOCS_MANAGED, n)
 /* a pitched allocation is h rows of *pitch bytes (at least w each) */
-DEF_ALLOC(cuMemAllocPitch_v2, (CUdeviceptr * p, size_t * pitch, size_t w, size_t h, unsigned int e),
-          (p, pitch, w, h, e), ALLOCS_PITCHED, (pitch ? *pitch : w) * h)
+DEF_ALLOC(cuMemAllocPitch_v2, (CUdeviceptr * p, size_t *pitch, size_t w, size_t h, unsigned int e), (p, pitch, w, h, e),
+          ALLOCS_PITCHED, (pitch ? *pitch : w) * h)
 DEF_ALLOC(cuMemAddressReserve, RESERVE_P, RESERVE_A, ALLOCS_RESERVED, n)
 
-#define DEF_FREE_DEVICE(sym, P, A)                                                                             \
-  CP_EXPORT CUresult CUDAAPI sym P {                                                                           \
-    CALL_REAL(sym, P, A);                                                                                      \
-    if (allocs_on(rc)) allocs_free_device((uint64_t)p, #sym);                                                  \
-    return rc;                                                                                                 \
+#define DEF_FREE_DEVICE(sym, P, A)                                                                                     \
+  CP_EXPORT CUresult CUDAAPI sym P {                                                                                   \
+    CALL_REAL(sym, P, A);                                                                                              \
+    if (allocs_on(rc)) allocs_free_device((uint64_t)p, #sym);                                                          \
+    return rc;                                                                                                         \
   }
 DEF_FREE_DEVICE(cuMemFree_v2, (CUdeviceptr p), (p))
 DEF_FREE_DEVICE(cuMemFreeAsync, (CUdeviceptr p, CUstream s), (p, s))
 DEF_FREE_DEVICE(cuMemFreeAsync_ptsz, (CUdeviceptr p, CUstream s), (p, s))
 
 /* Pinned host memory is known by its device address, which core asks the driver for. */
-#define DEF_ALLOC_HOST(sym, P, A)                                                                              \
-  CP_EXPORT CUresult CUDAAPI sym P {                                                                           \
-    CALL_REAL(sym, P, A);                                                                                      \
-    if (allocs_on(rc) && p) {                                                                                  \
-      driver_ready();                                                                                          \
-      allocs_alloc_host(*p, n, #sym);                                                                          \
-    }                                                                                                          \
-    return rc;                                                                                                 \
+#define DEF_ALLOC_HOST(sym, P, A)                                                                                      \
+  CP_EXPORT CUresult CUDAAPI sym P {                                                                                   \
+    CALL_REAL(sym, P, A);                                                                                              \
+    if (allocs_on(rc) && p) {                                                                                          \
+      driver_ready();                                                                                                  \
+      allocs_alloc_host(*p, n, #sym);                                                                                  \
+    }                                                                                                                  \
+    return rc;                                                                                                         \
   }
 DEF_ALLOC_HOST(cuMemHostAlloc, (void **p, size_t n, unsigned int f), (p, n, f))
 DEF_ALLOC_HOST(cuMemAllocHost_v2, (void **p, size_t n), (p, n))
@@ -566,8 +565,10 @@ __attribute__((visibility("hidden"))) void *cp__dlsym_hook(void *handle, const c
   if (!cp_active()) return NULL;
   pthread_once(&g_wrap_once, fill_wrappers);
   int id = -1, gpa = 0;
-  if (!strcmp(name, "cuGetProcAddress")) gpa = 1;
-  else if (!strcmp(name, "cuGetProcAddress_v2")) gpa = 2;
+  if (!strcmp(name, "cuGetProcAddress"))
+    gpa = 1;
+  else if (!strcmp(name, "cuGetProcAddress_v2"))
+    gpa = 2;
   else
     id = row_by_symbol(name);
   if (id < 0 && !gpa) return NULL;
@@ -580,8 +581,14 @@ __attribute__((visibility("hidden"))) void *cp__dlsym_hook(void *handle, const c
    * own export, and a program probing for the function would take the wrapper for the driver's. */
   if (!real) return handle == RTLD_DEFAULT || handle == RTLD_NEXT ? CP_DLSYM_NULL : NULL;
   void *e = NULL;
-  if (gpa == 1) { atomic_compare_exchange_strong(&g_real_gpa, &e, real); return (void *)&cuGetProcAddress; }
-  if (gpa == 2) { atomic_compare_exchange_strong(&g_real_gpa2, &e, real); return (void *)&cuGetProcAddress_v2; }
+  if (gpa == 1) {
+    atomic_compare_exchange_strong(&g_real_gpa, &e, real);
+    return (void *)&cuGetProcAddress;
+  }
+  if (gpa == 2) {
+    atomic_compare_exchange_strong(&g_real_gpa2, &e, real);
+    return (void *)&cuGetProcAddress_v2;
+  }
   atomic_compare_exchange_strong(&g_real[id], &e, real);
   return g_wrapper[id];
 }

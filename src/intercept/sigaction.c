@@ -11,7 +11,6 @@
 #include "../aftermath/signals.h"
 #include "export.h"
 
-
 typedef void (*handler_fn)(int);
 typedef handler_fn (*signal_fn)(int, handler_fn);
 

@@ -145,7 +145,7 @@ void addr_answer(const struct json *doc, uint64_t address, uint64_t access, stru
         int live = addr_live(&r, a->fault_seq), holds = addr_holds(&r, x);
         if (addr_is_kind(&r, "reserved")) {
             if (live && holds)
-                a->reserved = r;   /* reservations do not overlap; a later one replaces a freed one */
+                a->reserved = r; /* reservations do not overlap; a later one replaces a freed one */
             continue;
         }
         if (live) {
@@ -184,7 +184,7 @@ void addr_answer(const struct json *doc, uint64_t address, uint64_t access, stru
     if (a->in.obj)
         a->where = access && (access > a->in.size || x - a->in.base > a->in.size - access) ? ADDR_OVERRUN : ADDR_INSIDE;
     else if (a->freed.obj && a->below.obj && a->below.base == a->freed.base)
-        a->where = ADDR_OUTSIDE;   /* the freed range's address was handed out again, shorter: the same pointer */
+        a->where = ADDR_OUTSIDE; /* the freed range's address was handed out again, shorter: the same pointer */
     else if (a->freed.obj)
         a->where = ADDR_FREED;
     else if (a->reserved.obj)
@@ -215,8 +215,9 @@ int addr_of_report(const struct json *doc, uint64_t *address, uint64_t *access, 
 /* ---- the answer as JSON ---- */
 
 static const char *const addr_where_names[] = {
-    [ADDR_NO_TABLE] = "no_table", [ADDR_INSIDE] = "inside",   [ADDR_OVERRUN] = "overrun",
-    [ADDR_FREED] = "freed",       [ADDR_UNMAPPED] = "unmapped", [ADDR_OUTSIDE] = "outside",
+    [ADDR_NO_TABLE] = "no_table",         [ADDR_INSIDE] = "inside",
+    [ADDR_OVERRUN] = "overrun",           [ADDR_FREED] = "freed",
+    [ADDR_UNMAPPED] = "unmapped",         [ADDR_OUTSIDE] = "outside",
     [ADDR_NOTHING_NEAR] = "nothing_near",
 };
 
@@ -239,8 +240,8 @@ static struct json *addr_bool(void)
 static int addr_put_range(struct json *o, const char *key, const struct addr_range *r, const char *extra,
                           uint64_t value)
 {
-    static const char *const keys[] = {"base", "size", "kind", "api", "host", "seq", "freed_seq", "freed_api",
-                                       "free_unseen", "thread", "site"};
+    static const char *const keys[] = {"base",      "size",      "kind",        "api",    "host", "seq",
+                                       "freed_seq", "freed_api", "free_unseen", "thread", "site"};
     struct json *c;
     if (!r->obj)
         return 0;
@@ -379,8 +380,10 @@ static void addr_describe(const struct addr_range *r, char *out, size_t outsz)
         used += (size_t)snprintf(out + used, outsz - used, "; freed by %s %s", fapi,
                                  addr_launch(r->freed_seq, fwhen, sizeof fwhen));
     else if (used < outsz && r->freed_seq >= 0)
-        used += (size_t)snprintf(out + used, outsz - used, "; freed %s, by a call culprit did not see (its address "
-                                 "was handed out again)", addr_launch(r->freed_seq, fwhen, sizeof fwhen));
+        used += (size_t)snprintf(out + used, outsz - used,
+                                 "; freed %s, by a call culprit did not see (its address "
+                                 "was handed out again)",
+                                 addr_launch(r->freed_seq, fwhen, sizeof fwhen));
     if (used < outsz)
         snprintf(out + used, outsz - used, ")");
 }
@@ -443,8 +446,9 @@ void addr_render(struct render_buf *b, const struct json *doc)
 
     switch (a.where) {
     case ADDR_NO_TABLE:
-        render_para(b, "  ", "    ", "the report has no allocation table (it was written by a culprit that kept "
-                                     "none), so nothing is known of what the address touched");
+        render_para(b, "  ", "    ",
+                    "the report has no allocation table (it was written by a culprit that kept "
+                    "none), so nothing is known of what the address touched");
         return;
     case ADDR_INSIDE:
     case ADDR_OVERRUN:
@@ -454,13 +458,17 @@ void addr_render(struct render_buf *b, const struct json *doc)
             snprintf(text, sizeof text, "at offset %" PRIu64 " inside the %s%s", address - a.in.base, d, site);
         } else {
             uint64_t over = address - a.in.base + access - a.in.size;
-            snprintf(text, sizeof text, "at offset %" PRIu64 " of the %s%s; the access runs %" PRIu64 " byte%s past "
-                     "its end", address - a.in.base, d, site, over, over == 1 ? "" : "s");
+            snprintf(text, sizeof text,
+                     "at offset %" PRIu64 " of the %s%s; the access runs %" PRIu64 " byte%s past "
+                     "its end",
+                     address - a.in.base, d, site, over, over == 1 ? "" : "s");
         }
         render_para(b, "  ", "    ", text);
         if (m >= 0 && a.in.freed_seq >= m) {
-            snprintf(text, sizeof text, "it was allocated when the faulting launch #%lld was made, and freed only "
-                     "%s", m, addr_launch(a.in.freed_seq, when, sizeof when));
+            snprintf(text, sizeof text,
+                     "it was allocated when the faulting launch #%lld was made, and freed only "
+                     "%s",
+                     m, addr_launch(a.in.freed_seq, when, sizeof when));
             render_para(b, "  ", "    ", text);
         }
         break;
@@ -468,12 +476,16 @@ void addr_render(struct render_buf *b, const struct json *doc)
         addr_describe(&a.freed, d, sizeof d);
         addr_site(doc, &a.freed, site, sizeof site);
         if (m >= 0)
-            snprintf(text, sizeof text, "in memory freed before the faulting launch #%lld was made, a use after "
-                     "free: offset %" PRIu64 " of the %s%s", m, address - a.freed.base, d, site);
+            snprintf(text, sizeof text,
+                     "in memory freed before the faulting launch #%lld was made, a use after "
+                     "free: offset %" PRIu64 " of the %s%s",
+                     m, address - a.freed.base, d, site);
         else
-            snprintf(text, sizeof text, "in memory freed by the time the report was written, a use after free if "
+            snprintf(text, sizeof text,
+                     "in memory freed by the time the report was written, a use after free if "
                      "the kernel ran after the free (the faulting launch is not known exactly): offset %" PRIu64
-                     " of the %s%s", address - a.freed.base, d, site);
+                     " of the %s%s",
+                     address - a.freed.base, d, site);
         render_para(b, "  ", "    ", text);
         if (a.freed_others) {
             snprintf(text, sizeof text, "(%d earlier allocation%s held it too)", a.freed_others,
@@ -491,17 +503,20 @@ void addr_render(struct render_buf *b, const struct json *doc)
     case ADDR_OUTSIDE:
         break;
     case ADDR_NOTHING_NEAR:
-        snprintf(text, sizeof text, "in no allocation culprit recorded, and none of the %zu range%s it recorded lies "
-                 "within %llu GiB of it", a.nranges, a.nranges == 1 ? "" : "s", ADDR_NEAR >> 30);
+        snprintf(text, sizeof text,
+                 "in no allocation culprit recorded, and none of the %zu range%s it recorded lies "
+                 "within %llu GiB of it",
+                 a.nranges, a.nranges == 1 ? "" : "s", ADDR_NEAR >> 30);
         render_para(b, "  ", "    ", text);
         break;
     }
     if (a.where == ADDR_OUTSIDE || a.where == ADDR_UNMAPPED) {
         /* the nearer neighbour first: the one the kernel most likely meant */
-        int below_first = a.below.obj &&
-                          (!a.above.obj || address - (a.below.base + a.below.size) <= a.above.base - address);
-        const char *lead = a.where == ADDR_OUTSIDE ? "in no allocation culprit recorded: " : "the nearest mapped "
-                                                                                             "memory: ";
+        int below_first =
+            a.below.obj && (!a.above.obj || address - (a.below.base + a.below.size) <= a.above.base - address);
+        const char *lead = a.where == ADDR_OUTSIDE ? "in no allocation culprit recorded: "
+                                                   : "the nearest mapped "
+                                                     "memory: ";
         addr_neighbour(b, doc, below_first ? &a.below : &a.above, below_first, address, lead);
         addr_neighbour(b, doc, below_first ? &a.above : &a.below, !below_first, address, "and ");
     }
@@ -518,9 +533,10 @@ void addr_render(struct render_buf *b, const struct json *doc)
     if (address < ADDR_NULL)
         render_line(b, "  an address this low is a null pointer plus %" PRIu64, address);
     if (a.forgotten > 0 || a.not_recorded > 0) {
-        snprintf(text, sizeof text, "the allocation table overflowed (%lld freed range%s forgotten, %lld "
-                 "allocation%s not recorded): a range it lacks may be the one", a.forgotten,
-                 a.forgotten == 1 ? "" : "s", a.not_recorded, a.not_recorded == 1 ? "" : "s");
+        snprintf(text, sizeof text,
+                 "the allocation table overflowed (%lld freed range%s forgotten, %lld "
+                 "allocation%s not recorded): a range it lacks may be the one",
+                 a.forgotten, a.forgotten == 1 ? "" : "s", a.not_recorded, a.not_recorded == 1 ? "" : "s");
         render_para(b, "  ", "    ", text);
     }
 }

@@ -18,25 +18,25 @@ struct render_buf;
 
 /* Where the address lies, the answer's headline. */
 enum addr_where {
-    ADDR_NO_TABLE,        /* the report has no allocation table: nothing is known */
-    ADDR_INSIDE,          /* inside an allocation live at the faulting launch */
-    ADDR_OVERRUN,         /* it starts inside one, but the access runs past its end */
-    ADDR_FREED,           /* inside a range freed before the faulting launch (use after free) */
-    ADDR_UNMAPPED,        /* inside addresses reserved (virtual memory API) where nothing was mapped */
-    ADDR_OUTSIDE,         /* in no allocation; an allocation lies near it */
-    ADDR_NOTHING_NEAR,    /* in no allocation, and none within ADDR_NEAR */
+    ADDR_NO_TABLE,     /* the report has no allocation table: nothing is known */
+    ADDR_INSIDE,       /* inside an allocation live at the faulting launch */
+    ADDR_OVERRUN,      /* it starts inside one, but the access runs past its end */
+    ADDR_FREED,        /* inside a range freed before the faulting launch (use after free) */
+    ADDR_UNMAPPED,     /* inside addresses reserved (virtual memory API) where nothing was mapped */
+    ADDR_OUTSIDE,      /* in no allocation; an allocation lies near it */
+    ADDR_NOTHING_NEAR, /* in no allocation, and none within ADDR_NEAR */
 };
 
 /* One range of the table, as the answer names it. */
 struct addr_range {
-    const struct json *obj;  /* its entry in allocations.ranges; NULL: no such range */
-    uint64_t base;           /* first byte */
-    uint64_t size;           /* bytes */
-    long long seq;           /* launch number when it was allocated */
-    long long freed_seq;     /* launch number when it was freed, -1 while live */
-    uint64_t run_base;       /* a mapping (kind "vm"): the adjacent live mappings it is one of, as one range */
-    uint64_t run_size;       /* bytes of that run */
-    int run_pieces;          /* mappings in it (0 for other kinds) */
+    const struct json *obj; /* its entry in allocations.ranges; NULL: no such range */
+    uint64_t base;          /* first byte */
+    uint64_t size;          /* bytes */
+    long long seq;          /* launch number when it was allocated */
+    long long freed_seq;    /* launch number when it was freed, -1 while live */
+    uint64_t run_base;      /* a mapping (kind "vm"): the adjacent live mappings it is one of, as one range */
+    uint64_t run_size;      /* bytes of that run */
+    int run_pieces;         /* mappings in it (0 for other kinds) */
 };
 
 struct addr_answer {

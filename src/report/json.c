@@ -16,11 +16,11 @@
 
 /* Parser state: a cursor over the input and the first error met. */
 struct json_parser {
-    const char *start;        /* first byte of the input, for offsets */
-    const char *p;            /* next byte to read */
-    const char *end;          /* one past the last byte */
-    int depth;                /* arrays/objects currently open */
-    struct json_error *err;   /* where to describe a failure; may be NULL */
+    const char *start;      /* first byte of the input, for offsets */
+    const char *p;          /* next byte to read */
+    const char *end;        /* one past the last byte */
+    int depth;              /* arrays/objects currently open */
+    struct json_error *err; /* where to describe a failure; may be NULL */
 };
 
 static int json__fail(struct json_parser *ps, const char *at, int rc, const char *fmt, ...)
@@ -166,8 +166,7 @@ static size_t json__utf8_len(const unsigned char *s, size_t n)
             return 0;
         cp = (cp << 6) | (s[i] & 0x3fu);
     }
-    if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10ffff ||
-        (cp >= 0xd800 && cp <= 0xdfff))
+    if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
         return 0;
     return len;
 }
@@ -180,7 +179,7 @@ static int json__string(struct json_parser *ps, char **out, size_t *outlen)
     char *buf, *o;
     char what[32];
 
-    ps->p++;  /* the opening quote */
+    ps->p++; /* the opening quote */
     /* First find the closing quote so the buffer can be sized: unescaping never makes a string longer. */
     for (q = ps->p; q < ps->end && *q != '"'; q++)
         if (*q == '\\' && q + 1 < ps->end)
@@ -204,15 +203,32 @@ static int json__string(struct json_parser *ps, char **out, size_t *outlen)
             unsigned cp;
             ps->p += 2;
             switch (e) {
-            case '"': *o++ = '"'; continue;
-            case '\\': *o++ = '\\'; continue;
-            case '/': *o++ = '/'; continue;
-            case 'b': *o++ = '\b'; continue;
-            case 'f': *o++ = '\f'; continue;
-            case 'n': *o++ = '\n'; continue;
-            case 'r': *o++ = '\r'; continue;
-            case 't': *o++ = '\t'; continue;
-            case 'u': break;
+            case '"':
+                *o++ = '"';
+                continue;
+            case '\\':
+                *o++ = '\\';
+                continue;
+            case '/':
+                *o++ = '/';
+                continue;
+            case 'b':
+                *o++ = '\b';
+                continue;
+            case 'f':
+                *o++ = '\f';
+                continue;
+            case 'n':
+                *o++ = '\n';
+                continue;
+            case 'r':
+                *o++ = '\r';
+                continue;
+            case 't':
+                *o++ = '\t';
+                continue;
+            case 'u':
+                break;
             default:
                 free(buf);
                 return json__fail(ps, esc, JSON_ESYNTAX, "invalid escape sequence in a string");
@@ -228,8 +244,8 @@ static int json__string(struct json_parser *ps, char **out, size_t *outlen)
             }
             if (cp >= 0xd800 && cp <= 0xdbff) {
                 unsigned lo;
-                if (q - ps->p < 6 || ps->p[0] != '\\' || ps->p[1] != 'u' || json__hex4(ps->p + 2, &lo) ||
-                    lo < 0xdc00 || lo > 0xdfff) {
+                if (q - ps->p < 6 || ps->p[0] != '\\' || ps->p[1] != 'u' || json__hex4(ps->p + 2, &lo) || lo < 0xdc00 ||
+                    lo > 0xdfff) {
                     free(buf);
                     return json__fail(ps, esc, JSON_ESYNTAX,
                                       "high surrogate \\u%04x is not followed by a low surrogate", cp);
@@ -254,7 +270,7 @@ static int json__string(struct json_parser *ps, char **out, size_t *outlen)
             ps->p += n;
         }
     }
-    ps->p++;  /* the closing quote */
+    ps->p++; /* the closing quote */
     *o = '\0';
     *out = buf;
     *outlen = (size_t)(o - buf);
@@ -335,7 +351,7 @@ static int json__array(struct json_parser *ps, struct json *arr)
 {
     char what[32];
     int rc;
-    ps->p++;  /* '[' */
+    ps->p++; /* '[' */
     json__ws(ps);
     if (ps->p < ps->end && *ps->p == ']') {
         ps->p++;
@@ -374,7 +390,7 @@ static int json__object(struct json_parser *ps, struct json *obj)
 {
     char what[32];
     int rc;
-    ps->p++;  /* '{' */
+    ps->p++; /* '{' */
     json__ws(ps);
     if (ps->p < ps->end && *ps->p == '}') {
         ps->p++;
@@ -474,8 +490,7 @@ static int json__value(struct json_parser *ps, struct json **out)
             rc = json__number(ps, n);
             break;
         }
-        return json__fail(ps, ps->p, JSON_ESYNTAX, "expected a value but found %s",
-                          json__show(ps, what, sizeof what));
+        return json__fail(ps, ps->p, JSON_ESYNTAX, "expected a value but found %s", json__show(ps, what, sizeof what));
     }
     if (rc) {
         json_free(n);

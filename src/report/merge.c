@@ -52,7 +52,7 @@ static void merge_union(size_t *parent, size_t a, size_t b)
     a = merge_root(parent, a);
     b = merge_root(parent, b);
     if (a != b)
-        parent[a > b ? a : b] = a < b ? a : b;   /* the earlier report is the root: jobs keep their file order */
+        parent[a > b ? a : b] = a < b ? a : b; /* the earlier report is the root: jobs keep their file order */
 }
 
 static int merge_strcmp0(const char *a, const char *b)
@@ -62,14 +62,14 @@ static int merge_strcmp0(const char *a, const char *b)
 
 /* One report's grouping facts, sorted to find the reports that share them. */
 struct merge_key {
-    size_t idx;                     /* the report */
-    const char *job;                /* process.job, or NULL */
-    const char *run;                /* process.run_id, or NULL */
-    const char *path;               /* its path (the directory counts up to the last '/') */
-    size_t dirlen;                  /* length of the directory part of path */
-    const char *launcher;           /* process.launcher, or NULL */
-    long long world;                /* process.world_size, -1 */
-    int ranked;                     /* it has process.rank */
+    size_t idx;           /* the report */
+    const char *job;      /* process.job, or NULL */
+    const char *run;      /* process.run_id, or NULL */
+    const char *path;     /* its path (the directory counts up to the last '/') */
+    size_t dirlen;        /* length of the directory part of path */
+    const char *launcher; /* process.launcher, or NULL */
+    long long world;      /* process.world_size, -1 */
+    int ranked;           /* it has process.rank */
 };
 
 static int merge_cmp_job(const void *a, const void *b)
@@ -212,9 +212,25 @@ static void merge_errname(const struct json *err, char *out, size_t outsz)
 
 /* torch.distributed's collectives, as their Python functions are named: a thread waiting in one of them. */
 static const char *const merge_py_collectives[] = {
-    "all_reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter", "reduce_scatter_tensor", "broadcast",
-    "reduce", "all_to_all", "all_to_all_single", "barrier", "monitored_barrier", "gather", "scatter", "send", "recv",
-    "all_gather_object", "broadcast_object_list", "_all_gather_base", "_reduce_scatter_base",
+    "all_reduce",
+    "all_gather",
+    "all_gather_into_tensor",
+    "reduce_scatter",
+    "reduce_scatter_tensor",
+    "broadcast",
+    "reduce",
+    "all_to_all",
+    "all_to_all_single",
+    "barrier",
+    "monitored_barrier",
+    "gather",
+    "scatter",
+    "send",
+    "recv",
+    "all_gather_object",
+    "broadcast_object_list",
+    "_all_gather_base",
+    "_reduce_scatter_base",
 };
 
 /* The collective a Python thread of a hang report waits in (its frames in torch.distributed), or NULL. */
@@ -329,8 +345,7 @@ static void merge_hang_phrase(struct merge_proc *p)
         snprintf(cause, sizeof cause, "no progress (hang timeout)");
     else if (strcmp(trig, "SIGABRT") == 0)
         snprintf(cause, sizeof cause, "aborted (SIGABRT)");
-    else if (!strcmp(trig, "SIGTERM") || !strcmp(trig, "SIGINT") || !strcmp(trig, "SIGQUIT") ||
-             !strcmp(trig, "SIGHUP"))
+    else if (!strcmp(trig, "SIGTERM") || !strcmp(trig, "SIGINT") || !strcmp(trig, "SIGQUIT") || !strcmp(trig, "SIGHUP"))
         snprintf(cause, sizeof cause, "stopped by %s", trig);
     else
         snprintf(cause, sizeof cause, "a snapshot on %s", trig);
@@ -416,7 +431,7 @@ void merge_label(const struct merge_job *j, const struct merge_proc *p, char *ou
 
 void merge_list(struct render_buf *b, const struct merge_job *j, const size_t *sel, size_t n)
 {
-    int plain = 1;  /* all have ranks of their own */
+    int plain = 1; /* all have ranks of their own */
     size_t pieces = 0, i = 0;
     for (size_t k = 0; k < n; k++)
         if (j->procs[sel[k]].rank < 0 || merge_rank_shared(j, &j->procs[sel[k]]))
@@ -449,7 +464,7 @@ void merge_list(struct render_buf *b, const struct merge_job *j, const size_t *s
 
 /* Processes of one status grouped by their short phrase: sel (indexes into procs) sorted by why, then by
  * their place, so that each group is a run and lists its processes in order. */
-static const struct merge_job *g_sort_job;   /* the job merge_cmp_why compares in (qsort has no context) */
+static const struct merge_job *g_sort_job; /* the job merge_cmp_why compares in (qsort has no context) */
 
 static int merge_cmp_why(const void *a, const void *b)
 {
@@ -476,7 +491,7 @@ static size_t merge_groups(const struct merge_job *j, int st, size_t *sel, size_
     qsort(sel, n, sizeof *sel, merge_cmp_why);
     for (size_t i = 0; i < n; i++)
         if (i == 0 || strcmp(j->procs[sel[i]].why, j->procs[sel[i - 1]].why) != 0)
-            firsts[ng++] = sel[i] * (j->nprocs + 1) + i;   /* its first member's place, then where it starts */
+            firsts[ng++] = sel[i] * (j->nprocs + 1) + i; /* its first member's place, then where it starts */
     qsort(firsts, ng, sizeof *firsts, merge_cmp_size);
     for (size_t g = 0; g < ng; g++)
         starts[g] = firsts[g] % (j->nprocs + 1);
@@ -554,8 +569,10 @@ static void merge_verdict_line(struct merge_job *j)
                 earlier = j->procs[i].status == MERGE_FAULTED && !j->procs[i].first &&
                           (!j->procs[i].fault_ns || !f->fault_ns || j->procs[i].fault_ns < f->fault_ns);
             if (earlier)
-                render_add(&b, "; %s comes first by what faulted, not by the clocks: a collective fails after "
-                               "another rank's fault", l);
+                render_add(&b,
+                           "; %s comes first by what faulted, not by the clocks: a collective fails after "
+                           "another rank's fault",
+                           l);
         } else if (j->order == MERGE_ORDER_CLOCKS) {
             n = 0;
             for (size_t i = 0; i < j->nprocs; i++)
@@ -584,8 +601,8 @@ static void merge_verdict_line(struct merge_job *j)
                 other[n++] = sel[m];
             continue;
         }
-        render_add(&b, "%s", !any_fault && nparts == 0 ? (j->ranked ? "no rank faulted; " : "no process faulted; ")
-                                                       : "; ");
+        render_add(&b, "%s",
+                   !any_fault && nparts == 0 ? (j->ranked ? "no rank faulted; " : "no process faulted; ") : "; ");
         nparts++;
         merge_list(&b, j, sel + s, e - s);
         if (any_fault)
@@ -698,7 +715,7 @@ static int merge_add_missing(struct merge_job *j)
 }
 
 /* The reports of one job sorted by process (host, then pid), each process's in their order. */
-static const struct merge_report *g_sort_reps;   /* the reports merge_cmp_report compares (qsort has no context) */
+static const struct merge_report *g_sort_reps; /* the reports merge_cmp_report compares (qsort has no context) */
 
 static int merge_cmp_report(const void *a, const void *b)
 {
@@ -730,7 +747,7 @@ static int merge_cmp_str(const void *a, const void *b)
 static void merge_first(struct merge_job *j)
 {
     size_t faulted = 0, same = 0;
-    int own = 0;   /* some fault was in a rank's own kernel */
+    int own = 0; /* some fault was in a rank's own kernel */
     const char **hosts;
     for (size_t i = 0; i < j->nprocs; i++)
         if (j->procs[i].status == MERGE_FAULTED) {
@@ -753,7 +770,7 @@ static void merge_first(struct merge_job *j)
         return;
     hosts = malloc(same * sizeof *hosts);
     if (!hosts)
-        return;   /* then the verdict does not say on how many hosts' clocks it rests */
+        return; /* then the verdict does not say on how many hosts' clocks it rests */
     same = 0;
     for (size_t i = 0; i < j->nprocs; i++)
         if (j->procs[i].status == MERGE_FAULTED && j->procs[i].in_collective == !own && j->procs[i].host[0])
@@ -777,8 +794,8 @@ static void merge_other_fault(struct merge_job *j, struct merge_proc *p, const c
                  strcmp(p->host, f->host) != 0 ? " by the clocks of two hosts" : "");
     }
     /* cut to the field's size when the error and the launch line are long: it is a summary line */
-    if (snprintf(p->what, sizeof p->what, "also faulted%s%s: %s in %s",
-                 p->in_collective ? ", inside a collective" : "", when, err, launch) >= (int)sizeof p->what)
+    if (snprintf(p->what, sizeof p->what, "also faulted%s%s: %s in %s", p->in_collective ? ", inside a collective" : "",
+                 when, err, launch) >= (int)sizeof p->what)
         p->what[sizeof p->what - 1] = '\0';
     if (p->in_collective && p->collective[0])
         snprintf(p->why, sizeof p->why, "also faulted, inside %s", p->collective);
@@ -841,8 +858,8 @@ static int merge_one(struct merge_job *j, const struct merge_report *reps, const
         }
         if (strcmp(kind, "hang") == 0) {
             /* a later trigger replaces the file; of two files the newer one is the fresher snapshot */
-            if (!p->hang || merge_uint(proc, "time_unix_ns") >
-                                merge_uint(json_get(p->hang->doc, "process"), "time_unix_ns"))
+            if (!p->hang ||
+                merge_uint(proc, "time_unix_ns") > merge_uint(json_get(p->hang->doc, "process"), "time_unix_ns"))
                 p->hang = r;
         } else if (strcmp(kind, "exit") == 0) {
             p->exit = r;
@@ -856,8 +873,7 @@ static int merge_one(struct merge_job *j, const struct merge_report *reps, const
     }
     /* the processes in job order: rank, host, pid; the reports a process's entry lists are in file order */
     for (size_t i = 0; i < j->nprocs; i++)
-        qsort(j->proc_reports + j->procs[i].rep_first, j->procs[i].rep_count, sizeof *j->proc_reports,
-              merge_cmp_size);
+        qsort(j->proc_reports + j->procs[i].rep_first, j->procs[i].rep_count, sizeof *j->proc_reports, merge_cmp_size);
     if (merge_add_missing(j))
         return ENOMEM;
     qsort(j->procs, j->nprocs, sizeof *j->procs, merge_cmp_proc);

@@ -12,66 +12,66 @@ struct render_opts;
 
 /* One report file and its parsed content (both the caller's, and kept alive while a job refers to them). */
 struct merge_report {
-    const char *path;               /* the file, as the user named it */
-    const struct json *doc;         /* its content */
+    const char *path;       /* the file, as the user named it */
+    const struct json *doc; /* its content */
 };
 
 /* How the job's first fault was told from the others (merge_job.order). Where the reports allow, it does not
  * rest on clocks: a fault inside a collective (an NCCL kernel) is what a rank suffers when another rank failed,
  * so a fault in a rank's own kernel comes first whatever the clocks say. */
 enum merge_order {
-    MERGE_ORDER_NONE,               /* no fault */
-    MERGE_ORDER_ONLY,               /* one process faulted */
-    MERGE_ORDER_KERNEL,             /* the only fault outside a collective: the others faulted inside one */
-    MERGE_ORDER_CLOCK,              /* by the error times of one host's clock */
-    MERGE_ORDER_CLOCKS,             /* by the error times of several hosts' clocks, which may disagree */
+    MERGE_ORDER_NONE,   /* no fault */
+    MERGE_ORDER_ONLY,   /* one process faulted */
+    MERGE_ORDER_KERNEL, /* the only fault outside a collective: the others faulted inside one */
+    MERGE_ORDER_CLOCK,  /* by the error times of one host's clock */
+    MERGE_ORDER_CLOCKS, /* by the error times of several hosts' clocks, which may disagree */
 };
 
 enum merge_status {
-    MERGE_FAULTED,                  /* it wrote a fault report */
-    MERGE_COLLATERAL,               /* a hang report: stopped, aborted, timed out, or asked for a snapshot */
-    MERGE_CLEAN,                    /* an exit record: it saw no fault */
-    MERGE_MISSING,                  /* a rank below the world size that left no report */
+    MERGE_FAULTED,    /* it wrote a fault report */
+    MERGE_COLLATERAL, /* a hang report: stopped, aborted, timed out, or asked for a snapshot */
+    MERGE_CLEAN,      /* an exit record: it saw no fault */
+    MERGE_MISSING,    /* a rank below the world size that left no report */
 };
 
 /* One process of the job (a rank, or a process without rank fields), or a missing rank. */
 struct merge_proc {
-    const char *host;               /* process.hostname, "" when the report lacks it */
-    long long pid;                  /* process.pid, -1 for a missing rank */
-    int rank;                       /* process.rank, -1 when it has none */
-    int local_rank;                 /* process.local_rank, -1 when it has none */
+    const char *host;                 /* process.hostname, "" when the report lacks it */
+    long long pid;                    /* process.pid, -1 for a missing rank */
+    int rank;                         /* process.rank, -1 when it has none */
+    int local_rank;                   /* process.local_rank, -1 when it has none */
     const struct merge_report *fault; /* its fault report (the first by time), or NULL */
     const struct merge_report *hang;  /* its hang report (the newest), or NULL */
     const struct merge_report *exit;  /* its exit record, or NULL */
-    int status;                     /* enum merge_status */
-    int first;                      /* the job's first fault */
-    int in_collective;              /* faulted: in a collective's kernel (every launch it may be is NCCL's) */
-    int rank_shared;                /* another process of the job has its rank (a forked child inherits it) */
-    unsigned long long fault_ns;    /* error.time_unix_ns of its fault; 0 when unknown */
-    size_t rep_first, rep_count;    /* its reports: merge_job.proc_reports[rep_first .. rep_first + rep_count) */
-    char what[1024];                /* what happened to it, one phrase ("stopped by SIGTERM while waiting in ...") */
-    char why[160];                  /* the short form processes are grouped by: in the verdict line (collateral)
+    int status;                       /* enum merge_status */
+    int first;                        /* the job's first fault */
+    int in_collective;                /* faulted: in a collective's kernel (every launch it may be is NCCL's) */
+    int rank_shared;                  /* another process of the job has its rank (a forked child inherits it) */
+    unsigned long long fault_ns;      /* error.time_unix_ns of its fault; 0 when unknown */
+    size_t rep_first, rep_count;      /* its reports: merge_job.proc_reports[rep_first .. rep_first + rep_count) */
+    char what[1024];                  /* what happened to it, one phrase ("stopped by SIGTERM while waiting in ...") */
+    char why[160];                    /* the short form processes are grouped by: in the verdict line (collateral)
                                      * and in the lines of a large job (every status) */
-    char collective[40];            /* collateral: the collective it waited in ("AllReduce"); faulted: the one
+    char collective[40];              /* collateral: the collective it waited in ("AllReduce"); faulted: the one
                                      * whose kernel faulted; "" none known */
 };
 
 /* One job: reports that share the launcher's job name or `culprit run`'s run id, or (reports written without
  * either) ranked reports in one directory. Each report of other versions without any of these is a job alone. */
 struct merge_job {
-    size_t *reports;                /* indexes into the merged reports, in their order */
-    size_t *proc_reports;           /* the same indexes grouped by process (merge_proc.rep_first) */
-    size_t nreports;                /* entries in reports and proc_reports */
-    struct merge_proc *procs;       /* its processes by rank, then host and pid; missing ranks included */
-    size_t nprocs;                  /* entries in procs */
-    int ranked;                     /* some report carries a rank */
-    long long world_size;           /* the largest world size a report gives; -1 unknown */
-    const char *launcher;           /* the launcher the reports name; NULL when none (or they differ) */
-    size_t nhosts;                  /* distinct host names */
-    long first;                     /* index in procs of the first fault, -1 none */
-    int order;                      /* enum merge_order: what tells the first fault from the others */
-    size_t order_hosts;             /* MERGE_ORDER_CLOCKS: the hosts whose clocks were compared */
-    char verdict[2048];             /* the verdict line, without the "culprit: " prefix */
+    size_t *reports;          /* indexes into the merged reports, in their order */
+    size_t *proc_reports;     /* the same indexes grouped by process (merge_proc.rep_first) */
+    size_t nreports;          /* entries in reports and proc_reports */
+    struct merge_proc *procs; /* its processes by rank, then host and pid; missing ranks included */
+    size_t nprocs;            /* entries in procs */
+    int ranked;               /* some report carries a rank */
+    long long world_size;     /* the largest world size a report gives; -1 unknown */
+    const char *launcher;     /* the launcher the reports name; NULL when none (or they differ) */
+    size_t nhosts;            /* distinct host names */
+    long first;               /* index in procs of the first fault, -1 none */
+    int order;                /* enum merge_order: what tells the first fault from the others */
+    size_t order_hosts;       /* MERGE_ORDER_CLOCKS: the hosts whose clocks were compared */
+    char verdict[2048];       /* the verdict line, without the "culprit: " prefix */
 };
 
 /* Groups reps into jobs and works out each job's view. Returns 0 and *jobs (free with merge_free), or ENOMEM. */

@@ -8,11 +8,11 @@
 
 /* One decoded kernel name; a field the name does not carry is "". */
 struct nccl_kernel {
-  char collective[24];            /* AllReduce, AllGather, ReduceScatter, Broadcast, Reduce, SendRecv, Generic */
-  char op[16];                    /* sum, prod, min, max, min/max, premulsum, sumpostdiv */
-  char dtype[16];                 /* i8, u8, i32, u32, i64, u64, f16, f32, f64, bf16, f8e4m3, f8e5m2 */
-  char algorithm[24];             /* ring, tree, collnet_direct, collnet_chain, nvls, nvls_tree, pat */
-  char protocol[8];               /* LL, LL128, Simple */
+    char collective[24]; /* AllReduce, AllGather, ReduceScatter, Broadcast, Reduce, SendRecv, Generic */
+    char op[16];         /* sum, prod, min, max, min/max, premulsum, sumpostdiv */
+    char dtype[16];      /* i8, u8, i32, u32, i64, u64, f16, f32, f64, bf16, f8e4m3, f8e5m2 */
+    char algorithm[24];  /* ring, tree, collnet_direct, collnet_chain, nvls, nvls_tree, pat */
+    char protocol[8];    /* LL, LL128, Simple */
 };
 
 /* Decodes a kernel name as a report holds it: demangled with or without its argument list, mangled (_Z...), or

@@ -17,14 +17,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 static _Thread_local char render_why[200];
 
 const char *render_error(void)
 {
     return render_why;
 }
-
 
 /* Whether device assert a may come from launch (kernel `name`): its "launches" (the launches it fits, by name and
  * indices) hold the launch's number; in a report without them, the bare names are the same. */
@@ -63,8 +61,8 @@ static void render_asserts(struct render_buf *b, const struct json *asserts, con
             snprintf(line, sizeof line, ":%lld", json_get_int(a, "line", -1));
         render_dims(json_get(a, "block"), blk, sizeof blk);
         render_dims(json_get(a, "thread"), thr, sizeof thr);
-        render_line(b, "%sdevice assert: `%s` failed at %s%s%s%s%s%s", indent, expr ? expr : "?",
-                    file ? file : "?", line, blk[0] ? ", block " : "", blk, thr[0] ? ", thread " : "", thr);
+        render_line(b, "%sdevice assert: `%s` failed at %s%s%s%s%s%s", indent, expr ? expr : "?", file ? file : "?",
+                    line, blk[0] ? ", block " : "", blk, thr[0] ? ", thread " : "", thr);
     }
     if (count_more && hits > 1)
         render_line(b, "%s(%zu more device assert%s in this kernel, listed in the report)", indent, hits - 1,
@@ -106,7 +104,6 @@ void render_nccl_log(struct render_buf *b, const struct json *doc)
 }
 
 /* ---- the two forms ---- */
-
 
 /* Under a faulting graph launch: the node a device assert pinned, else the kernels captured into the graph (one
  * of them faulted), each with the line that captured it. */
@@ -199,7 +196,7 @@ static void render_launch(struct render_buf *b, const struct json *launch, const
         render_line(b, "  %s", head);
     render_geometry(launch, geo, sizeof geo);
     if (kind && strcmp(kind, "graph") == 0)
-        shmem = -1;  /* the graph's nodes have their own */
+        shmem = -1; /* the graph's nodes have their own */
     if (geo[0] || shmem >= 0) {
         char sh[64] = "";
         if (shmem >= 0)
@@ -248,7 +245,7 @@ int render_same_launch(const struct json *a, const struct json *c)
 }
 
 void render_launch_item(struct render_buf *b, const struct json *launch, const char *indent, int where,
-                               const struct json *asserts, char *last_place, size_t last_len, long long upto)
+                        const struct json *asserts, char *last_place, size_t last_len, long long upto)
 {
     char *owned = NULL;
     const char *name = render_kernel(launch, &owned);
@@ -257,7 +254,7 @@ void render_launch_item(struct render_buf *b, const struct json *launch, const c
     size_t room;
 
     if (s >= 0 && upto > s)
-        snprintf(seq, sizeof seq, "#%lld..#%lld", s, upto);  /* a run of identical launches */
+        snprintf(seq, sizeof seq, "#%lld..#%lld", s, upto); /* a run of identical launches */
     else if (s >= 0)
         snprintf(seq, sizeof seq, "#%lld", s);
     render_geometry(launch, geo, sizeof geo);
@@ -303,8 +300,7 @@ static const char *render_surface_note(const char *api)
     if (strstr(api, "MemcpyDtoH") || strcmp(api, "cuMemcpy") == 0 || strncmp(api, "cuMemcpy_", 9) == 0)
         return "a copy to the host waits for the kernels queued before it (.item(), .cpu(), .tolist() and "
                "printing a CUDA tensor all do this)";
-    if (strstr(api, "MemFree") || strstr(api, "MemFreeHost") || strstr(api, "PrimaryCtx") ||
-        strstr(api, "CtxDestroy"))
+    if (strstr(api, "MemFree") || strstr(api, "MemFreeHost") || strstr(api, "PrimaryCtx") || strstr(api, "CtxDestroy"))
         return "freeing device memory or tearing down a context waits for the GPU "
                "(torch.cuda.empty_cache() does this)";
     if (strstr(api, "EventSynchronize") || strstr(api, "EventQuery") || strstr(api, "StreamQuery"))
@@ -445,7 +441,7 @@ static void render_full(struct render_buf *b, const struct json *doc, const stru
         }
     }
 
-    addr_render(b, doc);  /* what the faulting address touched, when the report gives one */
+    addr_render(b, doc); /* what the faulting address touched, when the report gives one */
     if (json_len(hist) > 0) {
         const char *stream = json_get_str(culprit, "stream");
         render_add(b, "culprit:\n");
@@ -567,8 +563,7 @@ char *render_text_opts(const char *json, size_t len, const struct render_opts *o
     if (rc == JSON_ENOMEM)
         snprintf(render_why, sizeof render_why, "out of memory while reading the report");
     else if (rc)
-        snprintf(render_why, sizeof render_why, "the report is not valid JSON: %s at byte %zu", jerr.msg,
-                 jerr.offset);
+        snprintf(render_why, sizeof render_why, "the report is not valid JSON: %s at byte %zu", jerr.msg, jerr.offset);
     else if (!json_is(doc, JSON_OBJ))
         snprintf(render_why, sizeof render_why, "the report is not a JSON object");
     else if ((text = render_doc(doc, opts)) == NULL)

@@ -13,9 +13,9 @@ struct json;
 
 /* What to render besides the report itself. */
 struct render_opts {
-    int brief;             /* non-zero: one line instead of the full verdict */
-    const char *path;      /* the report file, named at the end when not NULL */
-    int no_debugger;       /* leave out the cuda-gdb command (the program ran on culprit's simulated driver) */
+    int brief;        /* non-zero: one line instead of the full verdict */
+    const char *path; /* the report file, named at the end when not NULL */
+    int no_debugger;  /* leave out the cuda-gdb command (the program ran on culprit's simulated driver) */
 };
 
 /* Renders the report in json[0..len). Returns malloc'd NUL-terminated text (every line starts with

@@ -25,8 +25,10 @@ static void render_hang_head(struct render_buf *b, const struct json *doc)
         snprintf(since, sizeof since, "%lld.%01lld s", stalled / 1000, stalled % 1000 / 100);
     if (trig && strcmp(trig, "timeout") == 0) {
         json_num(json_get(hang, "timeout_s"), &timeout);
-        render_line(b, "hang report: no progress for %s with work unfinished (--hang-timeout %g); the process was "
-                       "left running", since[0] ? since : "a while", timeout);
+        render_line(b,
+                    "hang report: no progress for %s with work unfinished (--hang-timeout %g); the process was "
+                    "left running",
+                    since[0] ? since : "a while", timeout);
         return;
     }
     {
@@ -48,13 +50,20 @@ static const char *render_thread_state(const char *s)
     if (!s)
         return "state unknown";
     switch (s[0]) {
-    case 'R': return "running";
-    case 'S': return "sleeping";
-    case 'D': return "waiting uninterruptibly";
-    case 'T': return "stopped";
-    case 't': return "stopped by a tracer";
-    case 'Z': return "exited";
-    default: return s;
+    case 'R':
+        return "running";
+    case 'S':
+        return "sleeping";
+    case 'D':
+        return "waiting uninterruptibly";
+    case 'T':
+        return "stopped";
+    case 't':
+        return "stopped by a tracer";
+    case 'Z':
+        return "exited";
+    default:
+        return s;
     }
 }
 
@@ -82,7 +91,7 @@ static void render_hang_thread(struct render_buf *b, const struct json *t, long 
     render_line(b, "  thread %lld \"%s\"%s, %s:", tid, json_get_str(t, "name") ? json_get_str(t, "name") : "?",
                 tid == pid ? " (the main thread)" : "",
                 json_get(t, "signal_handler") ? "where the signal found it"
-                                               : render_thread_state(json_get_str(t, "state")));
+                                              : render_thread_state(json_get_str(t, "state")));
     size_t i, n = json_len(stack), user = 0;
     for (i = 0; i < n; i++)
         user += !render_is_lib_frame(json_at(stack, i));
@@ -184,7 +193,7 @@ static void render_hang_streams(struct render_buf *b, const struct json *streams
         long long done = json_get_int(s, "last_completed", -1), fl = json_get_int(s, "in_flight", -1);
         long long q = json_get_int(s, "queued", -1);
         char state[160] = "";
-        int pending = json_get(s, "queued") != NULL;  /* only streams with unfinished work count what waits */
+        int pending = json_get(s, "queued") != NULL; /* only streams with unfinished work count what waits */
         char behind[48] = "nothing";
         if (q > 0)
             snprintf(behind, sizeof behind, "%lld", q);

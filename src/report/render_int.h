@@ -15,10 +15,10 @@ struct render_opts;
 
 /* A growable text buffer with printf-style appends. */
 struct render_buf {
-    char *p;       /* the text, NUL-terminated */
-    size_t len;    /* bytes used */
-    size_t cap;    /* bytes allocated */
-    int oom;       /* an allocation failed; the text is unusable */
+    char *p;    /* the text, NUL-terminated */
+    size_t len; /* bytes used */
+    size_t cap; /* bytes allocated */
+    int oom;    /* an allocation failed; the text is unusable */
 };
 
 /* Appends fmt formatted, terminal-safe: fmt's own newlines stay, anything unsafe from the arguments (render.h)
@@ -27,7 +27,7 @@ __attribute__((format(printf, 2, 3))) void render_add(struct render_buf *b, cons
 /* Appends text a renderer made (render_doc, merge_render: already terminal-safe) as it is. */
 void render_raw(struct render_buf *b, const char *text);
 void render_command(struct render_buf *b, const struct json *process);
-const char *render_dims(const struct json *arr, char *out, size_t outsz);   /* "[4,1,1]", empty when absent */
+const char *render_dims(const struct json *arr, char *out, size_t outsz); /* "[4,1,1]", empty when absent */
 const char *render_errname(const struct json *err, char *out, size_t outsz);
 const char *render_frame(const struct json *frame, char *out, size_t outsz);
 const char *render_geometry(const struct json *launch, char *out, size_t outsz);
@@ -49,8 +49,8 @@ void render_seq_span(const struct json *arr, size_t from, size_t to, long long *
 void render_stack(struct render_buf *b, const struct json *stack, const char *indent);
 void render_stack_max(struct render_buf *b, const struct json *stack, const char *indent, size_t max);
 const char *render_stream_kind(const char *kind);
-const struct json *render_user_frame(const struct json *launch);      /* the launch's first frame of the user's */
-const struct json *render_user_pyframe(const struct json *py);        /* the first Python frame of the user's */
+const struct json *render_user_frame(const struct json *launch); /* the launch's first frame of the user's */
+const struct json *render_user_pyframe(const struct json *py);   /* the first Python frame of the user's */
 
 /* The operator behind a launch ("op"): "operator: NAME(ARGS)" (full) or its name, and what was wrong with its
  * arguments (render_op.c). */

@@ -62,12 +62,12 @@ static void merge_proc_line(struct render_buf *b, const struct merge_job *j, con
         snprintf(head + used, sizeof head - used, ": ");
     /* a fault and a clean exit say what they are; collateral and missing ranks are named so */
     int named = p->status == MERGE_COLLATERAL || p->status == MERGE_MISSING;
-    snprintf(text, sizeof text, "%s%s%s%s%s", named ? merge_status_names[p->status] : "", named ? ": " : "",
-             p->what, r ? "; report " : "", r ? render_base(r->path) : "");
+    snprintf(text, sizeof text, "%s%s%s%s%s", named ? merge_status_names[p->status] : "", named ? ": " : "", p->what,
+             r ? "; report " : "", r ? render_base(r->path) : "");
     render_para(b, head, "      ", text);
 }
 
-static const struct merge_job *g_group_job;   /* the job merge_cmp_group compares in (qsort has no context) */
+static const struct merge_job *g_group_job; /* the job merge_cmp_group compares in (qsort has no context) */
 
 /* Processes by status, then short phrase, then place: each group a run of the sorted list. */
 static int merge_cmp_group(const void *a, const void *b)
@@ -152,7 +152,7 @@ static void merge_group_lines(struct render_buf *b, const struct merge_job *j)
         if (head.oom)
             b->oom = 1;
         else
-            render_para(b, "  ", "      ", head.p);   /* the list of ranks is wrapped too */
+            render_para(b, "  ", "      ", head.p); /* the list of ranks is wrapped too */
         free(head.p);
     }
 out:
@@ -166,7 +166,7 @@ char *merge_render(const struct merge_job *j, const struct merge_report *reps, c
     const struct merge_proc *feat = merge_featured(j);
     (void)reps;
     /* the verdict's own lines are indented deeper than the rank lines that follow */
-    render_para(&b, "", "    ", j->verdict);   /* wrapped within RENDER_WIDTH */
+    render_para(&b, "", "    ", j->verdict); /* wrapped within RENDER_WIDTH */
     if (j->nprocs > MERGE_LINES_MAX)
         merge_group_lines(&b, j);
     else
@@ -254,7 +254,7 @@ static void merge_json_hosts(const struct merge_job *j, struct jw *w)
     qsort(idx, n, sizeof *idx, merge_cmp_by_host);
     for (size_t i = 0; i < n; i++)
         if (i == 0 || strcmp(j->procs[idx[i]].host, j->procs[idx[i - 1]].host) != 0)
-            idx[m++] = idx[i];   /* the first process of each name */
+            idx[m++] = idx[i]; /* the first process of each name */
     qsort(idx, m, sizeof *idx, merge_cmp_first);
     for (size_t i = 0; i < m; i++)
         jw_str(w, j->procs[idx[i]].host);

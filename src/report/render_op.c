@@ -78,8 +78,10 @@ void render_diagnosis(struct render_buf *b, const struct json *doc)
         render_add(b, "culprit:\n");
         if (cand >= 0) {
             /* its problem is already printed under the candidate */
-            snprintf(text, sizeof text, "launch #%lld: it belongs to %s, whose arguments broke its contract (see "
-                     "above), so it is the likely culprit", cand, name);
+            snprintf(text, sizeof text,
+                     "launch #%lld: it belongs to %s, whose arguments broke its contract (see "
+                     "above), so it is the likely culprit",
+                     cand, name);
             render_para(b, "the diagnosis points at ", "  ", text);
             continue;
         }

@@ -41,18 +41,18 @@ static int render_unsafe_char(const unsigned char *s, size_t n, size_t *span, un
         need = 2;
         v = c & 0x0f;
         if (c == 0xe0)
-            lo = 0xa0;          /* overlong */
+            lo = 0xa0; /* overlong */
         else if (c == 0xed)
-            hi = 0x9f;          /* surrogates */
+            hi = 0x9f; /* surrogates */
     } else if (c >= 0xf0 && c <= 0xf4) {
         need = 3;
         v = c & 0x07;
         if (c == 0xf0)
-            lo = 0x90;          /* overlong */
+            lo = 0x90; /* overlong */
         else if (c == 0xf4)
-            hi = 0x8f;          /* beyond U+10FFFF */
+            hi = 0x8f; /* beyond U+10FFFF */
     } else {
-        return 1;               /* a continuation byte alone, or never valid (C0, C1, F5..FF) */
+        return 1; /* a continuation byte alone, or never valid (C0, C1, F5..FF) */
     }
     if (n < need + 1)
         return 1;
@@ -73,7 +73,7 @@ static int render_unsafe_char(const unsigned char *s, size_t n, size_t *span, un
 /* Appends s[0..n) to out (which has room for RENDER_SAFE_GROWTH times n bytes and a NUL), escaping what
  * render_unsafe_char refuses; a '\n' at a position where keep[i] is set (keep may be NULL: none) stays. Returns
  * the bytes written. */
-#define RENDER_SAFE_GROWTH 6  /* "\u202e" from 3 bytes, "\x1b" from 1: at most 4 out per byte in, with room */
+#define RENDER_SAFE_GROWTH 6 /* "\u202e" from 3 bytes, "\x1b" from 1: at most 4 out per byte in, with room */
 static size_t render_escape(char *out, const char *s, size_t n, const char *keep)
 {
     const unsigned char *u = (const unsigned char *)s;
@@ -184,7 +184,7 @@ static void render_vadd(struct render_buf *b, const char *fmt, va_list ap)
     for (i = 0; i < (size_t)n; i++)
         nl += s[i] == '\n';
     if (nl == lit && render_is_safe(s, (size_t)n, 1)) {
-        render_put(b, s, (size_t)n);  /* the usual case: nothing to escape, and every newline is fmt's */
+        render_put(b, s, (size_t)n); /* the usual case: nothing to escape, and every newline is fmt's */
         free(s);
         return;
     }
@@ -200,7 +200,7 @@ static void render_vadd(struct render_buf *b, const char *fmt, va_list ap)
     n2 = vasprintf(&s2, fmt2, aq);
     va_end(aq);
     if (n2 < 0)
-        s2 = NULL;  /* undefined after a failure */
+        s2 = NULL; /* undefined after a failure */
     if (n2 != n)
         goto oom;
     for (i = 0; i < (size_t)n; i++)
@@ -244,7 +244,7 @@ void render_para(struct render_buf *b, const char *head, const char *indent, con
     const size_t prefix = strlen("culprit: ");
     size_t col = prefix + strlen(head);
     const char *p = text;
-    int line_start = 1;  /* no word on the current line yet */
+    int line_start = 1; /* no word on the current line yet */
 
     while (*p == ' ' || *p == '\n' || *p == '\t')
         p++;
@@ -275,7 +275,6 @@ void render_para(struct render_buf *b, const char *head, const char *indent, con
     }
     render_add(b, "\n");
 }
-
 
 const char *render_base(const char *path)
 {
@@ -361,14 +360,13 @@ const char *render_geometry(const struct json *launch, char *out, size_t outsz)
 {
     char g[64], bl[64];
     const char *kind = json_get_str(launch, "kind");
-    if (kind && strcmp(kind, "graph") == 0) {  /* a graph launch has no shape of its own; its nodes do */
+    if (kind && strcmp(kind, "graph") == 0) { /* a graph launch has no shape of its own; its nodes do */
         out[0] = '\0';
         return out;
     }
     render_dims(json_get(launch, "grid"), g, sizeof g);
     render_dims(json_get(launch, "block"), bl, sizeof bl);
-    snprintf(out, outsz, "%s%s%s%s%s", g[0] ? "grid " : "", g, g[0] && bl[0] ? " " : "", bl[0] ? "block " : "",
-             bl);
+    snprintf(out, outsz, "%s%s%s%s%s", g[0] ? "grid " : "", g, g[0] && bl[0] ? " " : "", bl[0] ? "block " : "", bl);
     return out;
 }
 
@@ -397,10 +395,24 @@ static int render_is_cuda_code(const struct json *frame)
 static int render_is_lib_module(const struct json *frame)
 {
     static const char *const libs[] = {
-        "libcuda.so", "libcudart.so", "libcudart_static", "libculprit.so", "libnvidia-", "libc.so",
-        "libc-", "libpthread.so", "libpthread-", "libdl.so", "ld-linux", "ld64.so", "libgcc_s.so",
+        "libcuda.so",
+        "libcudart.so",
+        "libcudart_static",
+        "libculprit.so",
+        "libnvidia-",
+        "libc.so",
+        "libc-",
+        "libpthread.so",
+        "libpthread-",
+        "libdl.so",
+        "ld-linux",
+        "ld64.so",
+        "libgcc_s.so",
         /* the interpreter's own frames: the Python frames above say where in the program this was */
-        "libpython", "python3", "libffi.so", "_ctypes.",
+        "libpython",
+        "python3",
+        "libffi.so",
+        "_ctypes.",
     };
     const char *mod = render_base(json_get_str(frame, "module"));
     size_t i;
@@ -458,7 +470,6 @@ const char *render_frame(const struct json *frame, char *out, size_t outsz)
     return out;
 }
 
-
 /* Prints a stack with the user's frames first and library frames folded into one line. */
 void render_stack(struct render_buf *b, const struct json *stack, const char *indent)
 {
@@ -492,8 +503,7 @@ void render_stack_max(struct render_buf *b, const struct json *stack, const char
             folded++;
             /* name each folded library once, as long as the line stays short */
             if (mod && !strstr(libs, mod) && libslen + strlen(mod) + 3 < 60) {
-                libslen += (size_t)snprintf(libs + libslen, sizeof libs - libslen, "%s%s", libslen ? ", " : "",
-                                            mod);
+                libslen += (size_t)snprintf(libs + libslen, sizeof libs - libslen, "%s%s", libslen ? ", " : "", mod);
             } else if (mod && !strstr(libs, mod) && !strstr(libs, "...") && libslen + 5 < sizeof libs) {
                 libslen += (size_t)snprintf(libs + libslen, sizeof libs - libslen, ", ...");
             }
@@ -505,8 +515,8 @@ void render_stack_max(struct render_buf *b, const struct json *stack, const char
             char num[24], cut[RENDER_WIDTH + 1];
             size_t used = strlen("culprit: ") + strlen(indent) + (size_t)snprintf(num, sizeof num, "#%zu ", i);
             size_t room = used + RENDER_NAME_MIN < RENDER_WIDTH ? RENDER_WIDTH - used : RENDER_NAME_MIN;
-            render_line(b, "%s%s%s", indent, num, render_elide(render_frame(f, text, sizeof text), cut, sizeof cut,
-                                                                room));
+            render_line(b, "%s%s%s", indent, num,
+                        render_elide(render_frame(f, text, sizeof text), cut, sizeof cut, room));
         }
         shown++;
     }
@@ -514,8 +524,7 @@ void render_stack_max(struct render_buf *b, const struct json *stack, const char
         render_line(b, "%s(%zu more native frame%s in the report)", indent, hidden, hidden == 1 ? "" : "s");
     if (folded)
         render_line(b, "%s(%zu frame%s in CUDA, system and interpreter libraries: %s)", indent, folded,
-                    folded == 1 ? "" : "s",
-                    libs);
+                    folded == 1 ? "" : "s", libs);
 }
 
 /* A Python frame of an installed package or of the standard library rather than of the user's program. */
@@ -523,7 +532,8 @@ static int render_is_lib_pyframe(const struct json *frame)
 {
     const char *file = json_get_str(frame, "file");
     return !file || strstr(file, "/site-packages/") || strstr(file, "/dist-packages/") ||
-           strstr(file, "/lib/python3") || strncmp(file, "<frozen", 7) == 0 || render_ends(file, "/culprit/diagnose.py");
+           strstr(file, "/lib/python3") || strncmp(file, "<frozen", 7) == 0 ||
+           render_ends(file, "/culprit/diagnose.py");
 }
 
 /* "train.py:42 in forward" */
@@ -688,7 +698,7 @@ void render_command(struct render_buf *b, const struct json *process)
                     *o++ = '\\';
                     *o++ = c == '\n' ? 'n' : c == '\t' ? 't' : 'r';
                 } else if (c < 0x20 || c >= 0x7f) {
-                    o += sprintf(o, "\\x%02x", c);  /* UTF-8 too, byte by byte: exact, whatever it holds */
+                    o += sprintf(o, "\\x%02x", c); /* UTF-8 too, byte by byte: exact, whatever it holds */
                 } else {
                     *o++ = (char)c;
                 }

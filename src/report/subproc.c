@@ -60,7 +60,7 @@ static int subproc_read(int fd, pid_t pid, const struct subproc_opts *o, struct 
         }
         int pr = poll(&pfd, 1, (int)(left * 1000) + 1);
         if (pr <= 0)
-            continue;   /* EINTR, or the deadline: checked above */
+            continue; /* EINTR, or the deadline: checked above */
         if (res->len >= o->max_output) {
             res->truncated = 1;
             break;
@@ -115,7 +115,7 @@ int subproc_capture(char *const argv[], const struct subproc_opts *o, struct sub
     close(pipefd[1]);
     pipefd[1] = -1;
     int read_rc = subproc_read(pipefd[0], pid, o, res);
-    close(pipefd[0]);       /* a child still writing gets SIGPIPE */
+    close(pipefd[0]); /* a child still writing gets SIGPIPE */
     pipefd[0] = -1;
     if (read_rc != 0)
         kill(pid, SIGKILL);

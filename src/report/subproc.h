@@ -7,20 +7,20 @@
 #include <stddef.h>
 
 struct subproc_opts {
-    int in_fd;                  /* its standard input; -1 for /dev/null */
-    int with_stderr;            /* 1: its standard error goes into the output too; 0: to /dev/null */
-    const char *set_env;        /* "NAME=VALUE" to add to its environment, or NULL */
-    double timeout_s;           /* it is killed once this has passed */
-    size_t max_output;          /* bytes of output kept; past them it is killed */
+    int in_fd;           /* its standard input; -1 for /dev/null */
+    int with_stderr;     /* 1: its standard error goes into the output too; 0: to /dev/null */
+    const char *set_env; /* "NAME=VALUE" to add to its environment, or NULL */
+    double timeout_s;    /* it is killed once this has passed */
+    size_t max_output;   /* bytes of output kept; past them it is killed */
 };
 
 struct subproc_result {
-    char *out;                  /* what it printed, NUL-terminated, malloc'd (never NULL after a 0 return) */
-    size_t len;                 /* bytes in out */
-    int exited;                 /* it exited (status holds its exit status); 0 when killed or signalled */
-    int status;                 /* exit status when exited */
-    int timed_out;              /* killed at the time limit */
-    int truncated;              /* killed for printing more than max_output */
+    char *out;     /* what it printed, NUL-terminated, malloc'd (never NULL after a 0 return) */
+    size_t len;    /* bytes in out */
+    int exited;    /* it exited (status holds its exit status); 0 when killed or signalled */
+    int status;    /* exit status when exited */
+    int timed_out; /* killed at the time limit */
+    int truncated; /* killed for printing more than max_output */
 };
 
 /* Runs argv[0] (looked up on PATH) with argv. Returns 0 with *res filled (what it printed up to its end, or up

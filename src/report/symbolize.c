@@ -20,7 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define SYM_MAX_OUTPUT (64u << 20)  /* more addr2line output than this is treated as a failure */
+#define SYM_MAX_OUTPUT (64u << 20) /* more addr2line output than this is treated as a failure */
 
 /* One frame waiting for an answer. */
 struct sym_frame {
@@ -34,42 +34,42 @@ struct sym_frame {
 
 /* What addr2line said about one address. */
 struct sym_inline {
-    char *func;                   /* function of this level, or NULL for "??" */
-    char *file;                   /* source file, or NULL */
-    long line;                    /* line, 0 when unknown */
+    char *func; /* function of this level, or NULL for "??" */
+    char *file; /* source file, or NULL */
+    long line;  /* line, 0 when unknown */
 };
 
 struct sym_answer {
-    unsigned long long addr;      /* the address asked about */
-    struct sym_inline *chain;     /* every level from the innermost inlined function out to the real frame */
-    size_t nchain;                /* entries in chain */
-    char *func;                   /* innermost function (inline-aware), or NULL for "??" */
-    char *outer;                  /* outermost function of the inline chain, or NULL */
-    char *file;                   /* innermost source file, or NULL for "??" */
-    long line;                    /* innermost line, 0 when unknown */
+    unsigned long long addr;  /* the address asked about */
+    struct sym_inline *chain; /* every level from the innermost inlined function out to the real frame */
+    size_t nchain;            /* entries in chain */
+    char *func;               /* innermost function (inline-aware), or NULL for "??" */
+    char *outer;              /* outermost function of the inline chain, or NULL */
+    char *file;               /* innermost source file, or NULL for "??" */
+    long line;                /* innermost line, 0 when unknown */
 };
 
 /* One module (ELF file) named by frames of the report. */
 struct sym_module {
-    char *path;                   /* as written in the report */
-    int usable;                   /* 1 when it is a readable ELF file whose load base we know */
-    unsigned long long base;      /* page-aligned lowest PT_LOAD p_vaddr */
-    struct sym_answer *ans;       /* answers, sorted by address */
-    size_t nans;                  /* entries in ans */
+    char *path;              /* as written in the report */
+    int usable;              /* 1 when it is a readable ELF file whose load base we know */
+    unsigned long long base; /* page-aligned lowest PT_LOAD p_vaddr */
+    struct sym_answer *ans;  /* answers, sorted by address */
+    size_t nans;             /* entries in ans */
 };
 
 /* Everything gathered from the reports symbolized together (one addr2line per module for all of them). */
 struct sym_state {
-    struct sym_frame *frames;     /* frames to resolve */
-    size_t nframes, capframes;    /* used and allocated entries of frames */
-    struct sym_module *mods;      /* distinct modules */
-    size_t nmods, capmods;        /* used and allocated entries of mods */
-    size_t doc;                   /* the report being walked or changed now */
-    int *changed;                 /* per report: something was added to its tree */
-    int oom;                      /* an allocation failed */
+    struct sym_frame *frames;  /* frames to resolve */
+    size_t nframes, capframes; /* used and allocated entries of frames */
+    struct sym_module *mods;   /* distinct modules */
+    size_t nmods, capmods;     /* used and allocated entries of mods */
+    size_t doc;                /* the report being walked or changed now */
+    int *changed;              /* per report: something was added to its tree */
+    int oom;                   /* an allocation failed */
 };
 
-static int sym_noted_missing;   /* the "addr2line is not available" note was printed */
+static int sym_noted_missing; /* the "addr2line is not available" note was printed */
 
 static struct json *sym_get(struct json *obj, const char *key)
 {
@@ -273,8 +273,7 @@ static int sym_cmp_ull(const void *a, const void *b)
 
 /* Runs addr2line on one module with the addresses on its stdin (a temporary file, so no pipe can fill up
  * both ways). On success *out holds its whole stdout. Returns 0, -1 on failure, -2 when it cannot be started. */
-static int sym_run_addr2line(const char *module, const unsigned long long *addrs, size_t n, char **out,
-                             size_t *outlen)
+static int sym_run_addr2line(const char *module, const unsigned long long *addrs, size_t n, char **out, size_t *outlen)
 {
     const char *prog = getenv(SYMBOLIZE_ADDR2LINE_ENV);
     char tmpl[] = "/tmp/culprit-addrs-XXXXXX";
@@ -428,7 +427,7 @@ static void sym_resolve_module(struct sym_state *st, size_t mi)
             addrs[n++] = st->frames[i].addr;
     qsort(addrs, n, sizeof *addrs, sym_cmp_ull);
     if (n) {
-        size_t u = 1;   /* the reports of a job share most addresses: keep one of each */
+        size_t u = 1; /* the reports of a job share most addresses: keep one of each */
         for (i = 1; i < n; i++)
             if (addrs[i] != addrs[u - 1])
                 addrs[u++] = addrs[i];
@@ -538,7 +537,7 @@ static void sym_expand_inlines(struct sym_state *st)
 {
     for (size_t i = 0; i < st->nframes && !st->oom;) {
         struct json *stack = st->frames[i].stack;
-        size_t end = i;   /* the frames of this stack are frames[i..end) */
+        size_t end = i; /* the frames of this stack are frames[i..end) */
         int needed = 0;
         while (end < st->nframes && st->frames[end].stack == stack)
             end++;

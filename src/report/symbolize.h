@@ -12,14 +12,14 @@ struct json;
 /* Result codes; 0 is success. A missing or failing addr2line is not an error. */
 enum {
     SYMBOLIZE_OK = 0,
-    SYMBOLIZE_EREAD = 1,    /* the report file could not be read */
-    SYMBOLIZE_EPARSE = 2,   /* the file is not valid JSON */
-    SYMBOLIZE_ESCHEMA = 3,  /* valid JSON, but not a culprit report */
-    SYMBOLIZE_EWRITE = 4,   /* the improved report could not be written back */
-    SYMBOLIZE_ENOMEM = 5,   /* an allocation failed */
+    SYMBOLIZE_EREAD = 1,   /* the report file could not be read */
+    SYMBOLIZE_EPARSE = 2,  /* the file is not valid JSON */
+    SYMBOLIZE_ESCHEMA = 3, /* valid JSON, but not a culprit report */
+    SYMBOLIZE_EWRITE = 4,  /* the improved report could not be written back */
+    SYMBOLIZE_ENOMEM = 5,  /* an allocation failed */
 };
 
-#define SYMBOLIZE_TIMEOUT_S 30       /* addr2line is killed after this long */
+#define SYMBOLIZE_TIMEOUT_S 30            /* addr2line is killed after this long */
 #define SYMBOLIZE_MAX_REPORT (256u << 20) /* larger files are refused as reports */
 
 /* Reads the report at path, symbolizes it and writes it back atomically (same directory, same mode) when

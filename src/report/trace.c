@@ -20,16 +20,16 @@
 #define TRACE_PID_THREADS 2     /* ... and the host thread tracks */
 
 struct trace_item {
-    const struct json *launch;  /* the launch in the report */
-    const char *role;           /* culprit, candidate, ruled out, before, graph node, queued */
+    const struct json *launch; /* the launch in the report */
+    const char *role;          /* culprit, candidate, ruled out, before, graph node, queued */
 };
 
 struct trace_set {
     struct trace_item items[TRACE_MAX_LAUNCHES]; /* every launch once, the first role it was found in */
-    size_t n;                   /* items in use */
-    const char *streams[TRACE_MAX_STREAMS]; /* "device:stream" keys of the stream tracks, tid = index + 1 */
-    char stream_keys[TRACE_MAX_STREAMS][64]; /* storage of those keys */
-    size_t nstreams;            /* tracks in use */
+    size_t n;                                    /* items in use */
+    const char *streams[TRACE_MAX_STREAMS];      /* "device:stream" keys of the stream tracks, tid = index + 1 */
+    char stream_keys[TRACE_MAX_STREAMS][64];     /* storage of those keys */
+    size_t nstreams;                             /* tracks in use */
 };
 
 static void trace_add(struct trace_set *s, const struct json *l, const char *role)
@@ -84,8 +84,7 @@ static void trace_python_line(const struct json *py, char *out, size_t n)
         pick = json_at(py, 0);
     if (pick)
         snprintf(out, n, "%s:%lld in %s", json_get_str(pick, "file") ? json_get_str(pick, "file") : "?",
-                 json_get_int(pick, "line", 0), json_get_str(pick, "function") ? json_get_str(pick, "function")
-                                                                               : "?");
+                 json_get_int(pick, "line", 0), json_get_str(pick, "function") ? json_get_str(pick, "function") : "?");
 }
 
 /* The first native frame with a source line, else with a function name. */
@@ -121,7 +120,10 @@ static void trace_dims(struct jw *w, const char *key, const struct json *arr)
 }
 
 /* In doubles: a report's times are whatever its file says, and their difference may not fit a long long. */
-static double trace_us(long long ns, long long t0) { return ((double)ns - (double)t0) / 1000.0; }
+static double trace_us(long long ns, long long t0)
+{
+    return ((double)ns - (double)t0) / 1000.0;
+}
 
 /* One instant event of a launch on track (pid, tid). */
 static void trace_launch_event(struct jw *w, const struct trace_item *it, int pid, long long tid, long long t0)
@@ -173,7 +175,7 @@ static void trace_launch_event(struct jw *w, const struct trace_item *it, int pi
         jw_key(w, "native");
         jw_str(w, line);
     }
-    const struct json *op = json_get(l, "op");   /* the framework operator behind it (--diagnose) */
+    const struct json *op = json_get(l, "op"); /* the framework operator behind it (--diagnose) */
     if (json_get_str(op, "name")) {
         jw_key(w, "operator");
         jw_str(w, json_get_str(op, "name"));
@@ -209,7 +211,7 @@ static void trace_meta(struct jw *w, const char *what, int pid, long long tid, c
 
 int trace_write(const struct json *doc, struct jw *w, size_t *nlaunches)
 {
-    static struct trace_set s;  /* large; the command writes one trace at a time */
+    static struct trace_set s; /* large; the command writes one trace at a time */
     const struct json *err = json_get(doc, "error"), *hang = json_get(doc, "hang");
     const char *kind = json_get_str(doc, "kind");
     long long t0 = -1, tids[TRACE_MAX_LAUNCHES + 1];
@@ -265,11 +267,12 @@ int trace_write(const struct json *doc, struct jw *w, size_t *nlaunches)
         long long th = json_get_int(who, "thread", json_get_int(json_get(doc, "process"), "pid", 0));
         char name[256], line[1200];
         if (err)
-            snprintf(name, sizeof name, "%s surfaced in %s", json_get_str(err, "name") ? json_get_str(err, "name")
-                     : "CUDA error", json_get_str(err, "api") ? json_get_str(err, "api") : "?");
+            snprintf(name, sizeof name, "%s surfaced in %s",
+                     json_get_str(err, "name") ? json_get_str(err, "name") : "CUDA error",
+                     json_get_str(err, "api") ? json_get_str(err, "api") : "?");
         else
-            snprintf(name, sizeof name, "hang report (%s)", json_get_str(hang, "trigger")
-                     ? json_get_str(hang, "trigger") : "?");
+            snprintf(name, sizeof name, "hang report (%s)",
+                     json_get_str(hang, "trigger") ? json_get_str(hang, "trigger") : "?");
         jw_obj_begin(w);
         jw_key(w, "name");
         jw_str(w, name);

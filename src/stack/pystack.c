@@ -37,17 +37,17 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#define PYS_SLOTS (1u << 15)          /* hash slots; power of two */
+#define PYS_SLOTS (1u << 15)              /* hash slots; power of two */
 #define PYS_MAX_CODES (PYS_SLOTS / 4 * 3) /* ids handed out before the table counts as full (75% load) */
-#define PYS_MAX_LINKS 256             /* frame links followed per capture, in case the chain is corrupt or cyclic */
-#define PYS_ARENA_CHUNK (256u << 10)  /* bytes per mmap'd arena chunk */
-#define PYS_FILE_MAX 1023             /* longest file name kept, bytes */
-#define PYS_NAME_MAX 255              /* longest function name kept, bytes */
-#define PYS_TABLE_MAX 65536           /* longest line table kept, bytes (longer ones are cut: late lines unknown) */
-#define PYS_OWNED_BY_GENERATOR 1      /* _frameowner values, 3.11-3.13 */
-#define PYS_OWNED_BY_CSTACK 3         /* 3.12+: the eval loop's entry shim, never a user frame */
-#define PYS_MEMO_SETS 64              /* sets of a thread's memo of code objects, by code address; power of two */
-#define PYS_MEMO_WAYS 4               /* code objects per set (a set is two cache lines) */
+#define PYS_MAX_LINKS 256                 /* frame links followed per capture, in case the chain is corrupt or cyclic */
+#define PYS_ARENA_CHUNK (256u << 10)      /* bytes per mmap'd arena chunk */
+#define PYS_FILE_MAX 1023                 /* longest file name kept, bytes */
+#define PYS_NAME_MAX 255                  /* longest function name kept, bytes */
+#define PYS_TABLE_MAX 65536               /* longest line table kept, bytes (longer ones are cut: late lines unknown) */
+#define PYS_OWNED_BY_GENERATOR 1          /* _frameowner values, 3.11-3.13 */
+#define PYS_OWNED_BY_CSTACK 3             /* 3.12+: the eval loop's entry shim, never a user frame */
+#define PYS_MEMO_SETS 64                  /* sets of a thread's memo of code objects, by code address; power of two */
+#define PYS_MEMO_WAYS 4                   /* code objects per set (a set is two cache lines) */
 /* PyTypeObject, the same in every supported version (64-bit): the object head, then tp_name, tp_basicsize,
  * tp_itemsize and tp_dealloc. */
 #define PYS_TP_NAME 24
@@ -57,24 +57,24 @@
 /* Offsets, in bytes, into CPython's structures for one minor version (64-bit release build). Checked against
  * offsetof() on each version's own headers. -1 = the field does not exist in that version. */
 struct pys_layout {
-  int minor;              /* 3.<minor> */
-  int ts_frame;           /* PyThreadState: 3.10 frame, 3.11/3.12 cframe, 3.13 current_frame */
-  int ts_thread_id;       /* PyThreadState.thread_id (unsigned long): threading.get_ident() of the thread */
-  int ts_native_id;       /* PyThreadState.native_thread_id (unsigned long, the kernel's id), -1 in 3.10 */
-  int cf_current;         /* _PyCFrame.current_frame (3.11/3.12), -1 when the thread state points at frames */
-  int fr_code;            /* frame: f_code (3.10 PyFrameObject, 3.11/3.12), f_executable (3.13) */
-  int fr_previous;        /* frame: f_back (3.10) or previous */
-  int fr_instr;           /* 3.10 int f_lasti in code units; 3.11/3.12 prev_instr; 3.13 instr_ptr */
-  int fr_owner;           /* _PyInterpreterFrame.owner (char), -1 in 3.10 */
-  int co_filename;        /* PyCodeObject.co_filename */
-  int co_name;            /* co_qualname where it exists (3.11+), else co_name */
-  int co_firstlineno;     /* PyCodeObject.co_firstlineno (int) */
-  int co_linetable;       /* PyCodeObject.co_linetable (bytes) */
-  int co_code;            /* 3.11+: co_code_adaptive (inline code units); 3.10: -1 (co_code is a bytes object) */
-  int co_firsttraceable;  /* PyCodeObject._co_firsttraceable (int, code units), -1 in 3.10 */
-  int uni_ascii_size;     /* sizeof(PyASCIIObject): inline ASCII data starts here */
-  int uni_utf8_length;    /* PyCompactUnicodeObject.utf8_length */
-  int uni_utf8;           /* PyCompactUnicodeObject.utf8 */
+  int minor;             /* 3.<minor> */
+  int ts_frame;          /* PyThreadState: 3.10 frame, 3.11/3.12 cframe, 3.13 current_frame */
+  int ts_thread_id;      /* PyThreadState.thread_id (unsigned long): threading.get_ident() of the thread */
+  int ts_native_id;      /* PyThreadState.native_thread_id (unsigned long, the kernel's id), -1 in 3.10 */
+  int cf_current;        /* _PyCFrame.current_frame (3.11/3.12), -1 when the thread state points at frames */
+  int fr_code;           /* frame: f_code (3.10 PyFrameObject, 3.11/3.12), f_executable (3.13) */
+  int fr_previous;       /* frame: f_back (3.10) or previous */
+  int fr_instr;          /* 3.10 int f_lasti in code units; 3.11/3.12 prev_instr; 3.13 instr_ptr */
+  int fr_owner;          /* _PyInterpreterFrame.owner (char), -1 in 3.10 */
+  int co_filename;       /* PyCodeObject.co_filename */
+  int co_name;           /* co_qualname where it exists (3.11+), else co_name */
+  int co_firstlineno;    /* PyCodeObject.co_firstlineno (int) */
+  int co_linetable;      /* PyCodeObject.co_linetable (bytes) */
+  int co_code;           /* 3.11+: co_code_adaptive (inline code units); 3.10: -1 (co_code is a bytes object) */
+  int co_firsttraceable; /* PyCodeObject._co_firsttraceable (int, code units), -1 in 3.10 */
+  int uni_ascii_size;    /* sizeof(PyASCIIObject): inline ASCII data starts here */
+  int uni_utf8_length;   /* PyCompactUnicodeObject.utf8_length */
+  int uni_utf8;          /* PyCompactUnicodeObject.utf8 */
 };
 
 /* Shared by every supported version: PyObject_HEAD, PyVarObject, PyBytesObject and the PyASCIIObject head. */
@@ -87,10 +87,10 @@ struct pys_layout {
 #define PYS_UNI_ASCII 0x40u   /* state.ascii */
 
 static const struct pys_layout g_layouts[] = {
-  {10, 24, 176, -1, -1, 32, 24, 96, -1, 104, 112, 40, 120, -1, -1, 48, 48, 56},
-  {11, 56, 152, 160, 8, 32, 48, 56, 69, 112, 128, 72, 136, 184, 168, 48, 48, 56},
-  {12, 56, 136, 144, 0, 0, 8, 56, 70, 112, 128, 68, 136, 192, 176, 40, 40, 48},
-  {13, 72, 152, 160, -1, 0, 8, 56, 70, 112, 128, 68, 136, 200, 184, 40, 40, 48},
+    {10, 24, 176, -1, -1, 32, 24, 96, -1, 104, 112, 40, 120, -1, -1, 48, 48, 56},
+    {11, 56, 152, 160, 8, 32, 48, 56, 69, 112, 128, 72, 136, 184, 168, 48, 48, 56},
+    {12, 56, 136, 144, 0, 0, 8, 56, 70, 112, 128, 68, 136, 192, 176, 40, 40, 48},
+    {13, 72, 152, 160, -1, 0, 8, 56, 70, 112, 128, 68, 136, 200, 184, 40, 40, 48},
 };
 
 enum pys_state {
@@ -119,48 +119,48 @@ typedef int (*pys_int_fn)(void);
 typedef void *(*pys_tstate_fn)(void);
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
-static int g_state;                       /* enum pys_state; written once inside g_once */
-static const struct pys_layout *g_lay;    /* layout in use when PYS_READY */
+static int g_state;                                     /* enum pys_state; written once inside g_once */
+static const struct pys_layout *g_lay;                  /* layout in use when PYS_READY */
 static char g_status[96] = "no Python in this process"; /* pystack_status's phrase, written once in g_once */
-static pys_int_fn g_is_initialized;       /* Py_IsInitialized */
-static pys_tstate_fn g_this_tstate;       /* PyGILState_GetThisThreadState */
-static void *(*g_interp_head)(void);       /* PyInterpreterState_Head */
-static void *(*g_thread_head)(void *);     /* PyInterpreterState_ThreadHead */
-static uintptr_t g_code_type;             /* &PyCode_Type: every frame's code object must carry it */
-static uintptr_t g_frame_type;            /* &PyFrame_Type (3.10 frame objects) */
-static uintptr_t g_unicode_type;          /* &PyUnicode_Type */
-static uintptr_t g_bytes_type;            /* &PyBytes_Type */
+static pys_int_fn g_is_initialized;                     /* Py_IsInitialized */
+static pys_tstate_fn g_this_tstate;                     /* PyGILState_GetThisThreadState */
+static void *(*g_interp_head)(void);                    /* PyInterpreterState_Head */
+static void *(*g_thread_head)(void *);                  /* PyInterpreterState_ThreadHead */
+static uintptr_t g_code_type;                           /* &PyCode_Type: every frame's code object must carry it */
+static uintptr_t g_frame_type;                          /* &PyFrame_Type (3.10 frame objects) */
+static uintptr_t g_unicode_type;                        /* &PyUnicode_Type */
+static uintptr_t g_bytes_type;                          /* &PyBytes_Type */
 
-static struct pys_slot *g_slots;          /* PYS_SLOTS slots, mmap'd once */
+static struct pys_slot *g_slots;              /* PYS_SLOTS slots, mmap'd once */
 static _Atomic(struct pys_code *) *g_entries; /* PYS_MAX_CODES entries by id-1; release-stored before the slot */
-static uint32_t g_ncodes;                 /* ids handed out; only under g_lock */
+static uint32_t g_ncodes;                     /* ids handed out; only under g_lock */
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER; /* serializes inserts and the arena */
-static char *g_arena, *g_arena_end;       /* current arena chunk's free part; only under g_lock */
+static char *g_arena, *g_arena_end;                        /* current arena chunk's free part; only under g_lock */
 
 /* Code objects freed since pys_probe wrapped PyCode_Type's deallocator; only ever grows. */
 static _Atomic uint64_t g_code_frees;
-static void (*g_code_dealloc)(void *);    /* the interpreter's own deallocator, called by the wrapper */
-static bool g_frees_counted;              /* the wrapper is in place: memos may be used */
+static void (*g_code_dealloc)(void *); /* the interpreter's own deallocator, called by the wrapper */
+static bool g_frees_counted;           /* the wrapper is in place: memos may be used */
 
 /* What a thread's walks learned about one code object, valid while g_code_frees == frees. */
 struct pys_memo_entry {
-  uintptr_t code;                         /* code object address; 0 = empty */
-  uint64_t frees;                         /* g_code_frees when it was made */
-  uint32_t code_bytes;                    /* 3.11+: bytes of its inline code units (2 * ob_size) */
-  uint32_t traceable;                     /* 3.11+: byte offset of its first traceable instruction */
-  uint32_t id;                            /* its id in the shared table */
+  uintptr_t code;      /* code object address; 0 = empty */
+  uint64_t frees;      /* g_code_frees when it was made */
+  uint32_t code_bytes; /* 3.11+: bytes of its inline code units (2 * ob_size) */
+  uint32_t traceable;  /* 3.11+: byte offset of its first traceable instruction */
+  uint32_t id;         /* its id in the shared table */
 };
 /* Set-associative: a walk of a PyTorch model meets a few dozen code objects, two of them (the module call
  * wrappers) at every other frame; in a direct-mapped memo any two of them sharing a slot evict each other
  * over and over within each walk. */
 struct pys_memo {
   struct pys_memo_entry e[PYS_MEMO_SETS][PYS_MEMO_WAYS];
-  uint8_t next[PYS_MEMO_SETS];            /* the way a full set replaces next (in turn) */
-  int busy;                               /* a walk is using it: a signal handler's walk meanwhile goes without */
+  uint8_t next[PYS_MEMO_SETS]; /* the way a full set replaces next (in turn) */
+  int busy;                    /* a walk is using it: a signal handler's walk meanwhile goes without */
 };
 static __thread struct pys_memo *tls_memo;
-static __thread int tls_memo_state;       /* 0: not made yet, 1: made, -1: not for this thread */
-static pthread_key_t g_memo_key;          /* unmaps a thread's memo when it exits */
+static __thread int tls_memo_state; /* 0: not made yet, 1: made, -1: not for this thread */
+static pthread_key_t g_memo_key;    /* unmaps a thread's memo when it exits */
 static bool g_memo_key_ok;
 
 /* Guarded reads of another thread's memory (pystack_int.h) */
@@ -179,8 +179,10 @@ static int pys_safe_read(uintptr_t addr, void *dst, size_t n) {
 }
 
 static inline void rd_bytes(uintptr_t addr, void *dst, size_t n) {
-  if (__builtin_expect(tls_safe, 0)) pys_safe_read(addr, dst, n);
-  else memcpy(dst, (const void *)addr, n);
+  if (__builtin_expect(tls_safe, 0))
+    pys_safe_read(addr, dst, n);
+  else
+    memcpy(dst, (const void *)addr, n);
 }
 
 static inline uintptr_t rd_ptr(uintptr_t base, int off) {
@@ -218,7 +220,7 @@ static void pys_code_dealloc(void *op) {
 
 static void pys_memo_gone(void *memo) {
   tls_memo = NULL;
-  tls_memo_state = -1;                    /* a later destructor of this thread launching: walks without a memo */
+  tls_memo_state = -1; /* a later destructor of this thread launching: walks without a memo */
   if (memo) munmap(memo, sizeof(struct pys_memo));
 }
 
@@ -230,8 +232,7 @@ static void pys_count_frees(void) {
   intptr_t basic = *(const intptr_t *)(g_code_type + PYS_TP_BASICSIZE);
   void **slot = (void **)(g_code_type + PYS_TP_DEALLOC);
   void *orig = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
-  if (!name || strcmp(name, "code") || basic < 64 || basic > 1024 || !orig || orig == (void *)pys_code_dealloc)
-    return;
+  if (!name || strcmp(name, "code") || basic < 64 || basic > 1024 || !orig || orig == (void *)pys_code_dealloc) return;
   g_memo_key_ok = pthread_key_create(&g_memo_key, pys_memo_gone) == 0;
   if (!g_memo_key_ok) return;
   *(void **)&g_code_dealloc = orig;
@@ -347,9 +348,7 @@ static void *pys_arena_alloc(size_t n) {
  * one file name object, so a walk remembers the last few it reduced (reset at each walk: within one walk the
  * names are alive, held by the code objects of the frames being walked). */
 #define PYS_FILE_MEMO 4
-static __thread struct {
-  uintptr_t str, sig;
-} tls_files[PYS_FILE_MEMO];
+static __thread struct { uintptr_t str, sig; } tls_files[PYS_FILE_MEMO];
 static __thread unsigned tls_files_next;
 
 static uintptr_t pys_file_sig(uintptr_t file) {
@@ -518,8 +517,8 @@ static inline struct pys_memo_entry *pys_memo_hit(struct pys_memo *m, uintptr_t 
   return NULL;
 }
 
-static inline void pys_memo_put(struct pys_memo *m, uintptr_t code, uint64_t frees, uint32_t id,
-                                uintptr_t code_bytes, uintptr_t traceable) {
+static inline void pys_memo_put(struct pys_memo *m, uintptr_t code, uint64_t frees, uint32_t id, uintptr_t code_bytes,
+                                uintptr_t traceable) {
   if (!m || !id || code_bytes > UINT32_MAX || traceable > UINT32_MAX) return;
   unsigned set = pys_memo_set(code);
   struct pys_memo_entry *e = NULL;
@@ -541,8 +540,8 @@ static inline void pys_memo_put(struct pys_memo *m, uintptr_t code, uint64_t fre
 
 /* 3.10: tstate->frame is a chain of PyFrameObjects; f_lasti counts code units, -1 before the first one.
  * With WT, the words the walk depended on are noted there. */
-static int pys_walk_310(uintptr_t tstate, struct pystack_ref *out, int max, struct pys_watch *wt,
-                        struct pys_memo *memo, uint64_t frees) {
+static int pys_walk_310(uintptr_t tstate, struct pystack_ref *out, int max, struct pys_watch *wt, struct pys_memo *memo,
+                        uint64_t frees) {
   const struct pys_layout *l = g_lay;
   uintptr_t f = pys_watched(wt, tstate, l->ts_frame);
   int n = 0;
@@ -568,8 +567,8 @@ static int pys_walk_310(uintptr_t tstate, struct pystack_ref *out, int max, stru
 
 /* 3.11-3.13: _PyInterpreterFrame chain. Frames owned by the C stack (3.12+ entry shims) and incomplete frames
  * (still running their prologue) are skipped, as CPython's own traceback code skips them. */
-static int pys_walk_311(uintptr_t tstate, struct pystack_ref *out, int max, struct pys_watch *wt,
-                        struct pys_memo *memo, uint64_t frees) {
+static int pys_walk_311(uintptr_t tstate, struct pystack_ref *out, int max, struct pys_watch *wt, struct pys_memo *memo,
+                        uint64_t frees) {
   const struct pys_layout *l = g_lay;
   uintptr_t f = pys_watched(wt, tstate, l->ts_frame);
   if (l->cf_current >= 0 && f) f = pys_watched(wt, f, l->cf_current);
@@ -609,11 +608,10 @@ int pys_walk(uintptr_t ts, struct pystack_ref *out, int max, struct pys_watch *w
              uint64_t frees) {
   if (wt) wt->n = 0;
   for (unsigned i = 0; i < PYS_FILE_MEMO; i++) tls_files[i].str = 0; /* names of an earlier walk may be gone */
-  return g_lay->minor == 10 ? pys_walk_310(ts, out, max, wt, memo, frees)
-                            : pys_walk_311(ts, out, max, wt, memo, frees);
+  return g_lay->minor == 10 ? pys_walk_310(ts, out, max, wt, memo, frees) : pys_walk_311(ts, out, max, wt, memo, frees);
 }
 
-#define PYS_TS_NEXT 8                 /* PyThreadState.next, the second pointer in every supported version */
+#define PYS_TS_NEXT 8 /* PyThreadState.next, the second pointer in every supported version */
 
 bool pys_others_readable(void) {
   pthread_once(&g_once, pys_probe);
@@ -624,9 +622,7 @@ unsigned long pys_ts_native_id(uintptr_t ts) {
   return g_lay->ts_native_id >= 0 ? (unsigned long)rd_ptr(ts, g_lay->ts_native_id) : 0;
 }
 
-unsigned long long pys_ts_thread_id(uintptr_t ts) {
-  return rd_ptr(ts, g_lay->ts_thread_id);
-}
+unsigned long long pys_ts_thread_id(uintptr_t ts) { return rd_ptr(ts, g_lay->ts_thread_id); }
 
 int pys_other_states(uintptr_t *out, int max) {
   void *interp = g_interp_head();
@@ -653,7 +649,7 @@ int pystack_other_threads(struct pystack_thread *out, int max) {
   for (int i = 0; i < nts && n < max; i++) {
     out[n].id = pys_ts_thread_id(states[i]);
     out[n].n = pys_walk(states[i], out[n].refs, PYSTACK_MAX, NULL, NULL, 0);
-    tls_fault = 0;                    /* a torn walk of one thread does not end the list */
+    tls_fault = 0; /* a torn walk of one thread does not end the list */
     if (out[n].n > 0) n++;
   }
   tls_safe = 0;
@@ -669,9 +665,7 @@ bool pys_in_autograd(const struct pystack_ref *refs, int n) {
   return false;
 }
 
-unsigned long long pystack_code_frees(void) {
-  return atomic_load_explicit(&g_code_frees, memory_order_relaxed);
-}
+unsigned long long pystack_code_frees(void) { return atomic_load_explicit(&g_code_frees, memory_order_relaxed); }
 
 /* The frames the calling thread's last pystack_key visited, innermost first: its next launch most likely has its
  * frames at the same addresses (the interpreter's frame stack reuses its memory), so they are fetched ahead. */
@@ -708,7 +702,7 @@ int pystack_key(uint64_t *key) {
       if (kept < PYS_PREFETCH_MAX) tls_key_frames[kept++] = f;
       if (*(const uintptr_t *)(f + PYS_OB_TYPE) != g_frame_type) break;
       h = (h + *(const uintptr_t *)(f + (uintptr_t)l->fr_code)) * 0x9E3779B97F4A7C15ull;
-      g = (g + (uint64_t)(uint32_t)*(const int *)(f + (uintptr_t)l->fr_instr)) * 0xC2B2AE3D27D4EB4Full;
+      g = (g + (uint64_t)(uint32_t) * (const int *)(f + (uintptr_t)l->fr_instr)) * 0xC2B2AE3D27D4EB4Full;
       seen++;
       f = *(const uintptr_t *)(f + (uintptr_t)l->fr_previous);
     }
@@ -810,8 +804,7 @@ static int pys_line_310(const struct pys_code *e, int lasti) {
   return -1;
 }
 
-int pystack_describe(const struct pystack_ref *r, char *file, size_t filelen, char *func, size_t funclen,
-                     int *line) {
+int pystack_describe(const struct pystack_ref *r, char *file, size_t filelen, char *func, size_t funclen, int *line) {
   if (!r || r->code == 0 || r->code > PYS_MAX_CODES || !g_entries) return -1;
   /* acquire: pairs with the release store in pys_insert, so the entry's contents are visible */
   const struct pys_code *e = atomic_load_explicit(&g_entries[r->code - 1], memory_order_acquire);
@@ -819,8 +812,10 @@ int pystack_describe(const struct pystack_ref *r, char *file, size_t filelen, ch
   if (file && filelen) snprintf(file, filelen, "%s", e->file);
   if (func && funclen) snprintf(func, funclen, "%s", e->func);
   if (line) {
-    if (r->lasti < 0) *line = e->firstlineno; /* not started yet: CPython reports the first line too */
-    else *line = g_lay->minor == 10 ? pys_line_310(e, r->lasti) : pys_line_311(e, r->lasti);
+    if (r->lasti < 0)
+      *line = e->firstlineno; /* not started yet: CPython reports the first line too */
+    else
+      *line = g_lay->minor == 10 ? pys_line_310(e, r->lasti) : pys_line_311(e, r->lasti);
   }
   return 0;
 }

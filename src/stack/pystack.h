@@ -12,8 +12,8 @@
 #define PYSTACK_MAX 24
 
 struct pystack_ref {
-  uint32_t code;   /* 1-based id of the code object in pystack's table; 0 = unused (or the table was full) */
-  int32_t lasti;   /* byte offset of the current instruction in the code, -1 if unknown */
+  uint32_t code; /* 1-based id of the code object in pystack's table; 0 = unused (or the table was full) */
+  int32_t lasti; /* byte offset of the current instruction in the code, -1 if unknown */
 };
 
 /* Fills out[0..max) with the calling thread's Python frames, innermost first. Returns the count (0 when the
@@ -39,8 +39,8 @@ int pystack_describe(const struct pystack_ref *r, char *file, size_t filelen, ch
  * line that started it. Reads other threads' memory defensively (a failed read ends that thread's walk, it cannot
  * crash) and is meant for report time only. Returns the number of threads filled in. */
 struct pystack_thread {
-  unsigned long long id;             /* the thread's Python thread id (threading.get_ident()) */
-  int n;                             /* frames in refs */
+  unsigned long long id;                /* the thread's Python thread id (threading.get_ident()) */
+  int n;                                /* frames in refs */
   struct pystack_ref refs[PYSTACK_MAX]; /* innermost first */
 };
 int pystack_other_threads(struct pystack_thread *out, int max);

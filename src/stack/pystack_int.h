@@ -13,29 +13,29 @@
 /* The words of another thread's memory that a walk of its frames depended on (frame links and instruction
  * pointers) and what they held: while they hold the same, the walk would give the same frames. */
 #define PYS_WATCH_MAX 128
-#define PYS_RANGES_MAX 16             /* a check reads the watched words in at most this many ranges, */
-#define PYS_RANGE_GAP 1024            /* merging words closer than this (frames sit together in their chunk), */
-#define PYS_CHECK_BYTES (32u << 10)   /* and this many bytes in all: one system call of a few ranges costs about
+#define PYS_RANGES_MAX 16  /* a check reads the watched words in at most this many ranges, */
+#define PYS_RANGE_GAP 1024 /* merging words closer than this (frames sit together in their chunk), */
+#define PYS_CHECK_BYTES                                                                                                \
+  (32u << 10) /* and this many bytes in all: one system call of a few ranges costs about
                                        * what one word does, each extra range a third of that */
 struct pys_watch {
-  int n;                              /* entries; -1 when the walk needed more than PYS_WATCH_MAX */
+  int n; /* entries; -1 when the walk needed more than PYS_WATCH_MAX */
   uintptr_t addr[PYS_WATCH_MAX];
   uintptr_t val[PYS_WATCH_MAX];
-  uint32_t off[PYS_WATCH_MAX];        /* where each word lands in the check's buffer */
-  int nr;                             /* ranges; 0 = not planned or not possible */
+  uint32_t off[PYS_WATCH_MAX]; /* where each word lands in the check's buffer */
+  int nr;                      /* ranges; 0 = not planned or not possible */
   uintptr_t rlo[PYS_RANGES_MAX];
   uint32_t rlen[PYS_RANGES_MAX];
 };
 
-
-#define PYS_MAX_THREADS 256           /* thread states followed, in case the list is corrupt or cyclic */
+#define PYS_MAX_THREADS 256 /* thread states followed, in case the list is corrupt or cyclic */
 
 /* Reading another thread's frames goes through process_vm_readv on this process: a frame that thread frees
  * meanwhile makes a read fail instead of crashing the program. The calling thread's own frames are alive and are
  * read directly. */
-extern pid_t g_pys_pid;                 /* this process, for process_vm_readv (getpid is a system call) */
-extern __thread int tls_safe;           /* reads go through process_vm_readv */
-extern __thread int tls_fault;          /* a guarded read failed: the walk stops */
+extern pid_t g_pys_pid;        /* this process, for process_vm_readv (getpid is a system call) */
+extern __thread int tls_safe;  /* reads go through process_vm_readv */
+extern __thread int tls_fault; /* a guarded read failed: the walk stops */
 
 /* Probes the interpreter once; true when its version is supported, it is initialized and its thread list can be
  * followed (what reading another thread's frames needs). */

@@ -13,15 +13,15 @@
 #include <sys/uio.h>
 #include <time.h>
 
-#define PYS_WAIT_REWALK_NS 1000000ull /* a calling thread walks the other threads once a millisecond on average, */
-#define PYS_WAIT_REWALK_BURST 8       /* with up to this many walks in a row */
+#define PYS_WAIT_REWALK_NS 1000000ull    /* a calling thread walks the other threads once a millisecond on average, */
+#define PYS_WAIT_REWALK_BURST 8          /* with up to this many walks in a row */
 #define PYS_WAIT_RECHOOSE_NS 10000000ull /* a choice made by default is made again after 10 ms */
 
-static bool g_wait_counting;          /* CULPRIT_STATS: count how each pystack_waiting call knew its frames */
+static bool g_wait_counting; /* CULPRIT_STATS: count how each pystack_waiting call knew its frames */
 static _Atomic uint64_t g_wc_clock, g_wc_checked, g_wc_walked, g_wc_none;
-#define PYS_WC(c)                                                                   \
-  do {                                                                              \
-    if (g_wait_counting) atomic_fetch_add_explicit(&(c), 1, memory_order_relaxed); \
+#define PYS_WC(c)                                                                                                      \
+  do {                                                                                                                 \
+    if (g_wait_counting) atomic_fetch_add_explicit(&(c), 1, memory_order_relaxed);                                     \
   } while (0)
 
 void pystack_wait_counting(int on) { g_wait_counting = on != 0; }
@@ -35,17 +35,17 @@ void pystack_wait_counts(struct pystack_wait_counts *out) {
 
 /* One launching thread's choice of waiting thread; allocated on its first launch without Python. */
 struct pys_wait {
-  unsigned long long id;              /* the chosen thread's Python thread id */
-  int n;                              /* frames in refs; 0 = no choice */
-  bool autograd;                      /* chosen because it waits in torch.autograd */
-  uint64_t chosen_ns;                 /* when the choice was made */
-  clockid_t clock;                    /* the chosen thread's CPU-time clock; 0 where unknown (3.10) */
-  uint64_t cpu_ns;                    /* its CPU time when its frames were last known to be as cached; 0 = none */
-  uint64_t walk_tat;                  /* rate of walks (GCRA): the time at which the walk budget is spent */
+  unsigned long long id; /* the chosen thread's Python thread id */
+  int n;                 /* frames in refs; 0 = no choice */
+  bool autograd;         /* chosen because it waits in torch.autograd */
+  uint64_t chosen_ns;    /* when the choice was made */
+  clockid_t clock;       /* the chosen thread's CPU-time clock; 0 where unknown (3.10) */
+  uint64_t cpu_ns;       /* its CPU time when its frames were last known to be as cached; 0 = none */
+  uint64_t walk_tat;     /* rate of walks (GCRA): the time at which the walk budget is spent */
   struct pystack_ref refs[PYSTACK_MAX];
-  struct pys_watch watch;             /* what the chosen thread's walk depended on */
-  struct pys_watch cand_watch;        /* scratch for the walk */
-  struct pystack_thread cand;         /* scratch for the walk */
+  struct pys_watch watch;               /* what the chosen thread's walk depended on */
+  struct pys_watch cand_watch;          /* scratch for the walk */
+  struct pystack_thread cand;           /* scratch for the walk */
   unsigned char check[PYS_CHECK_BYTES]; /* what a check reads */
 };
 static __thread struct pys_wait *tls_wait;
@@ -71,7 +71,7 @@ static void pys_watch_plan(struct pys_watch *wt) {
     for (; j > 0 && wt->addr[order[j - 1]] > wt->addr[i]; j--) order[j] = order[j - 1];
     order[j] = i;
   }
-  uint32_t base = 0;                  /* where the current range starts in the check's buffer */
+  uint32_t base = 0; /* where the current range starts in the check's buffer */
   for (int k = 0; k < wt->n; k++) {
     uintptr_t a = wt->addr[order[k]];
     int r = wt->nr - 1;
@@ -169,10 +169,10 @@ int pystack_waiting(struct pystack_ref *out, int max, unsigned long long *thread
   if (w->n > 0) {
     uint64_t cpu = pys_cpu_ns(w->clock);
     if (cpu && cpu == w->cpu_ns) {
-      same = by_clock = true;         /* it has not run since its frames were read or checked */
+      same = by_clock = true; /* it has not run since its frames were read or checked */
     } else {
       same = pys_watch_same(&w->watch, w->check);
-      w->cpu_ns = same ? cpu : 0;     /* read before the check: if it ran during it, the next call checks again */
+      w->cpu_ns = same ? cpu : 0; /* read before the check: if it ran during it, the next call checks again */
     }
   }
   /* The clock only where the answer needs it (it can be a system call): a choice of a thread waiting in
@@ -196,9 +196,12 @@ int pystack_waiting(struct pystack_ref *out, int max, unsigned long long *thread
   tls_safe = 0;
   tls_fault = 0;
   if (w->n <= 0) goto none;
-  if (walked) PYS_WC(g_wc_walked);
-  else if (by_clock) PYS_WC(g_wc_clock);
-  else PYS_WC(g_wc_checked);
+  if (walked)
+    PYS_WC(g_wc_walked);
+  else if (by_clock)
+    PYS_WC(g_wc_clock);
+  else
+    PYS_WC(g_wc_checked);
   int n = w->n < max ? w->n : max;
   memcpy(out, w->refs, sizeof(struct pystack_ref) * (size_t)n);
   if (thread_id) *thread_id = w->id;

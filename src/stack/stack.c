@@ -33,11 +33,11 @@
 #define CULPRIT_UNWIND_SONAME "libunwind.so.8"
 #endif
 
-#define SELF_SKIP_MAX 12                    /* culprit frames above the caller: wrapper, core, capture */
+#define SELF_SKIP_MAX 12 /* culprit frames above the caller: wrapper, core, capture */
 
-static uintptr_t g_self_lo, g_self_hi;      /* address range of libculprit's loaded segments */
+static uintptr_t g_self_lo, g_self_hi;       /* address range of libculprit's loaded segments */
 static int (*g_unw_backtrace)(void **, int); /* libunwind's, opened RTLD_LOCAL; NULL: glibc's backtrace */
-static uintptr_t g_main_base;               /* lowest mapped address of the main program */
+static uintptr_t g_main_base;                /* lowest mapped address of the main program */
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 /* The main program comes first in dl_iterate_phdr's order; libculprit is found by an address inside it. */
@@ -78,7 +78,7 @@ static void open_unwinder(void) {
   if (h) *(void **)&g_unw_backtrace = dlsym(h, "unw_backtrace");
 }
 
-static pthread_key_t g_cache_key;           /* unmaps a thread's chain cache when it exits */
+static pthread_key_t g_cache_key; /* unmaps a thread's chain cache when it exits */
 static int g_cache_key_ok;
 static void sc_thread_gone(void *cache);
 
@@ -112,42 +112,42 @@ int stack_capture(void **pcs, int max) {
 
 /* ---- the launching thread's chain cache ---- */
 
-#define SC_SETS 256                          /* sets of the cache, by stack pointer */
-#define SC_WAYS 8                            /* chains per set: a free way, else one picked at random */
-#define SC_DEPTH_MAX 64                      /* deepest chain cached */
-#define SC_WALK_SHARE 50                     /* walks that learn a chain take at most 1/this of the thread's time */
-#define SC_WALK_BURST_NS 100000000ull        /* beyond a first 100 ms of them (a PyTorch model's chains) */
+#define SC_SETS 256                   /* sets of the cache, by stack pointer */
+#define SC_WAYS 8                     /* chains per set: a free way, else one picked at random */
+#define SC_DEPTH_MAX 64               /* deepest chain cached */
+#define SC_WALK_SHARE 50              /* walks that learn a chain take at most 1/this of the thread's time */
+#define SC_WALK_BURST_NS 100000000ull /* beyond a first 100 ms of them (a PyTorch model's chains) */
 
 struct sc_entry {
-  uint32_t n;                                /* frames */
+  uint32_t n; /* frames */
   uint32_t pad;
-  uint64_t hash;                             /* stack_hash of the frames */
+  uint64_t hash; /* stack_hash of the frames */
   /* then n pc words, then n uint32_t slot offsets above the capture's stack pointer (its tag) */
 };
 
 struct sc_cache {
-  uintptr_t lo, hi;                          /* this thread's stack */
-  int depth;                                 /* frames an entry holds */
-  size_t esize;                              /* bytes per entry */
-  int busy;                                  /* a capture is inside the cache (a signal handler's waits) */
-  uint64_t walk_tat;                         /* rate of learning walks (GCRA): when their budget is spent */
-  uint32_t rng;                              /* picks the way to replace when a set is full */
-  uintptr_t tag[SC_SETS][SC_WAYS];           /* each entry's capture sp, side by side (a lookup reads one cache
+  uintptr_t lo, hi;                /* this thread's stack */
+  int depth;                       /* frames an entry holds */
+  size_t esize;                    /* bytes per entry */
+  int busy;                        /* a capture is inside the cache (a signal handler's waits) */
+  uint64_t walk_tat;               /* rate of learning walks (GCRA): when their budget is spent */
+  uint32_t rng;                    /* picks the way to replace when a set is full */
+  uintptr_t tag[SC_SETS][SC_WAYS]; /* each entry's capture sp, side by side (a lookup reads one cache
                                               * line); 0 while the entry is empty or being written */
-  uint64_t entries[];                        /* SC_SETS * SC_WAYS entries of esize bytes */
+  uint64_t entries[];              /* SC_SETS * SC_WAYS entries of esize bytes */
 };
 
 static _Atomic uint64_t g_sc_learned, g_sc_evicted, g_sc_evicted_same, g_sc_not_kept, g_sc_over_budget,
-    g_sc_bypassed;                           /* stack_cache_counts; touched on misses only */
+    g_sc_bypassed; /* stack_cache_counts; touched on misses only */
 #define SC_COUNT(c) atomic_fetch_add_explicit(&(c), 1, memory_order_relaxed)
 
 static __thread struct sc_cache *tls_cache;
-static __thread int tls_cache_state;         /* 0: not made yet, 1: made, -1: not for this thread */
+static __thread int tls_cache_state; /* 0: not made yet, 1: made, -1: not for this thread */
 
 static void sc_thread_gone(void *cache) {
   struct sc_cache *c = cache;
   tls_cache = NULL;
-  tls_cache_state = -1;                      /* a later destructor of this thread launching: unwound afresh */
+  tls_cache_state = -1; /* a later destructor of this thread launching: unwound afresh */
   if (c) munmap(c, sizeof *c + (size_t)SC_SETS * SC_WAYS * c->esize);
 }
 
@@ -178,9 +178,7 @@ static inline struct sc_entry *sc_at(struct sc_cache *c, unsigned set, unsigned 
   return (struct sc_entry *)((char *)c->entries + ((size_t)set * SC_WAYS + way) * c->esize);
 }
 static inline uintptr_t *sc_pcs(struct sc_entry *e) { return (uintptr_t *)(e + 1); }
-static inline uint32_t *sc_slots(struct sc_cache *c, struct sc_entry *e) {
-  return (uint32_t *)(sc_pcs(e) + c->depth);
-}
+static inline uint32_t *sc_slots(struct sc_cache *c, struct sc_entry *e) { return (uint32_t *)(sc_pcs(e) + c->depth); }
 static inline unsigned sc_set(uintptr_t sp) {
   return (unsigned)(((sp >> 3) * 0x9E3779B97F4A7C15ull) >> 56) & (SC_SETS - 1);
 }
@@ -282,7 +280,7 @@ static int sc_capture(void **pcs, int max, int *hit, uint64_t *hash) {
   if (__builtin_expect(!c, 0)) {
     pthread_once(&g_once, init_self);
     if (tls_cache_state != 0 || max > SC_DEPTH_MAX) return sc_bypass(pcs, max);
-    tls_cache_state = -1;                    /* first: a signal handler's launch meanwhile must not make one too */
+    tls_cache_state = -1; /* first: a signal handler's launch meanwhile must not make one too */
     c = tls_cache = sc_make(max);
     if (!c) return sc_bypass(pcs, max);
     tls_cache_state = 1;
@@ -359,15 +357,15 @@ void stack_describe(uintptr_t pc, struct stack_frame_info *out) {
 /* ---- the objects of the process from /proc/self/maps ---- */
 
 struct stack_map {
-  uintptr_t lo, hi;               /* the mapping */
-  uintptr_t base;                 /* where its object's file offset 0 is mapped (dladdr's dli_fbase) */
-  const char *path;               /* the object's file, in the snapshot's text */
+  uintptr_t lo, hi; /* the mapping */
+  uintptr_t base;   /* where its object's file offset 0 is mapped (dladdr's dli_fbase) */
+  const char *path; /* the object's file, in the snapshot's text */
 };
 
 struct stack_maps {
-  int n;                          /* entries */
-  char *text;                     /* the file's text, paths cut out of it in place */
-  struct stack_map map[];         /* file-backed mappings, in the file's (address) order */
+  int n;                  /* entries */
+  char *text;             /* the file's text, paths cut out of it in place */
+  struct stack_map map[]; /* file-backed mappings, in the file's (address) order */
 };
 
 struct stack_maps *stack_maps_read(void) {
@@ -408,7 +406,7 @@ struct stack_maps *stack_maps_read(void) {
       struct stack_map *e = &m->map[m->n++];
       e->lo = lo;
       e->hi = hi;
-      e->base = lo - off;         /* until the mapping of offset 0 of the same file says better, below */
+      e->base = lo - off; /* until the mapping of offset 0 of the same file says better, below */
       e->path = line + at;
     }
     line = nl ? nl + 1 : NULL;
@@ -431,11 +429,13 @@ void stack_describe_maps(const struct stack_maps *m, uintptr_t pc, struct stack_
   out->pc = pc;
   if (!m) return;
   int lo = 0, hi = m->n - 1;
-  while (lo <= hi) {                /* pc - 1: a return address may be the first byte of the next function */
+  while (lo <= hi) { /* pc - 1: a return address may be the first byte of the next function */
     int mid = (lo + hi) / 2;
     const struct stack_map *e = &m->map[mid];
-    if (pc - 1 < e->lo) hi = mid - 1;
-    else if (pc - 1 >= e->hi) lo = mid + 1;
+    if (pc - 1 < e->lo)
+      hi = mid - 1;
+    else if (pc - 1 >= e->hi)
+      lo = mid + 1;
     else {
       out->offset = pc - e->base;
       snprintf(out->module, sizeof out->module, "%s", e->path);

@@ -7,10 +7,10 @@
 #include <stdint.h>
 
 struct stack_frame_info {
-  uintptr_t pc;                   /* the return address */
-  char module[512];               /* file of the object it lies in, "" if unknown */
-  uintptr_t offset;               /* pc minus the object's lowest mapped address (dladdr's dli_fbase) */
-  char function[256];             /* exported symbol containing pc, "" if none */
+  uintptr_t pc;       /* the return address */
+  char module[512];   /* file of the object it lies in, "" if unknown */
+  uintptr_t offset;   /* pc minus the object's lowest mapped address (dladdr's dli_fbase) */
+  char function[256]; /* exported symbol containing pc, "" if none */
 };
 
 /* Fills pcs with up to max return addresses of the caller's stack, innermost first, leaving out frames
@@ -25,7 +25,7 @@ int stack_capture_launch(void **pcs, int max, int *hit, uint64_t *hash);
 static inline uint64_t stack_hash(void *const *pcs, int n) {
   uint64_t h = (uint64_t)n * 0x2545F4914F6CDD1Dull, g = 0x9E3779B97F4A7C15ull;
   int i = 0;
-  for (; i + 1 < n; i += 2) {                /* two lanes: half as long a chain of multiplications */
+  for (; i + 1 < n; i += 2) { /* two lanes: half as long a chain of multiplications */
     h = (h + (uint64_t)(uintptr_t)pcs[i]) * 0x9E3779B97F4A7C15ull;
     g = (g + (uint64_t)(uintptr_t)pcs[i + 1]) * 0xC2B2AE3D27D4EB4Full;
   }
@@ -37,12 +37,12 @@ static inline uint64_t stack_hash(void *const *pcs, int n) {
 /* What the launch captures' chain caches did with the chains they did not have, over all threads since start:
  * for CULPRIT_STATS, to tell a program still being learned from a cache too small for it. */
 struct stack_cache_counts {
-  uint64_t learned;               /* unwound and kept in a free place */
-  uint64_t evicted;               /* unwound and kept in place of another chain, */
-  uint64_t evicted_same_sp;       /* of which a chain captured at the same stack pointer */
-  uint64_t not_kept;              /* unwound but not cacheable (a return address not found in its slot) */
-  uint64_t over_budget;           /* unwound by the plain unwinder: learning walks had used their share */
-  uint64_t bypassed;              /* not looked up (a capture inside a capture, a stack the cache does not cover) */
+  uint64_t learned;         /* unwound and kept in a free place */
+  uint64_t evicted;         /* unwound and kept in place of another chain, */
+  uint64_t evicted_same_sp; /* of which a chain captured at the same stack pointer */
+  uint64_t not_kept;        /* unwound but not cacheable (a return address not found in its slot) */
+  uint64_t over_budget;     /* unwound by the plain unwinder: learning walks had used their share */
+  uint64_t bypassed;        /* not looked up (a capture inside a capture, a stack the cache does not cover) */
 };
 void stack_cache_counts(struct stack_cache_counts *out);
 /* Describes one address (dladdr: it takes the dynamic loader's lock). */

@@ -29,23 +29,23 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-#define HSLOTS 8                  /* threads inside culprit's signal handlers at once with a stack of their own */
-#define CUT_SEARCH 16             /* frames searched for the interrupted instruction */
-#define LATE_WRITE_NS 50000000ll  /* how long a snapshot waits for a handler already writing when time is up */
+#define HSLOTS 8                 /* threads inside culprit's signal handlers at once with a stack of their own */
+#define CUT_SEARCH 16            /* frames searched for the interrupted instruction */
+#define LATE_WRITE_NS 50000000ll /* how long a snapshot waits for a handler already writing when time is up */
 
 enum { SLOT_IDLE = 0, SLOT_SENT = 1, SLOT_WRITING = 2, SLOT_DONE = 3, SLOT_ABANDONED = 4 };
 
 struct slot {
-  _Atomic int tid;                /* the thread it is for; 0 = free */
-  _Atomic int state;              /* SLOT_*: claimed and released with CAS (diagram above) */
-  unsigned long long pthread_id;  /* the thread's pthread_self(), written before DONE */
-  int n;                          /* frames, written before DONE */
-  void *frames[THREADS_DEPTH];    /* written before DONE */
+  _Atomic int tid;               /* the thread it is for; 0 = free */
+  _Atomic int state;             /* SLOT_*: claimed and released with CAS (diagram above) */
+  unsigned long long pthread_id; /* the thread's pthread_self(), written before DONE */
+  int n;                         /* frames, written before DONE */
+  void *frames[THREADS_DEPTH];   /* written before DONE */
 };
 
-static struct slot g_slots[THREADS_MAX];    /* one per thread of the snapshot under way */
-static struct slot g_hslots[HSLOTS];         /* threads inside a culprit signal handler (threads_handler_enter) */
-static _Atomic int g_installed;              /* the capture handler is installed (release after sigaction) */
+static struct slot g_slots[THREADS_MAX]; /* one per thread of the snapshot under way */
+static struct slot g_hslots[HSLOTS];     /* threads inside a culprit signal handler (threads_handler_enter) */
+static _Atomic int g_installed;          /* the capture handler is installed (release after sigaction) */
 
 static int gettid_(void) { return (int)syscall(SYS_gettid); }
 
@@ -207,7 +207,7 @@ static int capture_ready(int sig) {
   memset(&sa, 0, sizeof sa);
   sa.sa_sigaction = on_capture;
   sa.sa_flags = SA_SIGINFO | SA_RESTART;
-  sigfillset(&sa.sa_mask);                    /* the unwind runs undisturbed by the program's handlers */
+  sigfillset(&sa.sa_mask); /* the unwind runs undisturbed by the program's handlers */
   if (sigaction(sig, &sa, NULL)) return 0;
   atomic_store_explicit(&g_installed, 1, memory_order_release);
   return 1;
@@ -325,7 +325,7 @@ int threads_snapshot(struct threads_info *out, int max, int wait_ms, int *more) 
         t->pthread_id = s->pthread_id;
       } else {
         t->note = "its stack could not be taken: the thread did not answer culprit's capture signal in time";
-        continue;                             /* still writing: the slot stays claimed by it */
+        continue; /* still writing: the slot stays claimed by it */
       }
     }
     atomic_store_explicit(&s->tid, 0, memory_order_relaxed);

@@ -6,18 +6,18 @@
 
 #include <stdint.h>
 
-#define THREADS_MAX 256           /* threads a snapshot lists; more are counted */
-#define THREADS_DEPTH 48          /* native frames kept per thread */
+#define THREADS_MAX 256  /* threads a snapshot lists; more are counted */
+#define THREADS_DEPTH 48 /* native frames kept per thread */
 
 struct threads_info {
-  int tid;                        /* kernel thread id */
-  char name[16];                  /* its name (comm), as the kernel keeps it */
-  char state;                     /* scheduler state letter of /proc: R, S, D, T, t, Z... ('?' unknown) */
-  unsigned long long pthread_id;  /* its pthread_self(), which Python calls the thread's ident; 0 = unknown */
-  int in_handler;                 /* it was in culprit's signal handler: the stack is where the signal found it */
-  int nframes;                    /* frames taken, innermost first; 0 when note says why there are none */
-  const char *note;               /* why the stack is missing or partial (a static sentence), or NULL */
-  void *frames[THREADS_DEPTH];    /* return addresses, the innermost being where the thread was interrupted */
+  int tid;                       /* kernel thread id */
+  char name[16];                 /* its name (comm), as the kernel keeps it */
+  char state;                    /* scheduler state letter of /proc: R, S, D, T, t, Z... ('?' unknown) */
+  unsigned long long pthread_id; /* its pthread_self(), which Python calls the thread's ident; 0 = unknown */
+  int in_handler;                /* it was in culprit's signal handler: the stack is where the signal found it */
+  int nframes;                   /* frames taken, innermost first; 0 when note says why there are none */
+  const char *note;              /* why the stack is missing or partial (a static sentence), or NULL */
+  void *frames[THREADS_DEPTH];   /* return addresses, the innermost being where the thread was interrupted */
 };
 
 /* Fills out[0..max) with the threads of the process other than the caller, in /proc order (the main thread

@@ -9,7 +9,10 @@
 
 /* ---- helpers ---------------------------------------------------------------------------------------------- */
 
-static CUresult fc_ready(void) { return fc_g.inited ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED; }
+static CUresult fc_ready(void)
+{
+    return fc_g.inited ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED;
+}
 
 /* The current context, healthy: most calls touch it and so report its sticky error. */
 static CUresult fc_live(struct fc_ctx **c)
@@ -21,7 +24,8 @@ static CUresult fc_live(struct fc_ctx **c)
 static CUresult fc_dev_ok(CUdevice dev)
 {
     CUresult rc = fc_ready();
-    if (rc) return rc;
+    if (rc)
+        return rc;
     return dev >= 0 && dev < fc_g.ndev ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
 }
 
@@ -43,8 +47,10 @@ static CUresult fc_new_op(enum fc_opkind kind, struct fc_op **op)
 FC_API CUresult cuInit(unsigned int Flags)
 {
     FC_BEGIN();
-    if (Flags) FC_RETURN(CUDA_ERROR_INVALID_VALUE);
-    if (fc_g.ndev == 0) FC_RETURN(CUDA_ERROR_NO_DEVICE);
+    if (Flags)
+        FC_RETURN(CUDA_ERROR_INVALID_VALUE);
+    if (fc_g.ndev == 0)
+        FC_RETURN(CUDA_ERROR_NO_DEVICE);
     fc_g.inited = 1;
     FC_RETURN(CUDA_SUCCESS);
 }
@@ -52,7 +58,8 @@ FC_API CUresult cuInit(unsigned int Flags)
 FC_API CUresult cuDriverGetVersion(int *driverVersion)
 {
     FC_BEGIN();
-    if (!driverVersion) FC_RETURN(CUDA_ERROR_INVALID_VALUE);
+    if (!driverVersion)
+        FC_RETURN(CUDA_ERROR_INVALID_VALUE);
     *driverVersion = 13000;
     FC_RETURN(CUDA_SUCCESS);
 }
@@ -61,8 +68,10 @@ FC_API CUresult cuDeviceGet(CUdevice *device, int ordinal)
 {
     FC_BEGIN();
     CUresult rc = fc_dev_ok(ordinal);
-    if (!rc && !device) rc = CUDA_ERROR_INVALID_VALUE;
-    if (!rc) *device = ordinal;
+    if (!rc && !device)
+        rc = CUDA_ERROR_INVALID_VALUE;
+    if (!rc)
+        *device = ordinal;
     FC_RETURN(rc);
 }
 
@@ -70,8 +79,10 @@ FC_API CUresult cuDeviceGetCount(int *count)
 {
     FC_BEGIN();
     CUresult rc = fc_ready();
-    if (!rc && !count) rc = CUDA_ERROR_INVALID_VALUE;
-    if (!rc) *count = fc_g.ndev;
+    if (!rc && !count)
+        rc = CUDA_ERROR_INVALID_VALUE;
+    if (!rc)
+        *count = fc_g.ndev;
     FC_RETURN(rc);
 }
 
@@ -79,8 +90,10 @@ FC_API CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
 {
     FC_BEGIN();
     CUresult rc = fc_dev_ok(dev);
-    if (!rc && (!name || len <= 0)) rc = CUDA_ERROR_INVALID_VALUE;
-    if (!rc) snprintf(name, (size_t)len, "Fake CUDA Device %d", dev);
+    if (!rc && (!name || len <= 0))
+        rc = CUDA_ERROR_INVALID_VALUE;
+    if (!rc)
+        snprintf(name, (size_t)len, "Fake CUDA Device %d", dev);
     FC_RETURN(rc);
 }
 
@@ -88,8 +101,10 @@ FC_API CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevic
 {
     FC_BEGIN();
     CUresult rc = fc_dev_ok(dev);
-    if (!rc && !pi) rc = CUDA_ERROR_INVALID_VALUE;
-    if (!rc) *pi = attrib == CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT ? 132 : 1;
+    if (!rc && !pi)
+        rc = CUDA_ERROR_INVALID_VALUE;
+    if (!rc)
+        *pi = attrib == CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT ? 132 : 1;
     FC_RETURN(rc);
 }
 
@@ -98,9 +113,12 @@ FC_API CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevic
 static CUresult fc_primary_retain(CUcontext *pctx, CUdevice dev)
 {
     CUresult rc = fc_dev_ok(dev);
-    if (rc) return rc;
-    if (!pctx) return CUDA_ERROR_INVALID_VALUE;
-    if (!fc_g.primary[dev] && (rc = fc_ctx_new(dev, 1, &fc_g.primary[dev]))) return rc;
+    if (rc)
+        return rc;
+    if (!pctx)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!fc_g.primary[dev] && (rc = fc_ctx_new(dev, 1, &fc_g.primary[dev])))
+        return rc;
     fc_g.primary[dev]->refs++;
     *pctx = (CUcontext)fc_g.primary[dev];
     return CUDA_SUCCESS;
@@ -109,12 +127,14 @@ static CUresult fc_primary_retain(CUcontext *pctx, CUdevice dev)
 /* Brings the primary context back to a clean state, as the driver does when it tears it down. */
 static void fc_primary_clear(struct fc_ctx *c, int drop_streams)
 {
-    if (!c->sticky) fc_drain_ctx(c);
+    if (!c->sticky)
+        fc_drain_ctx(c);
     fc_ctx_discard(c);
     c->sticky = CUDA_SUCCESS;
     if (drop_streams) {
         for (struct fc_stream *s = c->streams; s; s = s->next)
-            if (s->kind == FC_STREAM_CREATED) s->destroyed = 1;
+            if (s->kind == FC_STREAM_CREATED)
+                s->destroyed = 1;
         fc_mem_free_owned(c);
     }
 }
@@ -122,18 +142,23 @@ static void fc_primary_clear(struct fc_ctx *c, int drop_streams)
 static CUresult fc_primary_release(CUdevice dev)
 {
     CUresult rc = fc_dev_ok(dev);
-    if (rc) return rc;
+    if (rc)
+        return rc;
     struct fc_ctx *c = fc_g.primary[dev];
-    if (!c || c->refs == 0) return CUDA_ERROR_INVALID_CONTEXT;
-    if (--c->refs == 0) fc_primary_clear(c, 1);
+    if (!c || c->refs == 0)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (--c->refs == 0)
+        fc_primary_clear(c, 1);
     return CUDA_SUCCESS;
 }
 
 static CUresult fc_primary_reset(CUdevice dev)
 {
     CUresult rc = fc_dev_ok(dev);
-    if (rc) return rc;
-    if (fc_g.primary[dev]) fc_primary_clear(fc_g.primary[dev], 1);
+    if (rc)
+        return rc;
+    if (fc_g.primary[dev])
+        fc_primary_clear(fc_g.primary[dev], 1);
     return CUDA_SUCCESS;
 }
 
@@ -172,10 +197,14 @@ static CUresult fc_ctx_create(CUcontext *pctx, CUdevice dev)
 {
     CUresult rc = fc_dev_ok(dev);
     struct fc_ctx *c;
-    if (rc) return rc;
-    if (!pctx) return CUDA_ERROR_INVALID_VALUE;
-    if ((rc = fc_ctx_new(dev, 0, &c))) return rc;
-    if (fc_ctx_push(c)) return CUDA_ERROR_OUT_OF_MEMORY;
+    if (rc)
+        return rc;
+    if (!pctx)
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((rc = fc_ctx_new(dev, 0, &c)))
+        return rc;
+    if (fc_ctx_push(c))
+        return CUDA_ERROR_OUT_OF_MEMORY;
     *pctx = (CUcontext)c;
     return CUDA_SUCCESS;
 }
@@ -193,8 +222,7 @@ FC_API CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *paramsArray
     FC_RETURN(fc_ctx_create(pctx, dev));
 }
 
-FC_API CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreateParams, unsigned int flags,
-                               CUdevice dev)
+FC_API CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreateParams, unsigned int flags, CUdevice dev)
 {
     FC_BEGIN();
     FC_RETURN(fc_ctx_create(pctx, dev));
@@ -205,11 +233,15 @@ FC_API CUresult cuCtxDestroy_v2(CUcontext ctx)
     FC_BEGIN();
     struct fc_ctx *c;
     CUresult rc = fc_ready();
-    if (!rc) rc = fc_ctx_valid(ctx, &c);
-    if (!rc && c->primary) rc = CUDA_ERROR_INVALID_CONTEXT;
-    if (rc) FC_RETURN(rc);
+    if (!rc)
+        rc = fc_ctx_valid(ctx, &c);
+    if (!rc && c->primary)
+        rc = CUDA_ERROR_INVALID_CONTEXT;
+    if (rc)
+        FC_RETURN(rc);
     /* Destroying is how a program recovers from a sticky error, so it works on a sticky context too. */
-    if (!c->sticky) fc_drain_ctx(c);
+    if (!c->sticky)
+        fc_drain_ctx(c);
     fc_ctx_discard(c);
     fc_mem_free_owned(c);
     c->alive = 0;
@@ -222,8 +254,10 @@ FC_API CUresult cuCtxSetCurrent(CUcontext ctx)
     FC_BEGIN();
     struct fc_ctx *c = NULL;
     CUresult rc = fc_ready();
-    if (!rc && ctx) rc = fc_ctx_valid(ctx, &c);
-    if (!rc) fc_ctx_set_current(c);
+    if (!rc && ctx)
+        rc = fc_ctx_valid(ctx, &c);
+    if (!rc)
+        fc_ctx_set_current(c);
     FC_RETURN(rc);
 }
 
@@ -231,7 +265,8 @@ FC_API CUresult cuCtxGetCurrent(CUcontext *pctx)
 {
     FC_BEGIN();
     CUresult rc = fc_ready();
-    if (!rc && !pctx) rc = CUDA_ERROR_INVALID_VALUE;
+    if (!rc && !pctx)
+        rc = CUDA_ERROR_INVALID_VALUE;
     if (!rc) {
         struct fc_ctx *c = fc_ctx_current();
         *pctx = c && c->alive ? (CUcontext)c : NULL;
@@ -244,8 +279,10 @@ FC_API CUresult cuCtxPushCurrent_v2(CUcontext ctx)
     FC_BEGIN();
     struct fc_ctx *c;
     CUresult rc = fc_ready();
-    if (!rc) rc = fc_ctx_valid(ctx, &c);
-    if (!rc && fc_ctx_push(c)) rc = CUDA_ERROR_OUT_OF_MEMORY;
+    if (!rc)
+        rc = fc_ctx_valid(ctx, &c);
+    if (!rc && fc_ctx_push(c))
+        rc = CUDA_ERROR_OUT_OF_MEMORY;
     FC_RETURN(rc);
 }
 
@@ -253,10 +290,13 @@ FC_API CUresult cuCtxPopCurrent_v2(CUcontext *pctx)
 {
     FC_BEGIN();
     CUresult rc = fc_ready();
-    if (rc) FC_RETURN(rc);
-    if (!fc_ctx_current()) FC_RETURN(CUDA_ERROR_INVALID_CONTEXT);
+    if (rc)
+        FC_RETURN(rc);
+    if (!fc_ctx_current())
+        FC_RETURN(CUDA_ERROR_INVALID_CONTEXT);
     struct fc_ctx *c = fc_ctx_pop();
-    if (pctx) *pctx = (CUcontext)c;
+    if (pctx)
+        *pctx = (CUcontext)c;
     FC_RETURN(CUDA_SUCCESS);
 }
 
@@ -264,7 +304,8 @@ FC_API CUresult cuCtxPopCurrent_v2(CUcontext *pctx)
 static CUresult fc_ctx_or_current(CUcontext ctx, struct fc_ctx **c)
 {
     CUresult rc = fc_ready();
-    if (rc) return rc;
+    if (rc)
+        return rc;
     return ctx ? fc_ctx_valid(ctx, c) : fc_cur(c);
 }
 
@@ -272,8 +313,10 @@ static CUresult fc_ctx_get_device(CUdevice *device, CUcontext ctx)
 {
     struct fc_ctx *c;
     CUresult rc = fc_ctx_or_current(ctx, &c);
-    if (!rc && !device) rc = CUDA_ERROR_INVALID_VALUE;
-    if (!rc) *device = c->device;
+    if (!rc && !device)
+        rc = CUDA_ERROR_INVALID_VALUE;
+    if (!rc)
+        *device = c->device;
     return rc;
 }
 
@@ -315,9 +358,12 @@ static CUresult fc_stream_create(CUstream *ph, unsigned flags, int priority)
     struct fc_ctx *c;
     struct fc_stream *s;
     CUresult rc = fc_live(&c);
-    if (!rc && !ph) rc = CUDA_ERROR_INVALID_VALUE;
-    if (!rc) rc = fc_stream_new(c, FC_STREAM_CREATED, &s);
-    if (rc) return rc;
+    if (!rc && !ph)
+        rc = CUDA_ERROR_INVALID_VALUE;
+    if (!rc)
+        rc = fc_stream_new(c, FC_STREAM_CREATED, &s);
+    if (rc)
+        return rc;
     s->flags = flags;
     s->priority = priority;
     *ph = (CUstream)s;
@@ -329,9 +375,12 @@ static CUresult fc_stream_destroy(CUstream h)
 {
     struct fc_stream *s;
     CUresult rc = fc_ready();
-    if (rc) return rc;
-    if (h == NULL || h == CU_STREAM_LEGACY || h == CU_STREAM_PER_THREAD) return CUDA_ERROR_INVALID_HANDLE;
-    if ((rc = fc_work_stream(h, 0, &s))) return rc;
+    if (rc)
+        return rc;
+    if (h == NULL || h == CU_STREAM_LEGACY || h == CU_STREAM_PER_THREAD)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if ((rc = fc_work_stream(h, 0, &s)))
+        return rc;
     s->destroyed = 1;
     return CUDA_SUCCESS;
 }
@@ -342,8 +391,10 @@ static CUresult fc_stream_sync(CUstream h, int pt, int wait)
 {
     struct fc_stream *s;
     CUresult rc = fc_work_stream(h, pt, &s);
-    if (rc) return rc;
-    if (s->capture) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    if (rc)
+        return rc;
+    if (s->capture)
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     return fc_drain_stream(s, wait);
 }
 
@@ -351,10 +402,13 @@ static CUresult fc_stream_ctx(CUstream h, int pt, CUcontext *pctx, CUgreenCtx *p
 {
     struct fc_stream *s;
     CUresult rc = fc_stream_get(h, pt, &s);
-    if (!rc && !pctx) rc = CUDA_ERROR_INVALID_VALUE;
-    if (rc) return rc;
+    if (!rc && !pctx)
+        rc = CUDA_ERROR_INVALID_VALUE;
+    if (rc)
+        return rc;
     *pctx = (CUcontext)s->ctx;
-    if (pgreen) *pgreen = NULL;
+    if (pgreen)
+        *pgreen = NULL;
     return CUDA_SUCCESS;
 }
 
@@ -364,10 +418,14 @@ static CUresult fc_stream_wait(CUstream h, int pt, CUevent hev)
     struct fc_event *ev;
     struct fc_op *op;
     CUresult rc = fc_work_stream(h, pt, &s);
-    if (rc) return rc;
-    if (!(ev = fc_event_valid(hev))) return CUDA_ERROR_INVALID_HANDLE;
-    if (!ev->stream) return CUDA_SUCCESS; /* never recorded: nothing to wait for */
-    if ((rc = fc_new_op(FC_OP_WAIT, &op))) return rc;
+    if (rc)
+        return rc;
+    if (!(ev = fc_event_valid(hev)))
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (!ev->stream)
+        return CUDA_SUCCESS; /* never recorded: nothing to wait for */
+    if ((rc = fc_new_op(FC_OP_WAIT, &op)))
+        return rc;
     op->wstream = ev->stream;
     op->wtarget = ev->target;
     return fc_enqueue(s, op);
@@ -381,9 +439,12 @@ static CUresult fc_write(CUstream h, int pt, CUdeviceptr addr, unsigned long lon
     struct fc_op *op;
     void *dst;
     CUresult rc = fc_work_stream(h, pt, &s);
-    if (rc) return rc;
-    if (addr % width || fc_dev_addr(addr, width, 0, &dst)) return CUDA_ERROR_INVALID_VALUE;
-    if ((rc = fc_new_op(FC_OP_WRITE, &op))) return rc;
+    if (rc)
+        return rc;
+    if (addr % width || fc_dev_addr(addr, width, 0, &dst))
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((rc = fc_new_op(FC_OP_WRITE, &op)))
+        return rc;
     op->dst = dst;
     op->value = value;
     op->width = width;
@@ -492,8 +553,7 @@ FC_API CUresult cuStreamWriteValue32_v2(CUstream stream, CUdeviceptr addr, cuuin
     FC_RETURN(fc_write(stream, 0, addr, value, 4));
 }
 
-FC_API CUresult cuStreamWriteValue32_v2_ptsz(CUstream stream, CUdeviceptr addr, cuuint32_t value,
-                                             unsigned int flags)
+FC_API CUresult cuStreamWriteValue32_v2_ptsz(CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags)
 {
     FC_BEGIN();
     FC_RETURN(fc_write(stream, 1, addr, value, 4));
@@ -517,8 +577,7 @@ FC_API CUresult cuStreamWriteValue64_v2(CUstream stream, CUdeviceptr addr, cuuin
     FC_RETURN(fc_write(stream, 0, addr, value, 8));
 }
 
-FC_API CUresult cuStreamWriteValue64_v2_ptsz(CUstream stream, CUdeviceptr addr, cuuint64_t value,
-                                             unsigned int flags)
+FC_API CUresult cuStreamWriteValue64_v2_ptsz(CUstream stream, CUdeviceptr addr, cuuint64_t value, unsigned int flags)
 {
     FC_BEGIN();
     FC_RETURN(fc_write(stream, 1, addr, value, 8));
@@ -530,11 +589,15 @@ static CUresult fc_capture_begin(CUstream h, int pt, int global)
 {
     struct fc_stream *s;
     CUresult rc = fc_work_stream(h, pt, &s);
-    if (rc) return rc;
-    if (s->kind == FC_STREAM_LEGACY) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-    if (s->capture) return CUDA_ERROR_ILLEGAL_STATE;
+    if (rc)
+        return rc;
+    if (s->kind == FC_STREAM_LEGACY)
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    if (s->capture)
+        return CUDA_ERROR_ILLEGAL_STATE;
     struct fc_graph *g = calloc(1, sizeof *g);
-    if (!g) return CUDA_ERROR_OUT_OF_MEMORY;
+    if (!g)
+        return CUDA_ERROR_OUT_OF_MEMORY;
     g->global = global;
     g->next = fc_g.graphs;
     fc_g.graphs = g;
@@ -560,9 +623,12 @@ static CUresult fc_capture_end(CUstream h, int pt, CUgraph *pg)
 {
     struct fc_stream *s;
     CUresult rc = fc_stream_get(h, pt, &s);
-    if (rc) return rc;
-    if (!s->capture) return CUDA_ERROR_ILLEGAL_STATE;
-    if (!pg) return CUDA_ERROR_INVALID_VALUE;
+    if (rc)
+        return rc;
+    if (!s->capture)
+        return CUDA_ERROR_ILLEGAL_STATE;
+    if (!pg)
+        return CUDA_ERROR_INVALID_VALUE;
     if (s->capture->invalidated) {
         *pg = NULL;
         s->capture = NULL;
@@ -577,8 +643,10 @@ static CUresult fc_capture_status(CUstream h, int pt, CUstreamCaptureStatus *st)
 {
     struct fc_stream *s;
     CUresult rc = fc_work_stream(h, pt, &s);
-    if (!rc && !st) rc = CUDA_ERROR_INVALID_VALUE;
-    if (!rc) *st = s->capture ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+    if (!rc && !st)
+        rc = CUDA_ERROR_INVALID_VALUE;
+    if (!rc)
+        *st = s->capture ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
     return rc;
 }
 
@@ -587,9 +655,12 @@ static CUresult fc_graph_instantiate(CUgraphExec *pe, CUgraph hg)
     struct fc_ctx *c;
     struct fc_graph *g, *e;
     CUresult rc = fc_live(&c);
-    if (rc) return rc;
-    if (!pe || !(g = fc_graph_valid(hg, 0))) return CUDA_ERROR_INVALID_VALUE;
-    if (!(e = calloc(1, sizeof *e))) return CUDA_ERROR_OUT_OF_MEMORY;
+    if (rc)
+        return rc;
+    if (!pe || !(g = fc_graph_valid(hg, 0)))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!(e = calloc(1, sizeof *e)))
+        return CUDA_ERROR_OUT_OF_MEMORY;
     e->exec = 1;
     if (g->n) {
         if (!(e->ops = malloc(g->n * sizeof *e->ops))) {
@@ -610,8 +681,10 @@ static CUresult fc_graph_launch(CUgraphExec he, CUstream h, int pt)
     struct fc_stream *s;
     struct fc_graph *e;
     CUresult rc = fc_work_stream(h, pt, &s);
-    if (rc) return rc;
-    if (!(e = fc_graph_valid(he, 1))) return CUDA_ERROR_INVALID_HANDLE;
+    if (rc)
+        return rc;
+    if (!(e = fc_graph_valid(he, 1)))
+        return CUDA_ERROR_INVALID_HANDLE;
     return fc_graph_enqueue(s, e);
 }
 
@@ -619,17 +692,20 @@ static CUresult fc_graph_destroy(const void *h, int exec)
 {
     CUresult rc = fc_ready();
     struct fc_graph *g;
-    if (rc) return rc;
-    if (!(g = fc_graph_valid(h, exec))) return CUDA_ERROR_INVALID_VALUE;
+    if (rc)
+        return rc;
+    if (!(g = fc_graph_valid(h, exec)))
+        return CUDA_ERROR_INVALID_VALUE;
     for (struct fc_graph **pp = &fc_g.graphs; *pp; pp = &(*pp)->next) {
         if (*pp == g) {
             *pp = g->next;
             break;
         }
     }
-    for (unsigned i = 0; i < fc_g.nctx; i++)  /* a graph still being captured into is left without one */
+    for (unsigned i = 0; i < fc_g.nctx; i++) /* a graph still being captured into is left without one */
         for (struct fc_stream *s = fc_g.ctx[i]->streams; s; s = s->next)
-            if (s->capture == g) s->capture = NULL;
+            if (s->capture == g)
+                s->capture = NULL;
     free(g->ops);
     free(g);
     return CUDA_SUCCESS;
@@ -723,29 +799,35 @@ FC_API CUresult cuGraphDestroy(CUgraph hGraph)
 /* ---- launches --------------------------------------------------------------------------------------------- */
 
 /* Every launch form comes here. A sticky context fails the launch at once, before the arguments are looked at. */
-static CUresult fc_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-                          unsigned bz, CUstream h, int pt, void **params)
+static CUresult fc_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                          CUstream h, int pt, void **params)
 {
     struct fc_stream *s;
     struct fc_func *fn;
     struct fc_op *op;
     CUresult rc = fc_work_stream(h, pt, &s);
-    if (rc) return rc;
-    if (!(fn = fc_func_valid(f))) return CUDA_ERROR_INVALID_HANDLE;
-    if (!gx || !gy || !gz || !bx || !by || !bz) return CUDA_ERROR_INVALID_VALUE;
-    if ((rc = fc_new_op(FC_OP_KERNEL, &op))) return rc;
+    if (rc)
+        return rc;
+    if (!(fn = fc_func_valid(f)))
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (!gx || !gy || !gz || !bx || !by || !bz)
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((rc = fc_new_op(FC_OP_KERNEL, &op)))
+        return rc;
     op->func = fn;
     op->grid[0] = gx, op->grid[1] = gy, op->grid[2] = gz;
     op->block[0] = bx, op->block[1] = by, op->block[2] = bz;
-    if (params && params[0]) memcpy(&op->arg0, params[0], sizeof op->arg0); /* the tests' kernels take a pointer first */
+    if (params && params[0])
+        memcpy(&op->arg0, params[0], sizeof op->arg0); /* the tests' kernels take a pointer first */
     return fc_enqueue(s, op);
 }
 
 static CUresult fc_launch_ex(const CUlaunchConfig *c, CUfunction f, int pt, void **params)
 {
-    if (!c) return CUDA_ERROR_INVALID_VALUE;
-    return fc_launch(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY, c->blockDimZ,
-                     c->hStream, pt, params);
+    if (!c)
+        return CUDA_ERROR_INVALID_VALUE;
+    return fc_launch(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY, c->blockDimZ, c->hStream, pt,
+                     params);
 }
 
 static CUresult fc_host_func(CUstream h, int pt, CUhostFn fn, void *user)
@@ -753,9 +835,12 @@ static CUresult fc_host_func(CUstream h, int pt, CUhostFn fn, void *user)
     struct fc_stream *s;
     struct fc_op *op;
     CUresult rc = fc_work_stream(h, pt, &s);
-    if (rc) return rc;
-    if (!fn) return CUDA_ERROR_INVALID_VALUE;
-    if ((rc = fc_new_op(FC_OP_HOSTFN, &op))) return rc;
+    if (rc)
+        return rc;
+    if (!fn)
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((rc = fc_new_op(FC_OP_HOSTFN, &op)))
+        return rc;
     op->fn = fn;
     op->user = user;
     return fc_enqueue(s, op);
@@ -769,10 +854,9 @@ FC_API CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int
     FC_RETURN(fc_launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream, 0, kernelParams));
 }
 
-FC_API CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
-                                    unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
-                                    unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
-                                    void **kernelParams, void **extra)
+FC_API CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
+                                    unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
+                                    unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra)
 {
     FC_BEGIN();
     FC_RETURN(fc_launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream, 1, kernelParams));
@@ -788,9 +872,9 @@ FC_API CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX, u
 }
 
 FC_API CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
-                                               unsigned int gridDimZ, unsigned int blockDimX,
-                                               unsigned int blockDimY, unsigned int blockDimZ,
-                                               unsigned int sharedMemBytes, CUstream hStream, void **kernelParams)
+                                               unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+                                               unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+                                               void **kernelParams)
 {
     FC_BEGIN();
     FC_RETURN(fc_launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream, 1, kernelParams));
@@ -826,10 +910,13 @@ static CUresult fc_event_create(CUevent *ph, unsigned flags)
 {
     struct fc_ctx *c;
     CUresult rc = fc_live(&c);
-    if (rc) return rc;
-    if (!ph) return CUDA_ERROR_INVALID_VALUE;
+    if (rc)
+        return rc;
+    if (!ph)
+        return CUDA_ERROR_INVALID_VALUE;
     struct fc_event *e = calloc(1, sizeof *e);
-    if (!e) return CUDA_ERROR_OUT_OF_MEMORY;
+    if (!e)
+        return CUDA_ERROR_OUT_OF_MEMORY;
     e->ctx = c;
     e->flags = flags;
     e->next = fc_g.events;
@@ -844,9 +931,12 @@ static CUresult fc_event_record(CUevent hev, CUstream h, int pt)
     struct fc_event *ev;
     struct fc_op *op;
     CUresult rc = fc_work_stream(h, pt, &s);
-    if (rc) return rc;
-    if (!(ev = fc_event_valid(hev))) return CUDA_ERROR_INVALID_HANDLE;
-    if ((rc = fc_new_op(FC_OP_EVENT, &op))) return rc;
+    if (rc)
+        return rc;
+    if (!(ev = fc_event_valid(hev)))
+        return CUDA_ERROR_INVALID_HANDLE;
+    if ((rc = fc_new_op(FC_OP_EVENT, &op)))
+        return rc;
     op->event = ev;
     return fc_enqueue(s, op);
 }
@@ -855,8 +945,10 @@ static CUresult fc_event_record(CUevent hev, CUstream h, int pt)
 static CUresult fc_event_live(CUevent h, struct fc_event **ev)
 {
     CUresult rc = fc_ready();
-    if (rc) return rc;
-    if (!(*ev = fc_event_valid(h))) return CUDA_ERROR_INVALID_HANDLE;
+    if (rc)
+        return rc;
+    if (!(*ev = fc_event_valid(h)))
+        return CUDA_ERROR_INVALID_HANDLE;
     return (*ev)->ctx->sticky;
 }
 
@@ -872,7 +964,8 @@ static CUresult fc_event_destroy(CUevent h)
 {
     struct fc_event *ev;
     CUresult rc = fc_event_live(h, &ev);
-    if (rc) return rc;
+    if (rc)
+        return rc;
     for (struct fc_event **pp = &fc_g.events; *pp; pp = &(*pp)->next) {
         if (*pp == ev) {
             *pp = ev->next;
@@ -887,11 +980,16 @@ static CUresult fc_event_elapsed(float *ms, CUevent a, CUevent b)
 {
     struct fc_event *ea, *eb;
     CUresult rc = fc_event_live(a, &ea);
-    if (!rc) rc = fc_event_live(b, &eb);
-    if (rc) return rc;
-    if (!ms) return CUDA_ERROR_INVALID_VALUE;
-    if (!ea->stream || !eb->stream) return CUDA_ERROR_INVALID_HANDLE;
-    if (!fc_event_done(ea) || !fc_event_done(eb)) return CUDA_ERROR_NOT_READY;
+    if (!rc)
+        rc = fc_event_live(b, &eb);
+    if (rc)
+        return rc;
+    if (!ms)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!ea->stream || !eb->stream)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (!fc_event_done(ea) || !fc_event_done(eb))
+        return CUDA_ERROR_NOT_READY;
     *ms = 1.0f;
     return CUDA_SUCCESS;
 }
@@ -969,12 +1067,18 @@ static CUresult fc_alloc(enum fc_memkind kind, size_t size, void **host, CUdevic
     struct fc_ctx *c;
     struct fc_mem *m;
     CUresult rc = fc_live(&c);
-    if (rc) return rc;
-    if (!host && !dptr) return CUDA_ERROR_INVALID_VALUE;
-    if ((rc = fc_mem_alloc(kind, size, &m))) return rc;
-    if (kind == FC_MEM_HOST) m->owner = c;
-    if (host) *host = m->host;
-    if (dptr) *dptr = m->dptr;
+    if (rc)
+        return rc;
+    if (!host && !dptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((rc = fc_mem_alloc(kind, size, &m)))
+        return rc;
+    if (kind == FC_MEM_HOST)
+        m->owner = c;
+    if (host)
+        *host = m->host;
+    if (dptr)
+        *dptr = m->dptr;
     return CUDA_SUCCESS;
 }
 
@@ -983,10 +1087,13 @@ static CUresult fc_free(enum fc_memkind kind, CUdeviceptr d, const void *host)
 {
     struct fc_ctx *c;
     CUresult rc = fc_live(&c);
-    if (rc) return rc;
-    if (kind == FC_MEM_DEVICE && d == 0) return CUDA_SUCCESS;
+    if (rc)
+        return rc;
+    if (kind == FC_MEM_DEVICE && d == 0)
+        return CUDA_SUCCESS;
     fc_drain_all();
-    if (c->sticky) return c->sticky;
+    if (c->sticky)
+        return c->sticky;
     struct fc_mem *m = kind == FC_MEM_DEVICE ? fc_mem_by_dptr(d, 1) : fc_mem_by_host(host);
     if (!m || m->kind != kind || (kind == FC_MEM_DEVICE ? m->dptr != d : m->host != host))
         return CUDA_ERROR_INVALID_VALUE;
@@ -999,8 +1106,10 @@ static CUresult fc_host_dptr(CUdeviceptr *pd, void *p, unsigned flags)
     struct fc_ctx *c;
     struct fc_mem *m;
     CUresult rc = fc_live(&c);
-    if (rc) return rc;
-    if (!pd || flags || !(m = fc_mem_by_host(p))) return CUDA_ERROR_INVALID_VALUE;
+    if (rc)
+        return rc;
+    if (!pd || flags || !(m = fc_mem_by_host(p)))
+        return CUDA_ERROR_INVALID_VALUE;
     *pd = m->dptr + (CUdeviceptr)((char *)p - m->host);
     return CUDA_SUCCESS;
 }
@@ -1010,10 +1119,14 @@ static CUresult fc_alloc_async(CUdeviceptr *d, size_t size, CUstream h, int pt)
     struct fc_stream *s;
     struct fc_mem *m;
     CUresult rc = fc_work_stream(h, pt, &s);
-    if (rc) return rc;
-    if (s->capture) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; /* not modelled */
-    if (!d) return CUDA_ERROR_INVALID_VALUE;
-    if ((rc = fc_mem_alloc(FC_MEM_DEVICE, size, &m))) return rc;
+    if (rc)
+        return rc;
+    if (s->capture)
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; /* not modelled */
+    if (!d)
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((rc = fc_mem_alloc(FC_MEM_DEVICE, size, &m)))
+        return rc;
     *d = m->dptr;
     return CUDA_SUCCESS;
 }
@@ -1024,10 +1137,14 @@ static CUresult fc_free_async(CUdeviceptr d, CUstream h, int pt)
     struct fc_mem *m;
     struct fc_op *op;
     CUresult rc = fc_work_stream(h, pt, &s);
-    if (rc) return rc;
-    if (s->capture) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-    if (!(m = fc_mem_by_dptr(d, 1)) || m->dptr != d || m->kind != FC_MEM_DEVICE) return CUDA_ERROR_INVALID_VALUE;
-    if ((rc = fc_new_op(FC_OP_FREE, &op))) return rc;
+    if (rc)
+        return rc;
+    if (s->capture)
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    if (!(m = fc_mem_by_dptr(d, 1)) || m->dptr != d || m->kind != FC_MEM_DEVICE)
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((rc = fc_new_op(FC_OP_FREE, &op)))
+        return rc;
     op->user = m;
     return fc_enqueue(s, op);
 }
@@ -1110,68 +1227,86 @@ static CUresult fc_xlate(CUdeviceptr a, enum fc_addr kind, size_t n, void **out)
 
 /* Synchronous forms run the whole context first and copy at once; Async forms queue a copy that happens when
  * the op runs (so a host source is read then, as the device would). */
-static CUresult fc_memcpy(CUdeviceptr dst, enum fc_addr dk, CUdeviceptr src, enum fc_addr sk, size_t n,
-                          int async, CUstream h, int pt)
+static CUresult fc_memcpy(CUdeviceptr dst, enum fc_addr dk, CUdeviceptr src, enum fc_addr sk, size_t n, int async,
+                          CUstream h, int pt)
 {
     struct fc_stream *s = NULL;
     struct fc_ctx *c;
     struct fc_op *op;
     void *d, *sp;
     CUresult rc;
-    if (async) rc = fc_work_stream(h, pt, &s);
-    else if (!(rc = fc_live(&c))) rc = fc_drain_ctx(c);
-    if (rc || n == 0) return rc;
-    if ((rc = fc_xlate(dst, dk, n, &d)) || (rc = fc_xlate(src, sk, n, &sp))) return rc;
+    if (async)
+        rc = fc_work_stream(h, pt, &s);
+    else if (!(rc = fc_live(&c)))
+        rc = fc_drain_ctx(c);
+    if (rc || n == 0)
+        return rc;
+    if ((rc = fc_xlate(dst, dk, n, &d)) || (rc = fc_xlate(src, sk, n, &sp)))
+        return rc;
     if (!async) {
         memmove(d, sp, n);
         return CUDA_SUCCESS;
     }
-    if ((rc = fc_new_op(FC_OP_COPY, &op))) return rc;
+    if ((rc = fc_new_op(FC_OP_COPY, &op)))
+        return rc;
     op->dst = d;
     op->src = sp;
     op->n = n;
     return fc_enqueue(s, op);
 }
 
-static CUresult fc_memcpy_peer(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n,
-                               int async, CUstream h, int pt)
+static CUresult fc_memcpy_peer(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n, int async,
+                               CUstream h, int pt)
 {
     struct fc_ctx *dc, *sc;
     CUresult rc = fc_ready();
-    if (!rc) rc = fc_ctx_valid(dctx, &dc);
-    if (!rc) rc = fc_ctx_valid(sctx, &sc);
-    if (!rc && !async) rc = fc_drain_ctx(dc);
-    if (!rc && !async) rc = fc_drain_ctx(sc);
-    if (!rc) rc = dc->sticky ? dc->sticky : sc->sticky;
-    if (rc) return rc;
+    if (!rc)
+        rc = fc_ctx_valid(dctx, &dc);
+    if (!rc)
+        rc = fc_ctx_valid(sctx, &sc);
+    if (!rc && !async)
+        rc = fc_drain_ctx(dc);
+    if (!rc && !async)
+        rc = fc_drain_ctx(sc);
+    if (!rc)
+        rc = dc->sticky ? dc->sticky : sc->sticky;
+    if (rc)
+        return rc;
     if (!async) {
         void *d, *sp;
-        if (n == 0) return CUDA_SUCCESS;
-        if ((rc = fc_xlate(dst, FC_A_DEV, n, &d)) || (rc = fc_xlate(src, FC_A_DEV, n, &sp))) return rc;
+        if (n == 0)
+            return CUDA_SUCCESS;
+        if ((rc = fc_xlate(dst, FC_A_DEV, n, &d)) || (rc = fc_xlate(src, FC_A_DEV, n, &sp)))
+            return rc;
         memmove(d, sp, n);
         return CUDA_SUCCESS;
     }
     return fc_memcpy(dst, FC_A_DEV, src, FC_A_DEV, n, 1, h, pt);
 }
 
-static CUresult fc_memset(CUdeviceptr dst, unsigned value, unsigned width, size_t n, int async, CUstream h,
-                          int pt)
+static CUresult fc_memset(CUdeviceptr dst, unsigned value, unsigned width, size_t n, int async, CUstream h, int pt)
 {
     struct fc_stream *s = NULL;
     struct fc_ctx *c;
     struct fc_op *op;
     void *d;
     CUresult rc;
-    if (async) rc = fc_work_stream(h, pt, &s);
-    else if (!(rc = fc_live(&c))) rc = fc_drain_ctx(c);
-    if (rc || n == 0) return rc;
-    if (dst % width || n > SIZE_MAX / width || fc_dev_addr(dst, n * width, 0, &d)) return CUDA_ERROR_INVALID_VALUE;
+    if (async)
+        rc = fc_work_stream(h, pt, &s);
+    else if (!(rc = fc_live(&c)))
+        rc = fc_drain_ctx(c);
+    if (rc || n == 0)
+        return rc;
+    if (dst % width || n > SIZE_MAX / width || fc_dev_addr(dst, n * width, 0, &d))
+        return CUDA_ERROR_INVALID_VALUE;
     if (!async) {
         unsigned long long v = value;
-        for (size_t i = 0; i < n; i++) memcpy((char *)d + i * width, &v, width);
+        for (size_t i = 0; i < n; i++)
+            memcpy((char *)d + i * width, &v, width);
         return CUDA_SUCCESS;
     }
-    if ((rc = fc_new_op(FC_OP_SET, &op))) return rc;
+    if ((rc = fc_new_op(FC_OP_SET, &op)))
+        return rc;
     op->dst = d;
     op->n = n;
     op->value = value;
@@ -1266,8 +1401,7 @@ FC_API CUresult cuMemcpyDtoHAsync_v2_ptsz(void *dstHost, CUdeviceptr srcDevice, 
     FC_RETURN(fc_memcpy(H(dstHost), FC_A_HOST, srcDevice, FC_A_DEV, ByteCount, 1, hStream, 1));
 }
 
-FC_API CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount,
-                                     CUstream hStream)
+FC_API CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream)
 {
     FC_BEGIN();
     FC_RETURN(fc_memcpy(dstDevice, FC_A_DEV, srcDevice, FC_A_DEV, ByteCount, 1, hStream, 0));
@@ -1280,8 +1414,8 @@ FC_API CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dstDevice, CUdeviceptr src
     FC_RETURN(fc_memcpy(dstDevice, FC_A_DEV, srcDevice, FC_A_DEV, ByteCount, 1, hStream, 1));
 }
 
-FC_API CUresult cuMemcpyPeer(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
-                             CUcontext srcContext, size_t ByteCount)
+FC_API CUresult cuMemcpyPeer(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice, CUcontext srcContext,
+                             size_t ByteCount)
 {
     FC_BEGIN();
     FC_RETURN(fc_memcpy_peer(dstDevice, dstContext, srcDevice, srcContext, ByteCount, 0, NULL, 0));
@@ -1387,9 +1521,12 @@ static CUresult fc_module_load_data(CUmodule *pm, const void *image)
     struct fc_ctx *c;
     struct fc_module *m;
     CUresult rc = fc_live(&c);
-    if (rc) return rc;
-    if (!pm) return CUDA_ERROR_INVALID_VALUE;
-    if ((rc = fc_module_load(image, 0, c, &m))) return rc;
+    if (rc)
+        return rc;
+    if (!pm)
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((rc = fc_module_load(image, 0, c, &m)))
+        return rc;
     *pm = (CUmodule)m;
     return CUDA_SUCCESS;
 }
@@ -1398,10 +1535,13 @@ static CUresult fc_module_load_file(CUmodule *pm, const char *path)
 {
     struct fc_ctx *c;
     CUresult rc = fc_live(&c);
-    if (rc) return rc;
-    if (!path) return CUDA_ERROR_INVALID_VALUE;
+    if (rc)
+        return rc;
+    if (!path)
+        return CUDA_ERROR_INVALID_VALUE;
     FILE *f = fopen(path, "rb");
-    if (!f) return CUDA_ERROR_FILE_NOT_FOUND;
+    if (!f)
+        return CUDA_ERROR_FILE_NOT_FOUND;
     char buf[65536];
     size_t n = fread(buf, 1, sizeof buf - 1, f);
     fclose(f);
@@ -1412,7 +1552,8 @@ static CUresult fc_module_load_file(CUmodule *pm, const char *path)
 static struct fc_func *fc_func_named(struct fc_module *m, const char *name)
 {
     for (size_t i = 0; name && i < m->nfunc; i++)
-        if (!strcmp(m->funcs[i].name, name)) return &m->funcs[i];
+        if (!strcmp(m->funcs[i].name, name))
+            return &m->funcs[i];
     return NULL;
 }
 
@@ -1422,9 +1563,12 @@ static CUresult fc_module_unload(CUmodule hm)
     struct fc_ctx *c;
     CUresult rc = fc_live(&c);
     struct fc_module *m = (struct fc_module *)hm;
-    if (rc) return rc;
-    if (!fc_module_valid(m, 0)) return CUDA_ERROR_INVALID_HANDLE;
-    if ((rc = fc_drain_ctx(m->ctx && m->ctx->alive ? m->ctx : c))) return rc;
+    if (rc)
+        return rc;
+    if (!fc_module_valid(m, 0))
+        return CUDA_ERROR_INVALID_HANDLE;
+    if ((rc = fc_drain_ctx(m->ctx && m->ctx->alive ? m->ctx : c)))
+        return rc;
     m->alive = 0;
     return CUDA_SUCCESS;
 }
@@ -1434,10 +1578,14 @@ static CUresult fc_module_get_function(CUfunction *pf, CUmodule hm, const char *
     struct fc_ctx *c;
     struct fc_func *f;
     CUresult rc = fc_live(&c);
-    if (rc) return rc;
-    if (!pf || !name) return CUDA_ERROR_INVALID_VALUE;
-    if (!fc_module_valid((struct fc_module *)hm, 0)) return CUDA_ERROR_INVALID_HANDLE;
-    if (!(f = fc_func_named((struct fc_module *)hm, name))) return CUDA_ERROR_NOT_FOUND;
+    if (rc)
+        return rc;
+    if (!pf || !name)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!fc_module_valid((struct fc_module *)hm, 0))
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (!(f = fc_func_named((struct fc_module *)hm, name)))
+        return CUDA_ERROR_NOT_FOUND;
     *pf = (CUfunction)f;
     return CUDA_SUCCESS;
 }
@@ -1447,9 +1595,12 @@ static CUresult fc_func_name(const char **name, const void *h, int library)
 {
     struct fc_func *f;
     CUresult rc = fc_ready();
-    if (rc) return rc;
-    if (!name) return CUDA_ERROR_INVALID_VALUE;
-    if (!(f = fc_func_valid(h)) || (library && !f->mod->library)) return CUDA_ERROR_INVALID_HANDLE;
+    if (rc)
+        return rc;
+    if (!name)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!(f = fc_func_valid(h)) || (library && !f->mod->library))
+        return CUDA_ERROR_INVALID_HANDLE;
     *name = f->name;
     return CUDA_SUCCESS;
 }
@@ -1459,9 +1610,12 @@ static CUresult fc_library_load(CUlibrary *pl, const void *code)
 {
     struct fc_module *m;
     CUresult rc = fc_ready();
-    if (rc) return rc;
-    if (!pl) return CUDA_ERROR_INVALID_VALUE;
-    if ((rc = fc_module_load(code, 1, NULL, &m))) return rc;
+    if (rc)
+        return rc;
+    if (!pl)
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((rc = fc_module_load(code, 1, NULL, &m)))
+        return rc;
     *pl = (CUlibrary)m;
     return CUDA_SUCCESS;
 }
@@ -1469,8 +1623,10 @@ static CUresult fc_library_load(CUlibrary *pl, const void *code)
 static CUresult fc_library_unload(CUlibrary hl)
 {
     CUresult rc = fc_ready();
-    if (rc) return rc;
-    if (!fc_module_valid((struct fc_module *)hl, 1)) return CUDA_ERROR_INVALID_HANDLE;
+    if (rc)
+        return rc;
+    if (!fc_module_valid((struct fc_module *)hl, 1))
+        return CUDA_ERROR_INVALID_HANDLE;
     ((struct fc_module *)hl)->alive = 0;
     return CUDA_SUCCESS;
 }
@@ -1479,10 +1635,14 @@ static CUresult fc_library_get_kernel(CUkernel *pk, CUlibrary hl, const char *na
 {
     struct fc_func *f;
     CUresult rc = fc_ready();
-    if (rc) return rc;
-    if (!pk || !name) return CUDA_ERROR_INVALID_VALUE;
-    if (!fc_module_valid((struct fc_module *)hl, 1)) return CUDA_ERROR_INVALID_HANDLE;
-    if (!(f = fc_func_named((struct fc_module *)hl, name))) return CUDA_ERROR_NOT_FOUND;
+    if (rc)
+        return rc;
+    if (!pk || !name)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!fc_module_valid((struct fc_module *)hl, 1))
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (!(f = fc_func_named((struct fc_module *)hl, name)))
+        return CUDA_ERROR_NOT_FOUND;
     *pk = (CUkernel)f;
     return CUDA_SUCCESS;
 }
@@ -1494,9 +1654,12 @@ static CUresult fc_kernel_get_function(CUfunction *pf, CUkernel k)
     struct fc_ctx *c;
     struct fc_func *f;
     CUresult rc = fc_live(&c);
-    if (rc) return rc;
-    if (!pf) return CUDA_ERROR_INVALID_VALUE;
-    if (!(f = fc_func_valid(k)) || !f->mod->library) return CUDA_ERROR_INVALID_HANDLE;
+    if (rc)
+        return rc;
+    if (!pf)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!(f = fc_func_valid(k)) || !f->mod->library)
+        return CUDA_ERROR_INVALID_HANDLE;
     *pf = (CUfunction)f;
     return CUDA_SUCCESS;
 }
@@ -1513,8 +1676,8 @@ FC_API CUresult cuModuleLoadData(CUmodule *module, const void *image)
     FC_RETURN(fc_module_load_data(module, image));
 }
 
-FC_API CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int numOptions,
-                                   CUjit_option *options, void **optionValues)
+FC_API CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int numOptions, CUjit_option *options,
+                                   void **optionValues)
 {
     FC_BEGIN();
     FC_RETURN(fc_module_load_data(module, image));
@@ -1539,9 +1702,8 @@ FC_API CUresult cuFuncGetName(const char **name, CUfunction hfunc)
 }
 
 FC_API CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *jitOptions,
-                                  void **jitOptionsValues, unsigned int numJitOptions,
-                                  CUlibraryOption *libraryOptions, void **libraryOptionValues,
-                                  unsigned int numLibraryOptions)
+                                  void **jitOptionsValues, unsigned int numJitOptions, CUlibraryOption *libraryOptions,
+                                  void **libraryOptionValues, unsigned int numLibraryOptions)
 {
     FC_BEGIN();
     FC_RETURN(fc_library_load(library, code));

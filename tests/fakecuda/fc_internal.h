@@ -15,9 +15,9 @@
 
 #define FC_API __attribute__((visibility("default")))
 
-#define FC_MAX_DEVICES 16   /* FAKECUDA_DEVICES upper bound */
-#define FC_MAX_CTX 256      /* contexts per process lifetime (ids are never reused) */
-#define FC_QUEUE_MAX 65536  /* ops a stream holds before the oldest runs even without FAKECUDA_RUN_AHEAD */
+#define FC_MAX_DEVICES 16  /* FAKECUDA_DEVICES upper bound */
+#define FC_MAX_CTX 256     /* contexts per process lifetime (ids are never reused) */
+#define FC_QUEUE_MAX 65536 /* ops a stream holds before the oldest runs even without FAKECUDA_RUN_AHEAD */
 
 /* Device addresses are host addresses plus one of these, so they are never valid host pointers (user space ends
  * below 2^47) and a tool that mixes the two up faults or gets CUDA_ERROR_INVALID_VALUE. */
@@ -62,13 +62,13 @@ struct fc_op {
 };
 
 struct fc_graph {
-    int exec;                    /* 0 = CUgraph (capture result), 1 = CUgraphExec */
-    int global;                  /* captured in CU_STREAM_CAPTURE_MODE_GLOBAL */
-    int invalidated;             /* a prohibited call (pinned allocation) happened during that global capture */
-    struct fc_op *ops;           /* recorded ops, in capture order */
-    size_t n;                    /* ops used */
-    size_t cap;                  /* ops allocated */
-    struct fc_graph *next;       /* registry link */
+    int exec;              /* 0 = CUgraph (capture result), 1 = CUgraphExec */
+    int global;            /* captured in CU_STREAM_CAPTURE_MODE_GLOBAL */
+    int invalidated;       /* a prohibited call (pinned allocation) happened during that global capture */
+    struct fc_op *ops;     /* recorded ops, in capture order */
+    size_t n;              /* ops used */
+    size_t cap;            /* ops allocated */
+    struct fc_graph *next; /* registry link */
 };
 
 enum fc_stream_kind { FC_STREAM_CREATED, FC_STREAM_LEGACY, FC_STREAM_PTDS };
@@ -76,37 +76,37 @@ enum fc_stream_kind { FC_STREAM_CREATED, FC_STREAM_LEGACY, FC_STREAM_PTDS };
 struct fc_ctx;
 
 struct fc_stream {
-    struct fc_ctx *ctx;          /* owning context */
-    enum fc_stream_kind kind;    /* created, legacy default, or per-thread default */
-    unsigned flags;              /* creation flags */
-    int priority;                /* creation priority */
-    int destroyed;               /* handle no longer valid; queued work still runs */
-    struct fc_op *head;          /* oldest queued op */
-    struct fc_op *tail;          /* newest queued op */
-    size_t queued;               /* ops in the queue */
-    unsigned long long enq;      /* ops ever queued live */
-    unsigned long long done;     /* ops ever run to completion */
-    struct fc_graph *capture;    /* graph being captured into, NULL when not capturing */
-    struct fc_stream *next;      /* next stream of the same context */
+    struct fc_ctx *ctx;       /* owning context */
+    enum fc_stream_kind kind; /* created, legacy default, or per-thread default */
+    unsigned flags;           /* creation flags */
+    int priority;             /* creation priority */
+    int destroyed;            /* handle no longer valid; queued work still runs */
+    struct fc_op *head;       /* oldest queued op */
+    struct fc_op *tail;       /* newest queued op */
+    size_t queued;            /* ops in the queue */
+    unsigned long long enq;   /* ops ever queued live */
+    unsigned long long done;  /* ops ever run to completion */
+    struct fc_graph *capture; /* graph being captured into, NULL when not capturing */
+    struct fc_stream *next;   /* next stream of the same context */
 };
 
 struct fc_ctx {
-    unsigned id;                 /* index into the per-thread default stream table */
-    int alive;                   /* 0 after cuCtxDestroy */
-    int device;                  /* device ordinal */
-    int primary;                 /* 1 for the device's primary context */
-    int refs;                    /* primary context retain count */
-    CUresult sticky;             /* sticky error, 0 while healthy */
-    struct fc_stream *legacy;    /* legacy default stream */
-    struct fc_stream *streams;   /* every stream of this context, including the default ones */
+    unsigned id;               /* index into the per-thread default stream table */
+    int alive;                 /* 0 after cuCtxDestroy */
+    int device;                /* device ordinal */
+    int primary;               /* 1 for the device's primary context */
+    int refs;                  /* primary context retain count */
+    CUresult sticky;           /* sticky error, 0 while healthy */
+    struct fc_stream *legacy;  /* legacy default stream */
+    struct fc_stream *streams; /* every stream of this context, including the default ones */
 };
 
 struct fc_event {
-    struct fc_ctx *ctx;          /* context it was created in */
-    unsigned flags;              /* creation flags */
-    struct fc_stream *stream;    /* stream of the last record, NULL if never recorded */
-    unsigned long long target;   /* stream->done value at which the last record has run */
-    struct fc_event *next;       /* registry link */
+    struct fc_ctx *ctx;        /* context it was created in */
+    unsigned flags;            /* creation flags */
+    struct fc_stream *stream;  /* stream of the last record, NULL if never recorded */
+    unsigned long long target; /* stream->done value at which the last record has run */
+    struct fc_event *next;     /* registry link */
 };
 
 struct fc_module;
@@ -119,70 +119,70 @@ struct fc_func {
 };
 
 struct fc_module {
-    int library;                 /* 1 for cuLibrary*, 0 for cuModule* */
-    int alive;                   /* 0 after unload; kept so stale handles are recognised, never reused */
-    struct fc_ctx *ctx;          /* context it was loaded in (NULL for libraries) */
-    size_t nfunc;                /* functions in the image */
-    struct fc_func *funcs;       /* the functions */
-    struct fc_module *next;      /* registry link */
+    int library;            /* 1 for cuLibrary*, 0 for cuModule* */
+    int alive;              /* 0 after unload; kept so stale handles are recognised, never reused */
+    struct fc_ctx *ctx;     /* context it was loaded in (NULL for libraries) */
+    size_t nfunc;           /* functions in the image */
+    struct fc_func *funcs;  /* the functions */
+    struct fc_module *next; /* registry link */
 };
 
 enum fc_memkind { FC_MEM_DEVICE, FC_MEM_HOST, FC_MEM_MAPPED };
 
 struct fc_mem {
-    enum fc_memkind kind;        /* device (cuMemAlloc), host-mapped (cuMemHostAlloc), or a piece of physical memory
+    enum fc_memkind kind; /* device (cuMemAlloc), host-mapped (cuMemHostAlloc), or a piece of physical memory
                                   * mapped at reserved addresses (cuMemMap: host is the physical memory's) */
-    char *host;                  /* backing store / the host pointer */
-    CUdeviceptr dptr;            /* device address */
-    size_t size;                 /* bytes */
-    size_t mapped;               /* host-mapped memory: bytes mmap'ed (unmapped when freed, as the driver does) */
-    struct fc_ctx *owner;        /* host-mapped memory: the context it dies with, NULL if unknown */
-    void *phys;                  /* mapped memory: the physical allocation it shows (fc_vmm.c) */
-    struct fc_mem *next;         /* registry link */
+    char *host;           /* backing store / the host pointer */
+    CUdeviceptr dptr;     /* device address */
+    size_t size;          /* bytes */
+    size_t mapped;        /* host-mapped memory: bytes mmap'ed (unmapped when freed, as the driver does) */
+    struct fc_ctx *owner; /* host-mapped memory: the context it dies with, NULL if unknown */
+    void *phys;           /* mapped memory: the physical allocation it shows (fc_vmm.c) */
+    struct fc_mem *next;  /* registry link */
 };
 
-#define FC_NEVER (~0ULL)          /* ready_ns of a launch that never completes */
+#define FC_NEVER (~0ULL) /* ready_ns of a launch that never completes */
 
 /* A FAKECUDA_FAULT spec, or a FAKECUDA_HANG spec (which uses ms instead of code). */
 struct fc_fault {
-    unsigned long long launch;   /* the Nth kernel launch of the process, 0 = match by name */
-    char kernel[256];            /* kernel name (mangled or plain) when launch == 0 */
-    unsigned long long nth;      /* which launch of that kernel */
-    unsigned long long seen;     /* launches of that kernel seen so far */
-    CUresult code;               /* FAKECUDA_FAULT: error it raises */
-    unsigned long long ms;       /* FAKECUDA_HANG: how long the launch runs, FC_NEVER = forever */
-    int fired;                   /* already attached to an op */
+    unsigned long long launch; /* the Nth kernel launch of the process, 0 = match by name */
+    char kernel[256];          /* kernel name (mangled or plain) when launch == 0 */
+    unsigned long long nth;    /* which launch of that kernel */
+    unsigned long long seen;   /* launches of that kernel seen so far */
+    CUresult code;             /* FAKECUDA_FAULT: error it raises */
+    unsigned long long ms;     /* FAKECUDA_HANG: how long the launch runs, FC_NEVER = forever */
+    int fired;                 /* already attached to an op */
 };
 
 struct fc_fail {
-    char api[96];                /* exact exported symbol name */
-    unsigned long long nth;      /* Nth call fails, 0 = every call */
-    unsigned long long calls;    /* calls seen so far */
-    CUresult code;               /* error returned */
+    char api[96];             /* exact exported symbol name */
+    unsigned long long nth;   /* Nth call fails, 0 = every call */
+    unsigned long long calls; /* calls seen so far */
+    CUresult code;            /* error returned */
 };
 
 #define FC_MAX_FAULTS 16
 #define FC_MAX_FAILS 32
 
 struct fc_global {
-    int inited;                  /* cuInit succeeded */
-    int ndev;                    /* FAKECUDA_DEVICES */
-    unsigned long long run_ahead;/* FAKECUDA_RUN_AHEAD, 0 = off */
-    int trace;                   /* FAKECUDA_TRACE */
-    struct fc_fault faults[FC_MAX_FAULTS]; /* FAKECUDA_FAULT specs */
-    int nfaults;                 /* specs used */
-    struct fc_fault hangs[FC_MAX_FAULTS];  /* FAKECUDA_HANG specs */
-    int nhangs;                  /* specs used */
-    struct fc_fail fails[FC_MAX_FAILS];    /* FAKECUDA_FAIL specs */
-    int nfails;                  /* specs used */
-    unsigned long long launches; /* kernel ops queued live, process-wide */
-    struct fc_ctx *ctx[FC_MAX_CTX];        /* every context ever made, by id */
-    unsigned nctx;               /* contexts made */
-    struct fc_ctx *primary[FC_MAX_DEVICES];/* primary context per device, NULL until retained */
-    struct fc_event *events;     /* live events */
-    struct fc_graph *graphs;     /* live graphs and executable graphs */
-    struct fc_module *modules;   /* every module and library ever loaded */
-    struct fc_mem *mems;         /* live allocations */
+    int inited;                             /* cuInit succeeded */
+    int ndev;                               /* FAKECUDA_DEVICES */
+    unsigned long long run_ahead;           /* FAKECUDA_RUN_AHEAD, 0 = off */
+    int trace;                              /* FAKECUDA_TRACE */
+    struct fc_fault faults[FC_MAX_FAULTS];  /* FAKECUDA_FAULT specs */
+    int nfaults;                            /* specs used */
+    struct fc_fault hangs[FC_MAX_FAULTS];   /* FAKECUDA_HANG specs */
+    int nhangs;                             /* specs used */
+    struct fc_fail fails[FC_MAX_FAILS];     /* FAKECUDA_FAIL specs */
+    int nfails;                             /* specs used */
+    unsigned long long launches;            /* kernel ops queued live, process-wide */
+    struct fc_ctx *ctx[FC_MAX_CTX];         /* every context ever made, by id */
+    unsigned nctx;                          /* contexts made */
+    struct fc_ctx *primary[FC_MAX_DEVICES]; /* primary context per device, NULL until retained */
+    struct fc_event *events;                /* live events */
+    struct fc_graph *graphs;                /* live graphs and executable graphs */
+    struct fc_module *modules;              /* every module and library ever loaded */
+    struct fc_mem *mems;                    /* live allocations */
 };
 
 extern struct fc_global fc_g;
@@ -191,9 +191,10 @@ extern struct fc_global fc_g;
  * fc_end traces the result and drops the lock. */
 CUresult fc_begin(const char *api);
 CUresult fc_end(const char *api, CUresult rc);
-#define FC_BEGIN()                                  \
-    CUresult fc_rc_ = fc_begin(__func__);           \
-    if (fc_rc_ != CUDA_SUCCESS) return fc_end(__func__, fc_rc_)
+#define FC_BEGIN()                                                                                                     \
+    CUresult fc_rc_ = fc_begin(__func__);                                                                              \
+    if (fc_rc_ != CUDA_SUCCESS)                                                                                        \
+    return fc_end(__func__, fc_rc_)
 #define FC_RETURN(x) return fc_end(__func__, (x))
 
 /* Contexts and streams. */

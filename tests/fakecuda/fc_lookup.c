@@ -7,14 +7,20 @@
 #include <string.h>
 
 struct fc_proc {
-    const char *name;  /* base name a caller asks for */
-    int since;         /* first CUDA version (1000*major + 10*minor) for which this row is the answer */
-    void *legacy;      /* symbol for legacy-stream lookups */
-    void *per_thread;  /* symbol for per-thread-default-stream lookups, NULL when the function has no variant */
+    const char *name; /* base name a caller asks for */
+    int since;        /* first CUDA version (1000*major + 10*minor) for which this row is the answer */
+    void *legacy;     /* symbol for legacy-stream lookups */
+    void *per_thread; /* symbol for per-thread-default-stream lookups, NULL when the function has no variant */
 };
 
-#define R(base, since, fn) { #base, since, (void *)(fn), NULL }
-#define RP(base, since, fn, ptfn) { #base, since, (void *)(fn), (void *)(ptfn) }
+#define R(base, since, fn)                                                                                             \
+    {                                                                                                                  \
+#base, since, (void *)(fn), NULL                                                                               \
+    }
+#define RP(base, since, fn, ptfn)                                                                                      \
+    {                                                                                                                  \
+#base, since, (void *)(fn), (void *)(ptfn)                                                                     \
+    }
 
 /* Versions are those of the real driver's typed entry points (cudaTypedefs.h, PFN_<name>_v<version>). */
 static const struct fc_proc fc_procs[] = {
@@ -163,25 +169,31 @@ static CUresult fc_proc_lookup(const char *symbol, void **pfn, int version, cuui
 {
     const struct fc_proc *best = NULL;
     int known = 0, pt = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
-    if (!symbol || !pfn) return CUDA_ERROR_INVALID_VALUE;
+    if (!symbol || !pfn)
+        return CUDA_ERROR_INVALID_VALUE;
     if (flags & ~(cuuint64_t)(CU_GET_PROC_ADDRESS_LEGACY_STREAM | CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM))
         return CUDA_ERROR_INVALID_VALUE;
     for (size_t i = 0; i < sizeof fc_procs / sizeof fc_procs[0]; i++) {
         const struct fc_proc *p = &fc_procs[i];
-        if (strcmp(p->name, symbol)) continue;
+        if (strcmp(p->name, symbol))
+            continue;
         known = 1;
-        if (p->since <= version && (!best || p->since > best->since)) best = p;
+        if (p->since <= version && (!best || p->since > best->since))
+            best = p;
     }
-    if (best && pt && best->per_thread && version < 7000) best = NULL;
+    if (best && pt && best->per_thread && version < 7000)
+        best = NULL;
     if (!best) {
-        if (!v2) return CUDA_ERROR_NOT_FOUND;
+        if (!v2)
+            return CUDA_ERROR_NOT_FOUND;
         *pfn = NULL;
         if (status)
             *status = known ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
         return CUDA_SUCCESS;
     }
     *pfn = pt && best->per_thread ? best->per_thread : best->legacy;
-    if (status) *status = CU_GET_PROC_ADDRESS_SUCCESS;
+    if (status)
+        *status = CU_GET_PROC_ADDRESS_SUCCESS;
     return CUDA_SUCCESS;
 }
 
@@ -202,12 +214,13 @@ FC_API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVers
 
 /* The real driver hands cudart private tables of functions by UUID. The fake has one table for every UUID whose
  * first word is a canary, so a test can check that an interposer passes the pointer through untouched. */
-static const unsigned long long fc_export_table[8] = { 0xC0FFEE0DDBA11ULL };
+static const unsigned long long fc_export_table[8] = {0xC0FFEE0DDBA11ULL};
 
 FC_API CUresult cuGetExportTable(const void **ppExportTable, const CUuuid *pExportTableId)
 {
     FC_BEGIN();
-    if (!ppExportTable || !pExportTableId) FC_RETURN(CUDA_ERROR_INVALID_VALUE);
+    if (!ppExportTable || !pExportTableId)
+        FC_RETURN(CUDA_ERROR_INVALID_VALUE);
     *ppExportTable = fc_export_table;
     FC_RETURN(CUDA_SUCCESS);
 }
@@ -215,12 +228,15 @@ FC_API CUresult cuGetExportTable(const void **ppExportTable, const CUuuid *pExpo
 /* ---- error names ------------------------------------------------------------------------------------------ */
 
 struct fc_errname {
-    CUresult code;       /* the error */
-    const char *name;    /* cuGetErrorName */
-    const char *text;    /* cuGetErrorString, as the driver words it */
+    CUresult code;    /* the error */
+    const char *name; /* cuGetErrorName */
+    const char *text; /* cuGetErrorString, as the driver words it */
 };
 
-#define E(code, text) { code, #code, text }
+#define E(code, text)                                                                                                  \
+    {                                                                                                                  \
+        code, #code, text                                                                                              \
+    }
 
 static const struct fc_errname fc_errors[] = {
     E(CUDA_SUCCESS, "no error"),
@@ -252,7 +268,8 @@ static const struct fc_errname fc_errors[] = {
 static const struct fc_errname *fc_error(CUresult rc)
 {
     for (size_t i = 0; i < sizeof fc_errors / sizeof fc_errors[0]; i++)
-        if (fc_errors[i].code == rc) return &fc_errors[i];
+        if (fc_errors[i].code == rc)
+            return &fc_errors[i];
     return NULL;
 }
 
@@ -266,7 +283,8 @@ const char *fc_error_name(CUresult rc)
 static CUresult fc_error_lookup(CUresult error, const char **pStr, int text)
 {
     const struct fc_errname *e = fc_error(error);
-    if (!pStr) return CUDA_ERROR_INVALID_VALUE;
+    if (!pStr)
+        return CUDA_ERROR_INVALID_VALUE;
     *pStr = e ? (text ? e->text : e->name) : NULL;
     return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }

@@ -25,7 +25,7 @@ static pthread_once_t fc_once = PTHREAD_ONCE_INIT;
 static __thread struct fc_ctx *tl_stack[32];
 static __thread int tl_depth;
 static __thread struct fc_stream *tl_pts[FC_MAX_CTX];
-static __thread int tl_locked;          /* depth of this thread's hold on fc_mu (it is recursive) */
+static __thread int tl_locked; /* depth of this thread's hold on fc_mu (it is recursive) */
 
 /* ---- environment ------------------------------------------------------------------------------------------ */
 
@@ -33,18 +33,22 @@ static void fc_warn(const char *var, const char *what, const char *value)
 {
     char buf[512];
     int n = snprintf(buf, sizeof buf, "fakecuda: bad %s %s '%s' (ignored)\n", var, what, value);
-    if (n > (int)sizeof buf - 1) n = (int)sizeof buf - 1;
-    if (n > 0 && write(2, buf, (size_t)n) < 0) { /* nothing sensible to do */ }
+    if (n > (int)sizeof buf - 1)
+        n = (int)sizeof buf - 1;
+    if (n > 0 && write(2, buf, (size_t)n) < 0) { /* nothing sensible to do */
+    }
 }
 
 /* Parses a whole string as an unsigned decimal number; returns 0 on success. */
 static int fc_parse_u64(const char *s, unsigned long long *out)
 {
     char *end;
-    if (!s || !isdigit((unsigned char)*s)) return -1;
+    if (!s || !isdigit((unsigned char)*s))
+        return -1;
     errno = 0;
     unsigned long long v = strtoull(s, &end, 10);
-    if (errno || *end) return -1;
+    if (errno || *end)
+        return -1;
     *out = v;
     return 0;
 }
@@ -52,7 +56,8 @@ static int fc_parse_u64(const char *s, unsigned long long *out)
 static int fc_parse_code(const char *s, CUresult *out)
 {
     unsigned long long v;
-    if (fc_parse_u64(s, &v) || v == 0 || v > 100000) return -1;
+    if (fc_parse_u64(s, &v) || v == 0 || v > 100000)
+        return -1;
     *out = (CUresult)v;
     return 0;
 }
@@ -68,28 +73,36 @@ static int fc_parse_spec(char *spec, struct fc_fault *f, int hang)
     int have_nth = 0;
     for (char *save = NULL, *kv = strtok_r(spec, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
         char *eq = strchr(kv, '=');
-        if (!eq) return -1;
+        if (!eq)
+            return -1;
         *eq = 0;
         const char *k = kv, *v = eq + 1;
         if (!strcmp(k, "launch")) {
-            if (fc_parse_u64(v, &f->launch) || f->launch == 0) return -1;
+            if (fc_parse_u64(v, &f->launch) || f->launch == 0)
+                return -1;
         } else if (!strcmp(k, "kernel")) {
-            if (!*v || strlen(v) >= sizeof f->kernel) return -1;
+            if (!*v || strlen(v) >= sizeof f->kernel)
+                return -1;
             strcpy(f->kernel, v);
         } else if (!strcmp(k, "nth")) {
-            if (fc_parse_u64(v, &f->nth) || f->nth == 0) return -1;
+            if (fc_parse_u64(v, &f->nth) || f->nth == 0)
+                return -1;
             have_nth = 1;
         } else if (!strcmp(k, "code") && !hang) {
-            if (fc_parse_code(v, &f->code)) return -1;
+            if (fc_parse_code(v, &f->code))
+                return -1;
         } else if (!strcmp(k, "ms") && hang) {
-            if (fc_parse_u64(v, &f->ms) || f->ms == 0 || f->ms > 86400000ULL) return -1;
+            if (fc_parse_u64(v, &f->ms) || f->ms == 0 || f->ms > 86400000ULL)
+                return -1;
         } else {
             return -1;
         }
     }
     /* Exactly one way of choosing the launch; nth only means something with kernel=. */
-    if ((f->launch != 0) == (f->kernel[0] != 0)) return -1;
-    if (have_nth && f->launch) return -1;
+    if ((f->launch != 0) == (f->kernel[0] != 0))
+        return -1;
+    if (have_nth && f->launch)
+        return -1;
     return 0;
 }
 
@@ -99,17 +112,22 @@ static int fc_parse_fail(char *spec, struct fc_fail *f)
     memset(f, 0, sizeof *f);
     f->code = CUDA_ERROR_OUT_OF_MEMORY;
     char *c1 = strchr(spec, ':');
-    if (!c1) return -1;
+    if (!c1)
+        return -1;
     *c1 = 0;
     char *n = c1 + 1, *c2 = strchr(n, ':');
     if (c2) {
         *c2 = 0;
-        if (fc_parse_code(c2 + 1, &f->code)) return -1;
+        if (fc_parse_code(c2 + 1, &f->code))
+            return -1;
     }
-    if (strncmp(spec, "cu", 2) || strlen(spec) >= sizeof f->api) return -1;
+    if (strncmp(spec, "cu", 2) || strlen(spec) >= sizeof f->api)
+        return -1;
     strcpy(f->api, spec);
-    if (!strcmp(n, "*")) f->nth = 0;
-    else if (fc_parse_u64(n, &f->nth) || f->nth == 0) return -1;
+    if (!strcmp(n, "*"))
+        f->nth = 0;
+    else if (fc_parse_u64(n, &f->nth) || f->nth == 0)
+        return -1;
     return 0;
 }
 
@@ -117,24 +135,40 @@ static int fc_parse_fail(char *spec, struct fc_fail *f)
 static int fc_parse_list(const char *var, void *arr, size_t elem, int max, int (*parse)(char *, void *))
 {
     const char *v = getenv(var);
-    if (!v || !*v) return 0;
+    if (!v || !*v)
+        return 0;
     char *copy = strdup(v);
     int n = 0;
-    if (!copy) return 0;
+    if (!copy)
+        return 0;
     for (char *save = NULL, *p = strtok_r(copy, ";", &save); p; p = strtok_r(NULL, ";", &save)) {
         char orig[512];
         snprintf(orig, sizeof orig, "%s", p);
-        if (n == max) { fc_warn(var, "spec (too many)", orig); continue; }
-        if (parse(p, (char *)arr + (size_t)n * elem)) fc_warn(var, "spec", orig);
-        else n++;
+        if (n == max) {
+            fc_warn(var, "spec (too many)", orig);
+            continue;
+        }
+        if (parse(p, (char *)arr + (size_t)n * elem))
+            fc_warn(var, "spec", orig);
+        else
+            n++;
     }
     free(copy);
     return n;
 }
 
-static int fc_parse_fault_v(char *s, void *f) { return fc_parse_spec(s, f, 0); }
-static int fc_parse_hang_v(char *s, void *f) { return fc_parse_spec(s, f, 1); }
-static int fc_parse_fail_v(char *s, void *f) { return fc_parse_fail(s, f); }
+static int fc_parse_fault_v(char *s, void *f)
+{
+    return fc_parse_spec(s, f, 0);
+}
+static int fc_parse_hang_v(char *s, void *f)
+{
+    return fc_parse_spec(s, f, 1);
+}
+static int fc_parse_fail_v(char *s, void *f)
+{
+    return fc_parse_fail(s, f);
+}
 
 static void fc_read_env(void)
 {
@@ -143,23 +177,26 @@ static void fc_read_env(void)
 
     fc_g.ndev = 2;
     if ((s = getenv("FAKECUDA_DEVICES")) && *s) {
-        if (fc_parse_u64(s, &v) || v > FC_MAX_DEVICES) fc_warn("FAKECUDA_DEVICES", "value", s);
-        else fc_g.ndev = (int)v;
+        if (fc_parse_u64(s, &v) || v > FC_MAX_DEVICES)
+            fc_warn("FAKECUDA_DEVICES", "value", s);
+        else
+            fc_g.ndev = (int)v;
     }
     if ((s = getenv("FAKECUDA_RUN_AHEAD")) && *s) {
-        if (fc_parse_u64(s, &v)) fc_warn("FAKECUDA_RUN_AHEAD", "value", s);
-        else fc_g.run_ahead = v;
+        if (fc_parse_u64(s, &v))
+            fc_warn("FAKECUDA_RUN_AHEAD", "value", s);
+        else
+            fc_g.run_ahead = v;
     }
     if ((s = getenv("FAKECUDA_TRACE")) && *s) {
-        if (strcmp(s, "0") && strcmp(s, "1")) fc_warn("FAKECUDA_TRACE", "value", s);
-        else fc_g.trace = s[0] == '1';
+        if (strcmp(s, "0") && strcmp(s, "1"))
+            fc_warn("FAKECUDA_TRACE", "value", s);
+        else
+            fc_g.trace = s[0] == '1';
     }
-    fc_g.nfaults = fc_parse_list("FAKECUDA_FAULT", fc_g.faults, sizeof fc_g.faults[0], FC_MAX_FAULTS,
-                                 fc_parse_fault_v);
-    fc_g.nhangs = fc_parse_list("FAKECUDA_HANG", fc_g.hangs, sizeof fc_g.hangs[0], FC_MAX_FAULTS,
-                                fc_parse_hang_v);
-    fc_g.nfails = fc_parse_list("FAKECUDA_FAIL", fc_g.fails, sizeof fc_g.fails[0], FC_MAX_FAILS,
-                                fc_parse_fail_v);
+    fc_g.nfaults = fc_parse_list("FAKECUDA_FAULT", fc_g.faults, sizeof fc_g.faults[0], FC_MAX_FAULTS, fc_parse_fault_v);
+    fc_g.nhangs = fc_parse_list("FAKECUDA_HANG", fc_g.hangs, sizeof fc_g.hangs[0], FC_MAX_FAULTS, fc_parse_hang_v);
+    fc_g.nfails = fc_parse_list("FAKECUDA_FAIL", fc_g.fails, sizeof fc_g.fails[0], FC_MAX_FAILS, fc_parse_fail_v);
 }
 
 /* ---- lock, fork, entry/exit ------------------------------------------------------------------------------- */
@@ -176,9 +213,18 @@ static void fc_mutex_init(void)
 /* fork() while another thread holds the lock would leave the child's copy locked forever: hold it across the
  * fork. The child keeps every object; its lock is made afresh because the owner recorded in it is a thread id
  * that no longer exists there. */
-static void fc_atfork_prepare(void) { pthread_mutex_lock(&fc_mu); }
-static void fc_atfork_parent(void) { pthread_mutex_unlock(&fc_mu); }
-static void fc_atfork_child(void) { fc_mutex_init(); }
+static void fc_atfork_prepare(void)
+{
+    pthread_mutex_lock(&fc_mu);
+}
+static void fc_atfork_parent(void)
+{
+    pthread_mutex_unlock(&fc_mu);
+}
+static void fc_atfork_child(void)
+{
+    fc_mutex_init();
+}
 
 static void fc_init_once(void)
 {
@@ -191,14 +237,19 @@ static void fc_trace(const char *api, CUresult rc)
 {
     char buf[200];
     int n = snprintf(buf, sizeof buf, "fakecuda: %s -> %d %s\n", api, (int)rc, fc_error_name(rc));
-    if (n > (int)sizeof buf - 1) n = (int)sizeof buf - 1;
-    if (write(2, buf, (size_t)n) < 0) { /* tracing is best effort */ }
+    if (n > (int)sizeof buf - 1)
+        n = (int)sizeof buf - 1;
+    if (write(2, buf, (size_t)n) < 0) { /* tracing is best effort */
+    }
 }
 
 /* The driver's own teardown: once its destructor ran (the process is exiting and the library is finalized),
  * every call answers CUDA_ERROR_DEINITIALIZED, as the driver's do. */
 static int fc_gone;
-__attribute__((destructor)) static void fc_fini(void) { fc_gone = 1; }
+__attribute__((destructor)) static void fc_fini(void)
+{
+    fc_gone = 1;
+}
 
 CUresult fc_begin(const char *api)
 {
@@ -208,16 +259,19 @@ CUresult fc_begin(const char *api)
     CUresult rc = fc_gone ? CUDA_ERROR_DEINITIALIZED : CUDA_SUCCESS;
     for (int i = 0; i < fc_g.nfails; i++) {
         struct fc_fail *f = &fc_g.fails[i];
-        if (strcmp(f->api, api)) continue;
+        if (strcmp(f->api, api))
+            continue;
         f->calls++;
-        if (rc == CUDA_SUCCESS && (f->nth == 0 || f->calls == f->nth)) rc = f->code;
+        if (rc == CUDA_SUCCESS && (f->nth == 0 || f->calls == f->nth))
+            rc = f->code;
     }
     return rc;
 }
 
 CUresult fc_end(const char *api, CUresult rc)
 {
-    if (fc_g.trace) fc_trace(api, rc);
+    if (fc_g.trace)
+        fc_trace(api, rc);
     tl_locked--;
     pthread_mutex_unlock(&fc_mu);
     return rc;
@@ -250,22 +304,31 @@ static void fc_wait_a_little(void)
 
 /* ---- contexts and streams --------------------------------------------------------------------------------- */
 
-struct fc_ctx *fc_ctx_current(void) { return tl_depth ? tl_stack[tl_depth - 1] : NULL; }
+struct fc_ctx *fc_ctx_current(void)
+{
+    return tl_depth ? tl_stack[tl_depth - 1] : NULL;
+}
 
 void fc_ctx_set_current(struct fc_ctx *ctx)
 {
-    if (tl_depth) tl_stack[tl_depth - 1] = ctx;
-    else if (ctx) tl_stack[tl_depth++] = ctx;
+    if (tl_depth)
+        tl_stack[tl_depth - 1] = ctx;
+    else if (ctx)
+        tl_stack[tl_depth++] = ctx;
 }
 
 int fc_ctx_push(struct fc_ctx *ctx)
 {
-    if (tl_depth == (int)(sizeof tl_stack / sizeof tl_stack[0])) return -1;
+    if (tl_depth == (int)(sizeof tl_stack / sizeof tl_stack[0]))
+        return -1;
     tl_stack[tl_depth++] = ctx;
     return 0;
 }
 
-struct fc_ctx *fc_ctx_pop(void) { return tl_depth ? tl_stack[--tl_depth] : NULL; }
+struct fc_ctx *fc_ctx_pop(void)
+{
+    return tl_depth ? tl_stack[--tl_depth] : NULL;
+}
 
 /* A destroyed context leaves this thread's stack; other threads' stacks keep the pointer, which fc_cur rejects
  * because the context is no longer alive (contexts are never freed, so that read is safe). */
@@ -273,7 +336,8 @@ void fc_ctx_forget_current(struct fc_ctx *ctx)
 {
     int j = 0;
     for (int i = 0; i < tl_depth; i++)
-        if (tl_stack[i] != ctx) tl_stack[j++] = tl_stack[i];
+        if (tl_stack[i] != ctx)
+            tl_stack[j++] = tl_stack[i];
     tl_depth = j;
 }
 
@@ -290,9 +354,11 @@ CUresult fc_ctx_valid(CUcontext h, struct fc_ctx **out)
 
 CUresult fc_ctx_new(int device, int primary, struct fc_ctx **out)
 {
-    if (fc_g.nctx == FC_MAX_CTX) return CUDA_ERROR_OUT_OF_MEMORY;
+    if (fc_g.nctx == FC_MAX_CTX)
+        return CUDA_ERROR_OUT_OF_MEMORY;
     struct fc_ctx *c = calloc(1, sizeof *c);
-    if (!c) return CUDA_ERROR_OUT_OF_MEMORY;
+    if (!c)
+        return CUDA_ERROR_OUT_OF_MEMORY;
     c->id = fc_g.nctx;
     c->alive = 1;
     c->device = device;
@@ -309,9 +375,11 @@ CUresult fc_ctx_new(int device, int primary, struct fc_ctx **out)
 
 CUresult fc_cur(struct fc_ctx **out)
 {
-    if (!fc_g.inited) return CUDA_ERROR_NOT_INITIALIZED;
+    if (!fc_g.inited)
+        return CUDA_ERROR_NOT_INITIALIZED;
     struct fc_ctx *c = fc_ctx_current();
-    if (!c || !c->alive) return CUDA_ERROR_INVALID_CONTEXT;
+    if (!c || !c->alive)
+        return CUDA_ERROR_INVALID_CONTEXT;
     *out = c;
     return CUDA_SUCCESS;
 }
@@ -319,12 +387,14 @@ CUresult fc_cur(struct fc_ctx **out)
 CUresult fc_stream_new(struct fc_ctx *ctx, enum fc_stream_kind kind, struct fc_stream **out)
 {
     struct fc_stream *s = calloc(1, sizeof *s);
-    if (!s) return CUDA_ERROR_OUT_OF_MEMORY;
+    if (!s)
+        return CUDA_ERROR_OUT_OF_MEMORY;
     s->ctx = ctx;
     s->kind = kind;
     /* Appended, so that the round-robin of a context drain visits streams in creation order. */
     struct fc_stream **pp = &ctx->streams;
-    while (*pp) pp = &(*pp)->next;
+    while (*pp)
+        pp = &(*pp)->next;
     *pp = s;
     *out = s;
     return CUDA_SUCCESS;
@@ -335,24 +405,28 @@ CUresult fc_stream_new(struct fc_ctx *ctx, enum fc_stream_kind kind, struct fc_s
  * CU_STREAM_PER_THREAD mean the same everywhere. Streams are never freed, so scanning them is safe. */
 CUresult fc_stream_get(CUstream h, int per_thread, struct fc_stream **out)
 {
-    if (!fc_g.inited) return CUDA_ERROR_NOT_INITIALIZED;
+    if (!fc_g.inited)
+        return CUDA_ERROR_NOT_INITIALIZED;
     if (h == NULL || h == CU_STREAM_LEGACY || h == CU_STREAM_PER_THREAD) {
         struct fc_ctx *c;
         CUresult rc = fc_cur(&c);
-        if (rc) return rc;
+        if (rc)
+            return rc;
         if (h == CU_STREAM_LEGACY || (h == NULL && !per_thread)) {
             *out = c->legacy;
             return CUDA_SUCCESS;
         }
         if (!tl_pts[c->id]) {
             rc = fc_stream_new(c, FC_STREAM_PTDS, &tl_pts[c->id]);
-            if (rc) return rc;
+            if (rc)
+                return rc;
         }
         *out = tl_pts[c->id];
         return CUDA_SUCCESS;
     }
     for (unsigned i = 0; i < fc_g.nctx; i++) {
-        if (!fc_g.ctx[i]->alive) continue;
+        if (!fc_g.ctx[i]->alive)
+            continue;
         for (struct fc_stream *s = fc_g.ctx[i]->streams; s; s = s->next) {
             if ((void *)s == (void *)h && s->kind == FC_STREAM_CREATED && !s->destroyed) {
                 *out = s;
@@ -387,8 +461,10 @@ static void fc_print_assert(const struct fc_op *op)
     int n = snprintf(buf, sizeof buf,
                      "fake.cu:8: void %s(...): block: [1,0,0], thread: [3,0,0] Assertion `idx < n` failed.\n",
                      op->func ? op->func->plain : "kernel");
-    if (n > (int)sizeof buf - 1) n = (int)sizeof buf - 1;
-    if (write(1, buf, (size_t)n) < 0) { /* stdout closed: nothing to report to */ }
+    if (n > (int)sizeof buf - 1)
+        n = (int)sizeof buf - 1;
+    if (write(1, buf, (size_t)n) < 0) { /* stdout closed: nothing to report to */
+    }
 }
 
 /* CUDA_ENABLE_COREDUMP_ON_EXCEPTION=1: as the driver does, a dump is written (to CUDA_COREDUMP_FILE, %h and %p
@@ -398,9 +474,11 @@ static void fc_coredump(const struct fc_op *op)
     const char *on = getenv("CUDA_ENABLE_COREDUMP_ON_EXCEPTION"), *pat = getenv("CUDA_COREDUMP_FILE");
     char path[4096], host[256] = "", buf[512];
     size_t k = 0;
-    if (!on || strcmp(on, "1") != 0) return;
+    if (!on || strcmp(on, "1") != 0)
+        return;
     gethostname(host, sizeof host - 1);
-    if (!pat || !*pat) pat = "core_%h_%p.nvcudmp";
+    if (!pat || !*pat)
+        pat = "core_%h_%p.nvcudmp";
     for (const char *p = pat; *p && k + 300 < sizeof path; p++) {
         if (p[0] == '%' && (p[1] == 'h' || p[1] == 'p')) {
             k += p[1] == 'h' ? (size_t)snprintf(path + k, sizeof path - k, "%s", host)
@@ -414,17 +492,19 @@ static void fc_coredump(const struct fc_op *op)
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     int n = snprintf(buf, sizeof buf,
                      "fakecuda-coredump\nexception %s\nkernel %s\ngrid %u,%u,%u\nblock %u,%u,%u\narg0 0x%llx\n",
-                     op->fault == CUDA_ERROR_ASSERT            ? "Warp Assert"
+                     op->fault == CUDA_ERROR_ASSERT               ? "Warp Assert"
                      : op->fault == CUDA_ERROR_MISALIGNED_ADDRESS ? "Warp Misaligned Address"
                                                                   : "Warp Illegal Address",
                      op->func ? op->func->name : "kernel", op->grid[0], op->grid[1], op->grid[2], op->block[0],
                      op->block[1], op->block[2], op->arg0);
     if (fd >= 0) {
-        if (write(fd, buf, (size_t)n) < 0) { /* the abort below happens all the same */ }
+        if (write(fd, buf, (size_t)n) < 0) { /* the abort below happens all the same */
+        }
         close(fd);
     }
     static const char msg[] = "Starting GPU coredump generation (simulated)\n";
-    if (write(2, msg, sizeof msg - 1) < 0) { /* nothing to do */ }
+    if (write(2, msg, sizeof msg - 1) < 0) { /* nothing to do */
+    }
     abort();
 }
 
@@ -432,7 +512,8 @@ static CUresult fc_raise(struct fc_ctx *ctx, const struct fc_op *op)
 {
     fc_coredump(op);
     ctx->sticky = op->fault;
-    if (op->fault == CUDA_ERROR_ASSERT) fc_print_assert(op);
+    if (op->fault == CUDA_ERROR_ASSERT)
+        fc_print_assert(op);
     fc_ctx_discard(ctx);
     return ctx->sticky;
 }
@@ -445,7 +526,8 @@ static const struct fc_fault *fc_spec_for(struct fc_fault *specs, int n, const s
     for (int i = 0; i < n; i++) {
         struct fc_fault *f = &specs[i];
         int hit = 0;
-        if (f->fired) continue;
+        if (f->fired)
+            continue;
         if (f->launch) {
             hit = fc_g.launches == f->launch;
         } else if (!strcmp(f->kernel, op->func->name) || !strcmp(f->kernel, op->func->plain)) {
@@ -453,7 +535,8 @@ static const struct fc_fault *fc_spec_for(struct fc_fault *specs, int n, const s
         }
         if (hit) {
             f->fired = 1;
-            if (!first) first = f;
+            if (!first)
+                first = f;
         }
     }
     return first;
@@ -474,7 +557,8 @@ static void fc_script(struct fc_op *op)
 struct fc_op *fc_op_new(enum fc_opkind kind)
 {
     struct fc_op *op = calloc(1, sizeof *op);
-    if (op) op->kind = kind;
+    if (op)
+        op->kind = kind;
     return op;
 }
 
@@ -485,8 +569,10 @@ static CUresult fc_run_one(struct fc_stream *s);
 static int fc_busy(const struct fc_stream *s)
 {
     const struct fc_op *op = s->head;
-    if (!op) return 0;
-    if (op->kind == FC_OP_KERNEL) return op->ready_ns && (op->ready_ns == FC_NEVER || fc_now_ns() < op->ready_ns);
+    if (!op)
+        return 0;
+    if (op->kind == FC_OP_KERNEL)
+        return op->ready_ns && (op->ready_ns == FC_NEVER || fc_now_ns() < op->ready_ns);
     if (op->kind == FC_OP_WAIT) {
         const struct fc_stream *w = op->wstream;
         return w->done < op->wtarget && w->head && !w->ctx->sticky && fc_busy(w);
@@ -499,15 +585,19 @@ static int fc_busy(const struct fc_stream *s)
 static CUresult fc_run_one(struct fc_stream *s)
 {
     struct fc_op *op = s->head;
-    if (!op) return s->ctx->sticky;
-    if (fc_busy(s)) return CUDA_ERROR_NOT_READY;
+    if (!op)
+        return s->ctx->sticky;
+    if (fc_busy(s))
+        return CUDA_ERROR_NOT_READY;
     s->head = op->next;
-    if (!s->head) s->tail = NULL;
+    if (!s->head)
+        s->tail = NULL;
     s->queued--;
     CUresult rc = CUDA_SUCCESS;
     switch (op->kind) {
     case FC_OP_KERNEL:
-        if (op->fault) rc = fc_raise(s->ctx, op);
+        if (op->fault)
+            rc = fc_raise(s->ctx, op);
         break;
     case FC_OP_WRITE:
         memcpy(op->dst, &op->value, op->width); /* little-endian: the low bytes for a 32-bit write */
@@ -526,7 +616,8 @@ static CUresult fc_run_one(struct fc_stream *s)
         memmove(op->dst, op->src, op->n);
         break;
     case FC_OP_SET:
-        for (size_t i = 0; i < op->n; i++) memcpy((char *)op->dst + i * op->width, &op->value, op->width);
+        for (size_t i = 0; i < op->n; i++)
+            memcpy((char *)op->dst + i * op->width, &op->value, op->width);
         break;
     case FC_OP_HOSTFN:
         op->fn(op->user);
@@ -540,7 +631,8 @@ static CUresult fc_run_one(struct fc_stream *s)
         }
         break;
     }
-    if (!rc) s->done++;
+    if (!rc)
+        s->done++;
     free(op);
     return rc;
 }
@@ -550,7 +642,8 @@ static CUresult fc_graph_add(struct fc_graph *g, const struct fc_op *op)
     if (g->n == g->cap) {
         size_t cap = g->cap ? g->cap * 2 : 16;
         struct fc_op *ops = realloc(g->ops, cap * sizeof *ops);
-        if (!ops) return CUDA_ERROR_OUT_OF_MEMORY;
+        if (!ops)
+            return CUDA_ERROR_OUT_OF_MEMORY;
         g->ops = ops;
         g->cap = cap;
     }
@@ -572,7 +665,8 @@ CUresult fc_enqueue(struct fc_stream *s, struct fc_op *op)
         return rc;
     }
     if (s->capture) {
-        if (op->kind != FC_OP_EVENT && op->kind != FC_OP_WAIT) rc = fc_graph_add(s->capture, op);
+        if (op->kind != FC_OP_EVENT && op->kind != FC_OP_WAIT)
+            rc = fc_graph_add(s->capture, op);
         free(op);
         return rc;
     }
@@ -582,8 +676,10 @@ CUresult fc_enqueue(struct fc_stream *s, struct fc_op *op)
         fc_script(op);
     }
     op->next = NULL;
-    if (s->tail) s->tail->next = op;
-    else s->head = op;
+    if (s->tail)
+        s->tail->next = op;
+    else
+        s->head = op;
     s->tail = op;
     s->queued++;
     s->enq++;
@@ -595,9 +691,11 @@ CUresult fc_enqueue(struct fc_stream *s, struct fc_op *op)
      * device queue is finite too (a launch waits when it is full), which bounds the fake's memory. */
     unsigned long long limit = fc_g.run_ahead && fc_g.run_ahead < FC_QUEUE_MAX ? fc_g.run_ahead : FC_QUEUE_MAX;
     while (s->queued > limit && !s->ctx->sticky) {
-        if (fc_run_one(s) != CUDA_ERROR_NOT_READY) continue;
-        if (s->queued <= FC_QUEUE_MAX) break; /* running ahead stops at a launch still running */
-        fc_wait_a_little();                   /* a full device queue makes the host wait */
+        if (fc_run_one(s) != CUDA_ERROR_NOT_READY)
+            continue;
+        if (s->queued <= FC_QUEUE_MAX)
+            break;          /* running ahead stops at a launch still running */
+        fc_wait_a_little(); /* a full device queue makes the host wait */
     }
     return CUDA_SUCCESS;
 }
@@ -607,10 +705,12 @@ CUresult fc_graph_enqueue(struct fc_stream *s, const struct fc_graph *g)
 {
     for (size_t i = 0; i < g->n; i++) {
         struct fc_op *op = fc_op_new(g->ops[i].kind);
-        if (!op) return CUDA_ERROR_OUT_OF_MEMORY;
+        if (!op)
+            return CUDA_ERROR_OUT_OF_MEMORY;
         *op = g->ops[i];
         CUresult rc = fc_enqueue(s, op);
-        if (rc) return rc;
+        if (rc)
+            return rc;
     }
     return CUDA_SUCCESS;
 }
@@ -618,8 +718,10 @@ CUresult fc_graph_enqueue(struct fc_stream *s, const struct fc_graph *g)
 CUresult fc_drain_stream(struct fc_stream *s, int wait)
 {
     while (s->head && !s->ctx->sticky) {
-        if (fc_run_one(s) != CUDA_ERROR_NOT_READY) continue;
-        if (!wait) return CUDA_ERROR_NOT_READY;
+        if (fc_run_one(s) != CUDA_ERROR_NOT_READY)
+            continue;
+        if (!wait)
+            return CUDA_ERROR_NOT_READY;
         fc_wait_a_little();
     }
     return s->ctx->sticky;
@@ -631,12 +733,16 @@ CUresult fc_drain_ctx(struct fc_ctx *ctx)
 {
     int progressed = 1, busy = 0;
     while ((progressed || busy) && !ctx->sticky) {
-        if (!progressed) fc_wait_a_little();
+        if (!progressed)
+            fc_wait_a_little();
         progressed = busy = 0;
         for (struct fc_stream *s = ctx->streams; s && !ctx->sticky; s = s->next) {
-            if (!s->head) continue;
-            if (fc_run_one(s) == CUDA_ERROR_NOT_READY) busy = 1;
-            else progressed = 1;
+            if (!s->head)
+                continue;
+            if (fc_run_one(s) == CUDA_ERROR_NOT_READY)
+                busy = 1;
+            else
+                progressed = 1;
         }
     }
     return ctx->sticky;
@@ -647,19 +753,26 @@ CUresult fc_drain_ctx(struct fc_ctx *ctx)
 CUresult fc_drain_all(void)
 {
     for (unsigned i = 0; i < fc_g.nctx; i++)
-        if (fc_g.ctx[i]->alive) fc_drain_ctx(fc_g.ctx[i]);
+        if (fc_g.ctx[i]->alive)
+            fc_drain_ctx(fc_g.ctx[i]);
     return CUDA_SUCCESS;
 }
 
-int fc_event_done(const struct fc_event *ev) { return !ev->stream || ev->stream->done >= ev->target; }
+int fc_event_done(const struct fc_event *ev)
+{
+    return !ev->stream || ev->stream->done >= ev->target;
+}
 
 CUresult fc_drain_event(struct fc_event *ev, int wait)
 {
     struct fc_stream *s = ev->stream;
-    if (!s) return ev->ctx->sticky;
+    if (!s)
+        return ev->ctx->sticky;
     while (s->done < ev->target && s->head && !s->ctx->sticky) {
-        if (fc_run_one(s) != CUDA_ERROR_NOT_READY) continue;
-        if (!wait) return CUDA_ERROR_NOT_READY;
+        if (fc_run_one(s) != CUDA_ERROR_NOT_READY)
+            continue;
+        if (!wait)
+            return CUDA_ERROR_NOT_READY;
         fc_wait_a_little();
     }
     return s->ctx->sticky ? s->ctx->sticky : ev->ctx->sticky;
@@ -669,10 +782,12 @@ CUresult fc_drain_event(struct fc_event *ev, int wait)
 
 CUresult fc_mem_alloc(enum fc_memkind kind, size_t size, struct fc_mem **out)
 {
-    if (size == 0) return CUDA_ERROR_INVALID_VALUE;
+    if (size == 0)
+        return CUDA_ERROR_INVALID_VALUE;
     struct fc_mem *m = calloc(1, sizeof *m);
     void *p = NULL;
-    if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
+    if (!m)
+        return CUDA_ERROR_OUT_OF_MEMORY;
     if (kind == FC_MEM_HOST) {
         /* Pinned memory is unmapped when freed (or when its context dies): a tool still reading it faults, as
          * it would on the real driver. */
@@ -702,7 +817,8 @@ struct fc_mem *fc_mem_by_host(const void *p)
 {
     uintptr_t a = (uintptr_t)p;
     for (struct fc_mem *m = fc_g.mems; m; m = m->next)
-        if (m->kind == FC_MEM_HOST && a >= (uintptr_t)m->host && a - (uintptr_t)m->host < m->size) return m;
+        if (m->kind == FC_MEM_HOST && a >= (uintptr_t)m->host && a - (uintptr_t)m->host < m->size)
+            return m;
     return NULL;
 }
 
@@ -710,9 +826,11 @@ struct fc_mem *fc_mem_by_host(const void *p)
 struct fc_mem *fc_mem_by_dptr(CUdeviceptr d, size_t len)
 {
     for (struct fc_mem *m = fc_g.mems; m; m = m->next) {
-        if (d < m->dptr) continue;
+        if (d < m->dptr)
+            continue;
         CUdeviceptr off = d - m->dptr;
-        if (off < m->size && len <= m->size - off) return m;
+        if (off < m->size && len <= m->size - off)
+            return m;
     }
     return NULL;
 }
@@ -753,8 +871,10 @@ void fc_mem_free(struct fc_mem *m)
     for (struct fc_mem **pp = &fc_g.mems; *pp; pp = &(*pp)->next) {
         if (*pp == m) {
             *pp = m->next;
-            if (m->mapped) munmap(m->host, m->mapped);
-            else if (m->kind != FC_MEM_MAPPED) free(m->host);  /* a mapping's memory is its physical allocation's */
+            if (m->mapped)
+                munmap(m->host, m->mapped);
+            else if (m->kind != FC_MEM_MAPPED)
+                free(m->host); /* a mapping's memory is its physical allocation's */
             free(m);
             return;
         }
@@ -767,8 +887,10 @@ void fc_mem_free_owned(struct fc_ctx *c)
         struct fc_mem *m = *pp;
         if (m->owner == c) {
             *pp = m->next;
-            if (m->mapped) munmap(m->host, m->mapped);
-            else free(m->host);
+            if (m->mapped)
+                munmap(m->host, m->mapped);
+            else
+                free(m->host);
             free(m);
         } else {
             pp = &m->next;
@@ -789,12 +911,14 @@ static void fc_plain_name(const char *name, char *out, size_t cap)
         int nested = *p == 'N';
         if (nested) {
             p++;
-            while (*p == 'r' || *p == 'V' || *p == 'K') p++;
+            while (*p == 'r' || *p == 'V' || *p == 'K')
+                p++;
         }
         while (isdigit((unsigned char)*p)) {
             char *end;
             unsigned long n = strtoul(p, &end, 10);
-            if (n == 0 || strnlen(end, n) < n) break;
+            if (n == 0 || strnlen(end, n) < n)
+                break;
             if (len && len + 2 < cap) {
                 memcpy(out + len, "::", 2);
                 len += 2;
@@ -804,37 +928,47 @@ static void fc_plain_name(const char *name, char *out, size_t cap)
             len += take;
             out[len] = 0;
             p = end + n;
-            if (!nested) break;
+            if (!nested)
+                break;
         }
     }
-    if (!len) snprintf(out, cap, "%s", name);
+    if (!len)
+        snprintf(out, cap, "%s", name);
 }
 
 /* Parses "fakecubin:" name[,name...] into a new module (or library). */
 CUresult fc_module_load(const char *image, int library, struct fc_ctx *ctx, struct fc_module **out)
 {
     static const char magic[] = "fakecubin:";
-    if (!image || strncmp(image, magic, sizeof magic - 1)) return CUDA_ERROR_INVALID_IMAGE;
+    if (!image || strncmp(image, magic, sizeof magic - 1))
+        return CUDA_ERROR_INVALID_IMAGE;
     char *text = strdup(image + sizeof magic - 1);
     struct fc_module *m = calloc(1, sizeof *m);
     size_t cap = 1;
-    for (const char *p = text ? text : ""; *p; p++) cap += *p == ',';
+    for (const char *p = text ? text : ""; *p; p++)
+        cap += *p == ',';
     struct fc_func *funcs = calloc(cap, sizeof *funcs);
     CUresult rc = CUDA_ERROR_OUT_OF_MEMORY;
-    if (!text || !m || !funcs) goto fail;
+    if (!text || !m || !funcs)
+        goto fail;
     for (char *save = NULL, *tok = strtok_r(text, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        while (isspace((unsigned char)*tok)) tok++;
+        while (isspace((unsigned char)*tok))
+            tok++;
         char *end = tok + strlen(tok);
-        while (end > tok && isspace((unsigned char)end[-1])) *--end = 0;
-        if (!*tok) continue;
+        while (end > tok && isspace((unsigned char)end[-1]))
+            *--end = 0;
+        if (!*tok)
+            continue;
         struct fc_func *f = &funcs[m->nfunc];
-        if (!(f->name = strdup(tok))) goto fail;
+        if (!(f->name = strdup(tok)))
+            goto fail;
         fc_plain_name(f->name, f->plain, sizeof f->plain);
         f->mod = m;
         m->nfunc++;
     }
     rc = CUDA_ERROR_INVALID_IMAGE;
-    if (m->nfunc == 0) goto fail;
+    if (m->nfunc == 0)
+        goto fail;
     free(text);
     m->library = library;
     m->alive = 1;
@@ -846,7 +980,8 @@ CUresult fc_module_load(const char *image, int library, struct fc_ctx *ctx, stru
     return CUDA_SUCCESS;
 fail:
     if (m && funcs)
-        for (size_t i = 0; i < m->nfunc; i++) free(funcs[i].name);
+        for (size_t i = 0; i < m->nfunc; i++)
+            free(funcs[i].name);
     free(funcs);
     free(m);
     free(text);
@@ -859,7 +994,8 @@ struct fc_func *fc_func_valid(const void *h)
     uintptr_t a = (uintptr_t)h;
     for (struct fc_module *m = fc_g.modules; m; m = m->next) {
         uintptr_t lo = (uintptr_t)m->funcs, hi = (uintptr_t)(m->funcs + m->nfunc);
-        if (m->alive && a >= lo && a < hi && (a - lo) % sizeof(struct fc_func) == 0) return (struct fc_func *)h;
+        if (m->alive && a >= lo && a < hi && (a - lo) % sizeof(struct fc_func) == 0)
+            return (struct fc_func *)h;
     }
     return NULL;
 }
@@ -867,20 +1003,23 @@ struct fc_func *fc_func_valid(const void *h)
 int fc_module_valid(const struct fc_module *m, int library)
 {
     for (struct fc_module *x = fc_g.modules; x; x = x->next)
-        if (x == m) return x->alive && x->library == library;
+        if (x == m)
+            return x->alive && x->library == library;
     return 0;
 }
 
 struct fc_event *fc_event_valid(CUevent h)
 {
     for (struct fc_event *e = fc_g.events; e; e = e->next)
-        if ((void *)e == (void *)h) return e;
+        if ((void *)e == (void *)h)
+            return e;
     return NULL;
 }
 
 struct fc_graph *fc_graph_valid(const void *h, int exec)
 {
     for (struct fc_graph *g = fc_g.graphs; g; g = g->next)
-        if ((const void *)g == h && g->exec == exec) return g;
+        if ((const void *)g == h && g->exec == exec)
+            return g;
     return NULL;
 }

@@ -12,21 +12,20 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define CHECK(cond)                                                                  \
-    do {                                                                             \
-        if (!(cond)) {                                                               \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-            exit(1);                                                                 \
-        }                                                                            \
+#define CHECK(cond)                                                                                                    \
+    do {                                                                                                               \
+        if (!(cond)) {                                                                                                 \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);                                   \
+            exit(1);                                                                                                   \
+        }                                                                                                              \
     } while (0)
-#define EXPECT(call, code)                                                                                 \
-    do {                                                                                                   \
-        CUresult rc_ = (call);                                                                             \
-        if (rc_ != (code)) {                                                                               \
-            fprintf(stderr, "%s:%d: %s returned %d, expected %d\n", __FILE__, __LINE__, #call, (int)rc_,   \
-                    (int)(code));                                                                          \
-            exit(1);                                                                                       \
-        }                                                                                                  \
+#define EXPECT(call, code)                                                                                             \
+    do {                                                                                                               \
+        CUresult rc_ = (call);                                                                                         \
+        if (rc_ != (code)) {                                                                                           \
+            fprintf(stderr, "%s:%d: %s returned %d, expected %d\n", __FILE__, __LINE__, #call, (int)rc_, (int)(code)); \
+            exit(1);                                                                                                   \
+        }                                                                                                              \
     } while (0)
 #define OK(call) EXPECT(call, CUDA_SUCCESS)
 
@@ -38,11 +37,11 @@ typedef CUresult (*launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned
 /* What most cases start from: the primary context of device 0 current, a module with a good and a bad kernel,
  * and one host-mapped breadcrumb page. */
 struct env {
-    CUcontext ctx;                 /* primary context of device 0 */
-    CUfunction good;               /* "good_kernel" */
-    CUfunction bad;                /* "_Z9write_oobPii" */
+    CUcontext ctx;                     /* primary context of device 0 */
+    CUfunction good;                   /* "good_kernel" */
+    CUfunction bad;                    /* "_Z9write_oobPii" */
     volatile unsigned long long *slot; /* host view of the mapped page (8 slots) */
-    CUdeviceptr dslot;             /* device view of the same page */
+    CUdeviceptr dslot;                 /* device view of the same page */
 };
 
 static void setup(struct env *e)
@@ -60,7 +59,10 @@ static void setup(struct env *e)
     OK(cuMemHostGetDevicePointer(&e->dslot, p, 0));
 }
 
-static CUresult launch(CUfunction f, CUstream s) { return cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL); }
+static CUresult launch(CUfunction f, CUstream s)
+{
+    return cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL);
+}
 
 static void *lookup(const char *name, int version, int per_thread)
 {
@@ -101,29 +103,29 @@ static void t_lookup(void)
         int per_thread;     /* flag CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM */
         const char *symbol; /* exported symbol expected */
     } rows[] = {
-        { "cuMemcpyHtoD", 13000, 0, "cuMemcpyHtoD_v2" },
-        { "cuMemcpyHtoD", 13000, 1, "cuMemcpyHtoD_v2_ptds" },
-        { "cuMemcpyHtoDAsync", 13000, 1, "cuMemcpyHtoDAsync_v2_ptsz" },
-        { "cuMemsetD32Async", 13000, 1, "cuMemsetD32Async_ptsz" },
-        { "cuStreamWriteValue64", 12000, 0, "cuStreamWriteValue64_v2" },
-        { "cuStreamWriteValue64", 13000, 1, "cuStreamWriteValue64_v2_ptsz" },
-        { "cuStreamWriteValue64", 11000, 0, "cuStreamWriteValue64" },
-        { "cuCtxCreate", 13000, 0, "cuCtxCreate_v4" },
-        { "cuCtxCreate", 11040, 0, "cuCtxCreate_v3" },
-        { "cuCtxCreate", 11000, 0, "cuCtxCreate_v2" },
-        { "cuCtxSynchronize", 13000, 0, "cuCtxSynchronize_v2" },
-        { "cuCtxSynchronize", 12080, 0, "cuCtxSynchronize" },
-        { "cuLaunchKernel", 13000, 1, "cuLaunchKernel_ptsz" },
-        { "cuLaunchKernel", 13000, 0, "cuLaunchKernel" },
-        { "cuStreamSynchronize", 13000, 1, "cuStreamSynchronize_ptsz" },
-        { "cuStreamDestroy", 13000, 0, "cuStreamDestroy_v2" },
-        { "cuStreamBeginCapture", 13000, 1, "cuStreamBeginCapture_v2_ptsz" },
-        { "cuMemHostGetDevicePointer", 13000, 0, "cuMemHostGetDevicePointer_v2" },
-        { "cuDevicePrimaryCtxRelease", 13000, 0, "cuDevicePrimaryCtxRelease_v2" },
-        { "cuInit", 13000, 1, "cuInit" },
-        { "cuMemAlloc", 13000, 1, "cuMemAlloc_v2" },
-        { "cuGetProcAddress", 11030, 0, "cuGetProcAddress" },
-        { "cuGetProcAddress", 12000, 0, "cuGetProcAddress_v2" },
+        {"cuMemcpyHtoD", 13000, 0, "cuMemcpyHtoD_v2"},
+        {"cuMemcpyHtoD", 13000, 1, "cuMemcpyHtoD_v2_ptds"},
+        {"cuMemcpyHtoDAsync", 13000, 1, "cuMemcpyHtoDAsync_v2_ptsz"},
+        {"cuMemsetD32Async", 13000, 1, "cuMemsetD32Async_ptsz"},
+        {"cuStreamWriteValue64", 12000, 0, "cuStreamWriteValue64_v2"},
+        {"cuStreamWriteValue64", 13000, 1, "cuStreamWriteValue64_v2_ptsz"},
+        {"cuStreamWriteValue64", 11000, 0, "cuStreamWriteValue64"},
+        {"cuCtxCreate", 13000, 0, "cuCtxCreate_v4"},
+        {"cuCtxCreate", 11040, 0, "cuCtxCreate_v3"},
+        {"cuCtxCreate", 11000, 0, "cuCtxCreate_v2"},
+        {"cuCtxSynchronize", 13000, 0, "cuCtxSynchronize_v2"},
+        {"cuCtxSynchronize", 12080, 0, "cuCtxSynchronize"},
+        {"cuLaunchKernel", 13000, 1, "cuLaunchKernel_ptsz"},
+        {"cuLaunchKernel", 13000, 0, "cuLaunchKernel"},
+        {"cuStreamSynchronize", 13000, 1, "cuStreamSynchronize_ptsz"},
+        {"cuStreamDestroy", 13000, 0, "cuStreamDestroy_v2"},
+        {"cuStreamBeginCapture", 13000, 1, "cuStreamBeginCapture_v2_ptsz"},
+        {"cuMemHostGetDevicePointer", 13000, 0, "cuMemHostGetDevicePointer_v2"},
+        {"cuDevicePrimaryCtxRelease", 13000, 0, "cuDevicePrimaryCtxRelease_v2"},
+        {"cuInit", 13000, 1, "cuInit"},
+        {"cuMemAlloc", 13000, 1, "cuMemAlloc_v2"},
+        {"cuGetProcAddress", 11030, 0, "cuGetProcAddress"},
+        {"cuGetProcAddress", 12000, 0, "cuGetProcAddress_v2"},
     };
     void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
     CHECK(lib);
@@ -208,7 +210,7 @@ static void t_lazy(void)
 
     /* Device memory round trip, synchronous and queued. */
     CUdeviceptr d;
-    unsigned buf[4] = { 1, 2, 3, 4 }, out[4] = { 0 };
+    unsigned buf[4] = {1, 2, 3, 4}, out[4] = {0};
     OK(cuMemAlloc(&d, sizeof buf));
     CHECK(d != 0);
     OK(cuMemcpyHtoD(d, buf, sizeof buf));
@@ -282,7 +284,7 @@ static void t_assert(void)
     struct env e;
     setup(&e);
     FILE *out = capture_fd(1);
-    CUfunction seq[5] = { e.good, e.bad, e.good, e.bad, e.good };
+    CUfunction seq[5] = {e.good, e.bad, e.good, e.bad, e.good};
     for (unsigned i = 0; i < 5; i++) {
         OK(launch(seq[i], NULL));
         OK(cuStreamWriteValue64(NULL, e.dslot, i + 1, 0));
@@ -403,7 +405,10 @@ static void t_events(void)
     EXPECT(cuEventQuery(ev), CUDA_ERROR_INVALID_HANDLE);
 }
 
-static void host_fn(void *p) { *(int *)p += 1; }
+static void host_fn(void *p)
+{
+    *(int *)p += 1;
+}
 
 static void t_modules(void)
 {
@@ -416,7 +421,9 @@ static void t_modules(void)
     EXPECT(cuModuleLoadData(&mod, "fakecubin:k"), CUDA_ERROR_NOT_INITIALIZED);
     struct env e;
     setup(&e);
-    EXPECT(cuModuleLoadData(&mod, "\x7f" "ELF"), CUDA_ERROR_INVALID_IMAGE);
+    EXPECT(cuModuleLoadData(&mod, "\x7f"
+                                  "ELF"),
+           CUDA_ERROR_INVALID_IMAGE);
     EXPECT(cuModuleLoadData(&mod, "fakecubin: , "), CUDA_ERROR_INVALID_IMAGE);
     char path[] = "/tmp/fakecuda-selftest-XXXXXX";
     int fd = mkstemp(path);
@@ -524,16 +531,16 @@ static void t_bad_env(void)
     OK(cuStreamWriteValue64(NULL, e.dslot, 1, 0));
     OK(launch(e.good, NULL));
     OK(cuStreamWriteValue64(NULL, e.dslot, 2, 0));
-    CHECK(e.slot[0] == 0); /* run-ahead stayed off */
+    CHECK(e.slot[0] == 0);    /* run-ahead stayed off */
     OK(launch(e.good, NULL)); /* the one good spec: launch 2 */
     EXPECT(cuCtxSynchronize(), CUDA_ERROR_ILLEGAL_ADDRESS);
     CHECK(e.slot[0] == 2);
 }
 
 struct worker {
-    struct env *e;     /* shared setup */
-    int index;         /* slot it writes */
-    int ok;            /* result */
+    struct env *e; /* shared setup */
+    int index;     /* slot it writes */
+    int ok;        /* result */
 };
 
 static void *worker_main(void *arg)
@@ -547,8 +554,7 @@ static void *worker_main(void *arg)
         w->ok = launch_pt(w->e->good, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL) == CUDA_SUCCESS &&
                 write_pt(NULL, w->e->dslot + 8 * (CUdeviceptr)w->index, i, 0) == CUDA_SUCCESS;
     }
-    w->ok = w->ok && w->e->slot[w->index] == 0 && sync_pt(NULL) == CUDA_SUCCESS &&
-            w->e->slot[w->index] == 200;
+    w->ok = w->ok && w->e->slot[w->index] == 0 && sync_pt(NULL) == CUDA_SUCCESS && w->e->slot[w->index] == 200;
     return NULL;
 }
 
@@ -559,7 +565,7 @@ static void t_threads(void)
     struct worker w[4];
     setup(&e);
     for (int i = 0; i < 4; i++) {
-        w[i] = (struct worker){ &e, i, 0 };
+        w[i] = (struct worker){&e, i, 0};
         CHECK(pthread_create(&t[i], NULL, worker_main, &w[i]) == 0);
     }
     for (int i = 0; i < 4; i++) {
@@ -596,7 +602,8 @@ struct hang_sync {
 static void *hang_sync_main(void *arg)
 {
     struct hang_sync *h = arg;
-    if (cuCtxSetCurrent(h->ctx) == CUDA_SUCCESS) cuCtxSynchronize();
+    if (cuCtxSetCurrent(h->ctx) == CUDA_SUCCESS)
+        cuCtxSynchronize();
     h->done = 1;
     return NULL;
 }
@@ -614,7 +621,7 @@ static void t_hang(void)
     OK(cuStreamWriteValue64(NULL, e.dslot, 2, 0));
     EXPECT(cuStreamQuery(NULL), CUDA_ERROR_NOT_READY);
     CHECK(e.slot[0] == 1);
-    struct hang_sync h = { e.ctx, 0 };
+    struct hang_sync h = {e.ctx, 0};
     CHECK(pthread_create(&t, NULL, hang_sync_main, &h) == 0);
     usleep(20000);
     OK(launch(e.good, other)); /* while the other thread waits in cuCtxSynchronize */
@@ -657,7 +664,7 @@ static void t_memory_kinds(void)
     OK(cuMemAllocPitch(&d, &pitch, 1000, 3, 4));
     CHECK(pitch == 1024);
     int in[4] = {1, 2, 3, 4}, out[4] = {0};
-    OK(cuMemcpyHtoD(d + 2 * pitch, in, sizeof in));                 /* the last row is there */
+    OK(cuMemcpyHtoD(d + 2 * pitch, in, sizeof in)); /* the last row is there */
     OK(cuMemcpyDtoH(out, d + 2 * pitch, sizeof out));
     CHECK(out[3] == 4);
     EXPECT(cuMemcpyHtoD(d + 3 * pitch, in, 4), CUDA_ERROR_INVALID_VALUE);
@@ -689,17 +696,17 @@ static void t_memory_kinds(void)
     CHECK(g == 2u << 20);
     CUdeviceptr r, r2, again;
     OK(cuMemAddressReserve(&r, 8 * g, 0, 0, 0));
-    OK(cuMemAddressReserve(&r2, 2 * g, 0, r, 0));                      /* a hint inside r is not free */
+    OK(cuMemAddressReserve(&r2, 2 * g, 0, r, 0)); /* a hint inside r is not free */
     CHECK(r2 >= r + 8 * g || r2 + 2 * g <= r);
     OK(cuMemAddressFree(r2, 2 * g));
     EXPECT(cuMemAddressReserve(&r2, g + 1, 0, 0, 0), CUDA_ERROR_INVALID_VALUE);
     CUmemGenericAllocationHandle h1, h2;
     OK(cuMemCreate(&h1, 2 * g, &prop, 0));
     OK(cuMemCreate(&h2, g, &prop, 0));
-    OK(cuMemMap(r, g, 0, h1, 0));                                      /* h1 in two pieces, then h2 */
+    OK(cuMemMap(r, g, 0, h1, 0)); /* h1 in two pieces, then h2 */
     OK(cuMemMap(r + g, g, g, h1, 0));
     OK(cuMemMap(r + 2 * g, g, 0, h2, 0));
-    EXPECT(cuMemMap(r + g, g, 0, h2, 0), CUDA_ERROR_INVALID_VALUE);    /* already mapped */
+    EXPECT(cuMemMap(r + g, g, 0, h2, 0), CUDA_ERROR_INVALID_VALUE);     /* already mapped */
     EXPECT(cuMemMap(r + 8 * g, g, 0, h2, 0), CUDA_ERROR_INVALID_VALUE); /* not reserved */
     CUmemAccessDesc acc;
     memset(&acc, 0, sizeof acc);
@@ -707,65 +714,66 @@ static void t_memory_kinds(void)
     acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
     OK(cuMemSetAccess(r, 3 * g, &acc, 1));
     EXPECT(cuMemSetAccess(r, 4 * g, &acc, 1), CUDA_ERROR_INVALID_VALUE);
-    OK(cuMemcpyHtoD(r + g - 8, in, sizeof in));                        /* across two pieces of h1 */
+    OK(cuMemcpyHtoD(r + g - 8, in, sizeof in)); /* across two pieces of h1 */
     memset(out, 0, sizeof out);
     OK(cuMemcpyDtoH(out, r + g - 8, sizeof out));
     CHECK(out[0] == 1 && out[3] == 4);
-    EXPECT(cuMemcpyHtoD(r + 3 * g, in, 4), CUDA_ERROR_INVALID_VALUE);  /* reserved, not mapped */
-    OK(cuMemRelease(h1));                                              /* still mapped: the memory stays */
+    EXPECT(cuMemcpyHtoD(r + 3 * g, in, 4), CUDA_ERROR_INVALID_VALUE); /* reserved, not mapped */
+    OK(cuMemRelease(h1));                                             /* still mapped: the memory stays */
     OK(cuMemcpyDtoH(out, r, 4));
-    EXPECT(cuMemFree(r), CUDA_ERROR_INVALID_VALUE);                    /* not cuMemAlloc's */
-    EXPECT(cuMemAddressFree(r, 8 * g), CUDA_ERROR_INVALID_VALUE);      /* still mapped */
-    EXPECT(cuMemUnmap(r, g + g / 2), CUDA_ERROR_INVALID_VALUE);        /* half a piece */
-    OK(cuMemUnmap(r, 2 * g));                                          /* both pieces of h1 */
+    EXPECT(cuMemFree(r), CUDA_ERROR_INVALID_VALUE);               /* not cuMemAlloc's */
+    EXPECT(cuMemAddressFree(r, 8 * g), CUDA_ERROR_INVALID_VALUE); /* still mapped */
+    EXPECT(cuMemUnmap(r, g + g / 2), CUDA_ERROR_INVALID_VALUE);   /* half a piece */
+    OK(cuMemUnmap(r, 2 * g));                                     /* both pieces of h1 */
     EXPECT(cuMemcpyDtoH(out, r, 4), CUDA_ERROR_INVALID_VALUE);
     OK(cuMemcpyDtoH(out, r + 2 * g, 4));
-    EXPECT(cuMemUnmap(r, g), CUDA_ERROR_INVALID_VALUE);                /* nothing mapped there */
+    EXPECT(cuMemUnmap(r, g), CUDA_ERROR_INVALID_VALUE); /* nothing mapped there */
     OK(cuMemUnmap(r + 2 * g, g));
     OK(cuMemRelease(h2));
     EXPECT(cuMemRelease(h2), CUDA_ERROR_INVALID_VALUE);
     OK(cuMemAddressFree(r, 8 * g));
-    OK(cuMemAddressReserve(&again, 8 * g, 0, r, 0));                   /* freed addresses can be had again */
+    OK(cuMemAddressReserve(&again, 8 * g, 0, r, 0)); /* freed addresses can be had again */
     CHECK(again == r);
 }
 
 /* ---- runner ----------------------------------------------------------------------------------------------- */
 
 static const struct {
-    const char *name;  /* case name, also the argument that runs it */
-    const char *env;   /* FAKECUDA_* settings, ';'-free pieces separated by '|' */
-    void (*fn)(void);  /* the case */
+    const char *name; /* case name, also the argument that runs it */
+    const char *env;  /* FAKECUDA_* settings, ';'-free pieces separated by '|' */
+    void (*fn)(void); /* the case */
 } cases[] = {
-    { "lookup", "", t_lookup },
-    { "canary", "", t_canary },
-    { "lazy", "", t_lazy },
-    { "fault", "FAKECUDA_FAULT=launch=3", t_fault },
-    { "assert", "FAKECUDA_FAULT=kernel=write_oob,nth=2,code=710", t_assert },
-    { "fault_streams", "FAKECUDA_FAULT=launch=2", t_fault_streams },
-    { "run_ahead", "FAKECUDA_RUN_AHEAD=1|FAKECUDA_FAULT=launch=3", t_run_ahead },
-    { "graph", "FAKECUDA_FAULT=launch=2", t_graph },
-    { "events", "", t_events },
-    { "modules", "", t_modules },
-    { "contexts", "FAKECUDA_DEVICES=3", t_contexts },
-    { "fail", "FAKECUDA_FAIL=cuMemHostAlloc:2;cuStreamWriteValue64_v2:*:999;cuMemAlloc_v2:1:1", t_fail },
-    { "bad_env", "FAKECUDA_RUN_AHEAD=abc|FAKECUDA_FAULT=launch=0;launch=1,nth=2;kernel=x,bogus=1;launch=2",
-      t_bad_env },
-    { "threads", "", t_threads },
-    { "fork", "", t_fork },
-    { "hang", "FAKECUDA_HANG=launch=2", t_hang },
-    { "slow_fault", "FAKECUDA_HANG=launch=1,ms=300;kernel=x,ms=0|FAKECUDA_FAULT=launch=1", t_slow_fault },
-    { "memory_kinds", "", t_memory_kinds },
+    {"lookup", "", t_lookup},
+    {"canary", "", t_canary},
+    {"lazy", "", t_lazy},
+    {"fault", "FAKECUDA_FAULT=launch=3", t_fault},
+    {"assert", "FAKECUDA_FAULT=kernel=write_oob,nth=2,code=710", t_assert},
+    {"fault_streams", "FAKECUDA_FAULT=launch=2", t_fault_streams},
+    {"run_ahead", "FAKECUDA_RUN_AHEAD=1|FAKECUDA_FAULT=launch=3", t_run_ahead},
+    {"graph", "FAKECUDA_FAULT=launch=2", t_graph},
+    {"events", "", t_events},
+    {"modules", "", t_modules},
+    {"contexts", "FAKECUDA_DEVICES=3", t_contexts},
+    {"fail", "FAKECUDA_FAIL=cuMemHostAlloc:2;cuStreamWriteValue64_v2:*:999;cuMemAlloc_v2:1:1", t_fail},
+    {"bad_env", "FAKECUDA_RUN_AHEAD=abc|FAKECUDA_FAULT=launch=0;launch=1,nth=2;kernel=x,bogus=1;launch=2", t_bad_env},
+    {"threads", "", t_threads},
+    {"fork", "", t_fork},
+    {"hang", "FAKECUDA_HANG=launch=2", t_hang},
+    {"slow_fault", "FAKECUDA_HANG=launch=1,ms=300;kernel=x,ms=0|FAKECUDA_FAULT=launch=1", t_slow_fault},
+    {"memory_kinds", "", t_memory_kinds},
 };
 
 static int run_case(const char *self, size_t i)
 {
     int status;
     pid_t pid = fork();
-    if (pid < 0) return 0;
+    if (pid < 0)
+        return 0;
     if (pid == 0) {
-        static const char *vars[] = { "FAKECUDA_FAULT", "FAKECUDA_FAIL", "FAKECUDA_RUN_AHEAD", "FAKECUDA_DEVICES",
-                                      "FAKECUDA_TRACE", "FAKECUDA_HANG" };
-        for (size_t v = 0; v < sizeof vars / sizeof vars[0]; v++) unsetenv(vars[v]);
+        static const char *vars[] = {"FAKECUDA_FAULT",   "FAKECUDA_FAIL",  "FAKECUDA_RUN_AHEAD",
+                                     "FAKECUDA_DEVICES", "FAKECUDA_TRACE", "FAKECUDA_HANG"};
+        for (size_t v = 0; v < sizeof vars / sizeof vars[0]; v++)
+            unsetenv(vars[v]);
         char env[512];
         snprintf(env, sizeof env, "%s", cases[i].env);
         for (char *save = NULL, *kv = strtok_r(env, "|", &save); kv; kv = strtok_r(NULL, "|", &save)) {
@@ -794,7 +802,8 @@ int main(int argc, char **argv)
     }
     char self[4096];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0) return 2;
+    if (n <= 0)
+        return 2;
     self[n] = 0;
     int passed = 0, failed = 0;
     for (size_t i = 0; i < ncases; i++) {

@@ -7,8 +7,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-static int check_failures;              /* failed checks */
-static int check_count;                 /* checks made */
+static int check_failures; /* failed checks */
+static int check_count;    /* checks made */
 
 /* fmt starts with '|' (see CHECK): alone, there is no message. */
 __attribute__((format(printf, 1, 2), unused)) static void check_note(const char *fmt, ...) {
@@ -23,17 +23,17 @@ __attribute__((format(printf, 1, 2), unused)) static void check_note(const char 
 }
 
 /* "|" before the message: with no message the call is check_note("|"), with one it is one literal. */
-#define CHECK(cond, ...)                                                                                       \
-  do {                                                                                                         \
-    check_count++;                                                                                             \
-    if (!(cond)) {                                                                                             \
-      check_failures++;                                                                                        \
-      fprintf(stderr, "FAIL %s:%d: %s", __FILE__, __LINE__, #cond);                                            \
-      check_note("|" __VA_ARGS__);                                                                              \
-    }                                                                                                          \
+#define CHECK(cond, ...)                                                                                               \
+  do {                                                                                                                 \
+    check_count++;                                                                                                     \
+    if (!(cond)) {                                                                                                     \
+      check_failures++;                                                                                                \
+      fprintf(stderr, "FAIL %s:%d: %s", __FILE__, __LINE__, #cond);                                                    \
+      check_note("|" __VA_ARGS__);                                                                                     \
+    }                                                                                                                  \
   } while (0)
 
-#define CHECK_DONE()                                                                                           \
+#define CHECK_DONE()                                                                                                   \
   (printf("%d passed, %d failed\n", check_count - check_failures, check_failures), check_failures ? 1 : 0)
 
 #endif

@@ -8,12 +8,12 @@
 #include <pthread.h>
 #include <stdint.h>
 
-static int g_rc;                                 /* what the engine thread's launches or synchronize returned */
-static CUcontext g_ctx;                          /* the engine's context, for sync_now */
+static int g_rc;        /* what the engine thread's launches or synchronize returned */
+static CUcontext g_ctx; /* the engine's context, for sync_now */
 static __typeof__(&cuCtxSetCurrent) g_set_current;
 static __typeof__(&cuCtxSynchronize) g_synchronize;
 
-static CUfunction g_f;                           /* the kernel every launch runs */
+static CUfunction g_f; /* the kernel every launch runs */
 static __typeof__(&cuLaunchKernel) g_launch;
 
 /* Loads the driver, makes the primary context current on the calling thread and finds the kernel. */
@@ -33,7 +33,8 @@ static int engine_setup(void) {
   CUdevice dev;
   CUmodule mod;
   if (p_cuInit(0) || p_cuDeviceGet(&dev, 0) || p_cuDevicePrimaryCtxRetain(&g_ctx, dev) || p_cuCtxSetCurrent(g_ctx) ||
-      p_cuModuleLoadData(&mod, "fakecubin:_Z12grad_scatterPfi") || p_cuModuleGetFunction(&g_f, mod, "_Z12grad_scatterPfi"))
+      p_cuModuleLoadData(&mod, "fakecubin:_Z12grad_scatterPfi") ||
+      p_cuModuleGetFunction(&g_f, mod, "_Z12grad_scatterPfi"))
     return -1;
   g_launch = p_cuLaunchKernel;
   g_set_current = p_cuCtxSetCurrent;

@@ -7,7 +7,7 @@
 PROBE int probe_launch(void **pcs, int max, int *hit) {
   uint64_t hash;
   int n = stack_capture_launch(pcs, max, hit, &hash);
-  return hash == stack_hash(pcs, n) ? n : -1;   /* the hash kept with a cached chain is its frames' */
+  return hash == stack_hash(pcs, n) ? n : -1; /* the hash kept with a cached chain is its frames' */
 }
 
 PROBE int probe_fresh(void **pcs, int max, int *hit) {

@@ -73,12 +73,16 @@ static const struct json *annotated(struct json *doc, uint64_t address, uint64_t
 /* A range member: base, size, seq, and optionally freed_seq (< 0: live), kind, site. */
 static const char *range(char *buf, size_t n, uint64_t base, uint64_t size, long long seq, long long freed,
                          const char *kind, int site) {
-  int k = snprintf(buf, n, "{\"base\": \"0x%" PRIx64 "\", \"size\": %" PRIu64 ", \"kind\": \"%s\", \"api\": "
+  int k = snprintf(buf, n,
+                   "{\"base\": \"0x%" PRIx64 "\", \"size\": %" PRIu64 ", \"kind\": \"%s\", \"api\": "
                    "\"%s\", \"seq\": %lld, \"thread\": 7",
-                   base, size, kind, !strcmp(kind, "vm") ? "cuMemMap" : !strcmp(kind, "reserved") ?
-                   "cuMemAddressReserve" : "cuMemAlloc_v2", seq);
-  if (freed >= 0) k += snprintf(buf + k, n - (size_t)k, ", \"freed_seq\": %lld, \"freed_api\": \"cuMemFree_v2\"",
-                                freed);
+                   base, size, kind,
+                   !strcmp(kind, "vm")         ? "cuMemMap"
+                   : !strcmp(kind, "reserved") ? "cuMemAddressReserve"
+                                               : "cuMemAlloc_v2",
+                   seq);
+  if (freed >= 0)
+    k += snprintf(buf + k, n - (size_t)k, ", \"freed_seq\": %lld, \"freed_api\": \"cuMemFree_v2\"", freed);
   if (site >= 0) k += snprintf(buf + k, n - (size_t)k, ", \"site\": %d", site);
   snprintf(buf + k, n - (size_t)k, "}");
   return buf;
@@ -139,7 +143,8 @@ static void test_outside_inside(void) {
         "8 bytes before the start");
   t = text_of(doc);
   CHECK(strstr(t, "8 bytes before the start of the allocation of 4096 bytes") &&
-            strstr(t, "allocated at setup at /w/app.c:35") && strstr(t, "allocated at /w/train.py:42 in main") == NULL &&
+            strstr(t, "allocated at setup at /w/app.c:35") &&
+            strstr(t, "allocated at /w/train.py:42 in main") == NULL &&
             strstr(t, "8 bytes before the start") < strstr(t, "after the end of the allocation of 256"),
         "the text, the Python line of the site:\n%s", t);
   free(t);
@@ -170,10 +175,10 @@ static void test_freed_and_reuse(void) {
            range(r4, sizeof r4, D, 64, 8, -1, "device", 1));
   struct addr_answer a;
 
-  struct json *doc = report(5, all, "");                /* the faulting launch is #5 */
+  struct json *doc = report(5, all, ""); /* the faulting launch is #5 */
   addr_answer(doc, B + 100, 0, &a);
-  CHECK(a.where == ADDR_FREED && a.freed.base == B && a.freed.size == 512 && a.freed.freed_seq == 4 &&
-            a.later.obj && a.later.seq == 6,
+  CHECK(a.where == ADDR_FREED && a.freed.base == B && a.freed.size == 512 && a.freed.freed_seq == 4 && a.later.obj &&
+            a.later.seq == 6,
         "#5 ran after B's first allocation was freed, before the address was handed out again (%d)", a.where);
   const struct json *fa = annotated(doc, B + 100, 0);
   CHECK(!strcmp(json_get_str(fa, "answer"), "freed") && json_get_int(json_get(fa, "freed"), "freed_seq", 0) == 4 &&
@@ -197,7 +202,7 @@ static void test_freed_and_reuse(void) {
   CHECK(a.where != ADDR_INSIDE && a.later.obj && a.later.base == D, "D did not exist when #5 was made");
   json_free(doc);
 
-  doc = report(7, all, "");                             /* the faulting launch is #7: B's second allocation */
+  doc = report(7, all, ""); /* the faulting launch is #7: B's second allocation */
   addr_answer(doc, B + 100, 0, &a);
   CHECK(a.where == ADDR_INSIDE && a.in.seq == 6 && a.in.size == 256 && !a.freed.obj,
         "a live range reusing a freed address is the answer, not the freed one");
@@ -216,7 +221,7 @@ static void test_freed_and_reuse(void) {
   free(t);
   json_free(doc);
 
-  doc = report(0, all, "");                             /* no exact culprit: the table as the report has it */
+  doc = report(0, all, ""); /* no exact culprit: the table as the report has it */
   addr_answer(doc, B + 100, 0, &a);
   CHECK(a.fault_seq == -1 && a.where == ADDR_INSIDE && a.in.seq == 6, "the live one when the report was written");
   addr_answer(doc, C + 8, 0, &a);
@@ -243,8 +248,8 @@ static void test_reserved(void) {
             a.below.run_base == R && a.below.run_size == 3 * P,
         "in the reservation, past its three mapped pieces (%d)", a.where);
   const struct json *fa = annotated(doc, R + 3 * P + 64, 0);
-  CHECK(!strcmp(json_get_str(fa, "answer"), "unmapped") && json_get_int(json_get(fa, "reserved"), "offset", 0) ==
-                                                               (long long)(3 * P + 64) &&
+  CHECK(!strcmp(json_get_str(fa, "answer"), "unmapped") &&
+            json_get_int(json_get(fa, "reserved"), "offset", 0) == (long long)(3 * P + 64) &&
             json_get_int(json_get(json_get(fa, "below"), "mapped_run"), "pieces", 0) == 3 &&
             json_get_int(json_get(fa, "below"), "past_end", -1) == 64,
         "the reservation, and the mapped run below it");
@@ -327,7 +332,8 @@ static void test_malformed(void) {
       " \"site\": 99, \"seq\": \"x\", \"freed_seq\": null, \"kind\": 3}], \"sites\": 7}}",
       "{\"culprit\": 1, \"allocations\": {\"ranges\": [{\"base\": \"0x1000\", \"size\": 100, \"site\": -2,"
       " \"freed_api\": 5}], \"sites\": [null, 3, {\"stack\": 1, \"python\": {}}]}}",
-      "{\"allocations\": {\"forgotten\": \"many\", \"ranges\": [{\"base\": \"0x1000\", \"size\": 18446744073709551615}]}}",
+      "{\"allocations\": {\"forgotten\": \"many\", \"ranges\": [{\"base\": \"0x1000\", \"size\": "
+      "18446744073709551615}]}}",
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     struct json *doc = parse(bad[i]);
@@ -338,8 +344,9 @@ static void test_malformed(void) {
     char *t = text_of(doc);
     CHECK(strstr(t, "the faulting address 0x1010"), "case %zu renders:\n%s", i, t);
     free(t);
-    if (i == 4) CHECK(a.where == ADDR_INSIDE && a.in.base == 4096 && a.fault_seq == -1,
-                      "a numeric base is read, a bad seq is not a culprit (%d)", a.where);
+    if (i == 4)
+      CHECK(a.where == ADDR_INSIDE && a.in.base == 4096 && a.fault_seq == -1,
+            "a numeric base is read, a bad seq is not a culprit (%d)", a.where);
     if (i == 3) CHECK(a.where == ADDR_NOTHING_NEAR && a.nranges == 5, "malformed ranges are left out (%d)", a.where);
     if (i == 0 || i == 1) CHECK(a.where == ADDR_NO_TABLE, "case %zu: no usable table", i);
     json_free(doc);

@@ -27,7 +27,7 @@
 
 struct cp_driver cp_drv;
 
-static uint64_t g_launches;   /* what cp_view reports as the last launch number */
+static uint64_t g_launches; /* what cp_view reports as the last launch number */
 void cp_view(struct cp_view *v) {
   memset(v, 0, sizeof *v);
   v->seq = __atomic_load_n(&g_launches, __ATOMIC_SEQ_CST);
@@ -88,17 +88,17 @@ static void test_frees_and_reuse(void) {
   size_t n;
   struct allocs_counts c;
   const uint64_t A = 0x200000000ull, B = 0x200100000ull;
-  allocs_alloc(ALLOCS_DEVICE, A, 4096, 0, "cuMemAlloc_v2");          /* after launch 0 */
+  allocs_alloc(ALLOCS_DEVICE, A, 4096, 0, "cuMemAlloc_v2"); /* after launch 0 */
   launch();
-  allocs_alloc(ALLOCS_ASYNC, B, 512, 0, "cuMemAllocAsync");          /* after launch 1 */
+  allocs_alloc(ALLOCS_ASYNC, B, 512, 0, "cuMemAllocAsync"); /* after launch 1 */
   launch();
   launch();
-  allocs_free_device(A, "cuMemFree_v2");                              /* after launch 3 */
-  allocs_free_device(0x123, "cuMemFree_v2");                          /* unknown: ignored */
+  allocs_free_device(A, "cuMemFree_v2");     /* after launch 3 */
+  allocs_free_device(0x123, "cuMemFree_v2"); /* unknown: ignored */
   launch();
-  allocs_alloc(ALLOCS_DEVICE, A, 1024, 0, "cuMemAlloc_v2");          /* the same address, after launch 4 */
+  allocs_alloc(ALLOCS_DEVICE, A, 1024, 0, "cuMemAlloc_v2"); /* the same address, after launch 4 */
   launch();
-  allocs_alloc(ALLOCS_POOL, B, 256, 0, "cuMemAllocFromPoolAsync");   /* B was never freed: an unseen free */
+  allocs_alloc(ALLOCS_POOL, B, 256, 0, "cuMemAllocFromPoolAsync"); /* B was never freed: an unseen free */
   struct allocs_entry *e = allocs_snapshot(&n, &c);
   CHECK(e && n == 4, "4 entries, got %zu", n);
   CHECK(c.recorded == 4 && c.forgotten == 0 && c.not_recorded == 0 && c.capacity == ALLOCS_CAPACITY);
@@ -146,7 +146,7 @@ static void test_host(void) {
   CHECK(x1 && x1->kind == ALLOCS_HOST && x1->host == (uint64_t)(uintptr_t)h1, "by its device view");
   CHECK(x2 && x2->host == d2, "the host pointer where the driver gives no device view");
   free(e);
-  allocs_free_device(d1, "cuMemFree_v2");          /* not a device allocation: nothing happens */
+  allocs_free_device(d1, "cuMemFree_v2"); /* not a device allocation: nothing happens */
   allocs_free_host(h1, "cuMemFreeHost");
   allocs_free_host(h2, "cuMemFreeHost");
   e = allocs_snapshot(&n, NULL);
@@ -168,7 +168,7 @@ static void test_expandable_segment(void) {
     launch();
   }
   allocs_handle(0, 0);
-  allocs_unmap(R, 2 * P, "cuMemUnmap");                               /* the first two pieces at once */
+  allocs_unmap(R, 2 * P, "cuMemUnmap"); /* the first two pieces at once */
   struct allocs_entry *e = allocs_snapshot(&n, &c);
   CHECK(c.handles_created == 3 && c.handles_released == 1 && c.handle_bytes == 3 * P);
   const struct allocs_entry *res = NULL, *m[3] = {0};
@@ -178,7 +178,7 @@ static void test_expandable_segment(void) {
       if (e[i].kind == ALLOCS_VM && e[i].base == R + (uint64_t)k * P) m[k] = &e[i];
   }
   CHECK(res && !(res->flags & ALLOCS_FREED) && res->size == 64 * P, "a mapping at the reservation's start "
-                                                                     "leaves the reservation alone");
+                                                                    "leaves the reservation alone");
   CHECK(m[0] && m[1] && m[2] && (m[0]->flags & ALLOCS_FREED) && (m[1]->flags & ALLOCS_FREED) &&
             !(m[2]->flags & ALLOCS_FREED),
         "one unmap of two pieces frees both, and only them");
@@ -207,7 +207,7 @@ static void test_overflow(void) {
   CHECK(n == ALLOCS_CAPACITY && count_live(e, n) == ALLOCS_CAPACITY, "the table is full of live entries: %zu", n);
   CHECK(c.not_recorded == c0.not_recorded, "no allocation dropped yet");
   free(e);
-  allocs_alloc(ALLOCS_DEVICE, base - 256, 256, 0, "a");               /* no room: counted */
+  allocs_alloc(ALLOCS_DEVICE, base - 256, 256, 0, "a"); /* no room: counted */
   free(allocs_snapshot(&n, &c));
   CHECK(c.not_recorded == c0.not_recorded + 1, "an allocation with every entry live is counted");
   /* free three in an order that is not their allocation order, then allocate two: the first two freed go */
@@ -239,7 +239,7 @@ static void *allocator(void *arg) {
   t_site = (int)id + 10;
   for (uint64_t i = 0; i < ROUNDS; i++) {
     uint64_t b = (id + 1) << 40 | (i % 64) << 12;
-    allocs_alloc(ALLOCS_DEVICE, b, (b >> 12) + id, 0, "cuMemAlloc_v2");  /* size tied to base: torn copies show */
+    allocs_alloc(ALLOCS_DEVICE, b, (b >> 12) + id, 0, "cuMemAlloc_v2"); /* size tied to base: torn copies show */
     if (i % 3 != 2) allocs_free_device(b, "cuMemFree_v2");
   }
   return NULL;
@@ -321,8 +321,7 @@ static void test_signal_reentry(void) {
   CHECK(atomic_load(&g_sig_allocs) >= 50, "the handler ran");
   CHECK(c.recorded + c.not_recorded - c0.recorded - c0.not_recorded == tries,
         "every allocation recorded or counted, the handler's included (%llu of %llu)",
-        (unsigned long long)(c.recorded + c.not_recorded - c0.recorded - c0.not_recorded),
-        (unsigned long long)tries);
+        (unsigned long long)(c.recorded + c.not_recorded - c0.recorded - c0.not_recorded), (unsigned long long)tries);
   for (uint64_t k = 0; k < atomic_load(&g_sig_allocs); k++)
     allocs_free_device(0x300000000000ull + k * 64, "cuMemFree_v2");
 }
@@ -372,15 +371,17 @@ static void test_fork(void) {
   for (int k = 0; k < 40; k++) {
     pid = fork();
     if (pid == 0) {
-      alarm(5);                          /* a child stuck on a lock its parent's threads held dies of this */
+      alarm(5); /* a child stuck on a lock its parent's threads held dies of this */
       allocs_alloc(ALLOCS_DEVICE, 0x600000000000ull, 64, 0, "child");
       struct allocs_counts c;
       struct allocs_entry *e = allocs_snapshot(&n, &c);
       _exit(n == 1 && e && e[0].base == 0x600000000000ull && c.recorded == 1 ? 0 : 3);
     }
     waitpid(pid, &st, 0);
-    if (WIFSIGNALED(st)) hung++;
-    else if (!WIFEXITED(st) || WEXITSTATUS(st)) failed++;
+    if (WIFSIGNALED(st))
+      hung++;
+    else if (!WIFEXITED(st) || WEXITSTATUS(st))
+      failed++;
   }
   atomic_store(&g_stop, 1);
   for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
@@ -398,7 +399,7 @@ static void test_json(void) {
   launch();
   allocs_alloc(ALLOCS_DEVICE, 0x800000200000ull, 10, 0, "cuMemAlloc_v2");
   allocs_free_device(0x800000100000ull, "cuMemFree_v2");
-  allocs_configure(0);                     /* --stack-depth 0: no native frames */
+  allocs_configure(0); /* --stack-depth 0: no native frames */
   allocs_alloc(ALLOCS_DEVICE, 0x800000300000ull, 10, 0, "cuMemAlloc_v2");
   allocs_configure(ALLOCS_FRAMES);
   jw_init(&w);
@@ -452,7 +453,7 @@ int main(void) {
   struct allocs_counts c;
   CHECK(allocs_snapshot(&n, &c) == NULL && n == 0 && c.recorded == 0, "empty at start");
   CHECK(!strcmp(allocs_kind_name(ALLOCS_VM), "vm") && !strcmp(allocs_kind_name(99), "unknown"));
-  allocs_alloc(ALLOCS_DEVICE, 0, 16, 0, "x");          /* no address, or no size: not a range */
+  allocs_alloc(ALLOCS_DEVICE, 0, 16, 0, "x"); /* no address, or no size: not a range */
   allocs_alloc(ALLOCS_DEVICE, 0x10, 0, 0, "x");
   allocs_alloc(ALLOCS_NKINDS, 0x10, 16, 0, "x");
   CHECK(allocs_snapshot(&n, &c) == NULL && c.recorded == 0, "nothing recorded of them");

@@ -156,40 +156,40 @@ static const char TRITON_PY[] =
 
 /* One kernel file of Inductor's cache, as it writes them: its decorators (the first over several lines), then
  * the kernel, whose indirect load is checked by a device assert. */
-#define INDUCTOR_KERNEL                                                                                         \
-  "\n"                                                                                                          \
-  "import triton\n"                                                                                             \
-  "import triton.language as tl\n"                                                                              \
-  "\n"                                                                                                          \
-  "from torch._inductor.runtime import triton_helpers, triton_heuristics\n"                                     \
-  "from torch._inductor.runtime.triton_helpers import libdevice, math as tl_math\n"                             \
-  "from torch._inductor.runtime.hints import AutotuneHint, ReductionHint, TileHint, DeviceProperties\n"         \
-  "triton_helpers.set_driver_to_gpu()\n"                                                                        \
-  "\n"                                                                                                          \
-  "@triton_heuristics.pointwise(\n"                                                                             \
-  "    size_hints={'x': 1024}, \n"                                                                              \
-  "    filename=__file__,\n"                                                                                    \
-  "    triton_meta={'signature': {'in_ptr0': '*i64', 'in_ptr1': '*fp32', 'out_ptr0': '*fp32', 'xnumel': "       \
-  "'i32', 'XBLOCK': 'constexpr'}, 'device': DeviceProperties(type='cuda', index=0, cc=90), 'constants': {}},\n" \
-  "    inductor_meta={'grid_type': 'Grid1D', 'kernel_name': 'triton_poi_fused_index_mul_0', "                   \
-  "'assert_indirect_indexing': True},\n"                                                                        \
-  "    min_elem_per_thread=0\n"                                                                                 \
-  ")\n"                                                                                                         \
-  "@triton.jit\n"                                                                                               \
-  "def triton_poi_fused_index_mul_0(in_ptr0, in_ptr1, out_ptr0, xnumel, XBLOCK : tl.constexpr):\n"              \
-  "    xnumel = 1024\n"                                                                                         \
-  "    xoffset = tl.program_id(0) * XBLOCK\n"                                                                   \
-  "    xindex = xoffset + tl.arange(0, XBLOCK)[:]\n"                                                            \
-  "    xmask = xindex < xnumel\n"                                                                               \
-  "    x1 = xindex // 32\n"                                                                                     \
-  "    x0 = (xindex % 32)\n"                                                                                    \
-  "    tmp0 = tl.load(in_ptr0 + (x1), xmask, eviction_policy='evict_last')\n"                                   \
-  "    tmp1 = tl.full([XBLOCK], 1000, tl.int32)\n"                                                              \
-  "    tmp2 = tmp0 + tmp1\n"                                                                                    \
-  "    tmp3 = tmp0 < 0\n"                                                                                       \
-  "    tmp4 = tl.where(tmp3, tmp2, tmp0)\n"                                                                     \
-  "    tl.device_assert(((0 <= tmp4) & (tmp4 < 1000)) | ~(xmask), \"index out of bounds: 0 <= tmp4 < 1000\")\n" \
-  "    tmp6 = tl.load(in_ptr1 + (x0 + 32*tmp4), xmask)\n"                                                       \
+#define INDUCTOR_KERNEL                                                                                                \
+  "\n"                                                                                                                 \
+  "import triton\n"                                                                                                    \
+  "import triton.language as tl\n"                                                                                     \
+  "\n"                                                                                                                 \
+  "from torch._inductor.runtime import triton_helpers, triton_heuristics\n"                                            \
+  "from torch._inductor.runtime.triton_helpers import libdevice, math as tl_math\n"                                    \
+  "from torch._inductor.runtime.hints import AutotuneHint, ReductionHint, TileHint, DeviceProperties\n"                \
+  "triton_helpers.set_driver_to_gpu()\n"                                                                               \
+  "\n"                                                                                                                 \
+  "@triton_heuristics.pointwise(\n"                                                                                    \
+  "    size_hints={'x': 1024}, \n"                                                                                     \
+  "    filename=__file__,\n"                                                                                           \
+  "    triton_meta={'signature': {'in_ptr0': '*i64', 'in_ptr1': '*fp32', 'out_ptr0': '*fp32', 'xnumel': "              \
+  "'i32', 'XBLOCK': 'constexpr'}, 'device': DeviceProperties(type='cuda', index=0, cc=90), 'constants': {}},\n"        \
+  "    inductor_meta={'grid_type': 'Grid1D', 'kernel_name': 'triton_poi_fused_index_mul_0', "                          \
+  "'assert_indirect_indexing': True},\n"                                                                               \
+  "    min_elem_per_thread=0\n"                                                                                        \
+  ")\n"                                                                                                                \
+  "@triton.jit\n"                                                                                                      \
+  "def triton_poi_fused_index_mul_0(in_ptr0, in_ptr1, out_ptr0, xnumel, XBLOCK : tl.constexpr):\n"                     \
+  "    xnumel = 1024\n"                                                                                                \
+  "    xoffset = tl.program_id(0) * XBLOCK\n"                                                                          \
+  "    xindex = xoffset + tl.arange(0, XBLOCK)[:]\n"                                                                   \
+  "    xmask = xindex < xnumel\n"                                                                                      \
+  "    x1 = xindex // 32\n"                                                                                            \
+  "    x0 = (xindex % 32)\n"                                                                                           \
+  "    tmp0 = tl.load(in_ptr0 + (x1), xmask, eviction_policy='evict_last')\n"                                          \
+  "    tmp1 = tl.full([XBLOCK], 1000, tl.int32)\n"                                                                     \
+  "    tmp2 = tmp0 + tmp1\n"                                                                                           \
+  "    tmp3 = tmp0 < 0\n"                                                                                              \
+  "    tmp4 = tl.where(tmp3, tmp2, tmp0)\n"                                                                            \
+  "    tl.device_assert(((0 <= tmp4) & (tmp4 < 1000)) | ~(xmask), \"index out of bounds: 0 <= tmp4 < 1000\")\n"        \
+  "    tmp6 = tl.load(in_ptr1 + (x0 + 32*tmp4), xmask)\n"                                                              \
   "    tl.store(out_ptr0 + (xindex), tmp6, xmask)\n"
 
 /* Inductor's output code: each kernel's source held in a string, compiled from there. */
@@ -198,8 +198,7 @@ static const char INDUCTOR_WRAPPER[] =
     "async_compile = AsyncCompile()\n"
     "\n"
     "# kernel path: /tmp/torchinductor_u/ab/cabcdefgh.py\n"
-    "triton_poi_fused_index_mul_0 = async_compile.triton('triton_poi_fused_index_mul_0', '''"
-    INDUCTOR_KERNEL
+    "triton_poi_fused_index_mul_0 = async_compile.triton('triton_poi_fused_index_mul_0', '''" INDUCTOR_KERNEL
     "''', device_str='cuda')\n"
     "\n"
     "\n"
@@ -235,10 +234,14 @@ int main(void) {
   struct dev_asserts as;
   memset(&as, 0, sizeof as);
   add(&as, named);
-  launch_json(l1, sizeof l1, 7, "void at::native::vectorized_gather_kernel<16, long>(char*, char*, long*, long, "
-              "long, long, long, bool)", "_ZN2at6native24vectorized_gather_kernelILi16ElEEvPcS2_PT0_lllllb", 96, 128);
-  launch_json(l2, sizeof l2, 9, "void at::native::vectorized_gather_kernel<16, long>(char*, char*, long*, long, "
-              "long, long, long, bool)", "_ZN2at6native24vectorized_gather_kernelILi16ElEEvPcS2_PT0_lllllb", 8, 128);
+  launch_json(l1, sizeof l1, 7,
+              "void at::native::vectorized_gather_kernel<16, long>(char*, char*, long*, long, "
+              "long, long, long, bool)",
+              "_ZN2at6native24vectorized_gather_kernelILi16ElEEvPcS2_PT0_lllllb", 96, 128);
+  launch_json(l2, sizeof l2, 9,
+              "void at::native::vectorized_gather_kernel<16, long>(char*, char*, long*, long, "
+              "long, long, long, bool)",
+              "_ZN2at6native24vectorized_gather_kernelILi16ElEEvPcS2_PT0_lllllb", 8, 128);
   struct json *doc = report_of(l1, l2);
   CHECK(doc != NULL);
   CHECK(narrowed(&as, doc, &reason) == 7, "the grid that holds block 81 was not chosen");
@@ -247,15 +250,19 @@ int main(void) {
   json_free(doc);
 
   /* Both grids hold the block: the facts do not single one out. */
-  launch_json(l2, sizeof l2, 9, "void at::native::vectorized_gather_kernel<16, long>(char*, char*, long*, long, "
-              "long, long, long, bool)", "_ZN2at6native24vectorized_gather_kernelILi16ElEEvPcS2_PT0_lllllb", 96, 128);
+  launch_json(l2, sizeof l2, 9,
+              "void at::native::vectorized_gather_kernel<16, long>(char*, char*, long*, long, "
+              "long, long, long, bool)",
+              "_ZN2at6native24vectorized_gather_kernelILi16ElEEvPcS2_PT0_lllllb", 96, 128);
   doc = report_of(l1, l2);
   CHECK(narrowed(&as, doc, &reason) == 0, "narrowed between two launches the assert fits equally");
   json_free(doc);
 
   /* The thread index must fit the block too: a 64-thread block cannot hold thread 64. */
-  launch_json(l2, sizeof l2, 9, "void at::native::vectorized_gather_kernel<16, long>(char*, char*, long*, long, "
-              "long, long, long, bool)", "_ZN2at6native24vectorized_gather_kernelILi16ElEEvPcS2_PT0_lllllb", 96, 64);
+  launch_json(l2, sizeof l2, 9,
+              "void at::native::vectorized_gather_kernel<16, long>(char*, char*, long*, long, "
+              "long, long, long, bool)",
+              "_ZN2at6native24vectorized_gather_kernelILi16ElEEvPcS2_PT0_lllllb", 96, 64);
   doc = report_of(l1, l2);
   CHECK(narrowed(&as, doc, &reason) == 7);
   json_free(doc);
@@ -264,24 +271,28 @@ int main(void) {
   /* operator() from ScatterGatherKernel.cu: of two elementwise launches whose grids both hold block 31, the one
    * whose name carries "scatter" and "gather". */
   add(&as, lam);
-  launch_json(l1, sizeof l1, 3, "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>,"
+  launch_json(l1, sizeof l1, 3,
+              "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>,"
               " std::array<char*, 1ul> >(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)",
-              "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_",
-              64, 128);
-  launch_json(l2, sizeof l2, 4, "void at::native::_scatter_gather_elementwise_kernel<128, 4, "
+              "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_", 64,
+              128);
+  launch_json(l2, sizeof l2, 4,
+              "void at::native::_scatter_gather_elementwise_kernel<128, 4, "
               "at::native::_cuda_scatter_gather_internal_kernel<true, float>::operator()(...)::{lambda(int)#1}>(int,"
-              " {lambda(int)#1})", "_ZN2at6native32_scatter_gather_elementwise_kernelILi128ELi4EZNS0_x", 40, 128);
+              " {lambda(int)#1})",
+              "_ZN2at6native32_scatter_gather_elementwise_kernelILi128ELi4EZNS0_x", 40, 128);
   doc = report_of(l1, l2);
   CHECK(narrowed(&as, doc, &reason) == 4, "the scatter/gather launch was not chosen by the assert's file");
-  CHECK(reason && strstr(reason, "ScatterGatherKernel.cu") && strstr(reason, "carries that file's name"),
-        "reason: %s", reason);
+  CHECK(reason && strstr(reason, "ScatterGatherKernel.cu") && strstr(reason, "carries that file's name"), "reason: %s",
+        reason);
   json_free(doc);
 
   /* The same assert, but the fill kernel's grid cannot hold block 31: chosen by the indices alone. */
-  launch_json(l1, sizeof l1, 3, "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>,"
+  launch_json(l1, sizeof l1, 3,
+              "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>,"
               " std::array<char*, 1ul> >(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)",
-              "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_",
-              64, 128);
+              "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_", 64,
+              128);
   launch_json(l2, sizeof l2, 4, "void at::native::index_elementwise_kernel<128, 4>(long, {lambda(int)#1})",
               "_ZN2at6native24index_elementwise_kernelILi128ELi4EZx", 16, 128);
   doc = report_of(l1, l2);
@@ -316,15 +327,16 @@ int main(void) {
   doc = report_of(l1, l2);
   CHECK(narrowed(&as, doc, &reason) == 12, "the only grid that holds block 200 was not chosen: %s", reason);
   CHECK(reason && strstr(reason, "(in unknown) has block [200,0,0] and thread [64,0,0], which fit the grid and block "
-                                 "of launch #12 alone"), "reason: %s", reason);
+                                 "of launch #12 alone"),
+        "reason: %s", reason);
   json_free(doc);
   asserts_free(&as);
 
   /* The same assert in JSON: no function, and why not. */
   add(&as, "/nonexistent/moe_dispatch.py:8: unknown: block: [200,0,0], thread: [64,0,0] Assertion `slot in "
            "range` failed.");
-  CHECK(as.a[0].function == NULL && as.a[0].unfound && strstr(as.a[0].unfound, "could not be read"),
-        "unfound: %s", as.a[0].unfound ? as.a[0].unfound : "(null)");
+  CHECK(as.a[0].function == NULL && as.a[0].unfound && strstr(as.a[0].unfound, "could not be read"), "unfound: %s",
+        as.a[0].unfound ? as.a[0].unfound : "(null)");
   launch_json(l1, sizeof l1, 11, "scale_rows_kernel", "", 256, 128);
   doc = report_of(l1, l2);
   /* both grids hold block 200 now: the verdict stays, and says why the file did not help */
@@ -351,21 +363,25 @@ int main(void) {
   /* the scanner itself: a nested block, an inlined helper and its caller, a continuation line, a plain
    * function, module level, a line past the end */
   CHECK(tritonsrc_find(py, line_of(TRITON_PY, "tl.device_assert(idx"), &found, why, sizeof why) == 0, "%s", why);
-  CHECK(found.function && !strcmp(found.function, "gather_rows_kernel") && !strcmp(found.kernels,
-        "gather_rows_kernel"), "function %s kernels %s", found.function, found.kernels);
+  CHECK(found.function && !strcmp(found.function, "gather_rows_kernel") && !strcmp(found.kernels, "gather_rows_kernel"),
+        "function %s kernels %s", found.function, found.kernels);
   tritonsrc_free(&found);
   CHECK(tritonsrc_find(py, line_of(TRITON_PY, "tl.device_assert((slot"), &found, why, sizeof why) == 0, "%s", why);
   CHECK(found.function && !strcmp(found.function, "check_slot") &&
-        !strcmp(found.kernels, "check_slot dispatch_rows_kernel"), "kernels %s", found.kernels);
+            !strcmp(found.kernels, "check_slot dispatch_rows_kernel"),
+        "kernels %s", found.kernels);
   tritonsrc_free(&found);
   CHECK(tritonsrc_find(py, line_of(TRITON_PY, "  mask=cols"), &found, why, sizeof why) == 0 && found.function &&
-        !strcmp(found.function, "dispatch_rows_kernel"), "%s", why);
+            !strcmp(found.function, "dispatch_rows_kernel"),
+        "%s", why);
   tritonsrc_free(&found);
   CHECK(tritonsrc_find(py, line_of(TRITON_PY, "    tl.store(out_ptr + slot"), &found, why, sizeof why) == 0 &&
-        found.function && !strcmp(found.function, "dispatch_rows_kernel"), "after a docstring: %s", why);
+            found.function && !strcmp(found.function, "dispatch_rows_kernel"),
+        "after a docstring: %s", why);
   tritonsrc_free(&found);
   CHECK(tritonsrc_find(py, line_of(TRITON_PY, "assert out is"), &found, why, sizeof why) == ESRCH &&
-        strstr(why, "is in launch, which is not a @triton.jit function"), "%s", why);
+            strstr(why, "is in launch, which is not a @triton.jit function"),
+        "%s", why);
   CHECK(tritonsrc_find(py, 1, &found, why, sizeof why) == ESRCH && strstr(why, "not inside a function"), "%s", why);
   CHECK(tritonsrc_find(py, 999, &found, why, sizeof why) == ESRCH && strstr(why, "changed after"), "%s", why);
   CHECK(tritonsrc_find("/nonexistent/k.py", 3, &found, why, sizeof why) == ENOENT, "%s", why);
@@ -379,8 +395,10 @@ int main(void) {
 
   /* The seen case: block 200 of a Triton assert, the kernel's two launches with grids 256 and 16 (and another
    * kernel): the name leaves two, the block index one. */
-  snprintf(line, sizeof line, "%s:%ld: unknown: block: [200,0,0], thread: [64,0,0] Assertion `idx < n_rows` "
-           "failed.", py, line_of(TRITON_PY, "tl.device_assert(idx"));
+  snprintf(line, sizeof line,
+           "%s:%ld: unknown: block: [200,0,0], thread: [64,0,0] Assertion `idx < n_rows` "
+           "failed.",
+           py, line_of(TRITON_PY, "tl.device_assert(idx"));
   add(&as, line);
   CHECK(as.a[0].function && !strcmp(as.a[0].function, "gather_rows_kernel") && !as.a[0].unfound);
   launch_json(l1, sizeof l1, 21, "gather_rows_kernel", "", 16, 128);
@@ -390,7 +408,8 @@ int main(void) {
   doc = report_of_list(text);
   CHECK(narrowed(&as, doc, &reason) == 23, "the grid that holds block 200 was not chosen: %s", reason);
   CHECK(reason && strstr(reason, "is in the @triton.jit function gather_rows_kernel, and its block [200,0,0] and "
-                                 "thread [64,0,0] fit the grid and block of launch #23 alone"), "reason: %s", reason);
+                                 "thread [64,0,0] fit the grid and block of launch #23 alone"),
+        "reason: %s", reason);
   {
     const struct json *a0 = json_at(json_get(doc, "device_asserts"), 0);
     char seqs[64];
@@ -407,8 +426,8 @@ int main(void) {
   CHECK(narrowed(&as, doc, &reason) == 0, "one of two equal launches of the named kernel was chosen");
   {
     char seqs[64];
-    CHECK(!strcmp(launches_of(json_at(json_get(doc, "device_asserts"), 0), seqs, sizeof seqs), "21,23"),
-          "launches %s", seqs);
+    CHECK(!strcmp(launches_of(json_at(json_get(doc, "device_asserts"), 0), seqs, sizeof seqs), "21,23"), "launches %s",
+          seqs);
   }
   json_free(doc);
 
@@ -418,7 +437,8 @@ int main(void) {
   doc = report_of(l1, l2);
   CHECK(narrowed(&as, doc, &reason) == 23, "reason: %s", reason);
   CHECK(reason && strstr(reason, "function gather_rows_kernel, which launch #23 alone runs") &&
-        !strstr(reason, "calls it"), "reason: %s", reason);
+            !strstr(reason, "calls it"),
+        "reason: %s", reason);
   json_free(doc);
 
   /* No launch runs the function under its name (a driver naming it otherwise, a helper inlined into a kernel of
@@ -440,23 +460,26 @@ int main(void) {
   asserts_free(&as);
 
   /* An inlined helper's assert: the kernel that calls it ran it. */
-  snprintf(line, sizeof line, "%s:%ld: unknown: block: [5,0,0], thread: [0,0,0] Assertion `slot in range` failed.",
-           py, line_of(TRITON_PY, "tl.device_assert((slot"));
+  snprintf(line, sizeof line, "%s:%ld: unknown: block: [5,0,0], thread: [0,0,0] Assertion `slot in range` failed.", py,
+           line_of(TRITON_PY, "tl.device_assert((slot"));
   add(&as, line);
   launch_json(l1, sizeof l1, 31, "gather_rows_kernel", "", 64, 128);
   launch_json(l2, sizeof l2, 32, "dispatch_rows_kernel", "", 64, 128);
   doc = report_of(l1, l2);
   CHECK(narrowed(&as, doc, &reason) == 32, "reason: %s", reason);
   CHECK(reason && strstr(reason, "function check_slot, which launch #32 alone runs (its kernel "
-                                 "dispatch_rows_kernel calls it)"), "reason: %s", reason);
+                                 "dispatch_rows_kernel calls it)"),
+        "reason: %s", reason);
   CHECK(json_len(json_get(json_at(json_get(doc, "device_asserts"), 0), "inlined_into")) == 1);
   json_free(doc);
   asserts_free(&as);
 
   /* A log prefix before the file's name ("[rank1]: "): the name after it is read. A second assert of the same
    * line takes the first one's answer (the file is gone by then). */
-  snprintf(line, sizeof line, "[rank1]: %s:%ld: unknown: block: [1,0,0], thread: [2,0,0] Assertion `idx < n_rows` "
-           "failed.", py, line_of(TRITON_PY, "tl.device_assert(idx"));
+  snprintf(line, sizeof line,
+           "[rank1]: %s:%ld: unknown: block: [1,0,0], thread: [2,0,0] Assertion `idx < n_rows` "
+           "failed.",
+           py, line_of(TRITON_PY, "tl.device_assert(idx"));
   add(&as, line);
   CHECK(as.a[0].function && !strcmp(as.a[0].function, "gather_rows_kernel"), "unfound: %s", as.a[0].unfound);
   unlink(py);
@@ -464,51 +487,56 @@ int main(void) {
   CHECK(as.a[1].function && !strcmp(as.a[1].function, "gather_rows_kernel"));
   asserts_free(&as);
   /* gone before the line came: the indices alone, and the reason says why */
-  snprintf(line, sizeof line, "%s:%ld: unknown: block: [40,0,0], thread: [2,0,0] Assertion `idx < n_rows` failed.",
-           py, line_of(TRITON_PY, "tl.device_assert(idx"));
+  snprintf(line, sizeof line, "%s:%ld: unknown: block: [40,0,0], thread: [2,0,0] Assertion `idx < n_rows` failed.", py,
+           line_of(TRITON_PY, "tl.device_assert(idx"));
   add(&as, line);
   launch_json(l1, sizeof l1, 31, "gather_rows_kernel", "", 64, 128);
   launch_json(l2, sizeof l2, 32, "dispatch_rows_kernel", "", 32, 128);
   doc = report_of(l1, l2);
   CHECK(narrowed(&as, doc, &reason) == 31, "reason: %s", reason);
   CHECK(reason && strstr(reason, "(in unknown) has block [40,0,0]") &&
-        strstr(reason, "(its file did not tell its kernel: it could not be read (No such file or directory))"),
+            strstr(reason, "(its file did not tell its kernel: it could not be read (No such file or directory))"),
         "reason: %s", reason);
   json_free(doc);
   asserts_free(&as);
 
   /* ---- Inductor: a kernel file of its cache, and its output code holding the kernels in strings ---- */
   write_file(py, sizeof py, dir, "cq7hdo3ecbwr2b4gtn5clj7ov2xbkgaj6zvh2f7fq4l5yxjxh4ao.py", INDUCTOR_KERNEL);
-  snprintf(line, sizeof line, "%s:%ld: unknown: block: [3,0,0], thread: [17,0,0] Assertion `index out of bounds: "
-           "0 <= tmp4 < 1000` failed.", py, line_of(INDUCTOR_KERNEL, "tl.device_assert"));
+  snprintf(line, sizeof line,
+           "%s:%ld: unknown: block: [3,0,0], thread: [17,0,0] Assertion `index out of bounds: "
+           "0 <= tmp4 < 1000` failed.",
+           py, line_of(INDUCTOR_KERNEL, "tl.device_assert"));
   add(&as, line);
-  CHECK(as.a[0].function && !strcmp(as.a[0].function, "triton_poi_fused_index_mul_0"), "unfound %s",
-        as.a[0].unfound);
+  CHECK(as.a[0].function && !strcmp(as.a[0].function, "triton_poi_fused_index_mul_0"), "unfound %s", as.a[0].unfound);
   CHECK(!strcmp(as.a[0].expr, "index out of bounds: 0 <= tmp4 < 1000") && as.a[0].block[0] == 3);
   launch_json(l1, sizeof l1, 41, "triton_red_fused_sum_1", "", 64, 64);
   launch_json(l2, sizeof l2, 40, "triton_poi_fused_index_mul_0", "", 8, 128);
-  launch_json(l3, sizeof l3, 42, "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>,"
+  launch_json(l3, sizeof l3, 42,
+              "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>,"
               " std::array<char*, 1ul> >(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)",
-              "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_",
-              16, 128);
+              "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_", 16,
+              128);
   snprintf(text, sizeof text, "%s, %s, %s", l2, l1, l3);
   doc = report_of_list(text);
   CHECK(narrowed(&as, doc, &reason) == 40, "reason: %s", reason);
   CHECK(reason && strstr(reason, "is in the @triton.jit function triton_poi_fused_index_mul_0, which launch #40 "
-                                 "alone runs"), "reason: %s", reason);
+                                 "alone runs"),
+        "reason: %s", reason);
   json_free(doc);
   asserts_free(&as);
   write_file(py, sizeof py, dir, "output_code.py", INDUCTOR_WRAPPER);
   CHECK(tritonsrc_find(py, line_of(INDUCTOR_WRAPPER, "tl.device_assert"), &found, why, sizeof why) == 0 &&
-        !strcmp(found.function, "triton_poi_fused_index_mul_0"), "in a string: %s", why);
+            !strcmp(found.function, "triton_poi_fused_index_mul_0"),
+        "in a string: %s", why);
   tritonsrc_free(&found);
   CHECK(tritonsrc_find(py, line_of(INDUCTOR_WRAPPER, "arg0_1, arg1_1"), &found, why, sizeof why) == ESRCH &&
-        strstr(why, "is in call, which is not"), "%s", why);
+            strstr(why, "is in call, which is not"),
+        "%s", why);
 
   /* ---- graphs: the captured kernels tell a graph launch's asserts ---- */
   write_file(py, sizeof py, dir, "moe_kernels.py", TRITON_PY);
-  snprintf(line, sizeof line, "%s:%ld: unknown: block: [2,0,0], thread: [9,0,0] Assertion `idx < n_rows` failed.",
-           py, line_of(TRITON_PY, "tl.device_assert(idx"));
+  snprintf(line, sizeof line, "%s:%ld: unknown: block: [2,0,0], thread: [9,0,0] Assertion `idx < n_rows` failed.", py,
+           line_of(TRITON_PY, "tl.device_assert(idx"));
   add(&as, line);
   char nodes[3200], g[8192];
   launch_json(l1, sizeof l1, 51, "scale_rows_kernel", "", 4, 128);
@@ -517,8 +545,10 @@ int main(void) {
   snprintf(nodes, sizeof nodes, "%s, %s, %s", l1, l2, l3);
   /* the culprit is the graph launch: the node that runs the asserting kernel is named */
   graph_json(g, sizeof g, 60, nodes);
-  snprintf(text, sizeof text, "{\"kind\": \"fault\", \"verdict\": {\"certainty\": \"exact\", \"reason\": \"stream 0x0 "
-           "completed launch #59; #60 is the next launch on it\"}, \"culprit\": %s, \"candidates\": []}", g);
+  snprintf(text, sizeof text,
+           "{\"kind\": \"fault\", \"verdict\": {\"certainty\": \"exact\", \"reason\": \"stream 0x0 "
+           "completed launch #59; #60 is the next launch on it\"}, \"culprit\": %s, \"candidates\": []}",
+           g);
   doc = NULL;
   CHECK(json_parse(text, strlen(text), &doc, NULL) == 0);
   int changed = 0;
@@ -526,11 +556,12 @@ int main(void) {
   {
     const struct json *c = json_get(doc, "culprit");
     char seqs[64];
-    CHECK(json_get_int(json_get(c, "node"), "seq", -1) == 52 && !strcmp(json_get_str(c, "node_source"),
-          "device assert"), "node %lld", json_get_int(json_get(c, "node"), "seq", -1));
+    CHECK(json_get_int(json_get(c, "node"), "seq", -1) == 52 &&
+              !strcmp(json_get_str(c, "node_source"), "device assert"),
+          "node %lld", json_get_int(json_get(c, "node"), "seq", -1));
     reason = json_get_str(json_get(doc, "verdict"), "reason");
-    CHECK(reason && strstr(reason, "; the device assert names the graph's node #52 gather_rows_kernel"),
-          "reason: %s", reason);
+    CHECK(reason && strstr(reason, "; the device assert names the graph's node #52 gather_rows_kernel"), "reason: %s",
+          reason);
     CHECK(!strcmp(launches_of(json_at(json_get(doc, "device_asserts"), 0), seqs, sizeof seqs), "52"), "%s", seqs);
   }
   json_free(doc);
@@ -542,7 +573,8 @@ int main(void) {
   doc = report_of_list(text);
   CHECK(narrowed(&as, doc, &reason) == 60, "reason: %s", reason);
   CHECK(reason && strstr(reason, "of these launches only graph launch #60 replays a kernel that fits it; the device "
-                                 "assert names the graph's node #52"), "reason: %s", reason);
+                                 "assert names the graph's node #52"),
+        "reason: %s", reason);
   CHECK(json_get_int(json_get(json_get(doc, "culprit"), "node"), "seq", -1) == 52);
   json_free(doc);
 
@@ -588,7 +620,8 @@ int main(void) {
   doc = report_of_list(text);
   CHECK(narrowed(&as, doc, &reason) == 6, "reason: %s", reason);
   CHECK(reason && strstr(reason, "the device assert names write_oob, and of these launches only graph launch #6") &&
-        strstr(reason, "graph's node #3 write_oob(int*, int)"), "reason: %s", reason);
+            strstr(reason, "graph's node #3 write_oob(int*, int)"),
+        "reason: %s", reason);
   json_free(doc);
   asserts_free(&as);
 
@@ -598,7 +631,6 @@ int main(void) {
   snprintf(py, sizeof py, "%s/output_code.py", dir);
   unlink(py);
   CHECK(rmdir(dir) == 0, "%s left behind", dir);
-
 
   /* No asserts at all: nothing to add, nothing changed. */
   changed = 0;

@@ -131,8 +131,8 @@ static void test_faulting_access(void) {
   CHECK(coredump_parse(recorded_oob, &ci) == 0);
   CHECK(ci.access && !strcmp(ci.access, "store") && ci.access_size == 4);
   CHECK(!ci.have_address, "the focus lane's own address taken for the faulting one");
-  CHECK(ci.address_unknown && strstr(ci.address_unknown, "which of its lanes made the faulting access"),
-        "why: %s", ci.address_unknown);
+  CHECK(ci.address_unknown && strstr(ci.address_unknown, "which of its lanes made the faulting access"), "why: %s",
+        ci.address_unknown);
   coredump_free(&ci);
 
   /* The same exception where the whole warp ran the faulting load together (H200, tests/gpu/oob.cu): the focus
@@ -183,9 +183,8 @@ int main(void) {
   json_free(doc);
 
   /* Both candidates run it: the dump does not single one out, the verdict stays and says why. */
-  doc = report_with(
-      "{\"seq\": 5, \"kernel\": \"write_oob(int*, int)\", \"grid\": [16,1,1]},"
-      "{\"seq\": 6, \"kernel\": \"write_oob(int*, int)\", \"grid\": [8,1,1]}");
+  doc = report_with("{\"seq\": 5, \"kernel\": \"write_oob(int*, int)\", \"grid\": [16,1,1]},"
+                    "{\"seq\": 6, \"kernel\": \"write_oob(int*, int)\", \"grid\": [8,1,1]}");
   CHECK(doc && coredump_attach(doc, &ci, "d", &changed) == 0);
   v = json_get(doc, "verdict");
   CHECK(!strcmp(json_get_str(v, "certainty"), "candidates"));
@@ -197,9 +196,8 @@ int main(void) {
   CHECK(coredump_parse(focused, &ci) == 0);
   CHECK(ci.block[0] == 81 && ci.thread[0] == 44 && ci.sm == 7 && ci.warp == 1 && ci.lane == 12 && ci.device == 0);
   CHECK(!ci.debugger_crashed && ci.file && !strcmp(ci.file, "/src/Index.cu") && ci.line == 42);
-  doc = report_with(
-      "{\"seq\": 11, \"kernel\": \"void at::native::index_kernel(long*, int)\", \"grid\": [96,1,1]},"
-      "{\"seq\": 12, \"kernel\": \"void at::native::index_kernel(long*, int)\", \"grid\": [8,1,1]}");
+  doc = report_with("{\"seq\": 11, \"kernel\": \"void at::native::index_kernel(long*, int)\", \"grid\": [96,1,1]},"
+                    "{\"seq\": 12, \"kernel\": \"void at::native::index_kernel(long*, int)\", \"grid\": [8,1,1]}");
   CHECK(doc && coredump_attach(doc, &ci, "d", &changed) == 0);
   CHECK(json_get_int(json_get(doc, "culprit"), "seq", -1) == 11);
   json_free(doc);
@@ -219,11 +217,11 @@ int main(void) {
   CHECK(ci.exception && !strcmp(ci.exception, "Assertion failed"));
   CHECK(ci.kernel && !strcmp(ci.kernel, "histogram_checked"));
   CHECK(ci.line == 27 && ci.block[0] == 3 && ci.thread[0] == 232 && ci.grid[0] == 16 && ci.block_dim[0] == 256);
-  doc = report_with(
-      "{\"seq\": 4, \"kernel\": \"histogram_checked(int const*, unsigned int*, int)\", \"grid\": [8,1,1], "
-      "\"block\": [256,1,1]},"
-      "{\"seq\": 6, \"kernel\": \"histogram_checked(int const*, unsigned int*, int)\", \"grid\": [16,1,1], "
-      "\"block\": [256,1,1]}");
+  doc =
+      report_with("{\"seq\": 4, \"kernel\": \"histogram_checked(int const*, unsigned int*, int)\", \"grid\": [8,1,1], "
+                  "\"block\": [256,1,1]},"
+                  "{\"seq\": 6, \"kernel\": \"histogram_checked(int const*, unsigned int*, int)\", \"grid\": [16,1,1], "
+                  "\"block\": [256,1,1]}");
   CHECK(doc && coredump_attach(doc, &ci, "d", &changed) == 0);
   CHECK(json_get_int(json_get(doc, "culprit"), "seq", -1) == 6);
   json_free(doc);

@@ -6,7 +6,7 @@
 #include "check.h"
 #include "core/crumb.h"
 
-int crumb_mark32;   /* crumb.c's, set by CULPRIT_MARK; this test sets it itself */
+int crumb_mark32; /* crumb.c's, set by CULPRIT_MARK; this test sets it itself */
 
 int main(void) {
   const uint64_t G = (uint64_t)1 << 32;
@@ -20,10 +20,10 @@ int main(void) {
   slot = 7;
   CHECK(crumb_slot_value(&slot, 10) == 7);
   CHECK(crumb_slot_value(&slot, 7) == 7, "the last launch itself completed");
-  slot = G - 3;                                /* launch 2^32 - 3 wrote its low bits */
+  slot = G - 3; /* launch 2^32 - 3 wrote its low bits */
   CHECK(crumb_slot_value(&slot, G + 5) == G - 3, "across the boundary: %llu",
         (unsigned long long)crumb_slot_value(&slot, G + 5));
-  slot = 3;                                    /* launch 2^32 + 3 */
+  slot = 3; /* launch 2^32 + 3 */
   CHECK(crumb_slot_value(&slot, G + 5) == G + 3);
   slot = 12345;
   CHECK(crumb_slot_value(&slot, 7 * G + 20000) == 7 * G + 12345);

@@ -5,7 +5,7 @@
 
 #include <string.h>
 
-static const char *const *g_env;             /* NULL-terminated name, value pairs */
+static const char *const *g_env; /* NULL-terminated name, value pairs */
 
 static const char *fake_getenv(const char *name) {
   for (const char *const *p = g_env; p && *p; p += 2)
@@ -25,8 +25,17 @@ int main(void) {
   CHECK(parse(none, &li) == 0 && li.launcher == NULL && li.rank == -1 && li.world_size == -1);
   CHECK(li.job[0] == '\0' && li.run_id[0] == '\0');
 
-  const char *torch[] = {"RANK", "3", "LOCAL_RANK", "1", "WORLD_SIZE", "8", "TORCHELASTIC_RUN_ID", "abc-12",
-                         "CULPRIT_RUN_ID", "vm-42-1700000000", NULL};
+  const char *torch[] = {"RANK",
+                         "3",
+                         "LOCAL_RANK",
+                         "1",
+                         "WORLD_SIZE",
+                         "8",
+                         "TORCHELASTIC_RUN_ID",
+                         "abc-12",
+                         "CULPRIT_RUN_ID",
+                         "vm-42-1700000000",
+                         NULL};
   CHECK(parse(torch, &li) == 1 && !strcmp(li.launcher, "torchrun"));
   CHECK(li.rank == 3 && li.local_rank == 1 && li.world_size == 8, "%d %d %d", li.rank, li.local_rank, li.world_size);
   CHECK(!strcmp(li.job, "torchrun:abc-12"), "job %s", li.job);
@@ -35,22 +44,32 @@ int main(void) {
   /* torchrun's default run id names no job; a restart is a job of its own */
   const char *torch_none[] = {"RANK", "0", "WORLD_SIZE", "2", "TORCHELASTIC_RUN_ID", "none", NULL};
   CHECK(parse(torch_none, &li) == 1 && li.job[0] == '\0' && li.local_rank == -1);
-  const char *restart[] = {"RANK", "0", "WORLD_SIZE", "2", "TORCHELASTIC_RUN_ID", "j7",
-                           "TORCHELASTIC_RESTART_COUNT", "2", NULL};
+  const char *restart[] = {"RANK", "0", "WORLD_SIZE", "2", "TORCHELASTIC_RUN_ID", "j7", "TORCHELASTIC_RESTART_COUNT",
+                           "2",    NULL};
   CHECK(parse(restart, &li) == 1 && !strcmp(li.job, "torchrun:j7.2"), "job %s", li.job);
 
   /* RANK alone is too common a name to mean torchrun */
   const char *rank_only[] = {"RANK", "2", NULL};
   CHECK(parse(rank_only, &li) == 0 && li.launcher == NULL);
 
-  const char *slurm[] = {"SLURM_PROCID", "5", "SLURM_LOCALID", "1", "SLURM_NTASKS", "6", "SLURM_JOB_ID", "991",
-                         "SLURM_STEP_ID", "0", NULL};
+  const char *slurm[] = {"SLURM_PROCID",
+                         "5",
+                         "SLURM_LOCALID",
+                         "1",
+                         "SLURM_NTASKS",
+                         "6",
+                         "SLURM_JOB_ID",
+                         "991",
+                         "SLURM_STEP_ID",
+                         "0",
+                         NULL};
   CHECK(parse(slurm, &li) == 1 && !strcmp(li.launcher, "slurm") && li.rank == 5 && li.local_rank == 1 &&
         li.world_size == 6);
   CHECK(!strcmp(li.job, "slurm:991.0"), "job %s", li.job);
 
-  const char *ompi[] = {"OMPI_COMM_WORLD_RANK", "0", "OMPI_COMM_WORLD_LOCAL_RANK", "0", "OMPI_COMM_WORLD_SIZE", "4",
-                        "PMIX_NAMESPACE", "prterun-vm-123@1", NULL};
+  const char *ompi[] = {
+      "OMPI_COMM_WORLD_RANK", "0", "OMPI_COMM_WORLD_LOCAL_RANK", "0", "OMPI_COMM_WORLD_SIZE", "4", "PMIX_NAMESPACE",
+      "prterun-vm-123@1",     NULL};
   CHECK(parse(ompi, &li) == 1 && !strcmp(li.launcher, "openmpi") && li.world_size == 4);
   CHECK(!strcmp(li.job, "openmpi:prterun-vm-123@1"), "job %s", li.job);
 
@@ -60,12 +79,12 @@ int main(void) {
 
   /* torchrun workers of an srun job see Slurm's variables too (one value per node): torchrun's are the rank's;
    * Open MPI under Slurm names the Slurm step when it has no job name of its own */
-  const char *nested[] = {"SLURM_PROCID", "1", "SLURM_NTASKS", "2", "RANK", "6", "WORLD_SIZE", "8",
+  const char *nested[] = {"SLURM_PROCID", "1", "SLURM_NTASKS",  "2", "RANK", "6", "WORLD_SIZE", "8",
                           "SLURM_JOB_ID", "5", "SLURM_STEP_ID", "1", NULL};
   CHECK(parse(nested, &li) == 1 && !strcmp(li.launcher, "torchrun") && li.rank == 6 && li.world_size == 8);
   CHECK(!strcmp(li.job, "slurm:5.1"), "job %s", li.job);
-  const char *mpi_slurm[] = {"OMPI_COMM_WORLD_RANK", "3", "SLURM_PROCID", "3", "SLURM_JOB_ID", "5",
-                             "SLURM_STEP_ID", "2", NULL};
+  const char *mpi_slurm[] = {
+      "OMPI_COMM_WORLD_RANK", "3", "SLURM_PROCID", "3", "SLURM_JOB_ID", "5", "SLURM_STEP_ID", "2", NULL};
   CHECK(parse(mpi_slurm, &li) == 1 && !strcmp(li.launcher, "openmpi") && !strcmp(li.job, "slurm:5.2"));
 
   /* bad values: a bad rank is no launcher (the next one is tried); other bad fields are left out */
@@ -85,7 +104,7 @@ int main(void) {
   CHECK(parse(over, &li) == 1 && li.rank == 4 && li.world_size == -1, "a rank not below the world size");
   const char *local_over[] = {"RANK", "1", "LOCAL_RANK", "9", "WORLD_SIZE", "4", NULL};
   CHECK(parse(local_over, &li) == 1 && li.local_rank == -1 && li.world_size == 4);
-  const char *bad_ids[] = {"RANK", "0", "WORLD_SIZE", "1", "TORCHELASTIC_RUN_ID", "a b\"c",
+  const char *bad_ids[] = {"RANK",           "0",      "WORLD_SIZE", "1", "TORCHELASTIC_RUN_ID", "a b\"c",
                            "CULPRIT_RUN_ID", "x/../y", NULL};
   CHECK(parse(bad_ids, &li) == 1 && li.job[0] == '\0' && li.run_id[0] == '\0', "job %s run %s", li.job, li.run_id);
   char longid[300];

@@ -15,10 +15,10 @@
 
 #define MAXR 64
 
-static struct merge_report g_reps[MAXR];   /* the fixtures of the current case */
-static struct json *g_docs[MAXR];          /* their trees */
-static char g_paths[MAXR][96];             /* their file names */
-static size_t g_n;                         /* fixtures in use */
+static struct merge_report g_reps[MAXR]; /* the fixtures of the current case */
+static struct json *g_docs[MAXR];        /* their trees */
+static char g_paths[MAXR][96];           /* their file names */
+static size_t g_n;                       /* fixtures in use */
 
 static void reset(void) {
   for (size_t i = 0; i < g_n; i++) json_free(g_docs[i]);
@@ -49,15 +49,16 @@ static const char *proc(char *buf, size_t n, int pid, const char *host, int rank
 static void fault(const char *path, const char *process, unsigned long long t, const char *kernel, const char *file,
                   int line) {
   char text[4096];
-  snprintf(text, sizeof text,
-           "{\"schema\":\"culprit.report/1\",\"kind\":\"fault\",%s,\"error\":{\"code\":700,"
-           "\"name\":\"CUDA_ERROR_ILLEGAL_ADDRESS\",\"message\":\"an illegal memory access was encountered\","
-           "\"api\":\"cuStreamSynchronize\",\"thread\":1,\"time_ns\":5,\"time_unix_ns\":%llu,\"stack\":[]},"
-           "\"verdict\":{\"certainty\":\"exact\",\"reason\":\"launch #5 was the only unfinished work\","
-           "\"window\":{\"first\":5,\"last\":5}},\"culprit\":{\"seq\":5,\"api\":\"cuLaunchKernel\",\"kind\":\"kernel\","
-           "\"kernel\":\"%s\",\"grid\":[4,1,1],\"block\":[64,1,1],\"python\":[{\"file\":\"/w/%s\",\"function\":\"step\","
-           "\"line\":%d}],\"stack\":[]},\"candidates\":[],\"history\":[],\"streams\":[]}",
-           process, t, kernel, file, line);
+  snprintf(
+      text, sizeof text,
+      "{\"schema\":\"culprit.report/1\",\"kind\":\"fault\",%s,\"error\":{\"code\":700,"
+      "\"name\":\"CUDA_ERROR_ILLEGAL_ADDRESS\",\"message\":\"an illegal memory access was encountered\","
+      "\"api\":\"cuStreamSynchronize\",\"thread\":1,\"time_ns\":5,\"time_unix_ns\":%llu,\"stack\":[]},"
+      "\"verdict\":{\"certainty\":\"exact\",\"reason\":\"launch #5 was the only unfinished work\","
+      "\"window\":{\"first\":5,\"last\":5}},\"culprit\":{\"seq\":5,\"api\":\"cuLaunchKernel\",\"kind\":\"kernel\","
+      "\"kernel\":\"%s\",\"grid\":[4,1,1],\"block\":[64,1,1],\"python\":[{\"file\":\"/w/%s\",\"function\":\"step\","
+      "\"line\":%d}],\"stack\":[]},\"candidates\":[],\"history\":[],\"streams\":[]}",
+      process, t, kernel, file, line);
   add(path, text);
 }
 
@@ -95,14 +96,15 @@ static void hangq(const char *path, const char *process, const char *trigger, co
 
 static void exitrec(const char *path, const char *process, int status) {
   char text[2048];
-  snprintf(text, sizeof text,
-           "{\"schema\":\"culprit.report/1\",\"kind\":\"exit\",%s,\"exit\":{\"status\":%d},\"stats\":{\"launches\":12}}",
-           process, status);
+  snprintf(
+      text, sizeof text,
+      "{\"schema\":\"culprit.report/1\",\"kind\":\"exit\",%s,\"exit\":{\"status\":%d},\"stats\":{\"launches\":12}}",
+      process, status);
   add(path, text);
 }
 
-static struct merge_job *g_jobs;            /* merged jobs of the current case */
-static size_t g_nj;                         /* their count */
+static struct merge_job *g_jobs; /* merged jobs of the current case */
+static size_t g_nj;              /* their count */
 
 static void merge(void) {
   merge_free(g_jobs, g_nj);
@@ -163,7 +165,8 @@ static void clocks_cases(void) {
     CHECK(HAS(j->verdict, "job of 4 ranks (torchrun) on 2 hosts: rank 2 (on nodeB) faulted first: write_oob(int*, int) "
                           "launched at train.py:42; rank 0 also faulted, inside AllReduce; rank 2 comes first by what "
                           "faulted, not by the clocks: a collective fails after another rank's fault; ranks 1, 3 are "
-                          "collateral (stopped by SIGTERM while waiting in AllReduce)"), "%s", j->verdict);
+                          "collateral (stopped by SIGTERM while waiting in AllReduce)"),
+          "%s", j->verdict);
     CHECK(rank_of(j, 0) && rank_of(j, 0)->in_collective && !strcmp(rank_of(j, 0)->collective, "AllReduce"));
     CHECK(rank_of(j, 0) && HAS(rank_of(j, 0)->what, "also faulted, inside a collective, 2.995 s earlier by the clocks "
                                                     "of two hosts: CUDA_ERROR_ILLEGAL_ADDRESS (700) in NCCL AllReduce"),
@@ -192,7 +195,8 @@ static void clocks_cases(void) {
     CHECK(!HAS(g_jobs[0].verdict, "comes first") && HAS(g_jobs[0].verdict, "rank 0 also faulted, inside AllReduce"),
           "%s", g_jobs[0].verdict);
     CHECK(HAS(rank_of(&g_jobs[0], 0)->what, "also faulted, inside a collective, 0.005 s later by the clocks of two "
-                                            "hosts"), "%s", rank_of(&g_jobs[0], 0)->what);
+                                            "hosts"),
+          "%s", rank_of(&g_jobs[0], 0)->what);
   }
   reset();
 
@@ -214,7 +218,8 @@ static void clocks_cases(void) {
             "skew %d: first rank %d, order %d", skew, j->first >= 0 ? j->procs[j->first].rank : -1, j->order);
       CHECK(HAS(j->verdict, "; which of ranks 0, 1 faulted first rests on the clocks of 2 hosts"), "%s", j->verdict);
       CHECK(HAS(j->verdict, want ? "rank 1 (on nodeB) faulted first: softmax(float*)"
-                                 : "rank 0 (on nodeA) faulted first: scale(float*)"), "%s", j->verdict);
+                                 : "rank 0 (on nodeA) faulted first: scale(float*)"),
+            "%s", j->verdict);
       struct json *doc = job_json(j);
       CHECK(str_is(json_get_str(json_get(doc, "first_fault"), "order"), "clocks") &&
             json_get_int(json_get(doc, "first_fault"), "clock_hosts", -1) == 2);
@@ -230,7 +235,8 @@ static void clocks_cases(void) {
   CHECK(g_nj == 1 && g_jobs[0].procs[g_jobs[0].first].rank == 1 && g_jobs[0].order == MERGE_ORDER_CLOCKS);
   if (g_nj == 1)
     CHECK(HAS(g_jobs[0].verdict, "rank 0 also faulted, inside AllReduce; which of ranks 0, 1 faulted first rests on "
-                                 "the clocks of 2 hosts"), "%s", g_jobs[0].verdict);
+                                 "the clocks of 2 hosts"),
+          "%s", g_jobs[0].verdict);
   reset();
 
   /* a candidate window that holds the rank's own kernel is not a fault inside a collective */
@@ -238,11 +244,12 @@ static void clocks_cases(void) {
       "{\"schema\":\"culprit.report/1\",\"kind\":\"fault\",\"process\":{\"pid\":10,\"hostname\":\"nodeA\","
       "\"rank\":0,\"world_size\":2,\"launcher\":\"torchrun\",\"job\":\"torchrun:77\"},\"error\":{\"code\":700,"
       "\"time_unix_ns\":9000000000},\"verdict\":{\"certainty\":\"candidates\"},\"culprit\":null,\"candidates\":"
-      "[{\"seq\":3,\"kernel\":\"step(float*, int)\"},{\"seq\":4,\"kernel\":\"ncclDevKernel_AllReduce_Sum_f32_RING_LL\"}]}");
+      "[{\"seq\":3,\"kernel\":\"step(float*, "
+      "int)\"},{\"seq\":4,\"kernel\":\"ncclDevKernel_AllReduce_Sum_f32_RING_LL\"}]}");
   fault("w/culprit-nodeB-20.json", proc(p[1], sizeof p[1], 20, "nodeB", 1, 2, job), 1 * SEC, ALLREDUCE, "train.py", 60);
   merge();
-  CHECK(g_nj == 1 && g_jobs[0].procs[g_jobs[0].first].rank == 0 && g_jobs[0].order == MERGE_ORDER_KERNEL,
-        "%s", g_nj ? g_jobs[0].verdict : "");
+  CHECK(g_nj == 1 && g_jobs[0].procs[g_jobs[0].first].rank == 0 && g_jobs[0].order == MERGE_ORDER_KERNEL, "%s",
+        g_nj ? g_jobs[0].verdict : "");
   reset();
 }
 
@@ -250,11 +257,10 @@ static void clocks_cases(void) {
 static void scale_cases(void) {
   static char procs[MAXR][600];
   const char *job = ",\"job\":\"torchrun:big\"";
-  const int world = 48;   /* more than MERGE_LINES_MAX */
+  const int world = 48; /* more than MERGE_LINES_MAX */
   for (int r = 0; r < world; r++) {
     char path[64];
-    if (r == 30)
-      continue;   /* killed: no report */
+    if (r == 30) continue; /* killed: no report */
     proc(procs[r], sizeof procs[r], 100 + r, r < 24 ? "nodeA" : "nodeB", r, world, job);
     if (r == 17) {
       snprintf(path, sizeof path, "g/culprit-nodeA-%d.json", 100 + r);
@@ -275,20 +281,24 @@ static void scale_cases(void) {
     CHECK(HAS(j->verdict, "job of 48 ranks (torchrun) on 2 hosts: rank 17 (on nodeA) faulted first: write_oob(int*, "
                           "int) launched at train.py:42; ranks 0-4, 8-16, 18-29, 31-47 are collateral (stopped by "
                           "SIGTERM while waiting in AllReduce); ranks 5-7 are collateral (stopped by SIGTERM); rank 30 "
-                          "is missing (no report)"), "%s", j->verdict);
+                          "is missing (no report)"),
+          "%s", j->verdict);
     char *text = merge_render(j, g_reps, &ro);
     CHECK(text != NULL);
     if (text) {
       size_t lines = 0;
-      for (const char *c = text; *c; c++)
-        lines += *c == '\n';
+      for (const char *c = text; *c; c++) lines += *c == '\n';
       CHECK(lines == 14, "%zu lines, for 48 ranks:\n%s", lines, text);
-      CHECK(HAS(text, "\nculprit:   ranks 0-4, 8-16, 18-29, 31-47 (43 ranks on 2 hosts): collateral: stopped by SIGTERM "
-                      "while\nculprit:       waiting in NCCL AllReduce (sum, f32, ring, LL); reports such as\n"
-                      "culprit:       culprit-nodeA-100-hang.json\n"), "%s", text);
-      CHECK(HAS(text, "\nculprit:   ranks 5-7 (3 ranks): collateral: stopped by SIGTERM with step(float*, int) launched "
-                      "at\nculprit:       train.py:50 in flight, NCCL AllReduce (sum, f32, ring, LL) queued behind it; "
-                      "reports\nculprit:       such as culprit-nodeA-105-hang.json\n"), "%s", text);
+      CHECK(HAS(text,
+                "\nculprit:   ranks 0-4, 8-16, 18-29, 31-47 (43 ranks on 2 hosts): collateral: stopped by SIGTERM "
+                "while\nculprit:       waiting in NCCL AllReduce (sum, f32, ring, LL); reports such as\n"
+                "culprit:       culprit-nodeA-100-hang.json\n"),
+            "%s", text);
+      CHECK(HAS(text,
+                "\nculprit:   ranks 5-7 (3 ranks): collateral: stopped by SIGTERM with step(float*, int) launched "
+                "at\nculprit:       train.py:50 in flight, NCCL AllReduce (sum, f32, ring, LL) queued behind it; "
+                "reports\nculprit:       such as culprit-nodeA-105-hang.json\n"),
+            "%s", text);
       CHECK(HAS(text, "\nculprit:   rank 17 (nodeA, pid 117): faulted first:"), "%s", text);
       CHECK(HAS(text, "\nculprit:   rank 30: missing: no report"), "%s", text);
       /* in the order of each group's first rank */
@@ -324,9 +334,11 @@ static void scale_cases(void) {
   merge();
   CHECK(g_nj == 1);
   if (g_nj == 1)
-    CHECK(HAS(g_jobs[0].verdict, "no rank faulted; ranks 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30, 32, "
-                                 "34, 36, 38, 40, 42, 44, 46 and 6 more hung (stopped by SIGTERM while waiting in "
-                                 "AllReduce); ranks 1, 3,"), "%s", g_jobs[0].verdict);
+    CHECK(HAS(g_jobs[0].verdict,
+              "no rank faulted; ranks 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30, 32, "
+              "34, 36, 38, 40, 42, 44, 46 and 6 more hung (stopped by SIGTERM while waiting in "
+              "AllReduce); ranks 1, 3,"),
+          "%s", g_jobs[0].verdict);
   reset();
 }
 
@@ -350,12 +362,13 @@ int main(void) {
     CHECK(j->launcher && !strcmp(j->launcher, "torchrun"));
     CHECK(j->first >= 0 && j->procs[j->first].rank == 2 && j->procs[j->first].first);
     CHECK(HAS(j->verdict, "job of 4 ranks (torchrun): rank 2 faulted first: write_oob(int*, int) launched at "
-                          "train.py:42"), "%s", j->verdict);
+                          "train.py:42"),
+          "%s", j->verdict);
     CHECK(HAS(j->verdict, "ranks 0, 1 are collateral (no progress for 60 s while waiting in AllReduce)"), "%s",
           j->verdict);
-    CHECK(HAS(j->verdict, "rank 3 is collateral (no progress for 60 s while waiting in all_reduce)"), "%s",
-          j->verdict);
-    CHECK(rank_of(j, 0) && rank_of(j, 0)->status == MERGE_COLLATERAL && !strcmp(rank_of(j, 0)->collective, "AllReduce"));
+    CHECK(HAS(j->verdict, "rank 3 is collateral (no progress for 60 s while waiting in all_reduce)"), "%s", j->verdict);
+    CHECK(rank_of(j, 0) && rank_of(j, 0)->status == MERGE_COLLATERAL &&
+          !strcmp(rank_of(j, 0)->collective, "AllReduce"));
     CHECK(rank_of(j, 0) && HAS(rank_of(j, 0)->what, "NCCL AllReduce (sum, f32, ring, LL)"), "%s", rank_of(j, 0)->what);
     CHECK(rank_of(j, 3) && !strcmp(rank_of(j, 3)->collective, "all_reduce"));
     struct render_opts ro = {.brief = 0, .path = NULL};
@@ -363,8 +376,8 @@ int main(void) {
     CHECK(text != NULL);
     if (text) {
       CHECK(!strncmp(text, "culprit: job of 4 ranks", 23), "%s", text);
-      CHECK(HAS(text, "culprit:   rank 0 (vm, pid 100): collateral: no progress for 60 s while waiting in NCCL"),
-            "%s", text);
+      CHECK(HAS(text, "culprit:   rank 0 (vm, pid 100): collateral: no progress for 60 s while waiting in NCCL"), "%s",
+            text);
       CHECK(HAS(text, "culprit-vm-103-hang.json"), "%s", text);
       CHECK(HAS(text, "culprit: rank 2, the first to fault:\nculprit: CUDA_ERROR_ILLEGAL_ADDRESS (700)"), "%s", text);
       CHECK(HAS(text, "the kernel that faulted: write_oob(int*, int)"), "%s", text);
@@ -388,8 +401,9 @@ int main(void) {
     CHECK(json_get_int(doc, "world_size", -1) == 4);
     CHECK(json_get_int(json_get(doc, "first_fault"), "rank", -1) == 2);
     CHECK(json_get_int(json_get(doc, "first_fault"), "seq", -1) == 5);
-    CHECK(!strcmp(json_get_str(json_get(doc, "first_fault"), "launched_at") ? json_get_str(json_get(doc, "first_fault"),
-                                                                                         "launched_at") : "",
+    CHECK(!strcmp(json_get_str(json_get(doc, "first_fault"), "launched_at")
+                      ? json_get_str(json_get(doc, "first_fault"), "launched_at")
+                      : "",
                   "train.py:42"));
     const struct json *procs = json_get(doc, "processes");
     CHECK(json_len(procs) == 4);
@@ -419,8 +433,8 @@ int main(void) {
     CHECK(HAS(j->verdict, "rank 0 also faulted") && HAS(j->verdict, "rank 2 saw no fault"), "%s", j->verdict);
     CHECK(j->order == MERGE_ORDER_CLOCK && !HAS(j->verdict, "clocks"), "one host's clock: %s", j->verdict);
     CHECK(rank_of(j, 0) && HAS(rank_of(j, 0)->what, "also faulted, 2.500 s later"), "%s", rank_of(j, 0)->what);
-    CHECK(rank_of(j, 2) && rank_of(j, 2)->status == MERGE_CLEAN && HAS(rank_of(j, 2)->what, "status 0 after 12"),
-          "%s", rank_of(j, 2)->what);
+    CHECK(rank_of(j, 2) && rank_of(j, 2)->status == MERGE_CLEAN && HAS(rank_of(j, 2)->what, "status 0 after 12"), "%s",
+          rank_of(j, 2)->what);
   }
   reset();
 
@@ -452,8 +466,8 @@ int main(void) {
   if (g_nj == 1) {
     const struct merge_job *j = &g_jobs[0];
     CHECK(j->first == -1);
-    CHECK(HAS(j->verdict, "no rank faulted; ranks 0, 1, 3 hung (stopped by SIGTERM while waiting in AllReduce)"),
-          "%s", j->verdict);
+    CHECK(HAS(j->verdict, "no rank faulted; ranks 0, 1, 3 hung (stopped by SIGTERM while waiting in AllReduce)"), "%s",
+          j->verdict);
     CHECK(HAS(j->verdict, "rank 2 did not reach the collective the others wait in"), "%s", j->verdict);
     CHECK(rank_of(j, 2) && HAS(rank_of(j, 2)->what, "with step(float*, int) launched at train.py:50 in flight"), "%s",
           rank_of(j, 2)->what);
@@ -494,9 +508,10 @@ int main(void) {
   reset();
 
   /* reports of other versions: no kind, no rank, no run id; each is shown on its own as before */
-  add("o/culprit-11.json", "{\"schema\":\"culprit.report/1\",\"process\":{\"pid\":11,\"hostname\":\"vm\"},"
-                           "\"error\":{\"code\":700,\"name\":\"CUDA_ERROR_ILLEGAL_ADDRESS\"},\"verdict\":{\"certainty\":"
-                           "\"unknown\",\"reason\":\"r\"},\"culprit\":null,\"candidates\":[]}");
+  add("o/culprit-11.json",
+      "{\"schema\":\"culprit.report/1\",\"process\":{\"pid\":11,\"hostname\":\"vm\"},"
+      "\"error\":{\"code\":700,\"name\":\"CUDA_ERROR_ILLEGAL_ADDRESS\"},\"verdict\":{\"certainty\":"
+      "\"unknown\",\"reason\":\"r\"},\"culprit\":null,\"candidates\":[]}");
   add("o/culprit-12.json", "{\"schema\":\"culprit.report/1\",\"process\":{\"pid\":12},\"error\":{\"code\":710}}");
   merge();
   CHECK(g_nj == 2 && !merge_is_job(&g_jobs[0]) && !merge_is_job(&g_jobs[1]));
@@ -512,7 +527,8 @@ int main(void) {
   CHECK(g_nj == 1 && merge_is_job(&g_jobs[0]) && !g_jobs[0].ranked);
   if (g_nj == 1) {
     CHECK(HAS(g_jobs[0].verdict, "job of 2 processes: process 21 faulted first: a kernel culprit could not name; "
-                                 "process 22 also faulted"), "%s", g_jobs[0].verdict);
+                                 "process 22 also faulted"),
+          "%s", g_jobs[0].verdict);
     CHECK(g_jobs[0].procs[1].status == MERGE_FAULTED && HAS(g_jobs[0].procs[1].what, "one of 2 launches (#3..#4)"),
           "%s", g_jobs[0].procs[1].what);
   }
@@ -536,8 +552,8 @@ int main(void) {
     free(text);
     ro.brief = 1;
     text = render_doc(g_docs[0], &ro);
-    CHECK(text && HAS(text, "after 12 launches; report: x/culprit-vm-5-exit.json\n") && !HAS(text, "\nculprit:"),
-          "%s", text ? text : "");
+    CHECK(text && HAS(text, "after 12 launches; report: x/culprit-vm-5-exit.json\n") && !HAS(text, "\nculprit:"), "%s",
+          text ? text : "");
     free(text);
   }
   reset();
@@ -554,11 +570,14 @@ int main(void) {
     struct render_opts ro = {.brief = 0, .path = NULL};
     char *text = render_doc(g_docs[0], &ro);
     CHECK(text && HAS(text, "culprit: the kernel that faulted: ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage"
-                            "<4096ul>)\nculprit:   NCCL AllGather (ring, LL)\n"), "%s", text ? text : "");
+                            "<4096ul>)\nculprit:   NCCL AllGather (ring, LL)\n"),
+          "%s", text ? text : "");
     CHECK(text && HAS(text, "culprit: NCCL warned in this process (its log is in the report's nccl_log):\n"
-                            "culprit:   vm:6:6 [0] x.cc:0 NCCL WARN line 0\n"), "%s", text ? text : "");
+                            "culprit:   vm:6:6 [0] x.cc:0 NCCL WARN line 0\n"),
+          "%s", text ? text : "");
     CHECK(text && HAS(text, "x.cc:4 NCCL WARN line 4\nculprit:   (2 more NCCL warnings in the report)\n") &&
-          !HAS(text, "NCCL INFO"), "the first 4 warnings, the rest counted: %s", text ? text : "");
+              !HAS(text, "NCCL INFO"),
+          "the first 4 warnings, the rest counted: %s", text ? text : "");
     free(text);
   }
   reset();

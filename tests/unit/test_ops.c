@@ -14,7 +14,7 @@
 #include "core/ops.h"
 #include "report/jsonw.h"
 
-static uint64_t g_launches;   /* what cp_view reports as the last launch number */
+static uint64_t g_launches; /* what cp_view reports as the last launch number */
 void cp_view(struct cp_view *v) {
   memset(v, 0, sizeof *v);
   v->seq = __atomic_load_n(&g_launches, __ATOMIC_SEQ_CST);
@@ -33,7 +33,7 @@ static void *other_thread(void *arg) {
   (void)arg;
   g_other_tid = me();
   CHECK(ops_begin("other::op", "", "") == 0);
-  launch();                                 /* launch 4 */
+  launch(); /* launch 4 */
   CHECK(ops_end() == 0);
   return NULL;
 }
@@ -58,11 +58,11 @@ int main(void) {
 
   /* a compiled region holding one fallback operator, then its own launch */
   CHECK(ops_begin("compiled graph 0", "inputs: int64[4]", NULL) == 0);
-  launch();                                 /* 1: the region's */
+  launch(); /* 1: the region's */
   CHECK(ops_begin("aten::add.Tensor", "self: float32[4]", "") == 0);
-  launch();                                 /* 2: the fallback operator's */
+  launch(); /* 2: the fallback operator's */
   CHECK(ops_end() == 0);
-  launch();                                 /* 3: the region's again */
+  launch(); /* 3: the region's again */
   CHECK(name_of(3, me()) && strcmp(name_of(3, me()), "compiled graph 0") == 0, "running region holds #3");
   pthread_t t;
   pthread_create(&t, NULL, other_thread, NULL);
@@ -73,7 +73,7 @@ int main(void) {
   CHECK(strcmp(name_of(3, me()), "compiled graph 0") == 0);
   CHECK(name_of(4, g_other_tid) && strcmp(name_of(4, g_other_tid), "other::op") == 0,
         "another thread's launch belongs to that thread's operator");
-  launch();                                 /* 5: after every note ended */
+  launch(); /* 5: after every note ended */
   CHECK(name_of(5, me()) == NULL, "a launch outside any operator has none");
 
   /* the JSON a launch of the report gets */
@@ -92,7 +92,8 @@ int main(void) {
 
   /* a bad operator, then a thousand more: its problem is still listed and found for its launch, while the
    * ring of all notes has forgotten the early ones */
-  CHECK(ops_begin("aten::embedding", "indices: int64[8] [0, 120]", "indices int64[8] holds 120, but weight has 100 rows") == 0);
+  CHECK(ops_begin("aten::embedding", "indices: int64[8] [0, 120]",
+                  "indices int64[8] holds 120, but weight has 100 rows") == 0);
   uint64_t bad = g_launches + 1;
   launch();
   CHECK(ops_end() == 0);

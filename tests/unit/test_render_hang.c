@@ -7,13 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FRAME_USER(fn, line)                                                                          \
-  "{\"pc\":\"0x401000\",\"module\":\"/x/app\",\"offset\":\"0x1000\",\"function\":\"" fn "\","          \
+#define FRAME_USER(fn, line)                                                                                           \
+  "{\"pc\":\"0x401000\",\"module\":\"/x/app\",\"offset\":\"0x1000\",\"function\":\"" fn "\","                          \
   "\"file\":\"/x/app.c\",\"line\":" #line "}"
 #define FRAME_LIB(fn, mod) "{\"pc\":\"0x7f00\",\"module\":\"/lib/" mod "\",\"offset\":\"0x10\",\"function\":\"" fn "\"}"
-#define LAUNCH(seq) \
-  "{\"seq\":" #seq ",\"api\":\"cuLaunchKernel\",\"kind\":\"kernel\",\"kernel\":\"step(float*, int)\"," \
-  "\"grid\":[4,1,1],\"block\":[64,1,1],\"shared_mem\":0,\"stream\":\"0x0\",\"stream_kind\":\"legacy\"," \
+#define LAUNCH(seq)                                                                                                    \
+  "{\"seq\":" #seq ",\"api\":\"cuLaunchKernel\",\"kind\":\"kernel\",\"kernel\":\"step(float*, int)\","                 \
+  "\"grid\":[4,1,1],\"block\":[64,1,1],\"shared_mem\":0,\"stream\":\"0x0\",\"stream_kind\":\"legacy\","                \
   "\"device\":0,\"thread\":42,\"stack\":[" FRAME_USER("launch_steps", 74) "]}"
 
 static const char exact[] =
@@ -22,24 +22,31 @@ static const char exact[] =
     "\"hang\":{\"trigger\":\"SIGTERM\",\"signal\":15,\"sender_pid\":7,\"stalled_ms\":2500},"
     "\"verdict\":{\"certainty\":\"exact\",\"reason\":\"stream 0x0 completed launch #17\","
     "\"window\":{\"first\":18,\"last\":18}},"
-    "\"culprit\":" LAUNCH(18) ",\"candidates\":[],\"queued\":[" LAUNCH(19) "," LAUNCH(20) "],"
-    "\"streams\":[{\"stream\":\"0x0\",\"kind\":\"legacy\",\"device\":0,\"launches\":20,\"last_completed\":17,"
-    "\"pending\":true,\"in_flight\":18,\"queued\":2},"
-    "{\"stream\":\"0x5\",\"kind\":\"created\",\"device\":0,\"launches\":2,\"last_completed\":2,\"pending\":false}],"
-    "\"threads\":[{\"tid\":42,\"name\":\"app\",\"state\":\"S\",\"signal_handler\":true,\"stack\":["
-    FRAME_LIB("nanosleep", "libc.so.6") "," FRAME_LIB("cuCtxSynchronize", "libcuda.so.1") ","
-    FRAME_LIB("cuCtxSynchronize", "libculprit.so") "," FRAME_USER("main", 90) "]},"
-    "{\"tid\":43,\"name\":\"worker\",\"state\":\"D\",\"stack_note\":\"the thread blocks the signal\"}]}";
+    "\"culprit\":" LAUNCH(18) ",\"candidates\":[],\"queued\":[" LAUNCH(19) "," LAUNCH(
+        20) "],"
+            "\"streams\":[{\"stream\":\"0x0\",\"kind\":\"legacy\",\"device\":0,\"launches\":20,\"last_completed\":"
+            "17,"
+            "\"pending\":true,\"in_flight\":18,\"queued\":2},"
+            "{\"stream\":\"0x5\",\"kind\":\"created\",\"device\":0,\"launches\":2,\"last_completed\":2,\"pending\":"
+            "false}],"
+            "\"threads\":[{\"tid\":42,\"name\":\"app\",\"state\":\"S\",\"signal_handler\":true,\"stack\":"
+            "[" FRAME_LIB("nanosleep", "libc.so.6") "," FRAME_LIB("cuCtxSynchronize", "libcuda.so.1") "," FRAME_LIB(
+                "cuCtxSynchronize",
+                "libculprit.so") "," FRAME_USER("main", 90) "]},"
+                                                            "{\"tid\":43,\"name\":\"worker\",\"state\":\"D\","
+                                                            "\"stack_note\":\"the thread blocks the signal\"}]}";
 
 static const char window[] =
     "{\"kind\":\"hang\",\"process\":{\"pid\":42,\"argv\":[\"./app\",\"20\"]},\"config\":{\"mode\":\"record\"},"
     "\"hang\":{\"trigger\":\"timeout\",\"timeout_s\":2,\"stalled_ms\":2125},"
     "\"verdict\":{\"certainty\":\"candidates\",\"reason\":\"one of them\",\"window\":{\"first\":17,\"last\":18}},"
-    "\"culprit\":null,\"candidates\":[" LAUNCH(17) "," LAUNCH(18) "],\"queued\":[],"
-    "\"streams\":[{\"stream\":\"0x0\",\"kind\":\"legacy\",\"device\":0,\"launches\":18,\"last_completed\":16,"
-    "\"pending\":true,\"in_flight_window\":{\"first\":17,\"last\":18},\"queued\":0}],"
-    "\"threads\":[{\"tid\":42,\"name\":\"app\",\"state\":\"S\",\"stack\":[" FRAME_USER("main", 90) "],"
-    "\"python\":[{\"file\":\"/x/train.py\",\"function\":\"step\",\"line\":12}]}]}";
+    "\"culprit\":null,\"candidates\":[" LAUNCH(17) "," LAUNCH(
+        18) "],\"queued\":[],"
+            "\"streams\":[{\"stream\":\"0x0\",\"kind\":\"legacy\",\"device\":0,\"launches\":18,\"last_completed\":16,"
+            "\"pending\":true,\"in_flight_window\":{\"first\":17,\"last\":18},\"queued\":0}],"
+            "\"threads\":[{\"tid\":42,\"name\":\"app\",\"state\":\"S\",\"stack\":[" FRAME_USER(
+                "main", 90) "],"
+                            "\"python\":[{\"file\":\"/x/train.py\",\"function\":\"step\",\"line\":12}]}]}";
 
 static const char idle[] =
     "{\"kind\":\"hang\",\"process\":{\"pid\":42},\"hang\":{\"trigger\":\"SIGUSR1\",\"signal\":10,\"stalled_ms\":10},"
@@ -80,7 +87,8 @@ int main(void) {
 
   t = render(exact, 1);
   CHECK(!strcmp(t, "culprit: hang report (SIGTERM): launch #18 step(float*, int) was in flight; report: "
-                   "r/culprit-42-hang.json\n"), "%s", t);
+                   "r/culprit-42-hang.json\n"),
+        "%s", t);
   free(t);
 
   t = render(window, 0);

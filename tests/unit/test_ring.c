@@ -13,7 +13,7 @@
 
 #define THREADS 8
 #define PER_THREAD 5000
-#define SHARED 7                               /* chains each thread's records share */
+#define SHARED 7 /* chains each thread's records share */
 
 static _Atomic uint64_t g_seq;
 static pthread_barrier_t g_all_written; /* no ring is released before every thread has its own */
@@ -50,7 +50,7 @@ static void *writer(void *arg) {
     struct cp_slot *rec = ring_claim(r);
     uint64_t seq = atomic_fetch_add(&g_seq, 1) + 1;
     rec->tid = tid;
-    rec->prev = seq * 3;                       /* a field derived from seq: a torn copy would break it */
+    rec->prev = seq * 3; /* a field derived from seq: a torn copy would break it */
     atomic_store(&rec->chain, NULL);
     take_chain(r, rec, seq, tid);
     ring_publish(r, rec, seq);
@@ -91,7 +91,7 @@ static void churn(void) {
   uint64_t no;
   CHECK(chains_find(r->chains, 99, 99, &no) == w && no == rec->chain_no);
   for (int i = 0; i < 128; i++) chains_publish(r->chains, chains_begin(r->chains), 0, 0, 0);
-  CHECK(chains_find(r->chains, 99, 99, &no) == NULL);    /* too old to be referred to by a new record */
+  CHECK(chains_find(r->chains, 99, 99, &no) == NULL); /* too old to be referred to by a new record */
   for (int i = 0; i < 200; i++) {
     struct cp_chain *x = chains_begin(r->chains);
     x->nframes = 1;
@@ -101,13 +101,13 @@ static void churn(void) {
   size_t n = 0, rs = 0;
   struct cp_rec *s = ring_snapshot(seq - 1, &n, &rs);
   CHECK(n == 1 && s && atomic_load(&s->seq) == seq && s->prev == seq * 3);
-  if (s) CHECK(s->nframes == 0);               /* its chain was rewritten: no stacks rather than 0x9999 */
+  if (s) CHECK(s->nframes == 0); /* its chain was rewritten: no stacks rather than 0x9999 */
   free(s);
   ring_release(r);
 }
 
 int main(void) {
-  ring_configure(100, 2, 1);                   /* rounds up to 128, for every thread */
+  ring_configure(100, 2, 1); /* rounds up to 128, for every thread */
   pthread_t t[THREADS];
   pthread_barrier_init(&g_all_written, NULL, THREADS);
   for (int i = 0; i < THREADS; i++) pthread_create(&t[i], NULL, writer, (void *)(intptr_t)(i + 1));
@@ -127,7 +127,7 @@ int main(void) {
 
   size_t n = 0, rs = 0;
   struct cp_rec *s = ring_snapshot(0, &n, &rs);
-  CHECK(n == THREADS * 128);                   /* each ring holds its newest 128 */
+  CHECK(n == THREADS * 128); /* each ring holds its newest 128 */
   for (size_t i = 0; i < n; i++) check_rec((struct cp_rec *)((unsigned char *)s + i * rs));
   CHECK(ring_total_overwritten() == (uint64_t)THREADS * (PER_THREAD - 128));
   CHECK(ring_count() == THREADS);

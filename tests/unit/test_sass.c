@@ -21,9 +21,8 @@ static int lookup(void *arg, const char *name, uint64_t *value) {
 }
 
 static void expect(const char *insn, enum sass_kind kind, enum sass_space space, unsigned size, uint64_t addr) {
-  static const struct reg regs[] = {{"R2", 0x71e00000}, {"R3", 0x7fcb}, {"R4", 0x100}, {"UR4", 0x40},
-                                    {"UR5", 0x1}, {"R6", 0xfffffff0}, {"R7", 0x7f00}, {"R1", 0xfffc60},
-                                    {NULL, 0}};
+  static const struct reg regs[] = {{"R2", 0x71e00000}, {"R3", 0x7fcb}, {"R4", 0x100},    {"UR4", 0x40}, {"UR5", 0x1},
+                                    {"R6", 0xfffffff0}, {"R7", 0x7f00}, {"R1", 0xfffc60}, {NULL, 0}};
   struct sass_access a;
   uint64_t got = 0;
   CHECK(sass_parse(insn, &a) == 0, "%s: not read as an access", insn);

@@ -15,7 +15,7 @@
 
 static volatile sig_atomic_t g_requests, g_last_stop, g_a, g_b, g_c;
 static volatile int g_b_signo, g_sender;
-static int g_pipe = -1;                 /* a forked child reports its requests through it */
+static int g_pipe = -1; /* a forked child reports its requests through it */
 
 /* The watcher's side, stubbed: counts, and in a child writes the request down before anything else happens. */
 static void hang_request(int sig, int sender_pid, int stop, const void *uc) {
@@ -30,10 +30,23 @@ static void hang_request(int sig, int sender_pid, int stop, const void *uc) {
   }
 }
 
-static void on_a(int sig) { (void)sig; g_a++; }
-static void on_b(int sig, siginfo_t *si, void *uc) { (void)sig, (void)uc; g_b++; g_b_signo = si ? si->si_signo : 0; }
-static void on_c(int sig) { (void)sig; g_c++; }
-static void on_int_exit(int sig) { (void)sig; _exit(43); }
+static void on_a(int sig) {
+  (void)sig;
+  g_a++;
+}
+static void on_b(int sig, siginfo_t *si, void *uc) {
+  (void)sig, (void)uc;
+  g_b++;
+  g_b_signo = si ? si->si_signo : 0;
+}
+static void on_c(int sig) {
+  (void)sig;
+  g_c++;
+}
+static void on_int_exit(int sig) {
+  (void)sig;
+  _exit(43);
+}
 
 static struct sigaction plain_act(void (*h)(int), int flags) {
   struct sigaction a;
@@ -64,7 +77,7 @@ static int child_run(int sig, void (*prog)(int), int *asked) {
     cfg.hang_signals = 1;
     signals_install(&cfg, hang_request);
     raise(sig);
-    _exit(0);                           /* not reached when the signal kills */
+    _exit(0); /* not reached when the signal kills */
   }
   close(fds[1]);
   int status = 0;

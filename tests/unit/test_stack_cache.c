@@ -119,12 +119,12 @@ __attribute__((noinline)) static int outer_2(struct cap *c) {
 }
 
 /* Call sites whose frames are alike, called from one place: as many chains at one stack pointer. */
-#define SAME_SP_SITE(k)                                                                                        \
-  __attribute__((noinline)) static int same_sp_##k(struct cap *c) {                                           \
-    volatile char pad[80];                                                                                     \
-    pad[0] = k;                                                                                                \
-    both(c);                                                                                                   \
-    return pad[0];                                                                                             \
+#define SAME_SP_SITE(k)                                                                                                \
+  __attribute__((noinline)) static int same_sp_##k(struct cap *c) {                                                    \
+    volatile char pad[80];                                                                                             \
+    pad[0] = k;                                                                                                        \
+    both(c);                                                                                                           \
+    return pad[0];                                                                                                     \
   }
 SAME_SP_SITE(1)
 SAME_SP_SITE(2)
@@ -137,7 +137,7 @@ SAME_SP_SITE(8)
 SAME_SP_SITE(9)
 SAME_SP_SITE(10)
 static int (*volatile g_same_sp[10])(struct cap *) = {same_sp_1, same_sp_2, same_sp_3, same_sp_4, same_sp_5,
-                                                     same_sp_6, same_sp_7, same_sp_8, same_sp_9, same_sp_10};
+                                                      same_sp_6, same_sp_7, same_sp_8, same_sp_9, same_sp_10};
 
 /* ---- scenarios ---- */
 
@@ -164,7 +164,7 @@ static void note(struct round *r, struct cap *c, const char *what) {
 
 /* Returns whether a round had at least share (in percent) of its captures answered from the cache; *ok says
  * whether every capture of every round agreed with a fresh one. */
-static int g_rounds;                  /* rounds the last rounds_until_learned took */
+static int g_rounds; /* rounds the last rounds_until_learned took */
 static int rounds_until_learned(round_fn fn, int share, int *ok) {
   double deadline = now_s() + 10;
   *ok = 1;
@@ -188,8 +188,10 @@ static void round_one_site(struct round *r) {
 static void round_two_sites(struct round *r) {
   struct cap c;
   for (int i = 0; i < 200; i++) {
-    if (i & 1) site_b(&c);
-    else site_a(&c);
+    if (i & 1)
+      site_b(&c);
+    else
+      site_a(&c);
     note(r, &c, "two sites");
   }
 }
@@ -319,9 +321,12 @@ static void many_chains(void) {
 static void round_mixed(struct round *r) {
   struct cap c;
   for (int i = 0; i < 300; i++) {
-    if (i % 3 == 0) site_b(&c);
-    else if (i % 3 == 1) recurse(i % 7, &c);
-    else site_a(&c);
+    if (i % 3 == 0)
+      site_b(&c);
+    else if (i % 3 == 1)
+      recurse(i % 7, &c);
+    else
+      site_a(&c);
     note(r, &c, "thread");
   }
 }
@@ -423,8 +428,8 @@ static void signals(void) {
   sa.sa_handler = on_signal;
   sigaction(SIGUSR1, &sa, NULL);
   for (int i = 0; i < 100; i++) raise(SIGUSR1);
-  CHECK(g_sig_count == 100 && g_sig_ok, "handler on the thread's stack: %d of 100 ran, captures %s",
-        (int)g_sig_count, g_sig_ok ? "agreed" : "differed");
+  CHECK(g_sig_count == 100 && g_sig_ok, "handler on the thread's stack: %d of 100 ran, captures %s", (int)g_sig_count,
+        g_sig_ok ? "agreed" : "differed");
 
   /* an alternate signal stack lies outside the thread's: captured afresh */
   struct stack_cache_counts before, after;
@@ -438,11 +443,13 @@ static void signals(void) {
   sigaction(SIGUSR1, &sa, NULL);
   g_sig_count = 0;
   for (int i = 0; i < 100; i++) raise(SIGUSR1);
-  CHECK(g_sig_count == 100 && g_sig_ok, "handler on an alternate stack: %d of 100 ran, captures %s",
-        (int)g_sig_count, g_sig_ok ? "agreed" : "differed");
+  CHECK(g_sig_count == 100 && g_sig_ok, "handler on an alternate stack: %d of 100 ran, captures %s", (int)g_sig_count,
+        g_sig_ok ? "agreed" : "differed");
   probe_counts(&after);
-  CHECK(after.bypassed - before.bypassed == 100, "handler on an alternate stack: %llu of 100 captures counted as "
-        "not looked up", (unsigned long long)(after.bypassed - before.bypassed));
+  CHECK(after.bypassed - before.bypassed == 100,
+        "handler on an alternate stack: %llu of 100 captures counted as "
+        "not looked up",
+        (unsigned long long)(after.bypassed - before.bypassed));
   ss.ss_flags = SS_DISABLE;
   sigaltstack(&ss, NULL);
 
@@ -455,8 +462,10 @@ static void signals(void) {
   struct cap c;
   int ok = 1;
   for (int i = 0; i < 200000 || g_sig_count < 20; i++) {
-    if (i & 1) site_a(&c);
-    else recurse(i % 5, &c);
+    if (i & 1)
+      site_a(&c);
+    else
+      recurse(i % 5, &c);
     ok &= same(&c);
     if (i > 20000000) break;
   }

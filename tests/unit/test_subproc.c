@@ -57,14 +57,14 @@ int main(void) {
   char *missing[] = {"culprit-no-such-program-here", NULL};
   rc = subproc_capture(missing, &o, &r);
   CHECK(rc == -2 && r.out == NULL, "a missing program: rc %d", rc);
-  rc = run_sh("exit 127", &o, &r);    /* what a shell or an exec failing in the child says */
+  rc = run_sh("exit 127", &o, &r); /* what a shell or an exec failing in the child says */
   CHECK(rc == -2, "exit 127 with nothing printed: rc %d", rc);
 
   /* the time limit: killed, what came before kept */
   o.timeout_s = 0.5;
   rc = run_sh("echo early; exec sleep 30", &o, &r);
-  CHECK(rc == 0 && r.timed_out && !r.exited && r.out && strcmp(r.out, "early\n") == 0, "timed out: rc %d, %d, %s",
-        rc, r.timed_out, r.out ? r.out : "(null)");
+  CHECK(rc == 0 && r.timed_out && !r.exited && r.out && strcmp(r.out, "early\n") == 0, "timed out: rc %d, %d, %s", rc,
+        r.timed_out, r.out ? r.out : "(null)");
   free(r.out);
 
   /* the size limit: killed, the first max_output bytes kept */

@@ -9,7 +9,8 @@
 
 static void nap_ms(long ms) {
   struct timespec ts = {0, ms * 1000000L};
-  while (nanosleep(&ts, &ts)) {}
+  while (nanosleep(&ts, &ts)) {
+  }
 }
 
 static void check_source(void) {
@@ -34,9 +35,9 @@ static void check_source(void) {
 
 int main(void) {
   ticks_init();
-  check_source();               /* the processor's choice (TSC where it is invariant) */
+  check_source(); /* the processor's choice (TSC where it is invariant) */
   if (ticks_tsc) {
-    ticks_tsc = 0;              /* and CLOCK_MONOTONIC itself, where it is not */
+    ticks_tsc = 0; /* and CLOCK_MONOTONIC itself, where it is not */
     check_source();
   }
   return CHECK_DONE();

@@ -54,8 +54,7 @@ static struct json *trace_of(const struct json *doc, const char *what) {
     CHECK(json_int(json_get(e, "pid"), &pid) == 0, "%s: event %zu pid", what, i);
     if (!strcmp(ph, "M")) {
       CHECK(json_get_str(json_get(e, "args"), "name") != NULL, "%s: metadata %zu without args.name", what, i);
-      if (!strcmp(json_get_str(e, "name"), "thread_name") && json_int(json_get(e, "tid"), &tid) == 0 &&
-          nnamed < 64) {
+      if (!strcmp(json_get_str(e, "name"), "thread_name") && json_int(json_get(e, "tid"), &tid) == 0 && nnamed < 64) {
         named[nnamed][0] = pid;
         named[nnamed++][1] = tid;
       }

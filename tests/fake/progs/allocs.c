@@ -12,11 +12,11 @@
 
 #define CK(call) CK_DRIVER(call)
 
-static CUcontext ctx;                     /* primary context of device 0 */
-static CUfunction f_step, f_bad;          /* kernels of the module */
-static CUdeviceptr arg;                   /* the kernels' buffer */
-static int nelem = 16;                    /* kernel argument */
-static void *args[] = {&arg, &nelem};     /* kernel parameters */
+static CUcontext ctx;                 /* primary context of device 0 */
+static CUfunction f_step, f_bad;      /* kernels of the module */
+static CUdeviceptr arg;               /* the kernels' buffer */
+static int nelem = 16;                /* kernel argument */
+static void *args[] = {&arg, &nelem}; /* kernel parameters */
 
 static void setup(void)
 {
@@ -31,7 +31,10 @@ static void setup(void)
     CK(cuModuleGetFunction(&f_bad, mod, K_BAD));
 }
 
-static void step(void) { CK(cuLaunchKernel(f_step, 1, 1, 1, 32, 1, 1, 0, NULL, args, NULL)); }
+static void step(void)
+{
+    CK(cuLaunchKernel(f_step, 1, 1, 1, 32, 1, 1, 0, NULL, args, NULL));
+}
 
 /* The faulting launch, then the synchronize that reports it. */
 static void fault(void)
@@ -55,7 +58,7 @@ static int kinds(void)
     CUmemoryPool pool;
     CUmemPoolProps pp;
     setup();
-    CK(cuMemAlloc(&dev, 4096)); /* CULPRIT-ALLOC dev */
+    CK(cuMemAlloc(&dev, 4096));                        /* CULPRIT-ALLOC dev */
     CK(cuMemAllocPitch(&pitched, &pitch, 1000, 3, 4)); /* CULPRIT-ALLOC pitched */
     CK(cuMemAllocManaged(&managed, 256, CU_MEM_ATTACH_GLOBAL));
     CK(cuMemAllocAsync(&async, 512, NULL));
@@ -82,7 +85,7 @@ static int kinds(void)
     CK(cuMemFree(managed));
     CK(cuMemFreeAsync(async, NULL));
     CK(cuMemFreeHost(host));
-    fault();                                   /* launch #3 */
+    fault(); /* launch #3 */
     return 0;
 }
 
@@ -109,21 +112,21 @@ static int reuse(void)
     CK(cuMemMap(r, g, 0, h1, 0));
     CK(cuMemSetAccess(r, g, &acc, 1));
     arg = x;
-    step();                                    /* launch #1 */
+    step(); /* launch #1 */
     CK(cuMemFree(x));
     CK(cuMemUnmap(r, g));
     CK(cuMemRelease(h1));
-    CK(cuMemAlloc(&arg, 64));                  /* the kernels' own buffer */
+    CK(cuMemAlloc(&arg, 64)); /* the kernels' own buffer */
     CK(cuMemCreate(&h2, g, &prop, 0));
     CK(cuMemMap(r, g, 0, h2, 0));
     CK(cuMemSetAccess(r, g, &acc, 1));
-    step();                                    /* launch #2 */
+    step(); /* launch #2 */
     CK(cuMemAlloc(&y, 4096));
     say("x", x);
     say("y", y);
     say("reserved", r);
     printf("granularity=%zu\n", g);
-    fault();                                   /* launch #3 */
+    fault(); /* launch #3 */
     return 0;
 }
 
@@ -139,7 +142,7 @@ static int forked(void)
         CK(cuMemAlloc(&c, 128));
         say("child", c);
         arg = c;
-        fault();                               /* launch #1 of the process */
+        fault(); /* launch #1 of the process */
         _exit(0);
     }
     int st = 0;
@@ -155,17 +158,21 @@ static void *allocator(void *p)
 {
     (void)p;
     CUdeviceptr d[PER_THREAD];
-    CK(cuCtxSetCurrent(ctx));                 /* a thread starts without a current context */
-    for (int k = 0; k < PER_THREAD; k++) CK(cuMemAlloc(&d[k], 128 + (size_t)k));
-    for (int k = 0; k < PER_THREAD; k += 2) CK(cuMemFree(d[k]));
+    CK(cuCtxSetCurrent(ctx)); /* a thread starts without a current context */
+    for (int k = 0; k < PER_THREAD; k++)
+        CK(cuMemAlloc(&d[k], 128 + (size_t)k));
+    for (int k = 0; k < PER_THREAD; k += 2)
+        CK(cuMemFree(d[k]));
     return NULL;
 }
 static int threads(void)
 {
     pthread_t t[THREADS];
     setup();
-    for (int i = 0; i < THREADS; i++) pthread_create(&t[i], NULL, allocator, NULL);
-    for (int i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
+    for (int i = 0; i < THREADS; i++)
+        pthread_create(&t[i], NULL, allocator, NULL);
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(t[i], NULL);
     CK(cuMemAlloc(&arg, 64));
     fault();
     return 0;
@@ -197,10 +204,10 @@ static int expandable(void)
     say("reserved", r);
     printf("granularity=%zu\n", g);
     arg = r + g;
-    step();                                    /* launch #1 */
+    step(); /* launch #1 */
     CK(cuMemUnmap(r, g));
     CK(cuMemRelease(h[0]));
-    fault();                                   /* launch #2 */
+    fault(); /* launch #2 */
     return 0;
 }
 
@@ -211,9 +218,12 @@ static int overflow(void)
     static CUdeviceptr d[N];
     CUdeviceptr more;
     setup();
-    for (int i = 0; i < N; i++) CK(cuMemAlloc(&d[i], 256));
-    for (int i = 0; i < 10; i++) CK(cuMemFree(d[i]));
-    for (int i = 0; i < 5; i++) CK(cuMemAlloc(&more, 256));
+    for (int i = 0; i < N; i++)
+        CK(cuMemAlloc(&d[i], 256));
+    for (int i = 0; i < 10; i++)
+        CK(cuMemFree(d[i]));
+    for (int i = 0; i < 5; i++)
+        CK(cuMemAlloc(&more, 256));
     say("first", d[0]);
     arg = d[N - 1];
     fault();
@@ -253,13 +263,20 @@ static int lookup(void)
 int main(int argc, char **argv)
 {
     const char *s = argc > 1 ? argv[1] : "";
-    if (!strcmp(s, "kinds")) return kinds();
-    if (!strcmp(s, "reuse")) return reuse();
-    if (!strcmp(s, "fork")) return forked();
-    if (!strcmp(s, "threads")) return threads();
-    if (!strcmp(s, "expandable")) return expandable();
-    if (!strcmp(s, "overflow")) return overflow();
-    if (!strcmp(s, "lookup")) return lookup();
+    if (!strcmp(s, "kinds"))
+        return kinds();
+    if (!strcmp(s, "reuse"))
+        return reuse();
+    if (!strcmp(s, "fork"))
+        return forked();
+    if (!strcmp(s, "threads"))
+        return threads();
+    if (!strcmp(s, "expandable"))
+        return expandable();
+    if (!strcmp(s, "overflow"))
+        return overflow();
+    if (!strcmp(s, "lookup"))
+        return lookup();
     fprintf(stderr, "usage: allocs kinds|reuse|fork|threads|expandable|overflow|lookup\n");
     return 2;
 }

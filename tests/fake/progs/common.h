@@ -9,13 +9,13 @@
 #include <cuda.h>
 
 /* The simulated driver loads "fakecubin:" images: a list of kernel names, mangled like nvcc does it. */
-#define K_STEP      "_Z4stepPfi"          /* step(float*, int): the ordinary kernel */
-#define K_BAD       "_Z9write_oobPii"     /* write_oob(int*, int): the one the tests make fault */
-#define K_FILL      "vec_fill"            /* an extern "C" kernel, name not mangled */
-#define K_LATE      "_Z10late_writePf"    /* late_write(float*): a second faulty kernel (fork test) */
+#define K_STEP "_Z4stepPfi"       /* step(float*, int): the ordinary kernel */
+#define K_BAD "_Z9write_oobPii"   /* write_oob(int*, int): the one the tests make fault */
+#define K_FILL "vec_fill"         /* an extern "C" kernel, name not mangled */
+#define K_LATE "_Z10late_writePf" /* late_write(float*): a second faulty kernel (fork test) */
 #define MODULE_IMAGE "fakecubin:" K_STEP "," K_BAD "," K_FILL "," K_LATE
 
-#define NELEM 1024                        /* elements of the device buffer every program allocates */
+#define NELEM 1024 /* elements of the device buffer every program allocates */
 
 typedef CUresult (*error_name_fn)(CUresult, const char **);
 
@@ -28,7 +28,7 @@ static inline void report_error(error_name_fn get_name, const char *call, CUresu
         name = "unrecognized error";
     size_t len = strcspn(call, "( ");
     for (size_t i = len; i > 0; i--)
-        if (call[i - 1] == '.') {              /* "D.cuMemFree" -> "cuMemFree" */
+        if (call[i - 1] == '.') { /* "D.cuMemFree" -> "cuMemFree" */
             call += i;
             len -= i;
             break;
@@ -42,10 +42,11 @@ static inline void report_error(error_name_fn get_name, const char *call, CUresu
 
 /* Checks a driver call of a program linked with -lcuda; on failure prints the error and exits like an
  * application would. */
-#define CK_DRIVER(call)                                                                                        \
-    do {                                                                                                       \
-        CUresult rc_ = (call);                                                                                 \
-        if (rc_ != CUDA_SUCCESS) report_error(cuGetErrorName, #call, rc_, 0);                                  \
+#define CK_DRIVER(call)                                                                                                                                        \
+    do {                                                                                                                                                       \
+        CUresult rc_ = (call);                                                                                                                                 \
+        if (rc_ != CUDA_SUCCESS)                                                                                                                               \
+            report_error(cuGetErrorName, #call, rc_, 0);                                                                                                       \
     } while (0)
 
 #endif

@@ -6,12 +6,16 @@
 #include "common.h"
 #include "drv.h"
 
-static struct drv D;                     /* entry points taken with dlsym */
+static struct drv D; /* entry points taken with dlsym */
 
-#define CK(call) do { CUresult rc_ = (call); \
-    if (rc_ != CUDA_SUCCESS) report_error(D.cuGetErrorName, #call, rc_, 0); } while (0)
+#define CK(call)                                                                                                                                               \
+    do {                                                                                                                                                       \
+        CUresult rc_ = (call);                                                                                                                                 \
+        if (rc_ != CUDA_SUCCESS)                                                                                                                               \
+            report_error(D.cuGetErrorName, #call, rc_, 0);                                                                                                     \
+    } while (0)
 
-static void *lib;                         /* handle of libcuda.so.1 */
+static void *lib; /* handle of libcuda.so.1 */
 
 static void *symbol(const char *name)
 {
@@ -23,11 +27,11 @@ static void *symbol(const char *name)
     return p;
 }
 
-static CUmodule mod;                      /* the module */
-static CUfunction f_step, f_bad;          /* its kernels */
-static CUdeviceptr dbuf;                  /* device buffer */
-static int nelem = NELEM;                 /* kernel argument */
-static void *args[] = {&dbuf, &nelem};    /* kernel parameters */
+static CUmodule mod;                   /* the module */
+static CUfunction f_step, f_bad;       /* its kernels */
+static CUdeviceptr dbuf;               /* device buffer */
+static int nelem = NELEM;              /* kernel argument */
+static void *args[] = {&dbuf, &nelem}; /* kernel parameters */
 
 static int setup(void)
 {
@@ -67,7 +71,7 @@ static int legacy(void)
  * legacy stream alternate with per-thread ones; the fourth per-thread launch is write_oob (launch #8). */
 static int ptsz(void)
 {
-    struct drv pt;                        /* the _ptsz entry points */
+    struct drv pt; /* the _ptsz entry points */
     pt.cuLaunchKernel = (__typeof__(pt.cuLaunchKernel))symbol("cuLaunchKernel_ptsz");
     pt.cuStreamSynchronize = (__typeof__(pt.cuStreamSynchronize))symbol("cuStreamSynchronize_ptsz");
     for (int i = 0; i < 6; i++) {
@@ -121,8 +125,7 @@ int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
     const char *what = argc > 1 ? argv[1] : "";
-    if (strcmp(what, "legacy") != 0 && strcmp(what, "ptsz") != 0 && strcmp(what, "healthy") != 0 &&
-        strcmp(what, "return0") != 0) {
+    if (strcmp(what, "legacy") != 0 && strcmp(what, "ptsz") != 0 && strcmp(what, "healthy") != 0 && strcmp(what, "return0") != 0) {
         fprintf(stderr, "usage: dlsym legacy|ptsz|healthy|return0\n");
         return 2;
     }

@@ -10,6 +10,8 @@
  * entry points change form, e.g. cuCtxSynchronize takes a context; procaddr asks for that one explicitly.) */
 #define DRV_VERSION 12000
 
+/* one driver function a name, kept as written */
+// clang-format off
 #define DRV_FUNCS(X)                                                                               \
     X(cuInit) X(cuDeviceGet) X(cuDevicePrimaryCtxRetain) X(cuCtxSetCurrent) X(cuCtxSynchronize)   \
     X(cuModuleLoadData) X(cuModuleGetFunction) X(cuModuleUnload)                                   \
@@ -20,6 +22,7 @@
     X(cuLaunchKernel) X(cuLaunchKernelEx) X(cuLaunchCooperativeKernel)                             \
     X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags) X(cuGraphLaunch)  \
     X(cuGraphExecDestroy) X(cuGraphDestroy) X(cuGetErrorName) X(cuGetExportTable)
+// clang-format on
 
 /* The field is named after the versioned symbol (the macro expands), e.g. `drv.cuMemFree` is `drv.cuMemFree_v2`. */
 #define DRV_FIELD(fn) __typeof__(&fn) fn;

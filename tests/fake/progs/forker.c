@@ -7,8 +7,12 @@
 
 #include "common.h"
 
-#define CK(call) do { CUresult rc_ = (call); \
-    if (rc_ != CUDA_SUCCESS) report_error(cuGetErrorName, #call, rc_, 0); } while (0)
+#define CK(call)                                                                                                                                               \
+    do {                                                                                                                                                       \
+        CUresult rc_ = (call);                                                                                                                                 \
+        if (rc_ != CUDA_SUCCESS)                                                                                                                               \
+            report_error(cuGetErrorName, #call, rc_, 0);                                                                                                       \
+    } while (0)
 
 int main(void)
 {
@@ -51,8 +55,7 @@ int main(void)
         perror("waitpid");
         return 1;
     }
-    printf("parent: child pid %ld exited with status %d\n", (long)child,
-           WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+    printf("parent: child pid %ld exited with status %d\n", (long)child, WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
     for (int i = 0; i < 2; i++)
         CK(cuLaunchKernel(f_step, 4, 1, 1, 64, 1, 1, 0, NULL, args, NULL));
     CK(cuCtxSynchronize());

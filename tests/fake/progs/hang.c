@@ -28,8 +28,12 @@
 
 #include "common.h"
 
-#define CK(call) do { CUresult rc_ = (call); \
-    if (rc_ != CUDA_SUCCESS) report_error(cuGetErrorName, #call, rc_, 0); } while (0)
+#define CK(call)                                                                                                                                               \
+    do {                                                                                                                                                       \
+        CUresult rc_ = (call);                                                                                                                                 \
+        if (rc_ != CUDA_SUCCESS)                                                                                                                               \
+            report_error(cuGetErrorName, #call, rc_, 0);                                                                                                       \
+    } while (0)
 
 static CUfunction f_step;
 static CUdeviceptr dbuf;
@@ -60,7 +64,7 @@ static void on_term_late(int sig, siginfo_t *si, void *uc)
 {
     (void)sig, (void)uc;
     say(si && si->si_signo == SIGTERM ? "hang: the program's second SIGTERM handler ran with its siginfo\n"
-                                       : "hang: the program's second SIGTERM handler ran without siginfo\n");
+                                      : "hang: the program's second SIGTERM handler ran without siginfo\n");
     _exit(44);
 }
 
@@ -159,14 +163,13 @@ int main(int argc, char **argv)
         return sync_variant(n);
     if (!strcmp(v, "handler-late")) {
         struct sigaction sa = {0}, old;
-        launch_steps(1, NULL);              /* culprit's handlers are in front from here on */
+        launch_steps(1, NULL); /* culprit's handlers are in front from here on */
         expect_shown(on_term, "after the first launch");
         sa.sa_sigaction = on_term_late;
         sa.sa_flags = SA_SIGINFO;
         sigemptyset(&sa.sa_mask);
         sigaction(SIGTERM, &sa, &old);
-        printf("hang: the old handler sigaction gave back is the program's: %s\n",
-               old.sa_handler == on_term ? "yes" : "no");
+        printf("hang: the old handler sigaction gave back is the program's: %s\n", old.sa_handler == on_term ? "yes" : "no");
         return sync_variant(n - 1);
     }
     if (!strcmp(v, "handler-signal")) {
@@ -197,7 +200,7 @@ int main(int argc, char **argv)
         say("ready\n");
         wait_stdin();
         say("hang: carried on after the report signals\n");
-        _exit(0);                           /* the thread still waits on the GPU */
+        _exit(0); /* the thread still waits on the GPU */
     }
     if (!strcmp(v, "idle")) {
         launch_steps(n, NULL);
@@ -230,7 +233,7 @@ int main(int argc, char **argv)
         settle(NULL);
         sigemptyset(&term);
         sigaddset(&term, SIGTERM);
-        pthread_sigmask(SIG_BLOCK, &term, NULL);  /* the thread made next unblocks it */
+        pthread_sigmask(SIG_BLOCK, &term, NULL); /* the thread made next unblocks it */
         pthread_create(&t, NULL, load_blocker, (void *)(lib ? lib : "missing"));
         pthread_join(t, NULL);
         return 0;

@@ -11,15 +11,19 @@
 
 #include "common.h"
 
-#define CK(call) do { CUresult rc_ = (call); \
-    if (rc_ != CUDA_SUCCESS) report_error(cuGetErrorName, #call, rc_, 0); } while (0)
+#define CK(call)                                                                                                                                               \
+    do {                                                                                                                                                       \
+        CUresult rc_ = (call);                                                                                                                                 \
+        if (rc_ != CUDA_SUCCESS)                                                                                                                               \
+            report_error(cuGetErrorName, #call, rc_, 0);                                                                                                       \
+    } while (0)
 
-static CUcontext ctx;                     /* primary context of device 0 */
-static CUmodule mod;                      /* the module loaded into it */
-static CUfunction f_step, f_bad, f_fill;  /* kernels of the module */
-static CUdeviceptr dbuf;                  /* NELEM ints/floats of device memory */
-static int nelem = NELEM;                 /* kernel argument */
-static void *args[] = {&dbuf, &nelem};    /* kernel parameters shared by every launch */
+static CUcontext ctx;                    /* primary context of device 0 */
+static CUmodule mod;                     /* the module loaded into it */
+static CUfunction f_step, f_bad, f_fill; /* kernels of the module */
+static CUdeviceptr dbuf;                 /* NELEM ints/floats of device memory */
+static int nelem = NELEM;                /* kernel argument */
+static void *args[] = {&dbuf, &nelem};   /* kernel parameters shared by every launch */
 
 static void setup(void)
 {
@@ -123,8 +127,8 @@ static int legacy(const char *how, int count)
  *   thread    a worker thread launches on a stream of its own and meets the error in a call culprit does not
  *             wrap (as cuBLAS does inside its own calls); the main thread, with no context current, fails */
 struct exits_worker {
-    int count;              /* launches */
-    CUresult rc;            /* what the unwrapped call returned */
+    int count;   /* launches */
+    CUresult rc; /* what the unwrapped call returned */
 };
 
 static void *exits_thread(void *arg)
@@ -294,10 +298,10 @@ static int devices2(void)
 /* Worker threads, each launching 20 kernels on its own stream at the same time. The workers that stay healthy
  * synchronize their stream, then all meet; only then does the faulty worker synchronize, so exactly one stream
  * has unfinished work when the fault is found. */
-static int nthreads;                     /* number of workers */
-static int bad_worker;                   /* index of the worker that launches write_oob */
-static pthread_barrier_t start_line;     /* all workers launch together */
-static pthread_barrier_t finish_line;    /* healthy workers are synchronized */
+static int nthreads;                  /* number of workers */
+static int bad_worker;                /* index of the worker that launches write_oob */
+static pthread_barrier_t start_line;  /* all workers launch together */
+static pthread_barrier_t finish_line; /* healthy workers are synchronized */
 
 static void *worker(void *arg)
 {
@@ -363,8 +367,7 @@ static int phases(int count)
 /* cuGetExportTable must hand back the driver's own table: check its canary and which object holds it. */
 static void export_table(void)
 {
-    static const CUuuid id = {{0x6b, 0xd5, 0xfb, 0x6c, 0x5b, 0xf4, 0xe7, 0x4a,
-                               0x89, 0x87, 0xd9, 0x39, 0x12, 0xfd, 0x9d, 0xf9}};
+    static const CUuuid id = {{0x6b, 0xd5, 0xfb, 0x6c, 0x5b, 0xf4, 0xe7, 0x4a, 0x89, 0x87, 0xd9, 0x39, 0x12, 0xfd, 0x9d, 0xf9}};
     const void *table = NULL;
     uint64_t canary;
     Dl_info info;
@@ -375,8 +378,7 @@ static void export_table(void)
         exit(1);
     }
     const char *base = strrchr(info.dli_fname, '/');
-    printf("export table: canary %s, held by %s\n", canary == 0xC0FFEE0DDBA11ULL ? "intact" : "WRONG",
-           base ? base + 1 : info.dli_fname);
+    printf("export table: canary %s, held by %s\n", canary == 0xC0FFEE0DDBA11ULL ? "intact" : "WRONG", base ? base + 1 : info.dli_fname);
 }
 
 /* Everything a small healthy application does; prints what it read back. */

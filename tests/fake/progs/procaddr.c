@@ -12,12 +12,16 @@
 typedef CUresult (*getproc_v2_fn)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
 typedef CUresult (*getproc_v1_fn)(const char *, void **, int, cuuint64_t);
 
-static struct drv D;                     /* entry points fetched with flags 0 (legacy default stream) */
-static getproc_v2_fn getproc2;           /* the lookup function in use when it has the v2 form */
-static getproc_v1_fn getproc1;           /* ... or when it has the v1 form */
+static struct drv D;           /* entry points fetched with flags 0 (legacy default stream) */
+static getproc_v2_fn getproc2; /* the lookup function in use when it has the v2 form */
+static getproc_v1_fn getproc1; /* ... or when it has the v1 form */
 
-#define CK(call) do { CUresult rc_ = (call); \
-    if (rc_ != CUDA_SUCCESS) report_error(D.cuGetErrorName, #call, rc_, 0); } while (0)
+#define CK(call)                                                                                                                                               \
+    do {                                                                                                                                                       \
+        CUresult rc_ = (call);                                                                                                                                 \
+        if (rc_ != CUDA_SUCCESS)                                                                                                                               \
+            report_error(D.cuGetErrorName, #call, rc_, 0);                                                                                                     \
+    } while (0)
 
 static void *lookup_version(const char *name, int version, cuuint64_t flags)
 {
@@ -78,12 +82,12 @@ static int open_driver(const char *how)
     return 0;
 }
 
-static CUcontext ctx;                     /* primary context of device 0 */
-static CUmodule mod;                      /* the module */
-static CUfunction f_step, f_bad;          /* its kernels */
-static CUdeviceptr dbuf;                  /* device buffer */
-static int nelem = NELEM;                 /* kernel argument */
-static void *args[] = {&dbuf, &nelem};    /* kernel parameters */
+static CUcontext ctx;                  /* primary context of device 0 */
+static CUmodule mod;                   /* the module */
+static CUfunction f_step, f_bad;       /* its kernels */
+static CUdeviceptr dbuf;               /* device buffer */
+static int nelem = NELEM;              /* kernel argument */
+static void *args[] = {&dbuf, &nelem}; /* kernel parameters */
 
 static void setup(void)
 {
@@ -117,11 +121,9 @@ static int legacy(void)
  * fourth per-thread launch is write_oob (launch #8). The legacy stream is synchronized first and is healthy. */
 static int ptds_flag(void)
 {
-    struct drv pt;                        /* the per-thread-default-stream variants */
-    pt.cuLaunchKernel = (__typeof__(pt.cuLaunchKernel))lookup("cuLaunchKernel",
-                                                               CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
-    pt.cuStreamSynchronize = (__typeof__(pt.cuStreamSynchronize))lookup(
-        "cuStreamSynchronize", CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
+    struct drv pt; /* the per-thread-default-stream variants */
+    pt.cuLaunchKernel = (__typeof__(pt.cuLaunchKernel))lookup("cuLaunchKernel", CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
+    pt.cuStreamSynchronize = (__typeof__(pt.cuStreamSynchronize))lookup("cuStreamSynchronize", CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
     for (int i = 0; i < 6; i++) {
         CK(D.cuLaunchKernel(f_step, 4, 1, 1, 64, 1, 1, 0, NULL, args, NULL));
         CK(pt.cuLaunchKernel(i == 3 ? f_bad : f_step, 4, 1, 1, 64, 1, 1, 0, NULL, args, NULL)); /* ptds-flag */ /* CULPRIT-LAUNCH */
@@ -204,8 +206,7 @@ static int graph(void)
 /* A healthy run touching every family, plus the export table check (cudart asks for export tables first). */
 static int healthy(void)
 {
-    static const CUuuid id = {{0x42, 0xd8, 0x5a, 0x81, 0x23, 0xf6, 0xcb, 0x47,
-                               0x82, 0x98, 0xf6, 0xe7, 0x8a, 0x3a, 0xec, 0xdc}};
+    static const CUuuid id = {{0x42, 0xd8, 0x5a, 0x81, 0x23, 0xf6, 0xcb, 0x47, 0x82, 0x98, 0xf6, 0xe7, 0x8a, 0x3a, 0xec, 0xdc}};
     const void *table = NULL;
     uint64_t canary;
     Dl_info info;
@@ -224,8 +225,7 @@ static int healthy(void)
         return 1;
     }
     const char *base = strrchr(info.dli_fname, '/');
-    printf("export table: canary %s, held by %s\n", canary == 0xC0FFEE0DDBA11ULL ? "intact" : "WRONG",
-           base ? base + 1 : info.dli_fname);
+    printf("export table: canary %s, held by %s\n", canary == 0xC0FFEE0DDBA11ULL ? "intact" : "WRONG", base ? base + 1 : info.dli_fname);
 
     for (int i = 0; i < NELEM; i++)
         host[i] = 3 * i;
@@ -252,7 +252,7 @@ static int healthy(void)
     CK(D.cuStreamSynchronize(s));
     CK(D.cuCtxSynchronize());
     /* A CUDA 13 program gets the form of cuCtxSynchronize that takes the context. */
-    CUresult (*ctx_sync13)(CUcontext) = (CUresult (*)(CUcontext))lookup_version("cuCtxSynchronize", 13000, 0);
+    CUresult (*ctx_sync13)(CUcontext) = (CUresult(*)(CUcontext))lookup_version("cuCtxSynchronize", 13000, 0);
     CK(ctx_sync13(ctx));
     CK(D.cuMemcpyDtoH(back, dbuf, sizeof back));
     for (int i = 0; i < NELEM; i++)

@@ -19,12 +19,12 @@
 
 #define K_ALLREDUCE "ncclDevKernel_AllReduce_Sum_f32_RING_LL"
 
-static CUcontext ctx;                     /* primary context of device 0 */
+static CUcontext ctx;                          /* primary context of device 0 */
 static CUfunction f_step, f_loss, f_allreduce; /* the rank's kernels and NCCL's */
-static CUdeviceptr dbuf;                  /* NELEM floats of device memory */
-static int nelem = NELEM;                 /* kernel argument */
-static void *args[] = {&dbuf, &nelem};    /* kernel parameters shared by every launch */
-static int rank = -1;                     /* the launcher's rank variable, or -1 */
+static CUdeviceptr dbuf;                       /* NELEM floats of device memory */
+static int nelem = NELEM;                      /* kernel argument */
+static void *args[] = {&dbuf, &nelem};         /* kernel parameters shared by every launch */
+static int rank = -1;                          /* the launcher's rank variable, or -1 */
 
 /* What NCCL prints with NCCL_DEBUG=WARN when a CUDA call it makes fails. */
 static void nccl_warn(CUresult rc)
@@ -35,7 +35,7 @@ static void nccl_warn(CUresult rc)
     if (!getenv("NCCL_DEBUG"))
         return;
     gethostname(host, sizeof host - 1);
-    host[strcspn(host, ".")] = '\0';       /* NCCL's %h and its line prefix use the name up to the first dot */
+    host[strcspn(host, ".")] = '\0'; /* NCCL's %h and its line prefix use the name up to the first dot */
     if (file) {
         size_t n = 0;
         for (const char *p = file; *p && n + 64 < sizeof path; p++) {
@@ -53,8 +53,7 @@ static void nccl_warn(CUresult rc)
         out = fopen(path, "a");
     }
     cuGetErrorName(rc, &name);
-    fprintf(out ? out : stdout, "%s:%d:%d [0] enqueue.cc:1556 NCCL WARN Cuda failure '%s'\n", host, (int)getpid(),
-            (int)getpid(), name ? name : "?");
+    fprintf(out ? out : stdout, "%s:%d:%d [0] enqueue.cc:1556 NCCL WARN Cuda failure '%s'\n", host, (int)getpid(), (int)getpid(), name ? name : "?");
     fprintf(out ? out : stdout, "%s:%d:%d [0] NCCL INFO group.cc:68 -> 1\n", host, (int)getpid(), (int)getpid());
     if (out)
         fclose(out);
@@ -62,8 +61,14 @@ static void nccl_warn(CUresult rc)
         fflush(stdout);
 }
 
-#define CK(call) do { CUresult rc_ = (call); \
-    if (rc_ != CUDA_SUCCESS) { nccl_warn(rc_); report_error(cuGetErrorName, #call, rc_, 0); } } while (0)
+#define CK(call)                                                                                                                                               \
+    do {                                                                                                                                                       \
+        CUresult rc_ = (call);                                                                                                                                 \
+        if (rc_ != CUDA_SUCCESS) {                                                                                                                             \
+            nccl_warn(rc_);                                                                                                                                    \
+            report_error(cuGetErrorName, #call, rc_, 0);                                                                                                       \
+        }                                                                                                                                                      \
+    } while (0)
 
 static void setup(void)
 {
@@ -101,7 +106,7 @@ static void train(int steps)
 {
     for (int s = 1; s <= steps; s++) {
         CK(cuLaunchKernel(f_step, 4, 1, 1, 64, 1, 1, 0, NULL, args, NULL));
-        CK(cuLaunchKernel(f_loss, 4, 1, 1, 64, 1, 1, 0, NULL, args, NULL)); /* CULPRIT-LAUNCH */ /* loss */
+        CK(cuLaunchKernel(f_loss, 4, 1, 1, 64, 1, 1, 0, NULL, args, NULL)); /* CULPRIT-LAUNCH */       /* loss */
         CK(cuLaunchKernel(f_allreduce, 8, 1, 1, 256, 1, 1, 0, NULL, args, NULL)); /* CULPRIT-LAUNCH */ /* allreduce */
         if (s == 1)
             ready();
@@ -159,7 +164,7 @@ static void apply_script(char **argv)
         ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
         if (n > 0) {
             self[n] = '\0';
-            execv(self, argv);   /* by its own name, which the new image keeps as its thread name */
+            execv(self, argv); /* by its own name, which the new image keeps as its thread name */
         }
         perror("rankjob: execv");
         exit(2);
@@ -188,12 +193,12 @@ int main(int argc, char **argv)
     }
     rank = launcher_rank();
     apply_script(argv);
-    if (strcmp(how, "early") == 0) {       /* leaves before its first launch */
+    if (strcmp(how, "early") == 0) { /* leaves before its first launch */
         printf("rank %d: nothing to do\n", rank);
         return 0;
     }
     setup();
-    if (strcmp(how, "thread") == 0) {      /* the steps run on another thread; main exits after joining it */
+    if (strcmp(how, "thread") == 0) { /* the steps run on another thread; main exits after joining it */
         pthread_t t;
         pthread_create(&t, NULL, train_thread, &steps);
         pthread_join(t, NULL);
@@ -212,7 +217,7 @@ int main(int argc, char **argv)
         train(steps);
     }
     printf("rank %d: finished\n", rank);
-    if (strcmp(how, "quick") == 0)         /* ends without exit handlers */
+    if (strcmp(how, "quick") == 0) /* ends without exit handlers */
         _exit(0);
     return 0;
 }

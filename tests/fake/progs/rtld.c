@@ -7,12 +7,16 @@
 #include "common.h"
 #include "drv.h"
 
-static struct drv D;                     /* entry points from the global scope */
+static struct drv D; /* entry points from the global scope */
 
-#define CK(call) do { CUresult rc_ = (call); \
-    if (rc_ != CUDA_SUCCESS) report_error(D.cuGetErrorName, #call, rc_, 0); } while (0)
+#define CK(call)                                                                                                                                               \
+    do {                                                                                                                                                       \
+        CUresult rc_ = (call);                                                                                                                                 \
+        if (rc_ != CUDA_SUCCESS)                                                                                                                               \
+            report_error(D.cuGetErrorName, #call, rc_, 0);                                                                                                     \
+    } while (0)
 
-static void *scope;                       /* RTLD_DEFAULT or RTLD_NEXT */
+static void *scope; /* RTLD_DEFAULT or RTLD_NEXT */
 
 static void *symbol(const char *name)
 {

@@ -8,15 +8,19 @@
 #include "common.h"
 #include "drv.h"
 
-static struct drv D;                     /* the entry points, however they were found */
+static struct drv D; /* the entry points, however they were found */
 
-#define CK(call) do { CUresult rc_ = (call); \
-    if (rc_ != CUDA_SUCCESS) report_error(D.cuGetErrorName, #call, rc_, 0); } while (0)
+#define CK(call)                                                                                                                                               \
+    do {                                                                                                                                                       \
+        CUresult rc_ = (call);                                                                                                                                 \
+        if (rc_ != CUDA_SUCCESS)                                                                                                                               \
+            report_error(D.cuGetErrorName, #call, rc_, 0);                                                                                                     \
+    } while (0)
 
 typedef CUresult (*getproc_v2_fn)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
 
-static void *lib;                         /* handle of libcuda.so.1 (procaddr, dlsym) */
-static getproc_v2_fn getproc;             /* cuGetProcAddress_v2 (procaddr) */
+static void *lib;             /* handle of libcuda.so.1 (procaddr, dlsym) */
+static getproc_v2_fn getproc; /* cuGetProcAddress_v2 (procaddr) */
 
 static void *by_dlsym(const char *name)
 {
