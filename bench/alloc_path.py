@@ -13,10 +13,11 @@ import ctypes
 import os
 import re
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import simrun  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -58,29 +59,8 @@ def child(pairs, depth, live):
 
 
 def run(build, pairs, depth, live, env_extra, preload, callgrind):
-    env = dict(os.environ)
-    for k in list(env):
-        if k.startswith("CULPRIT_") or k == "LD_PRELOAD":
-            del env[k]
-    env["LD_LIBRARY_PATH"] = os.path.join(build, "lib", "culprit-sim")
-    env.update(env_extra)
-    tmp = tempfile.mkdtemp(prefix="culprit-allocpath.")
-    if preload:
-        env["LD_PRELOAD"] = os.path.join(build, "lib", "libculprit.so")
-        env["CULPRIT_DIR"] = tmp
-    cmd = [sys.executable, __file__, "--child", str(pairs), str(depth), str(live)]
-    out_file = os.path.join(tmp, "callgrind.out")
-    if callgrind:
-        cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out_file] + cmd
-    p = subprocess.run(cmd, env=env, capture_output=True, text=True)
-    if p.returncode != 0:
-        raise SystemExit("alloc_path: the program failed (%d):\n%s" % (p.returncode, p.stderr[-2000:]))
-    ns = int(re.search(r"^ns (\d+)$", p.stdout, re.M).group(1))
-    ir = None
-    if callgrind:
-        m = re.search(r"Collected\s*:\s*(\d+)", p.stderr)
-        ir = int(m.group(1)) if m else None
-    return ns, ir
+    p, ir = simrun.run_child(build, __file__, [pairs, depth, live], env_extra, preload, callgrind, "alloc_path")
+    return int(re.search(r"^ns (\d+)$", p.stdout, re.M).group(1)), ir
 
 
 def main():

@@ -12,9 +12,10 @@ import argparse
 import ctypes
 import os
 import re
-import subprocess
 import sys
-import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import simrun  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -56,30 +57,9 @@ def child(launches, depth, lines):
 
 
 def run(build, launches, depth, lines, env_extra, preload, callgrind):
-    env = dict(os.environ)
-    for k in list(env):
-        if k.startswith("CULPRIT_") or k == "LD_PRELOAD":
-            del env[k]
-    env["LD_LIBRARY_PATH"] = os.path.join(build, "lib", "culprit-sim")
-    env.update(env_extra)
-    tmp = tempfile.mkdtemp(prefix="culprit-hostpath.")
-    if preload:
-        env["LD_PRELOAD"] = os.path.join(build, "lib", "libculprit.so")
-        env["CULPRIT_STATS"] = "1"
-        env["CULPRIT_DIR"] = tmp
-    cmd = [sys.executable, __file__, "--child", str(launches), str(depth), str(lines)]
-    out_file = os.path.join(tmp, "callgrind.out")
-    if callgrind:
-        cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out_file] + cmd
-    p = subprocess.run(cmd, env=env, capture_output=True, text=True)
-    if p.returncode != 0:
-        raise SystemExit("host_path: the program failed (%d):\n%s" % (p.returncode, p.stderr[-2000:]))
-    stats = next((l for l in p.stderr.splitlines() if "culprit: stats:" in l), "")
-    ir = None
-    if callgrind:
-        m = re.search(r"Collected\s*:\s*(\d+)", p.stderr)
-        ir = int(m.group(1)) if m else None
-    return stats, ir
+    env = dict(env_extra, CULPRIT_STATS="1") if preload else env_extra
+    p, ir = simrun.run_child(build, __file__, [launches, depth, lines], env, preload, callgrind, "host_path")
+    return next((l for l in p.stderr.splitlines() if "culprit: stats:" in l), ""), ir
 
 
 def main():

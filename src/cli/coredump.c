@@ -127,6 +127,18 @@ static int coredump_reg_value(void *arg, const char *name, uint64_t *value)
  * loaded out of bounds, all 32 lanes at the same instruction, lane 0's own address in bounds). So the focus
  * lane's address is taken only where it proves itself: a misaligned exception whose focus lane made a misaligned
  * access at the faulting instruction. Otherwise the access is described and the address said unknown. */
+/* Why the focus lane's registers are not the faulting access's: it did something else (what). */
+static const char *coredump_other_lane(const struct coredump_info *ci, const char *what, char *buf, size_t n)
+{
+    if (ci->lane < 0)
+        return "the dump does not say which lane's access faulted (the exception is the warp's)";
+    snprintf(buf, n,
+             "the dump does not say which lane's access faulted (the exception is the warp's; lane %ld, "
+             "which it shows, %s)",
+             ci->lane, what);
+    return buf;
+}
+
 static void coredump_address(struct coredump_info *ci)
 {
     struct sass_access a;
@@ -145,31 +157,13 @@ static void coredump_address(struct coredump_info *ci)
     } else if (!ci->have_errorpc || !ci->have_pc) {
         why = "the dump does not give the focus lane's program counter";
     } else if (ci->pc_value != ci->errorpc_value && ci->pc_value != ci->errorpc_value + 16) {
-        if (ci->lane >= 0)
-            snprintf(buf, sizeof buf,
-                     "the dump does not say which lane's access faulted (the exception is the "
-                     "warp's; lane %ld, which it shows, was elsewhere in the kernel)",
-                     ci->lane);
-        else
-            snprintf(buf, sizeof buf,
-                     "the dump does not say which lane's access faulted (the exception is the "
-                     "warp's)");
-        why = buf;
+        why = coredump_other_lane(ci, "was elsewhere in the kernel", buf, sizeof buf);
     } else if ((rc = sass_address(&a, coredump_reg_value, ci, &addr)) != 0) {
         why = rc == -2 ? "the faulting instruction wrote over a register its address is made of, so the registers "
                          "no longer give it"
                        : "the dump lacks a register the address is made of";
     } else if (a.size > 1 && addr % a.size == 0) {
-        if (ci->lane >= 0)
-            snprintf(buf, sizeof buf,
-                     "the dump does not say which lane's access faulted (the exception is the "
-                     "warp's; lane %ld, which it shows, made an aligned access)",
-                     ci->lane);
-        else
-            snprintf(buf, sizeof buf,
-                     "the dump does not say which lane's access faulted (the exception is the "
-                     "warp's)");
-        why = buf;
+        why = coredump_other_lane(ci, "made an aligned access", buf, sizeof buf);
     } else {
         ci->have_address = 1;
         ci->address = addr;
