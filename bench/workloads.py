@@ -179,47 +179,18 @@ def multistream(seconds):
 GPT2_LAYERS, GPT2_WIDTH, GPT2_HEADS, GPT2_SEQ, GPT2_BATCH = 12, 768, 12, 1024, 32  # GPT-2 small's shape
 
 
-def gpt2(seconds):
-    """A GPT-2-style language model trained on random tokens: the model is built from a config (nothing is
-    downloaded), bf16 autocast over fp32 weights, fused AdamW. Its steps are long (about 0.1 s on an H200), so
-    the clock is checked at a synchronize after every step rather than every 10th."""
+def gpt2_train_step(layers, width, heads, seq, batch, vocab):
+    """A GPT-2-style model built from a config (nothing is downloaded), its fused AdamW and a training step on
+    random tokens under bf16 autocast over fp32 weights (needs transformers: Skipped without it)."""
     try:
         import transformers
     except ImportError as e:
         raise Skipped("transformers is not installed (%s)" % e)
     import torch
-    cfg = transformers.GPT2Config(n_layer=GPT2_LAYERS, n_embd=GPT2_WIDTH, n_head=GPT2_HEADS, n_positions=GPT2_SEQ,
-                                  vocab_size=50257)
+    cfg = transformers.GPT2Config(n_layer=layers, n_embd=width, n_head=heads, n_positions=seq, vocab_size=vocab)
     model = transformers.GPT2LMHeadModel(cfg).cuda().train()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
-    tokens = torch.randint(0, cfg.vocab_size, (GPT2_BATCH, GPT2_SEQ), device="cuda")
-
-    def step():
-        opt.zero_grad(set_to_none=True)
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = model(input_ids=tokens, labels=tokens).loss
-        loss.backward()
-        opt.step()
-
-    n, dt = timed(step, 3, seconds, torch.cuda.synchronize, every=1)
-    return "tokens_per_s", n * GPT2_BATCH * GPT2_SEQ / dt, "tokens/s", "higher"
-
-
-TINY_LAYERS, TINY_WIDTH, TINY_HEADS, TINY_SEQ, TINY_BATCH, TINY_VOCAB = 6, 256, 4, 128, 8, 8192
-
-
-def tinygpt_step():
-    """A launch-bound training step: the tinygpt model, its optimizer and a step function (needs transformers)."""
-    try:
-        import transformers
-    except ImportError as e:
-        raise Skipped("transformers is not installed (%s)" % e)
-    import torch
-    cfg = transformers.GPT2Config(n_layer=TINY_LAYERS, n_embd=TINY_WIDTH, n_head=TINY_HEADS, n_positions=TINY_SEQ,
-                                  vocab_size=TINY_VOCAB)
-    model = transformers.GPT2LMHeadModel(cfg).cuda().train()
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
-    tokens = torch.randint(0, cfg.vocab_size, (TINY_BATCH, TINY_SEQ), device="cuda")
+    tokens = torch.randint(0, cfg.vocab_size, (batch, seq), device="cuda")
 
     def step():
         opt.zero_grad(set_to_none=True)
@@ -229,6 +200,23 @@ def tinygpt_step():
         opt.step()
 
     return step
+
+
+def gpt2(seconds):
+    """GPT-2 small's shape trained on random tokens. Its steps are long (about 0.1 s on an H200), so the clock is
+    checked at a synchronize after every step rather than every 10th."""
+    step = gpt2_train_step(GPT2_LAYERS, GPT2_WIDTH, GPT2_HEADS, GPT2_SEQ, GPT2_BATCH, 50257)
+    import torch
+    n, dt = timed(step, 3, seconds, torch.cuda.synchronize, every=1)
+    return "tokens_per_s", n * GPT2_BATCH * GPT2_SEQ / dt, "tokens/s", "higher"
+
+
+TINY_LAYERS, TINY_WIDTH, TINY_HEADS, TINY_SEQ, TINY_BATCH, TINY_VOCAB = 6, 256, 4, 128, 8, 8192
+
+
+def tinygpt_step():
+    """The launch-bound training step of tinygpt and first10s."""
+    return gpt2_train_step(TINY_LAYERS, TINY_WIDTH, TINY_HEADS, TINY_SEQ, TINY_BATCH, TINY_VOCAB)
 
 
 def tinygpt(seconds):
