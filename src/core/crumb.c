@@ -362,6 +362,10 @@ int crumb_tail(struct cp_stream *s, void *handle, int ptds) {
   if (!s->slot || !last || atomic_load_explicit(&s->crumbed, memory_order_relaxed) >= last ||
       atomic_load_explicit(&s->dead, memory_order_relaxed) || atomic_load_explicit(&s->gone, memory_order_relaxed))
     return 0;
+  /* Only in the stream's own context: a memset on a stream of another context than the calling thread's current
+   * one may be refused, and a refused memset turns every later breadcrumb into the slower write. */
+  void *cur = NULL;
+  if (!cp_drv.ctx_get_current || cp_drv.ctx_get_current(&cur) || !cur || cur != s->ctx) return 0;
   /* A launch of another thread on this stream meanwhile may come before the mark: the mark then says less than
    * it could (last completed), never more. */
   int rc = crumb_write(s, handle, ptds, last);

@@ -90,8 +90,8 @@ int crumb_write_to(void *handle, int ptds, uint64_t dslot, uint64_t value);
 int crumb_write(struct cp_stream *s, void *handle, int ptds, uint64_t seq);
 /* A tail mark: when the newest launch on s has no breadcrumb queued after it, queues one now (the host is about to
  * synchronize, record an event or query the stream: one mark per such call, not one per launch). handle and ptds
- * as the program passes the stream. Never during a capture (the caller checks). Returns the driver's code, 0 when
- * nothing was needed. */
+ * as the program passes the stream. Never during a capture (the caller checks), nor when the calling thread's
+ * current context is not the stream's. Returns the driver's code, 0 when nothing was needed or done. */
 int crumb_tail(struct cp_stream *s, void *handle, int ptds);
 /* Tail marks on every stream of context ctx that this thread may use (created and legacy streams, and its own
  * per-thread default stream), before a context-wide synchronize. tid: the calling thread. */
