@@ -56,12 +56,12 @@ static const char recorded_trap[] =
  * $errorpc` and `info registers` after the exception. A misaligned store: the focus is the faulting lane (7),
  * stopped just after the store, whose address register pair R2:R3 plus 2 is the misaligned address. */
 static const char recorded_misaligned[] =
-    "Opening GPU coredump: /tmp/study/misaligned-env.nvcudmp\n"
+    "Opening GPU coredump: /tmp/run/misaligned-env.nvcudmp\n"
     "[Current focus set to CUDA kernel 0, grid 5, block (3,0,0), thread (7,0,0), device 0, sm 131, warp 0, lane 7]\n"
     "\n"
     "CUDA Exception: Warp Misaligned Address\n"
     "The exception was triggered at PC 0x7fcb7f7a0c40  bad_align(float*, int)  (coredump_study.cu:54)\n"
-    "#0  0x00007fcb7f7a0c50 in bad_align<<<(8,1,1),(128,1,1)>>> () at /work/bench/coredump_study.cu:54\n"
+    "#0  0x00007fcb7f7a0c50 in bad_align<<<(8,1,1),(128,1,1)>>> () at /opt/culprit/bench/coredump_study.cu:54\n"
     "54\t    *(float *)((char *)p + 2) = 1.0f; // the misaligned store\n"
     "*> 0x7fcb7f7a0c40 <_Z9bad_alignPfi+320>:\tSTG.E desc[UR4][R2.64+0x2],R5\n"
     "pc             0x7fcb7f7a0c50      0x7fcb7f7a0c50 <bad_align(float*, int)+336>\n"
@@ -82,7 +82,7 @@ static const char recorded_oob[] =
     "\n"
     "CUDA Exception: Warp Illegal Address\n"
     "The exception was triggered at PC 0x7f7d7f7a0c90  bad_store(float*, int, long long)  (coredump_study.cu:46)\n"
-    "#0  bad_store<<<(8,1,1),(128,1,1)>>> () at /work/bench/coredump_study.cu:47\n"
+    "#0  bad_store<<<(8,1,1),(128,1,1)>>> () at /opt/culprit/bench/coredump_study.cu:47\n"
     "*> 0x7f7d7f7a0c90 <_Z9bad_storePfix+400>:\tSTG.E desc[UR8][R2.64],R5\n"
     "pc             0x7f7d7f7a0b90      0x7f7d7f7a0b90 <bad_store(float*, int, long long)+144>\n"
     "errorpc        0x7f7d7f7a0c90      0x7f7d7f7a0c90 <bad_store(float*, int, long long)+400>\n"
@@ -104,7 +104,7 @@ static const char recorded_oob_converged[] =
 static const char recorded_assert_regs[] =
     "[Current focus set to CUDA kernel 0, grid 5, block (3,0,0), thread (7,0,0), device 0, sm 131, warp 0, lane 7]\n"
     "Assertion failed.\n"
-    "#0  bad_assert<<<(8,1,1),(128,1,1)>>> () at /work/bench/coredump_study.cu:62\n"
+    "#0  bad_assert<<<(8,1,1),(128,1,1)>>> () at /opt/culprit/bench/coredump_study.cu:62\n"
     "value is not available\n"
     "pc             0x7f3a6f7a0cd0      0x7f3a6f7a0cd0 <bad_assert(float const*, int)+464>\n"
     "errorpc        <unavailable>\n"
