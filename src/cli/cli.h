@@ -89,12 +89,6 @@ int cli_find_boot(char *out, size_t outsz, int quiet);
  * *created_leaf tells whether the last component was made here. Returns 0 or an errno value. */
 int cli_mkdirs(const char *path, mode_t leaf_mode, int *created_leaf);
 
-/* Writes buf[0..len) to path, mode 0600, through a private temporary file beside it (created exclusively, so it is
- * never an existing file or a link) renamed into place. An existing path is replaced only when it is a regular file
- * of the caller's: a symbolic link (planted in a shared directory, say) or another user's file is left alone.
- * Returns 0, or an errno value with one sentence in why. */
-int cli_write_file(const char *path, const char *buf, size_t len, char *why, size_t whylen);
-
 /* Lists the culprit-*.json files directly in dir, sorted by name, as malloc'd "dir/name" paths. Returns 0 and
  * the list (free with cli_free_list), or an errno value. */
 int cli_list_reports(const char *dir, char ***paths, size_t *n);

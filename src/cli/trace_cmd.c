@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "../report/json.h"
 #include "../report/jsonw.h"
+#include "../report/replace.h"
 #include "../report/symbolize.h"
 #include "../report/trace.h"
 
@@ -102,19 +103,10 @@ int cli_trace_main(int argc, char **argv)
         }
     } else {
         /* a private file renamed into place (mode 0600, as the report's), which never follows a planted link */
-        char *text = malloc(w.len + 1);
-        if (!text) {
-            cli_err("%s: out of memory writing the trace", report);
-            goto out;
-        }
-        memcpy(text, w.buf, w.len);
-        text[w.len] = '\n';
-        if (cli_write_file(out, text, w.len + 1, why, sizeof why) != 0) {
-            free(text);
+        if (replace_text_file(out, w.buf, w.len, 0, why, sizeof why) != 0) {
             cli_err("%s; no trace written", why);
             goto out;
         }
-        free(text);
         cli_err("trace of %s written to %s (open it in Perfetto or chrome://tracing)", report, out);
     }
     rc = CLI_EXIT_OK;

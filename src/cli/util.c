@@ -254,65 +254,6 @@ int cli_mkdirs(const char *path, mode_t leaf_mode, int *created_leaf)
     return 0;
 }
 
-int cli_write_file(const char *path, const char *buf, size_t len, char *why, size_t whylen)
-{
-    const char *slash = strrchr(path, '/');
-    char *tmp = NULL;
-    struct stat sb;
-    size_t off = 0;
-    int fd = -1, e;
-
-    /* only a regular file of one's own is replaced: a symlink planted where the file goes (in a shared or
-     * world-writable directory) is left as it is, and so is anyone else's file */
-    if (lstat(path, &sb) == 0 && (!S_ISREG(sb.st_mode) || sb.st_uid != geteuid())) {
-        snprintf(why, whylen, "%s exists and is not a regular file of yours (%s), so it is left as it is", path,
-                 S_ISLNK(sb.st_mode)    ? "a symbolic link"
-                 : !S_ISREG(sb.st_mode) ? "not a regular file"
-                                        : "another "
-                                          "user's");
-        return EEXIST;
-    }
-    if (asprintf(&tmp, "%.*s.%s.XXXXXX", slash ? (int)(slash - path + 1) : 0, path, slash ? slash + 1 : path) < 0) {
-        snprintf(why, whylen, "out of memory writing %s", path);
-        return ENOMEM;
-    }
-    /* a private temporary beside it (mkstemp: O_EXCL, mode 0600, never an existing file), renamed into place */
-    fd = mkstemp(tmp);
-    if (fd < 0) {
-        e = errno;
-        snprintf(why, whylen, "cannot write %s: %s", path, strerror(e));
-        free(tmp);
-        return e;
-    }
-    if (fchmod(fd, 0600) != 0)
-        goto fail;
-    while (off < len) {
-        ssize_t put = write(fd, buf + off, len - off);
-        if (put < 0 && errno == EINTR)
-            continue;
-        if (put < 0)
-            goto fail;
-        off += (size_t)put;
-    }
-    if (close(fd) != 0) {
-        fd = -1;
-        goto fail;
-    }
-    fd = -1;
-    if (rename(tmp, path) != 0)
-        goto fail;
-    free(tmp);
-    return 0;
-fail:
-    e = errno;
-    snprintf(why, whylen, "cannot write %s: %s", path, strerror(e));
-    if (fd >= 0)
-        close(fd);
-    unlink(tmp);
-    free(tmp);
-    return e ? e : EIO;
-}
-
 static int cli_cmp_str(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);

@@ -9,6 +9,7 @@
 #include "demangle.h"
 #include "json.h"
 #include "jsonw.h"
+#include "replace.h"
 #include "subproc.h"
 
 #include <elf.h>
@@ -702,80 +703,21 @@ out:
     return rc;
 }
 
-/* Replaces the report at path (not a symlink) with doc, atomically. */
+/* Replaces the report at path (not a symlink) with doc, atomically. Only a regular file of one's own is replaced,
+ * or someone else's report in a shared directory would become the caller's; the file keeps its mode. */
 static int symbolize_write(const char *path, const struct json *doc, char *why, size_t whylen)
 {
     struct jw w;
-    char *tmp = NULL;
-    const char *slash = strrchr(path, '/');
-    const char *base = slash ? slash + 1 : path;
-    size_t dirlen = slash ? (size_t)(slash - path) + 1 : 0, off = 0;
-    int fd = -1, rc = SYMBOLIZE_EWRITE;
-    mode_t mode = 0600;
-    struct stat sb;
+    int rc = SYMBOLIZE_OK, e;
 
     jw_init(&w);
-    /* Only a regular file of one's own is replaced, or someone else's report in a shared directory would become
-     * the caller's. The file keeps its mode. */
-    if (lstat(path, &sb) == 0) {
-        if (!S_ISREG(sb.st_mode) || sb.st_uid != geteuid()) {
-            snprintf(why, whylen, "left %s as it is: it is not a regular file of yours", path);
-            goto out;
-        }
-        mode = sb.st_mode & 0777;
-    }
     w.pretty = 1;
     if (json_dump(doc, &w) != JSON_OK) {
         snprintf(why, whylen, "out of memory writing %s", path);
         rc = SYMBOLIZE_ENOMEM;
-        goto out;
+    } else if ((e = replace_text_file(path, w.buf, w.len, 1, why, whylen)) != 0) {
+        rc = e == ENOMEM ? SYMBOLIZE_ENOMEM : SYMBOLIZE_EWRITE;
     }
-    tmp = malloc(dirlen + strlen(base) + 16);
-    if (!tmp) {
-        snprintf(why, whylen, "out of memory writing %s", path);
-        rc = SYMBOLIZE_ENOMEM;
-        goto out;
-    }
-    /* the temporary file lives beside the report so rename() replaces it in one step */
-    sprintf(tmp, "%.*s.%s.XXXXXX", (int)dirlen, path, base);
-    fd = mkstemp(tmp);
-    if (fd < 0) {
-        snprintf(why, whylen, "cannot write %s: %s", path, strerror(errno));
-        free(tmp);
-        tmp = NULL;
-        goto out;
-    }
-    if (fchmod(fd, mode) != 0)
-        goto fail;
-    while (off < w.len) {
-        ssize_t put = write(fd, w.buf + off, w.len - off);
-        if (put < 0 && errno == EINTR)
-            continue;
-        if (put < 0)
-            goto fail;
-        off += (size_t)put;
-    }
-    if (write(fd, "\n", 1) != 1 || fsync(fd) != 0)
-        goto fail;
-    if (close(fd) != 0) {
-        fd = -1;
-        goto fail;
-    }
-    fd = -1;
-    if (rename(tmp, path) != 0)
-        goto fail;
-    rc = SYMBOLIZE_OK;
-    goto out;
-fail:
-    snprintf(why, whylen, "cannot write %s: %s", path, strerror(errno));
-    if (fd >= 0)
-        close(fd);
-    fd = -1;
-    unlink(tmp);
-out:
-    if (fd >= 0)
-        close(fd);
-    free(tmp);
     jw_free(&w);
     return rc;
 }
