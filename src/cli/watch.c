@@ -404,12 +404,10 @@ static size_t watch_pump(struct cli_watch *w, struct watch_chan *c, int scan)
     return (size_t)got;
 }
 
-/* One round: waits up to timeout_ms for data and moves it. Returns the bytes moved. */
-static size_t watch_round(struct cli_watch *w, int timeout_ms, int scan)
+/* Fills p (and idx, the channel of each entry) with the channels still open, in channel order. Returns how many. */
+static int watch_poll_set(const struct cli_watch *w, struct pollfd *p, int *idx)
 {
-    struct pollfd p[WATCH_CHANNELS];
-    int idx[WATCH_CHANNELS], i, k = 0, r;
-    size_t moved = 0;
+    int i, k = 0;
     for (i = 0; i < w->nch; i++) {
         if (w->ch[i].fd < 0)
             continue;
@@ -418,6 +416,15 @@ static size_t watch_round(struct cli_watch *w, int timeout_ms, int scan)
         p[k].revents = 0;
         idx[k++] = i;
     }
+    return k;
+}
+
+/* One round: waits up to timeout_ms for data and moves it. Returns the bytes moved. */
+static size_t watch_round(struct cli_watch *w, int timeout_ms, int scan)
+{
+    struct pollfd p[WATCH_CHANNELS];
+    int idx[WATCH_CHANNELS], i, k = watch_poll_set(w, p, idx), r;
+    size_t moved = 0;
     if (k == 0)
         return 0;
     r = poll(p, (nfds_t)k, timeout_ms);
@@ -529,15 +536,7 @@ static void watch_background(struct cli_watch *w, int life)
     signal(SIGPIPE, SIG_IGN);
     while (watch_open_count(w) > 0) {
         struct pollfd p[WATCH_CHANNELS + 1];
-        int idx[WATCH_CHANNELS + 1], i, k = 0, r;
-        for (i = 0; i < w->nch; i++) {
-            if (w->ch[i].fd < 0)
-                continue;
-            p[k].fd = w->ch[i].fd;
-            p[k].events = POLLIN;
-            p[k].revents = 0;
-            idx[k++] = i;
-        }
+        int idx[WATCH_CHANNELS + 1], i, k = watch_poll_set(w, p, idx), r;
         if (life >= 0) {
             p[k].fd = life;
             p[k].events = POLLIN;
