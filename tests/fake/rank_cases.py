@@ -512,11 +512,14 @@ def _(b):
     ns = host_namespace()
     shared = b.newdir("shared")
     # job 500: ranks 0, 1 on nodeA, 2, 3 on nodeB, rank 3 faults; job 501: rank 0 on nodeB, rank 1 on
-    # nodeC.cluster, which faults. Each host runs its ranks at once.
+    # nodeC.cluster, which faults. The first rank of each host runs alone, so its process has the same pid on
+    # every host whatever the scheduler does (without that the pids repeat only by chance); the others then run
+    # at once.
     hosts = {"nodeA": [("500", 0, 4, False), ("500", 1, 4, False)],
              "nodeB": [("500", 2, 4, False), ("500", 3, 4, True), ("501", 0, 2, False)],
              "nodeC.cluster": [("501", 1, 2, True)]}
-    script = 'hostname "$0" || exit 9; for r in "$@"; do env $r "$CLI" run --dir "$DIR" -- "$PROG" 2 & done; wait'
+    script = ('hostname "$0" || exit 9; env $1 "$CLI" run --dir "$DIR" -- "$PROG" 2; shift; '
+              'for r in "$@"; do env $r "$CLI" run --dir "$DIR" -- "$PROG" 2 & done; wait')
     for host, ranks in hosts.items():
         per = []
         for job, rank, world, faults in ranks:
