@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #endif
 #include "merge.h"
+#include "merge_group.h"
 #include "json.h"
 #include "nccl.h"
 #include "render.h"
@@ -36,124 +37,6 @@ static unsigned long long merge_uint(const struct json *obj, const char *key)
 {
     long long v = json_get_int(obj, key, 0);
     return v > 0 ? (unsigned long long)v : 0;
-}
-
-static size_t merge_root(size_t *parent, size_t i)
-{
-    while (parent[i] != i) {
-        parent[i] = parent[parent[i]];
-        i = parent[i];
-    }
-    return i;
-}
-
-static void merge_union(size_t *parent, size_t a, size_t b)
-{
-    a = merge_root(parent, a);
-    b = merge_root(parent, b);
-    if (a != b)
-        parent[a > b ? a : b] = a < b ? a : b; /* the earlier report is the root: jobs keep their file order */
-}
-
-static int merge_strcmp0(const char *a, const char *b)
-{
-    return strcmp(a ? a : "", b ? b : "");
-}
-
-/* One report's grouping facts, sorted to find the reports that share them. */
-struct merge_key {
-    size_t idx;           /* the report */
-    const char *job;      /* process.job, or NULL */
-    const char *run;      /* process.run_id, or NULL */
-    const char *path;     /* its path (the directory counts up to the last '/') */
-    size_t dirlen;        /* length of the directory part of path */
-    const char *launcher; /* process.launcher, or NULL */
-    long long world;      /* process.world_size, -1 */
-    int ranked;           /* it has process.rank */
-};
-
-static int merge_cmp_job(const void *a, const void *b)
-{
-    const struct merge_key *x = a, *y = b;
-    int c = merge_strcmp0(x->job, y->job);
-    return c ? c : (x->idx > y->idx) - (x->idx < y->idx);
-}
-
-static int merge_cmp_run(const void *a, const void *b)
-{
-    const struct merge_key *x = a, *y = b;
-    int c = merge_strcmp0(x->run, y->run);
-    return c ? c : (x->idx > y->idx) - (x->idx < y->idx);
-}
-
-static int merge_cmp_dir(const void *a, const void *b)
-{
-    const struct merge_key *x = a, *y = b;
-    size_t n = x->dirlen < y->dirlen ? x->dirlen : y->dirlen;
-    int c = strncmp(x->path, y->path, n);
-    if (!c && x->dirlen != y->dirlen)
-        c = x->dirlen < y->dirlen ? -1 : 1;
-    if (!c)
-        c = merge_strcmp0(x->launcher, y->launcher);
-    if (!c && x->world != y->world)
-        c = x->world < y->world ? -1 : 1;
-    return c ? c : (x->idx > y->idx) - (x->idx < y->idx);
-}
-
-/* Joins the reports of one job (parent: a union-find over the reports). Two reports are of one job when both
- * name the launcher's job and it is the same (several `culprit run` commands of one srun step share it; two
- * torchrun jobs under one `culprit run` do not); else when they carry the same run id of `culprit run`; else,
- * ranked reports without either (older versions), when they share directory, launcher and world size. */
-static int merge_group(const struct merge_report *reps, size_t n, size_t *parent)
-{
-    struct merge_key *k = calloc(n ? n : 1, sizeof *k);
-    if (!k)
-        return ENOMEM;
-    for (size_t i = 0; i < n; i++) {
-        const struct json *proc = json_get(reps[i].doc, "process");
-        const char *slash = strrchr(reps[i].path, '/');
-        k[i].idx = i;
-        k[i].job = json_get_str(proc, "job");
-        k[i].run = json_get_str(proc, "run_id");
-        k[i].path = reps[i].path;
-        k[i].dirlen = slash ? (size_t)(slash - reps[i].path) : 0;
-        k[i].launcher = json_get_str(proc, "launcher");
-        k[i].world = json_get_int(proc, "world_size", -1);
-        k[i].ranked = json_get(proc, "rank") != NULL;
-        parent[i] = i;
-    }
-    /* the same job name */
-    qsort(k, n, sizeof *k, merge_cmp_job);
-    for (size_t i = 1; i < n; i++)
-        if (k[i].job && k[i - 1].job && strcmp(k[i].job, k[i - 1].job) == 0)
-            merge_union(parent, k[i].idx, k[i - 1].idx);
-    /* the same run id, where at least one of the two names no job: a run id's reports all go together as soon
-     * as one of them has no job name */
-    qsort(k, n, sizeof *k, merge_cmp_run);
-    for (size_t i = 0; i < n;) {
-        size_t e = i + 1;
-        int jobless = !k[i].job;
-        while (e < n && k[i].run && k[e].run && strcmp(k[e].run, k[i].run) == 0)
-            jobless |= !k[e++].job;
-        if (k[i].run && jobless)
-            for (size_t m = i + 1; m < e; m++)
-                merge_union(parent, k[i].idx, k[m].idx);
-        i = e;
-    }
-    /* ranked reports of versions that wrote neither: by directory, launcher and world size */
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++)
-        if (!k[i].job && !k[i].run && k[i].ranked && k[i].launcher)
-            k[m++] = k[i];
-    qsort(k, m, sizeof *k, merge_cmp_dir);
-    for (size_t i = 1; i < m; i++) {
-        const struct merge_key *a = &k[i - 1], *b = &k[i];
-        if (a->dirlen == b->dirlen && strncmp(a->path, b->path, a->dirlen) == 0 &&
-            strcmp(a->launcher, b->launcher) == 0 && a->world == b->world)
-            merge_union(parent, a->idx, b->idx);
-    }
-    free(k);
-    return 0;
 }
 
 /* ---- phrases ---- */
@@ -925,39 +808,36 @@ static int merge_one(struct merge_job *j, const struct merge_report *reps, const
 
 int merge_jobs(const struct merge_report *reps, size_t n, struct merge_job **jobs, size_t *njobs)
 {
-    size_t *parent = malloc((n ? n : 1) * sizeof *parent), *idx = malloc((n ? n : 1) * sizeof *idx);
+    size_t *first = malloc((n ? n : 1) * sizeof *first), *idx = malloc((n ? n : 1) * sizeof *idx);
     size_t *start = calloc(n + 1, sizeof *start), *fill = calloc(n ? n : 1, sizeof *fill), nj = 0;
     int rc = 0;
     *jobs = NULL;
     *njobs = 0;
-    if (!parent || !idx || !start || !fill || merge_group(reps, n, parent) != 0) {
+    if (!first || !idx || !start || !fill || merge_group(reps, n, first) != 0) {
         rc = ENOMEM;
         goto out;
     }
-    /* a job per root (the root is its first report, so jobs come in the order of their first file), its
-     * reports in file order: counted, then placed */
+    /* a job per first report (so jobs come in the order of their first file), its reports in file order:
+     * counted, then placed */
     for (size_t i = 0; i < n; i++) {
-        size_t r = merge_root(parent, i);
-        if (r == i)
+        if (first[i] == i)
             nj++;
-        start[r + 1]++;
+        start[first[i] + 1]++;
     }
     for (size_t i = 0; i < n; i++)
         start[i + 1] += start[i];
-    for (size_t i = 0; i < n; i++) {
-        size_t r = merge_root(parent, i);
-        idx[start[r] + fill[r]++] = i;
-    }
+    for (size_t i = 0; i < n; i++)
+        idx[start[first[i]] + fill[first[i]]++] = i;
     *jobs = calloc(nj ? nj : 1, sizeof **jobs);
     if (!*jobs) {
         rc = ENOMEM;
         goto out;
     }
     for (size_t i = 0; i < n && rc == 0; i++)
-        if (merge_root(parent, i) == i)
+        if (first[i] == i)
             rc = merge_one(&(*jobs)[(*njobs)++], reps, idx + start[i], fill[i]);
 out:
-    free(parent);
+    free(first);
     free(idx);
     free(start);
     free(fill);
