@@ -206,12 +206,18 @@ void fc_ctx_forget_current(struct fc_ctx *ctx);
 CUresult fc_ctx_valid(CUcontext h, struct fc_ctx **out);
 CUresult fc_ctx_new(int device, int primary, struct fc_ctx **out);
 CUresult fc_cur(struct fc_ctx **out);
+CUresult fc_ready(void); /* CUDA_ERROR_NOT_INITIALIZED before cuInit */
+/* The current context, healthy: most calls touch it and so report its sticky error. out may be NULL. */
+CUresult fc_live(struct fc_ctx **out);
+/* A stream that can take work: resolved and in a healthy context. */
+CUresult fc_work_stream(CUstream h, int pt, struct fc_stream **s);
 CUresult fc_stream_new(struct fc_ctx *ctx, enum fc_stream_kind kind, struct fc_stream **out);
 CUresult fc_stream_get(CUstream h, int per_thread, struct fc_stream **out);
 void fc_ctx_discard(struct fc_ctx *ctx);
 
 /* Work queues. */
 struct fc_op *fc_op_new(enum fc_opkind kind);
+CUresult fc_new_op(enum fc_opkind kind, struct fc_op **op); /* fc_op_new, out of memory as the driver says it */
 CUresult fc_enqueue(struct fc_stream *s, struct fc_op *op);
 /* Drains run queued work to the end (or to the event), waiting for launches still running (FAKECUDA_HANG) with
  * the global lock released meanwhile; with wait 0 they stop there instead and answer CUDA_ERROR_NOT_READY. */

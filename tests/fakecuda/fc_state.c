@@ -384,6 +384,34 @@ CUresult fc_cur(struct fc_ctx **out)
     return CUDA_SUCCESS;
 }
 
+CUresult fc_ready(void)
+{
+    return fc_g.inited ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED;
+}
+
+CUresult fc_live(struct fc_ctx **out)
+{
+    struct fc_ctx *c;
+    CUresult rc = fc_cur(&c);
+    if (rc)
+        return rc;
+    if (out)
+        *out = c;
+    return c->sticky;
+}
+
+CUresult fc_work_stream(CUstream h, int pt, struct fc_stream **s)
+{
+    CUresult rc = fc_stream_get(h, pt, s);
+    return rc ? rc : (*s)->ctx->sticky;
+}
+
+CUresult fc_new_op(enum fc_opkind kind, struct fc_op **op)
+{
+    *op = fc_op_new(kind);
+    return *op ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
 CUresult fc_stream_new(struct fc_ctx *ctx, enum fc_stream_kind kind, struct fc_stream **out)
 {
     struct fc_stream *s = calloc(1, sizeof *s);

@@ -39,14 +39,6 @@ static struct fc_reserve *fc_reserves;      /* live reservations */
 static struct fc_phys *fc_physs;            /* live physical allocations */
 static CUdeviceptr fc_va_next = FC_VA_BASE; /* where the next reservation without a usable hint goes */
 
-/* The current context, healthy. */
-static CUresult fc_healthy(void)
-{
-    struct fc_ctx *c;
-    CUresult rc = fc_cur(&c);
-    return rc ? rc : c->sticky;
-}
-
 static CUresult fc_device_alloc(CUdeviceptr *d, size_t size)
 {
     struct fc_mem *m;
@@ -62,7 +54,7 @@ static CUresult fc_device_alloc(CUdeviceptr *d, size_t size)
 FC_API CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t w, size_t h, unsigned int elem)
 {
     FC_BEGIN();
-    CUresult rc = fc_healthy();
+    CUresult rc = fc_live(NULL);
     if (rc)
         FC_RETURN(rc);
     if (!dptr || !pitch || !w || !h || (elem != 4 && elem != 8 && elem != 16))
@@ -79,7 +71,7 @@ FC_API CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t w, s
 FC_API CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
 {
     FC_BEGIN();
-    CUresult rc = fc_healthy();
+    CUresult rc = fc_live(NULL);
     if (rc)
         FC_RETURN(rc);
     if (!dptr || (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST))
@@ -98,7 +90,7 @@ static struct fc_pool *fc_pool_valid(CUmemoryPool h)
 FC_API CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props)
 {
     FC_BEGIN();
-    CUresult rc = fc_healthy();
+    CUresult rc = fc_live(NULL);
     if (rc)
         FC_RETURN(rc);
     if (!pool || !props || props->allocType != CU_MEM_ALLOCATION_TYPE_PINNED ||
@@ -129,7 +121,7 @@ FC_API CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
 {
     FC_BEGIN();
     (void)minBytesToKeep;
-    CUresult rc = fc_healthy();
+    CUresult rc = fc_live(NULL);
     if (rc)
         FC_RETURN(rc);
     FC_RETURN(fc_pool_valid(pool) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE);
@@ -195,7 +187,7 @@ FC_API CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignm
                                     unsigned long long flags)
 {
     FC_BEGIN();
-    CUresult rc = fc_healthy();
+    CUresult rc = fc_live(NULL);
     if (rc)
         FC_RETURN(rc);
     if (!ptr || !size || size % FC_GRANULARITY || flags || (alignment & (alignment - 1)))
@@ -235,7 +227,7 @@ static struct fc_mem *fc_mapped_in(CUdeviceptr base, size_t size)
 FC_API CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
 {
     FC_BEGIN();
-    CUresult rc = fc_healthy();
+    CUresult rc = fc_live(NULL);
     if (rc)
         FC_RETURN(rc);
     for (struct fc_reserve **pp = &fc_reserves; *pp; pp = &(*pp)->next) {
@@ -276,7 +268,7 @@ FC_API CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, c
                             unsigned long long flags)
 {
     FC_BEGIN();
-    CUresult rc = fc_healthy();
+    CUresult rc = fc_live(NULL);
     if (rc)
         FC_RETURN(rc);
     if (!handle || !prop || !size || size % FC_GRANULARITY || flags || prop->type != CU_MEM_ALLOCATION_TYPE_PINNED ||
@@ -297,7 +289,7 @@ FC_API CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, c
 FC_API CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 {
     FC_BEGIN();
-    CUresult rc = fc_healthy();
+    CUresult rc = fc_live(NULL);
     if (rc)
         FC_RETURN(rc);
     struct fc_phys *p = fc_phys_valid(handle);
@@ -312,7 +304,7 @@ FC_API CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGener
                          unsigned long long flags)
 {
     FC_BEGIN();
-    CUresult rc = fc_healthy();
+    CUresult rc = fc_live(NULL);
     if (rc)
         FC_RETURN(rc);
     struct fc_phys *p = fc_phys_valid(handle);
@@ -343,7 +335,7 @@ FC_API CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGener
 FC_API CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 {
     FC_BEGIN();
-    CUresult rc = fc_healthy();
+    CUresult rc = fc_live(NULL);
     if (rc)
         FC_RETURN(rc);
     int any = 0;
@@ -357,7 +349,7 @@ FC_API CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
     if (!any)
         FC_RETURN(CUDA_ERROR_INVALID_VALUE);
     fc_drain_all();
-    if ((rc = fc_healthy()))
+    if ((rc = fc_live(NULL)))
         FC_RETURN(rc);
     struct fc_mem *m;
     while ((m = fc_mapped_in(ptr, size)) != NULL) {
@@ -372,7 +364,7 @@ FC_API CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 FC_API CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count)
 {
     FC_BEGIN();
-    CUresult rc = fc_healthy();
+    CUresult rc = fc_live(NULL);
     if (rc)
         FC_RETURN(rc);
     if (!desc || !count || !size)
