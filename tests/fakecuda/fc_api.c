@@ -1113,6 +1113,27 @@ static CUresult fc_func_name(const char **name, const void *h, int library)
     return CUDA_SUCCESS;
 }
 
+/* A kernel's parameters as its image declared them: past the last one, CUDA_ERROR_INVALID_VALUE (as the driver
+ * answers); a kernel whose image declared no list, CUDA_ERROR_NOT_SUPPORTED (nothing is known of them). */
+static CUresult fc_param_info(const void *h, size_t i, size_t *off, size_t *size, int library)
+{
+    struct fc_func *f;
+    CUresult rc = fc_ready();
+    if (rc)
+        return rc;
+    if (!(f = fc_func_valid(h)) || (library && !f->mod->library))
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (f->nparams < 0)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    if (i >= (size_t)f->nparams)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (off)
+        *off = f->poff[i];
+    if (size)
+        *size = f->psize[i];
+    return CUDA_SUCCESS;
+}
+
 /* Libraries are context-independent, so loading and unloading them neither needs nor checks a context. */
 static CUresult fc_library_load(CUlibrary *pl, const void *code)
 {
@@ -1209,6 +1230,12 @@ FC_API CUresult cuFuncGetName(const char **name, CUfunction hfunc)
     FC_RETURN(fc_func_name(name, hfunc, 0));
 }
 
+FC_API CUresult cuFuncGetParamInfo(CUfunction func, size_t paramIndex, size_t *paramOffset, size_t *paramSize)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_param_info(func, paramIndex, paramOffset, paramSize, 0));
+}
+
 FC_API CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *jitOptions,
                                   void **jitOptionsValues, unsigned int numJitOptions, CUlibraryOption *libraryOptions,
                                   void **libraryOptionValues, unsigned int numLibraryOptions)
@@ -1239,4 +1266,10 @@ FC_API CUresult cuKernelGetName(const char **name, CUkernel hfunc)
 {
     FC_BEGIN();
     FC_RETURN(fc_func_name(name, hfunc, 1));
+}
+
+FC_API CUresult cuKernelGetParamInfo(CUkernel kernel, size_t paramIndex, size_t *paramOffset, size_t *paramSize)
+{
+    FC_BEGIN();
+    FC_RETURN(fc_param_info(kernel, paramIndex, paramOffset, paramSize, 1));
 }

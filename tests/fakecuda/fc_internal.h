@@ -111,11 +111,16 @@ struct fc_event {
 
 struct fc_module;
 
+#define FC_MAX_PARAMS 64 /* parameters a kernel of an image may declare */
+
 struct fc_func {
     char *name;                  /* name as given in the image (maybe mangled) */
     char plain[128];             /* plain name: the identifier a mangled name carries */
     unsigned long long launches; /* launches of this function queued live */
     struct fc_module *mod;       /* owning module or library */
+    int nparams;                 /* parameters the image declared for it, -1 when it declared none (unknown) */
+    size_t poff[FC_MAX_PARAMS];  /* offset of each parameter in the packed buffer */
+    size_t psize[FC_MAX_PARAMS]; /* size of each */
 };
 
 struct fc_module {

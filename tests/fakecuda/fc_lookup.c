@@ -152,11 +152,13 @@ static const struct fc_proc fc_procs[] = {
     R(cuModuleUnload, 2000, cuModuleUnload),
     R(cuModuleGetFunction, 2000, cuModuleGetFunction),
     R(cuFuncGetName, 12030, cuFuncGetName),
+    R(cuFuncGetParamInfo, 12040, cuFuncGetParamInfo),
     R(cuLibraryLoadData, 12000, cuLibraryLoadData),
     R(cuLibraryUnload, 12000, cuLibraryUnload),
     R(cuLibraryGetKernel, 12000, cuLibraryGetKernel),
     R(cuKernelGetFunction, 12000, cuKernelGetFunction),
     R(cuKernelGetName, 12030, cuKernelGetName),
+    R(cuKernelGetParamInfo, 12040, cuKernelGetParamInfo),
 };
 
 /* Measured on the real driver (580, CUDA 13.0): cuGetProcAddress_v2 answers CUDA_SUCCESS even for an unknown

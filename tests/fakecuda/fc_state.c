@@ -964,7 +964,39 @@ static void fc_plain_name(const char *name, char *out, size_t cap)
         snprintf(out, cap, "%s", name);
 }
 
-/* Parses "fakecubin:" name[,name...] into a new module (or library). */
+/* A kernel's parameter list "(S,S,...)" (sizes in bytes) into f: each parameter is placed at the next offset
+ * aligned to the largest power of two dividing its size, 8 at most. 0, or -1 when it is malformed. */
+static int fc_parse_params(const char *p, struct fc_func *f)
+{
+    size_t off = 0;
+    f->nparams = 0;
+    p++; /* '(' */
+    while (isspace((unsigned char)*p))
+        p++;
+    if (*p == ')')
+        return p[1] ? -1 : 0;
+    for (;;) {
+        char *end;
+        unsigned long size = strtoul(p, &end, 10);
+        size_t align = 1;
+        if (end == p || size == 0 || size > 4096 || f->nparams == FC_MAX_PARAMS)
+            return -1;
+        while (align < 8 && size % (align * 2) == 0)
+            align *= 2;
+        off = (off + align - 1) / align * align;
+        f->poff[f->nparams] = off;
+        f->psize[f->nparams++] = size;
+        off += size;
+        for (p = end; isspace((unsigned char)*p); p++)
+            ;
+        if (*p == ')')
+            return p[1] ? -1 : 0;
+        if (*p++ != ',')
+            return -1;
+    }
+}
+
+/* Parses "fakecubin:" name[(sizes)][,name[(sizes)]...] into a new module (or library). */
 CUresult fc_module_load(const char *image, int library, struct fc_ctx *ctx, struct fc_module **out)
 {
     static const char magic[] = "fakecubin:";
@@ -979,7 +1011,15 @@ CUresult fc_module_load(const char *image, int library, struct fc_ctx *ctx, stru
     CUresult rc = CUDA_ERROR_OUT_OF_MEMORY;
     if (!text || !m || !funcs)
         goto fail;
-    for (char *save = NULL, *tok = strtok_r(text, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    /* names are split at commas outside a parameter list */
+    for (char *tok = text, *next; tok; tok = next) {
+        int depth = 0;
+        for (next = tok; *next && (*next != ',' || depth); next++)
+            depth += (*next == '(') - (*next == ')');
+        if (*next)
+            *next++ = 0;
+        else
+            next = NULL;
         while (isspace((unsigned char)*tok))
             tok++;
         char *end = tok + strlen(tok);
@@ -988,7 +1028,15 @@ CUresult fc_module_load(const char *image, int library, struct fc_ctx *ctx, stru
         if (!*tok)
             continue;
         struct fc_func *f = &funcs[m->nfunc];
-        if (!(f->name = strdup(tok)))
+        char *paren = strchr(tok, '(');
+        f->nparams = -1;
+        if (paren && fc_parse_params(paren, f) != 0) {
+            rc = CUDA_ERROR_INVALID_IMAGE;
+            goto fail;
+        }
+        while (paren && paren > tok && isspace((unsigned char)paren[-1]))
+            paren--;
+        if (!(f->name = paren ? strndup(tok, (size_t)(paren - tok)) : strdup(tok)))
             goto fail;
         fc_plain_name(f->name, f->plain, sizeof f->plain);
         f->mod = m;

@@ -442,7 +442,32 @@ static void t_modules(void)
     OK(cuModuleUnload(mod));
     EXPECT(launch(f, NULL), CUDA_ERROR_INVALID_HANDLE);
 
-    OK(cuLibraryLoadData(&lib, "fakecubin:lib_kernel", NULL, NULL, 0, NULL, NULL, 0));
+    /* parameter lists: offsets aligned to the largest power of two dividing each size, 8 at most */
+    size_t off = 99, size = 99;
+    OK(cuModuleLoadData(&mod, "fakecubin: _Z1kiPfS_ (4, 8,12) , nolist, none()"));
+    OK(cuModuleGetFunction(&f, mod, "_Z1kiPfS_"));
+    OK(cuFuncGetName(&name, f));
+    CHECK(!strcmp(name, "_Z1kiPfS_"));
+    OK(cuFuncGetParamInfo(f, 0, &off, &size));
+    CHECK(off == 0 && size == 4);
+    OK(cuFuncGetParamInfo(f, 1, &off, &size));
+    CHECK(off == 8 && size == 8);
+    OK(cuFuncGetParamInfo(f, 2, &off, &size));
+    CHECK(off == 16 && size == 12);
+    EXPECT(cuFuncGetParamInfo(f, 3, &off, &size), CUDA_ERROR_INVALID_VALUE);
+    OK(cuModuleGetFunction(&f, mod, "nolist"));
+    EXPECT(cuFuncGetParamInfo(f, 0, &off, &size), CUDA_ERROR_NOT_SUPPORTED);
+    OK(cuModuleGetFunction(&f, mod, "none"));
+    EXPECT(cuFuncGetParamInfo(f, 0, &off, &size), CUDA_ERROR_INVALID_VALUE);
+    EXPECT(cuFuncGetParamInfo((CUfunction)&calls, 0, &off, &size), CUDA_ERROR_INVALID_HANDLE);
+    OK(cuModuleUnload(mod));
+    EXPECT(cuModuleLoadData(&mod, "fakecubin:bad(4,x)"), CUDA_ERROR_INVALID_IMAGE);
+    EXPECT(cuModuleLoadData(&mod, "fakecubin:bad(0)"), CUDA_ERROR_INVALID_IMAGE);
+
+    OK(cuLibraryLoadData(&lib, "fakecubin:lib_kernel, lib_args(8)", NULL, NULL, 0, NULL, NULL, 0));
+    OK(cuLibraryGetKernel(&k, lib, "lib_args"));
+    OK(cuKernelGetParamInfo(k, 0, &off, &size));
+    CHECK(off == 0 && size == 8);
     OK(cuLibraryGetKernel(&k, lib, "lib_kernel"));
     OK(cuKernelGetName(&name, k));
     CHECK(!strcmp(name, "lib_kernel"));
