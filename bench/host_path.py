@@ -6,8 +6,11 @@ without it: exact and repeatable where timings on a shared machine are not; it l
 No GPU is needed; the numbers are this machine's, for comparing one build of the launch path with another (the
 GPU's numbers are bench.py's).
 
+With --params the kernel declares its two parameters (a pointer and an int) and every launch passes them, so
+culprit keeps them in the record; without, the launches pass none (as before the records kept parameters).
+
 usage: python3 bench/host_path.py [--build DIR] [--launches N] [--depth D] [--lines L] [--mode M] [--callgrind]
-                                  [--env VAR=VAL ...]"""
+                                  [--params] [--env VAR=VAL ...]"""
 import argparse
 import ctypes
 import os
@@ -21,7 +24,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 
-def child(launches, depth, lines):
+def child(launches, depth, lines, params):
     """The measured program: N launches, each from DEPTH Python frames below the loop, at one of LINES lines."""
     cu = ctypes.CDLL("libcuda.so.1")
     assert cu.cuInit(0) == 0
@@ -29,21 +32,25 @@ def child(launches, depth, lines):
     assert cu.cuDeviceGet(ctypes.byref(dev), 0) == 0
     assert cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev) == 0
     assert cu.cuCtxSetCurrent(ctx) == 0
-    assert cu.cuModuleLoadData(ctypes.byref(mod), b"fakecubin:_Z4stepPfi") == 0
+    image = b"fakecubin:_Z4stepPfi(8,4)" if params else b"fakecubin:_Z4stepPfi"
+    assert cu.cuModuleLoadData(ctypes.byref(mod), image) == 0
     assert cu.cuModuleGetFunction(ctypes.byref(fn), mod, b"_Z4stepPfi") == 0
     launch = cu.cuLaunchKernel
     u, null = ctypes.c_uint(1), ctypes.c_void_p(0)
+    buf, n = ctypes.c_void_p(0x7f0000001000), ctypes.c_int(1024)
+    args = (ctypes.c_void_p * 2)(ctypes.addressof(buf), ctypes.addressof(n))
+    kp = ctypes.cast(args, ctypes.c_void_p) if params else null
     b32 = ctypes.c_uint(32)
 
     def at_line(k):
         # one call site per line: the launch's Python line differs from line to line, as in a real program
         if k == 0:
-            return launch(fn, u, u, u, b32, u, u, u, null, null, null)
+            return launch(fn, u, u, u, b32, u, u, u, null, kp, null)
         if k == 1:
-            return launch(fn, u, u, u, b32, u, u, u, null, null, null)
+            return launch(fn, u, u, u, b32, u, u, u, null, kp, null)
         if k == 2:
-            return launch(fn, u, u, u, b32, u, u, u, null, null, null)
-        return launch(fn, u, u, u, b32, u, u, u, null, null, null)
+            return launch(fn, u, u, u, b32, u, u, u, null, kp, null)
+        return launch(fn, u, u, u, b32, u, u, u, null, kp, null)
 
     def down(d, k):
         return down(d - 1, k) if d > 0 else at_line(k)
@@ -56,15 +63,16 @@ def child(launches, depth, lines):
     sync()
 
 
-def run(build, launches, depth, lines, env_extra, preload, callgrind):
+def run(build, launches, depth, lines, params, env_extra, preload, callgrind):
     env = dict(env_extra, CULPRIT_STATS="1") if preload else env_extra
-    p, ir = simrun.run_child(build, __file__, [launches, depth, lines], env, preload, callgrind, "host_path")
+    p, ir = simrun.run_child(build, __file__, [launches, depth, lines, int(params)], env, preload, callgrind,
+                             "host_path")
     return next((l for l in p.stderr.splitlines() if "culprit: stats:" in l), ""), ir
 
 
 def main():
-    if len(sys.argv) == 5 and sys.argv[1] == "--child":
-        child(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))
+    if len(sys.argv) == 6 and sys.argv[1] == "--child":
+        child(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]))
         return
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
@@ -73,6 +81,7 @@ def main():
     ap.add_argument("--lines", type=int, default=4, choices=range(1, 5), help="call lines cycled through (1-4)")
     ap.add_argument("--mode", default="record")
     ap.add_argument("--callgrind", action="store_true", help="also count instructions (valgrind), with and without")
+    ap.add_argument("--params", action="store_true", help="launches pass parameters whose layout the kernel declares")
     ap.add_argument("--env", nargs="*", default=[], help="more VAR=VAL for the library")
     a = ap.parse_args()
     if a.launches < 1 or a.depth < 0:
@@ -80,15 +89,16 @@ def main():
     extra = {"CULPRIT_MODE": a.mode}
     extra.update(kv.split("=", 1) for kv in a.env)
     build = os.path.abspath(a.build)
-    stats, ir_with = run(build, a.launches, a.depth, a.lines, extra, True, a.callgrind)
+    stats, ir_with = run(build, a.launches, a.depth, a.lines, a.params, extra, True, a.callgrind)
     m = re.search(r"([\d.]+) us per launch in culprit \(native stack ([\d.]+), Python frames ([\d.]+)", stats)
-    print("host_path: %d launches, Python depth %d, %d lines, mode %s" % (a.launches, a.depth, a.lines, a.mode))
+    print("host_path: %d launches, Python depth %d, %d lines, mode %s%s" % (a.launches, a.depth, a.lines, a.mode,
+                                                                         ", with parameters" if a.params else ""))
     if m:
         print("stats: %s us per launch in culprit (native stack %s, Python frames %s)" % m.groups())
     else:
         print("stats: none printed (%s)" % (stats or "no stats line"))
     if a.callgrind:
-        _, ir_without = run(build, a.launches, a.depth, a.lines, {}, False, True)
+        _, ir_without = run(build, a.launches, a.depth, a.lines, a.params, {}, False, True)
         if ir_with is None or ir_without is None:
             print("callgrind: no count read")
         else:

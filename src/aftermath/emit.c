@@ -170,6 +170,15 @@ void emit_launch(struct jw *w, const struct cp_rec *r) {
   jw_arr_begin(w);
   for (int i = 0; i < 3; i++) jw_uint(w, r->block[i]);
   jw_arr_end(w);
+  if (r->flags & CP_REC_PARAMS) {
+    /* what it passed its kernel: the packed buffer's first bytes as 8-byte little-endian words, and its size */
+    jw_key(w, "params");
+    jw_arr_begin(w);
+    for (int i = 0; i < (r->params_len + 7) / 8; i++) jw_hex(w, r->params[i]);
+    jw_arr_end(w);
+    jw_key(w, "params_size");
+    jw_uint(w, r->params_size);
+  }
   jw_key(w, "shared_mem");
   jw_uint(w, r->smem);
   jw_key(w, "stream");
@@ -184,7 +193,7 @@ void emit_launch(struct jw *w, const struct cp_rec *r) {
   jw_int(w, r->tid);
   jw_key(w, "time_ns");
   jw_uint(w, ticks_to_mono_ns(r->ticks));
-  if (r->flags) {
+  if (r->flags & ~CP_REC_PARAMS) {
     jw_key(w, "flags");
     jw_arr_begin(w);
     if (r->flags & CP_REC_CRUMB_FAILED) jw_str(w, "breadcrumb-refused");

@@ -202,6 +202,58 @@ static int names_lookup(void *func, const char **name) {
   return -1;
 }
 
+/* cudart may hand a CUkernel to cuLaunchKernel, as for names. Asked once per function, with its name. */
+static int params_lookup(void *func, size_t i, size_t *offset, size_t *size) {
+  if (cp_drv.func_get_param_info && !cp_drv.func_get_param_info(func, i, offset, size)) return 0;
+  if (cp_drv.kernel_get_param_info && !cp_drv.kernel_get_param_info(func, i, offset, size)) return 0;
+  return -1;
+}
+
+/* The first CP_PARAMS_KEPT bytes of what the launch passed its kernel, packed as the kernel sees them: from the
+ * array of pointers to each parameter (kernelParams), placed by the layout the kernel's name entry holds, or
+ * from the buffer `extra` hands over whole (CU_LAUNCH_PARAM_BUFFER_POINTER and _SIZE). A launch whose layout is
+ * unknown keeps none, and so does one whose `extra` is not that pair (the driver refuses it). */
+static void take_params(struct cp_slot *rec, const struct cp_launch_desc *d) {
+  const struct cp_params_layout *l = &rec->name->params;
+  unsigned char *b = (unsigned char *)rec->params;
+  if (d->params) {
+    if (!l->known) return;
+    memset(rec->params, 0, sizeof rec->params);
+    for (unsigned i = 0; i < l->n; i++) {
+      const void *src = d->params[i];
+      unsigned char *dst = b + l->off[i];
+      /* pointers and ints, the usual parameters, copied by a load and a store instead of a call */
+      if (!src) continue;
+      if (l->len[i] == 8)
+        memcpy(dst, src, 8);
+      else if (l->len[i] == 4)
+        memcpy(dst, src, 4);
+      else
+        memcpy(dst, src, l->len[i]);
+    }
+    rec->params_size = l->size;
+  } else if (d->extra) {
+    const void *buf = NULL;
+    const size_t *size = NULL;
+    for (int i = 0; i < 16 && d->extra[i] != (void *)CP_CU_LAUNCH_PARAM_END; i += 2) {
+      if (d->extra[i] == (void *)CP_CU_LAUNCH_PARAM_BUFFER_POINTER)
+        buf = d->extra[i + 1];
+      else if (d->extra[i] == (void *)CP_CU_LAUNCH_PARAM_BUFFER_SIZE)
+        size = d->extra[i + 1];
+      else
+        return;
+    }
+    if (!buf || !size || *size > UINT32_MAX) return;
+    memset(rec->params, 0, sizeof rec->params);
+    memcpy(b, buf, *size < CP_PARAMS_KEPT ? *size : CP_PARAMS_KEPT);
+    rec->params_size = (uint32_t)*size;
+  } else {
+    return;
+  }
+  rec->params_len = (uint8_t)(rec->params_size < CP_PARAMS_KEPT ? rec->params_size : CP_PARAMS_KEPT);
+  rec->flags |= CP_REC_PARAMS;
+}
+
 static int stream_capturing(const struct cp_launch_desc *d) {
   int status = 0;
   if (!atomic_load_explicit(&g_captures, memory_order_relaxed)) return 0;
@@ -325,7 +377,11 @@ int cp_launch_begin(struct cp_launch_ctx *lc, const struct cp_launch_desc *d) {
   memcpy(rec->grid, d->grid, sizeof rec->grid);
   memcpy(rec->block, d->block, sizeof rec->block);
   rec->smem = d->smem;
-  rec->name = d->kind == CP_KIND_GRAPH ? NULL : names_get(d->func, names_lookup);
+  rec->name = NULL;
+  if (d->kind != CP_KIND_GRAPH) {
+    rec->name = names_get(d->func, names_lookup, params_lookup);
+    take_params(rec, d);
+  }
   atomic_store_explicit(&rec->chain, NULL, memory_order_relaxed);
   struct cp_stream *s = lc->stream =
       crumb_stream(d->stream, d->ptds, rec->tid, !atomic_load_explicit(&g_captures, memory_order_relaxed));

@@ -20,6 +20,8 @@ struct cp_launch_desc {
   uint32_t smem;     /* dynamic shared memory */
   uint8_t ptds;      /* per-thread default stream entry point */
   uint8_t kind;      /* CP_KIND_* */
+  void **params;     /* kernelParams: a pointer to each parameter, NULL if none (graphs, `extra` launches) */
+  void **extra;      /* `extra`: CU_LAUNCH_PARAM_* pairs, NULL if none */
 };
 
 struct cp_launch_ctx {

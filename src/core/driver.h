@@ -18,6 +18,8 @@ struct cp_driver {
   int (*host_get_dptr)(uint64_t *dptr, void *p, unsigned flags);                   /* cuMemHostGetDevicePointer_v2 */
   int (*func_get_name)(const char **name, void *func);                             /* cuFuncGetName */
   int (*kernel_get_name)(const char **name, void *kernel);                         /* cuKernelGetName */
+  int (*func_get_param_info)(void *func, size_t i, size_t *off, size_t *size);     /* cuFuncGetParamInfo (12.4) */
+  int (*kernel_get_param_info)(void *kernel, size_t i, size_t *off, size_t *size); /* cuKernelGetParamInfo */
   int (*stream_sync)(void *stream);                                                /* cuStreamSynchronize */
   int (*stream_sync_ptsz)(void *stream);                                           /* cuStreamSynchronize_ptsz */
   int (*get_error_name)(int code, const char **s);                                 /* cuGetErrorName */
@@ -42,5 +44,8 @@ static inline int cp_is_sticky(int rc) { return rc == 700 || rc == 702 || rc == 
 #define CP_CU_STREAM_PER_THREAD ((void *)0x2)
 #define CP_CU_MEMHOSTALLOC_PORTABLE 0x01
 #define CP_CU_MEMHOSTALLOC_DEVICEMAP 0x02
+#define CP_CU_LAUNCH_PARAM_END 0x00
+#define CP_CU_LAUNCH_PARAM_BUFFER_POINTER 0x01
+#define CP_CU_LAUNCH_PARAM_BUFFER_SIZE 0x02
 
 #endif

@@ -74,10 +74,30 @@ static const struct cp_kname *probe(void *func, uint32_t gen) {
 }
 
 /* not const: the launch path caches the blocking filter's answer in them too */
-static struct cp_kname g_unknown = {"<unnamed kernel>", 0};
-static struct cp_kname g_full = {"<kernel name table full: more than 6144 kernels>", 0};
+static struct cp_kname g_unknown = {.mangled = "<unnamed kernel>"};
+static struct cp_kname g_full = {.mangled = "<kernel name table full: more than 6144 kernels>"};
 
-const struct cp_kname *names_get(void *func, names_lookup_fn fn) {
+/* The layout of func's parameters, asked parameter by parameter until the driver says there are no more. A
+ * driver without the entry point, or one that fails at the first parameter, leaves it unknown: a kernel without
+ * parameters cannot be told from one the driver cannot describe, and neither gets a record's parameters. */
+static void params_lookup(void *func, names_param_fn pfn, struct cp_params_layout *l) {
+  size_t off = 0, size = 0, i;
+  uint64_t end = 0;
+  memset(l, 0, sizeof *l);
+  if (!pfn) return;
+  for (i = 0; i < 4096 && pfn(func, i, &off, &size) == 0; i++) {
+    if (off + size > end) end = off + size;
+    if (off < CP_PARAMS_KEPT && l->n < CP_PARAMS_KEPT) {
+      l->off[l->n] = (uint8_t)off;
+      l->len[l->n++] = (uint8_t)(size < CP_PARAMS_KEPT - off ? size : CP_PARAMS_KEPT - off);
+    }
+  }
+  if (i == 0 || end > UINT32_MAX) return;
+  l->size = (uint32_t)end;
+  l->known = 1;
+}
+
+const struct cp_kname *names_get(void *func, names_lookup_fn fn, names_param_fn pfn) {
   uint32_t gen = atomic_load_explicit(&g_gen, memory_order_acquire);
   const struct cp_kname *k = probe(func, gen);
   if (k) return k;
@@ -104,6 +124,7 @@ const struct cp_kname *names_get(void *func, names_lookup_fn fn) {
   }
   nk->mangled = s;
   atomic_init(&nk->match, 0);
+  params_lookup(func, pfn, &nk->params);
   k = nk;
   /* Only empty slots are filled: an entry of an older generation is never rewritten under a reader's feet (it
    * just stops matching), so a reader that matches func and gen reads the name stored with them. */

@@ -1,4 +1,4 @@
-/* Per-thread launch rings. A record is two cache lines; its stacks live in the ring's chain store (chains.h).
+/* Per-thread launch rings. A record is three cache lines; its stacks live in the ring's chain store (chains.h).
  *
  *   launching thread (sole producer)          reporter (any thread, at fault time)
  *   rec = ring_claim(r)                       for each ring, each slot:
@@ -36,7 +36,7 @@ void ring_configure(uint32_t capacity, int stack_depth, int explicit_capacity) {
 }
 
 /* Capacity of the next ring: the configured one for the first threads, then a quarter, then the minimum
- * (8 threads x 4096 + 56 x 1024 + the rest x 256 records: about 44 MiB for 64 launching threads). */
+ * (8 threads x 4096 + 56 x 1024 + the rest x 256 records: about 50 MiB for 64 launching threads). */
 static uint32_t next_capacity(int made) {
   uint32_t c = g_capacity;
   if (g_explicit || made < RING_FULL_THREADS) return c;
@@ -44,7 +44,7 @@ static uint32_t next_capacity(int made) {
   return c < RING_MIN_CAPACITY ? (g_capacity < RING_MIN_CAPACITY ? g_capacity : RING_MIN_CAPACITY) : c;
 }
 
-_Static_assert(sizeof(struct cp_slot) == 128, "a ring record is two cache lines");
+_Static_assert(sizeof(struct cp_slot) == 192, "a ring record is three cache lines");
 
 size_t ring_rec_size(void) {
   size_t s = sizeof(struct cp_rec) + (size_t)g_depth * sizeof(void *);
@@ -104,6 +104,7 @@ void ring_publish(struct cp_ring *r, struct cp_slot *rec, uint64_t seq) {
   const unsigned char *next = (const unsigned char *)&r->slots[r->head & r->mask];
   __builtin_prefetch(next, 1, 3);
   __builtin_prefetch(next + 64, 1, 3);
+  __builtin_prefetch(next + 128, 1, 3);
 }
 
 void ring_release(struct cp_ring *r) {
@@ -144,6 +145,11 @@ static int copy_rec(const struct cp_ring *r, const struct cp_slot *src, uint64_t
   dst->kind = slot.kind;
   dst->stream_kind = slot.stream_kind;
   dst->flags = slot.flags;
+  if (slot.flags & CP_REC_PARAMS) {
+    dst->params_len = slot.params_len;
+    dst->params_size = slot.params_size;
+    memcpy(dst->params, slot.params, sizeof dst->params);
+  }
   /* its stacks, if the chain still holds them (a record of a thread that wrote chains faster than launches may
    * outlive its chain: it is then shown without stacks) */
   if (c && chains_read(c, no, chain, r->depth) == 0) {

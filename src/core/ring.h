@@ -21,15 +21,17 @@ enum {
   CP_REC_UNCRUMBED = 8,      /* no breadcrumb by design (CULPRIT_CRUMB_EVERY > 1): completion unknown */
   CP_REC_RACY = 16,          /* another thread launched on the same stream at the same time: the order of
                                    * launch numbers may differ from the order on the stream */
-  CP_REC_PY_WAITING = 32     /* the launching thread runs no Python: py holds the frames of the Python thread
+  CP_REC_PY_WAITING = 32,    /* the launching thread runs no Python: py holds the frames of the Python thread
                                    * py_thread, which waited on it (PyTorch's autograd engine during backward()) */
+  CP_REC_PARAMS = 64         /* params holds the first bytes of its parameter buffer, params_size its size */
 };
 
 struct cp_chain;
 struct cp_chains;
 
-/* A launch as its ring keeps it: two cache lines, written on every launch. Its stacks are a chain of the ring's
- * store (chains.h), kept once for every launch from the same call chain. */
+/* A launch as its ring keeps it: three cache lines, written on every launch (the third holds the first bytes of
+ * what it passed its kernel). Its stacks are a chain of the ring's store (chains.h), kept once for every launch
+ * from the same call chain. */
 struct cp_slot {
   _Atomic uint64_t seq;                 /* launch number; 0 while the record is being written or unused */
   uint64_t prev;                        /* seq of the previous launch on the same stream, 0 if none */
@@ -51,6 +53,10 @@ struct cp_slot {
   uint8_t kind;                         /* CP_KIND_* */
   uint8_t stream_kind;                  /* CP_STREAM_* */
   uint8_t flags;                        /* CP_REC_* */
+  uint8_t params_len;                   /* with CP_REC_PARAMS: bytes of params that hold the buffer's */
+  uint32_t params_size;                 /* with CP_REC_PARAMS: bytes of the whole parameter buffer */
+  uint64_t params[7] __attribute__((aligned(64))); /* with CP_REC_PARAMS: the packed buffer's first bytes, the
+                                                    * rest zero (as the kernel sees them: little-endian words) */
 } __attribute__((aligned(64)));
 
 /* A launch as a reader sees it (ring_snapshot): the record with its stacks copied in. */
@@ -75,6 +81,9 @@ struct cp_rec {
   uint8_t flags;                      /* CP_REC_* */
   uint8_t nframes;                    /* valid entries in frames */
   uint8_t npy;                        /* valid entries in py */
+  uint8_t params_len;                 /* with CP_REC_PARAMS: bytes of params that hold the buffer's */
+  uint32_t params_size;               /* with CP_REC_PARAMS: bytes of the whole parameter buffer */
+  uint64_t params[7];                 /* with CP_REC_PARAMS: the packed buffer's first bytes, the rest zero */
   struct pystack_ref py[PYSTACK_MAX]; /* Python frames of the launching thread (or, with CP_REC_PY_WAITING, of
                                        * the thread waiting on it), innermost first */
   void *frames[];                     /* native return addresses, innermost first */

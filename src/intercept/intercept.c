@@ -21,6 +21,9 @@ _Static_assert((void *)CU_STREAM_LEGACY == CP_CU_STREAM_LEGACY, "CU_STREAM_LEGAC
 _Static_assert((void *)CU_STREAM_PER_THREAD == CP_CU_STREAM_PER_THREAD, "CU_STREAM_PER_THREAD");
 _Static_assert(CU_MEMHOSTALLOC_PORTABLE == CP_CU_MEMHOSTALLOC_PORTABLE, "PORTABLE");
 _Static_assert(CU_MEMHOSTALLOC_DEVICEMAP == CP_CU_MEMHOSTALLOC_DEVICEMAP, "DEVICEMAP");
+_Static_assert(CU_LAUNCH_PARAM_END_AS_INT == CP_CU_LAUNCH_PARAM_END, "CU_LAUNCH_PARAM_END");
+_Static_assert(CU_LAUNCH_PARAM_BUFFER_POINTER_AS_INT == CP_CU_LAUNCH_PARAM_BUFFER_POINTER, "BUFFER_POINTER");
+_Static_assert(CU_LAUNCH_PARAM_BUFFER_SIZE_AS_INT == CP_CU_LAUNCH_PARAM_BUFFER_SIZE, "BUFFER_SIZE");
 
 /* ---- the real-function table ---- */
 
@@ -104,6 +107,8 @@ static void fill_driver(void) {
   GET(host_get_dptr, "cuMemHostGetDevicePointer_v2");
   GET(func_get_name, "cuFuncGetName");
   GET(kernel_get_name, "cuKernelGetName");
+  GET(func_get_param_info, "cuFuncGetParamInfo");
+  GET(kernel_get_param_info, "cuKernelGetParamInfo");
   GET(stream_sync, "cuStreamSynchronize");
   GET(stream_sync_ptsz, "cuStreamSynchronize_ptsz");
   GET(get_error_name, "cuGetErrorName");
@@ -179,8 +184,9 @@ static inline int launch_start(struct cp_launch_ctx *lc, const struct cp_launch_
   }
 
 /* cuLaunchKernelEx carries its shape in a config; a NULL config still goes to the driver, which refuses it. */
-static struct cp_launch_desc desc_ex(const char *api, const CUlaunchConfig *cfg, CUfunction f, int ptds) {
-  struct cp_launch_desc d = {api, f, NULL, {0, 0, 0}, {0, 0, 0}, 0, (uint8_t)ptds, CP_KIND_KERNEL};
+static struct cp_launch_desc desc_ex(const char *api, const CUlaunchConfig *cfg, CUfunction f, void **params,
+                                     void **extra, int ptds) {
+  struct cp_launch_desc d = {api, f, NULL, {0, 0, 0}, {0, 0, 0}, 0, (uint8_t)ptds, CP_KIND_KERNEL, params, extra};
   if (!cfg) return d;
   d.stream = cfg->hStream;
   d.grid[0] = cfg->gridDimX, d.grid[1] = cfg->gridDimY, d.grid[2] = cfg->gridDimZ;
@@ -191,17 +197,18 @@ static struct cp_launch_desc desc_ex(const char *api, const CUlaunchConfig *cfg,
   return d;
 }
 
-#define KERNEL_DESC(sym, ptds, kind)                                                                                   \
-  { #sym, f, s, {gx, gy, gz }, {bx, by, bz }, smem, ptds, kind }
-DEF_LAUNCHLIKE(cuLaunchKernel, LAUNCH_P, LAUNCH_A, KERNEL_DESC(cuLaunchKernel, 0, CP_KIND_KERNEL))
-DEF_LAUNCHLIKE(cuLaunchKernel_ptsz, LAUNCH_P, LAUNCH_A, KERNEL_DESC(cuLaunchKernel_ptsz, 1, CP_KIND_KERNEL))
-DEF_LAUNCHLIKE(cuLaunchCooperativeKernel, COOP_P, COOP_A, KERNEL_DESC(cuLaunchCooperativeKernel, 0, CP_KIND_COOP))
+#define KERNEL_DESC(sym, ptds, kind, extra)                                                                            \
+  { #sym, f, s, {gx, gy, gz }, {bx, by, bz }, smem, ptds, kind, params, extra }
+DEF_LAUNCHLIKE(cuLaunchKernel, LAUNCH_P, LAUNCH_A, KERNEL_DESC(cuLaunchKernel, 0, CP_KIND_KERNEL, extra))
+DEF_LAUNCHLIKE(cuLaunchKernel_ptsz, LAUNCH_P, LAUNCH_A, KERNEL_DESC(cuLaunchKernel_ptsz, 1, CP_KIND_KERNEL, extra))
+DEF_LAUNCHLIKE(cuLaunchCooperativeKernel, COOP_P, COOP_A, KERNEL_DESC(cuLaunchCooperativeKernel, 0, CP_KIND_COOP, NULL))
 DEF_LAUNCHLIKE(cuLaunchCooperativeKernel_ptsz, COOP_P, COOP_A,
-               KERNEL_DESC(cuLaunchCooperativeKernel_ptsz, 1, CP_KIND_COOP))
-DEF_LAUNCHLIKE(cuLaunchKernelEx, LAUNCHEX_P, LAUNCHEX_A, desc_ex("cuLaunchKernelEx", cfg, f, 0))
-DEF_LAUNCHLIKE(cuLaunchKernelEx_ptsz, LAUNCHEX_P, LAUNCHEX_A, desc_ex("cuLaunchKernelEx_ptsz", cfg, f, 1))
+               KERNEL_DESC(cuLaunchCooperativeKernel_ptsz, 1, CP_KIND_COOP, NULL))
+DEF_LAUNCHLIKE(cuLaunchKernelEx, LAUNCHEX_P, LAUNCHEX_A, desc_ex("cuLaunchKernelEx", cfg, f, params, extra, 0))
+DEF_LAUNCHLIKE(cuLaunchKernelEx_ptsz, LAUNCHEX_P, LAUNCHEX_A,
+               desc_ex("cuLaunchKernelEx_ptsz", cfg, f, params, extra, 1))
 #define GRAPH_DESC(sym, ptds)                                                                                          \
-  { #sym, g, s, {0, 0, 0 }, {0, 0, 0 }, 0, ptds, CP_KIND_GRAPH }
+  { #sym, g, s, {0, 0, 0 }, {0, 0, 0 }, 0, ptds, CP_KIND_GRAPH, NULL, NULL }
 DEF_LAUNCHLIKE(cuGraphLaunch, (CUgraphExec g, CUstream s), (g, s), GRAPH_DESC(cuGraphLaunch, 0))
 DEF_LAUNCHLIKE(cuGraphLaunch_ptsz, (CUgraphExec g, CUstream s), (g, s), GRAPH_DESC(cuGraphLaunch_ptsz, 1))
 
