@@ -11,6 +11,8 @@
 #include "cli.h"
 #include "promote.h"
 #include "sass.h"
+#include "../report/addr.h"
+#include "../report/argmatch.h"
 #include "../report/demangle.h"
 #include "../report/json.h"
 #include "../report/jsonw.h"
@@ -405,6 +407,58 @@ static int coredump_fits(const struct coredump_info *ci, const struct json *l)
     return 1;
 }
 
+/* coredump_fits as argmatch wants it. */
+static int coredump_fits_arg(void *arg, const struct json *l)
+{
+    return coredump_fits(arg, l);
+}
+
+int coredump_fault_ranges(const struct json *doc, const struct coredump_info *ci, struct argmatch_range *ranges,
+                          int max)
+{
+    struct addr_answer a;
+    if (max < 1 || !ci->have_address)
+        return 0;
+    addr_answer(doc, ci->address, ci->access_size, &a);
+    if ((a.where != ADDR_INSIDE && a.where != ADDR_OVERRUN) || !a.in.obj)
+        return 0;
+    /* a mapping of a segment made of several: a pointer into any piece of the run reaches it */
+    ranges[0].base = a.in.run_pieces ? a.in.run_base : a.in.base;
+    ranges[0].end = ranges[0].base + (a.in.run_pieces ? a.in.run_size : a.in.size);
+    return 1;
+}
+
+int coredump_narrow_by_args(struct json *doc, const struct coredump_info *ci, const struct argmatch_range *ranges,
+                            int n, int *narrowed)
+{
+    struct json *verdict = (struct json *)json_get(doc, "verdict");
+    const char *certainty = json_get_str(verdict, "certainty"), *reason = json_get_str(verdict, "reason");
+    struct argmatch_result m;
+    char *why = NULL;
+    *narrowed = 0;
+    if (!verdict || !ci->kernel || n < 1 || (certainty && !strcmp(certainty, "exact")))
+        return 0;
+    if (!argmatch_find(doc, ranges, n, coredump_fits_arg, (void *)ci, &m))
+        return 0;
+    long long seq = json_get_int(json_at(json_get(doc, "candidates"), m.hit), "seq", -1);
+    if (asprintf(&why,
+                 "%s%snamed by its arguments: launch #%lld's parameter bytes %d..%d hold 0x%llx, which points into "
+                 "the allocation 0x%llx..0x%llx the faulting access touched, and the arguments of no other "
+                 "candidate running %s point there",
+                 reason ? reason : "", reason ? "; " : "", seq, m.word * 8, m.word * 8 + 7, (unsigned long long)m.value,
+                 (unsigned long long)ranges[m.range].base, (unsigned long long)ranges[m.range].end, ci->kernel) < 0)
+        return ENOMEM;
+    if (json_put(verdict, "reason", json_new_str(why)) ||
+        promote_candidate(doc, m.hit, "candidates_before_coredump") != 0 ||
+        json_put((struct json *)json_get(doc, "culprit"), "by", json_new_str("arguments"))) {
+        free(why);
+        return ENOMEM;
+    }
+    free(why);
+    *narrowed = 1;
+    return 0;
+}
+
 /* The CUresult a GPU exception surfaces as (cuda-gdb's names of the exceptions). */
 static int coredump_code(const char *exception, const char **name)
 {
@@ -516,6 +570,20 @@ int coredump_attach(struct json *doc, const struct coredump_info *ci, const char
             hits++;
             hit = i;
         }
+    if (hits > 1) {
+        /* several candidates run the dump's kernel: what each passed it may tell them apart */
+        struct argmatch_range ranges[1];
+        int narrowed = 0, n = coredump_fault_ranges(doc, ci, ranges, 1);
+        rc = asprintf(&why, "%s%sthe GPU core dump says %s faulted%s (%s), which more than one candidate runs",
+                      reason ? reason : "", reason ? "; " : "", ci->kernel, where,
+                      ci->exception ? ci->exception : "exception");
+        if (rc < 0 || json_put(verdict, "reason", json_new_str(why))) {
+            free(why);
+            return ENOMEM;
+        }
+        free(why);
+        return coredump_narrow_by_args(doc, ci, ranges, n, &narrowed);
+    }
     if (hits != 1) {
         rc = asprintf(&why, "%s%sthe GPU core dump says %s faulted%s (%s), %s", reason ? reason : "",
                       reason ? "; " : "", ci->kernel, where, ci->exception ? ci->exception : "exception",

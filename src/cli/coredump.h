@@ -7,6 +7,7 @@
 #include <stddef.h>
 
 struct json;
+struct argmatch_range;
 
 #define COREDUMP_TIMEOUT_S 120 /* cuda-gdb is stopped after this long on one dump */
 
@@ -58,5 +59,18 @@ int coredump_attach_all(const char *dir);
 /* Ties a parsed dump to report doc (see coredump_attach_all); *changed is set when doc was modified. Returns 0
  * or ENOMEM. */
 int coredump_attach(struct json *doc, const struct coredump_info *ci, const char *dump_path, int *changed);
+
+/* The allocations the faulting instruction touched, as ranges [base, end) for narrowing by arguments: today the
+ * one holding the dump's faulting address (the report's allocation table answers it); where the dump gives every
+ * lane's address, each allocation the warp's in-bounds lanes touched belongs here too. Fills at most max ranges;
+ * returns how many. */
+int coredump_fault_ranges(const struct json *doc, const struct coredump_info *ci, struct argmatch_range *ranges,
+                          int max);
+/* When several of doc's candidates run the dump's kernel with its shape, keeps the one whose parameters point
+ * into ranges (report/argmatch.h): exactly one possible candidate that does becomes the culprit, marked
+ * "by": "arguments", the others go to "candidates_before_coredump" and the reason says why. Anything else leaves
+ * the verdict as it is. *narrowed says whether it did. Returns 0 or ENOMEM. */
+int coredump_narrow_by_args(struct json *doc, const struct coredump_info *ci, const struct argmatch_range *ranges,
+                            int n, int *narrowed);
 
 #endif

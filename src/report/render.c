@@ -170,6 +170,26 @@ static void render_coredump(struct render_buf *b, const struct json *cd)
         render_para(b, "    ", "      ", unknown);
 }
 
+/* "arguments: 0x7f5b7fe00000 0x100 (12 bytes)": what the launch passed its kernel, as 8-byte words, when its
+ * record kept it. */
+static void render_args(struct render_buf *b, const struct json *launch)
+{
+    const struct json *p = json_get(launch, "params");
+    long long size = json_get_int(launch, "params_size", -1);
+    char line[256];
+    size_t used = 0;
+    if (!json_len(p) || size < 0)
+        return;
+    for (size_t i = 0; i < json_len(p) && used < sizeof line; i++) {
+        const char *w = json_str(json_at(p, i));
+        used += (size_t)snprintf(line + used, sizeof line - used, "%s%s", i ? " " : "", w ? w : "?");
+    }
+    if ((unsigned long long)size > json_len(p) * 8)
+        render_line(b, "  arguments: %s ... (%lld bytes, the first %zu kept)", line, size, json_len(p) * 8);
+    else
+        render_line(b, "  arguments: %s (%lld bytes)", line, size);
+}
+
 static void render_launch(struct render_buf *b, const struct json *launch, const char *reason,
                           const struct json *asserts, const struct json *coredump)
 {
@@ -203,6 +223,7 @@ static void render_launch(struct render_buf *b, const struct json *launch, const
             snprintf(sh, sizeof sh, "%lld bytes of shared memory", shmem);
         render_line(b, "  %s%s%s", geo, geo[0] && sh[0] ? ", " : "", sh);
     }
+    render_args(b, launch);
     render_place(launch, place, sizeof place);
     if (place[0])
         render_line(b, "  on %s", place);
