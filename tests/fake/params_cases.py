@@ -1,0 +1,191 @@
+#!/usr/bin/env python3
+"""Scenario tests of what each launch passed its kernel, over the simulated CUDA driver: progs/params.c launches
+kernels that declare their parameters (an int, a pointer, a struct, nine long longs: more than a record keeps) in
+every launch form, and prints the buffers it passed; each launch's "params" and "params_size" must hold them, in
+a forked child and in eight threads too. Then two streams run the same kernel with the same grid on different
+buffers, the GPU core dump's faulting address lies in one of them, and the verdict becomes exact by arguments;
+with both on the same buffer, or without a layout, it stays candidates.
+
+Same harness and command line as cases.py (`--build BUILD CASE`, `--list`, `--check-list NAME...`).
+"""
+
+import json
+import os
+import re
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import cases as h  # noqa: E402  (the harness: running programs, loading and checking reports)
+
+h.CASES.clear()  # this file's cases only
+case, check = h.case, h.check
+GDB = os.path.join(HERE, "fake_cuda_gdb.py")
+
+
+def printed(res):
+    """The program's "name=0x..." lines."""
+    return {m.group(1): int(m.group(2), 16) for m in re.finditer(r"^(\w+)=0x([0-9a-f]+)$", res.out_text, re.M)}
+
+
+class Unaddressed:
+    """A run's result with the addresses in its output masked (they differ from run to run)."""
+    def __init__(self, res):
+        mask = re.compile(rb"0x[0-9a-f]+")
+        self.rc, self.out, self.err = res.rc, mask.sub(b"0x?", res.out), mask.sub(b"0x?", res.err)
+        self.out_text, self.err_text = self.out.decode("utf-8", "replace"), self.err.decode("utf-8", "replace")
+        self.describe = res.describe
+
+
+def run(b, args, env):
+    """The scenario without culprit (it must fail at its synchronize) and under `culprit run`; (result, report)."""
+    argv = [b.prog("params")] + list(args)
+    base = h.plain(b, argv, env)
+    h.expect_plain_failure(base, "cuCtxSynchronize", 700)
+    rdir = b.newdir("reports")
+    res = h.cli_run(b, argv, env, rdir)
+    h.same_as_plain(Unaddressed(base), Unaddressed(res), " ".join(args), exact_stderr=False)
+    return res, h.load_report(rdir)
+
+
+def launches(rep):
+    """Every launch the report lists, by launch number."""
+    out = {}
+    for key in ("history", "candidates", "candidates_before_coredump"):
+        for l in rep.get(key) or []:
+            out[l["seq"]] = l
+    if rep.get("culprit"):
+        out[rep["culprit"]["seq"]] = rep["culprit"]
+    return out
+
+
+def words(*vals):
+    return ["0x%x" % v for v in vals]
+
+
+def expect_params(l, want, size, what):
+    check(l.get("params") == want and l.get("params_size") == size,
+          "%s: params %r size %r, expected %r size %r" % (what, l.get("params"), l.get("params_size"), want, size))
+
+
+def joined(text):
+    return re.sub(r"\nculprit:     ", " ", text)
+
+
+@case("params_record")
+def _(b):
+    """Every shape and launch form: an int and a pointer (kernelParams), an int, a pointer and a 16-byte struct
+    holding a pointer (padding zero), 72 bytes of which 56 are kept, the packed buffer of `extra`,
+    cuLaunchKernelEx; a kernel the driver does not describe keeps none."""
+    res, rep = run(b, ["record"], {"FAKECUDA_FAULT": "kernel=write_oob"})
+    p = printed(res)
+    a, bb = p["a"], p["b"]
+    ls = launches(rep)
+    check(sorted(ls) == list(range(1, 8)), "launches 1..7 listed: %s" % sorted(ls))
+    expect_params(ls[1], words(a, 77), 12, "step(a, 77)")
+    expect_params(ls[2], words(0xfffffffb, a, 0x1234567890, bb), 32, "mixed(-5, a, {n, b})")
+    expect_params(ls[3], words(*range(0x1000, 0x1007)), 72, "wide(9 words)")
+    expect_params(ls[4], words(bb, 99), 12, "step through extra")
+    expect_params(ls[5], words(bb, 3), 12, "cuLaunchKernelEx step(b, 3)")
+    check("params" not in ls[6] and "params_size" not in ls[6], "unknown layout keeps none: %r" % ls[6])
+    expect_params(ls[7], words(a, 16), 12, "write_oob(a, 16)")
+    check(all("flags" not in l or l["flags"] for l in ls.values()), "no empty flags lists")
+
+
+@case("params_unknown")
+def _(b):
+    """A driver that cannot describe the kernels: no launch keeps parameters, nothing else changes."""
+    res, rep = run(b, ["record", "nolayout"], {"FAKECUDA_FAULT": "kernel=write_oob"})
+    ls = launches(rep)
+    check(len(ls) == 7, "launches 1..7 listed: %s" % sorted(ls))
+    for seq, l in ls.items():
+        # the launch through `extra` hands its buffer over whole: that needs no layout
+        if seq == 4:
+            continue
+        check("params" not in l and "params_size" not in l, "launch #%d keeps params: %r" % (seq, l))
+
+
+@case("params_fork")
+def _(b):
+    """The child's record carries the child's buffer, not the parent's."""
+    env = {"FAKECUDA_FAULT": "kernel=write_oob,nth=2"}
+    argv = [b.prog("params"), "fork"]
+    rdir = b.newdir("reports")
+    res = h.preloaded(b, argv, env, rdir)
+    p = printed(res)
+    files = h.report_files(rdir)
+    check(len(files) == 1, "one report (the child's): %s\n%s" % (files, res.describe()))
+    with open(files[0]) as f:
+        rep = json.load(f)
+    ls = launches(rep)
+    check(rep.get("culprit") and rep["culprit"]["params"] == words(p["child"], 2),
+          "the child's culprit: %r (child 0x%x)" % (rep.get("culprit"), p["child"]))
+    check(all(l.get("params", [None])[0] != "0x%x" % p["parent"] for l in ls.values()),
+          "a launch of the parent in the child's report: %r" % ls)
+
+
+@case("params_threads")
+def _(b):
+    """Eight threads launch step(their buffer, their index) on their own streams; every launch carries its own."""
+    res, rep = run(b, ["threads"], {"FAKECUDA_FAULT": "kernel=write_oob"})
+    p = printed(res)
+    steps = [l for l in launches(rep).values() if l["kernel"].startswith("step")]
+    check(len(steps) >= 8, "the threads' launches are candidates: %d" % len(steps))
+    by_thread = {}
+    for l in steps:
+        w = l.get("params") or []
+        check(len(w) == 2 and l.get("params_size") == 12, "launch #%d params %r" % (l["seq"], w))
+        i = int(w[1], 16)
+        check(0 <= i < 8 and int(w[0], 16) == p["t%d" % i], "launch #%d: buffer %s for index %d (t%d=0x%x)" % (
+            l["seq"], w[0], i, i, p.get("t%d" % i, 0)))
+        by_thread.setdefault(l["thread"], set()).add(i)
+    check(len(by_thread) == 8 and all(len(v) == 1 for v in by_thread.values()) and
+          set().union(*by_thread.values()) == set(range(8)), "each thread passed its own index: %r" % by_thread)
+
+
+def dump_run(b, how, tag):
+    """The two-stream scenario under `culprit run --coredump`: the second write_oob faults with a misaligned
+    store 64 bytes (+2) into its buffer, which the stand-in debugger shows."""
+    env = {"FAKECUDA_FAULT": "kernel=write_oob,nth=2,code=716", "CULPRIT_CUDA_GDB": GDB,
+           "FAKE_CUDA_GDB_INSN": "STG.E desc[UR8][R2.64+0x2],R5", "FAKE_CUDA_GDB_OFFSET": "64"}
+    rdir = b.newdir(tag)
+    argv = [b.prog("params"), "streams"] + ([how] if how else [])
+    res = h.cli_run(b, argv, env, rdir, ("--coredump",))
+    files = [f for f in os.listdir(rdir) if re.match(r"culprit-\d+(-hang)?\.json$", f)]
+    check(len(files) == 1, "one report expected in %s: %s\n%s" % (rdir, os.listdir(rdir), res.describe()))
+    with open(os.path.join(rdir, files[0])) as f:
+        return res, json.load(f)
+
+
+@case("params_by_arguments")
+def _(b):
+    """Same kernel, same grid, two streams, buffers a and b: the dump's address lies in b, so the launch that
+    passed b is the culprit, named by its arguments."""
+    res, rep = dump_run(b, "", "reports")
+    p = printed(res)
+    c = rep.get("culprit") or {}
+    v = rep.get("verdict") or {}
+    check(v.get("certainty") == "exact" and c.get("by") == "arguments" and c.get("params") == words(p["b"], 16),
+          "exact by arguments: verdict %r culprit %r\n%s" % (v, c, res.describe()))
+    before = rep.get("candidates_before_coredump") or []
+    check([l.get("params") for l in before] == [words(p["a"], 16)], "the other candidate kept: %r" % before)
+    text = joined(res.err_text)
+    check("named by its arguments: launch #%d's parameter bytes 0..7 hold 0x%x" % (c.get("seq"), p["b"]) in text,
+          "the verdict says how\n" + text)
+    check("arguments: 0x%x 0x10 (12 bytes)" % p["b"] in text, "the culprit's arguments are shown\n" + text)
+
+
+@case("params_ambiguous")
+def _(b):
+    """Both launches on buffer a: both point there, the verdict stays candidates; without a layout too."""
+    for how in ("same", "nolayout"):
+        res, rep = dump_run(b, how, "reports-" + how)
+        v = rep.get("verdict") or {}
+        check(v.get("certainty") == "candidates" and len(rep.get("candidates") or []) == 2 and
+              not rep.get("culprit"), "%s: stays candidates: %r\n%s" % (how, v, res.describe()))
+        check("which more than one candidate runs" in (v.get("reason") or ""), "%s: reason %r" % (how, v))
+        check("named by its arguments" not in res.err_text, "%s: named by arguments\n%s" % (how, res.err_text))
+
+
+if __name__ == "__main__":
+    sys.exit(h.main())
