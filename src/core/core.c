@@ -202,9 +202,13 @@ static int names_lookup(void *func, const char **name) {
   return -1;
 }
 
-/* cudart may hand a CUkernel to cuLaunchKernel, as for names. Asked once per function, with its name. */
+/* cudart may hand a CUkernel to cuLaunchKernel, as for names. Asked once per function, with its name. An invalid
+ * value from cuFuncGetParamInfo is the end of a CUfunction's list, not another kind of handle: the kernel form is
+ * tried only for what the function form refused otherwise. */
 static int params_lookup(void *func, size_t i, size_t *offset, size_t *size) {
-  if (cp_drv.func_get_param_info && !cp_drv.func_get_param_info(func, i, offset, size)) return 0;
+  int rc = cp_drv.func_get_param_info ? cp_drv.func_get_param_info(func, i, offset, size) : -1;
+  if (rc == 0) return 0;
+  if (rc == CP_CU_ERROR_INVALID_VALUE) return -1;
   if (cp_drv.kernel_get_param_info && !cp_drv.kernel_get_param_info(func, i, offset, size)) return 0;
   return -1;
 }

@@ -44,6 +44,7 @@ static inline int cp_is_sticky(int rc) { return rc == 700 || rc == 702 || rc == 
 #define CP_CU_STREAM_PER_THREAD ((void *)0x2)
 #define CP_CU_MEMHOSTALLOC_PORTABLE 0x01
 #define CP_CU_MEMHOSTALLOC_DEVICEMAP 0x02
+#define CP_CU_ERROR_INVALID_VALUE 1
 #define CP_CU_LAUNCH_PARAM_END 0x00
 #define CP_CU_LAUNCH_PARAM_BUFFER_POINTER 0x01
 #define CP_CU_LAUNCH_PARAM_BUFFER_SIZE 0x02
