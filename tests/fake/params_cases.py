@@ -98,11 +98,11 @@ def _(b):
     res, rep = run(b, ["record", "nolayout"], {"FAKECUDA_FAULT": "kernel=write_oob"})
     ls = launches(rep)
     check(len(ls) == 7, "launches 1..7 listed: %s" % sorted(ls))
+    # the launch through `extra` hands its buffer over whole: that needs no layout
+    expect_params(ls[4], words(printed(res)["b"], 99), 12, "step through extra")
     for seq, l in ls.items():
-        # the launch through `extra` hands its buffer over whole: that needs no layout
-        if seq == 4:
-            continue
-        check("params" not in l and "params_size" not in l, "launch #%d keeps params: %r" % (seq, l))
+        if seq != 4:
+            check("params" not in l and "params_size" not in l, "launch #%d keeps params: %r" % (seq, l))
 
 
 @case("params_fork")
@@ -141,6 +141,20 @@ def _(b):
         by_thread.setdefault(l["thread"], set()).add(i)
     check(len(by_thread) == 8 and all(len(v) == 1 for v in by_thread.values()) and
           set().union(*by_thread.values()) == set(range(8)), "each thread passed its own index: %r" % by_thread)
+
+
+@case("params_graph")
+def _(b):
+    """A graph launch keeps no parameters; the kernel captured into it, listed as its node, keeps its own."""
+    res, rep = run(b, ["graph"], {"FAKECUDA_FAULT": "kernel=write_oob"})
+    p = printed(res)
+    graphs = [l for l in launches(rep).values() if l.get("kind") == "graph"]
+    check(len(graphs) == 1, "one graph launch listed: %r" % launches(rep))
+    g = graphs[0]
+    check("params" not in g and "params_size" not in g, "the graph launch keeps params: %r" % g)
+    nodes = g.get("graph_nodes") or []
+    check(len(nodes) == 1 and nodes[0].get("params") == words(p["a"], 5) and nodes[0].get("params_size") == 12,
+          "its node keeps its own: %r" % nodes)
 
 
 def dump_run(b, how, tag):

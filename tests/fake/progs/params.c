@@ -107,6 +107,27 @@ static int record(void)
     return 0;
 }
 
+/* A graph captured from write_oob(a, 5) on a stream, then launched: the graph launch keeps no parameters (its
+ * nodes, listed with it, keep theirs). */
+static int graph(void)
+{
+    CUstream s;
+    CUdeviceptr a;
+    CUgraph g;
+    CUgraphExec exec;
+    setup();
+    CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CK(cuMemAlloc(&a, 4096));
+    say("a", a);
+    CK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    bad(s, a, 5);
+    CK(cuStreamEndCapture(s, &g));
+    CK(cuGraphInstantiateWithFlags(&exec, g, 0));
+    CK(cuGraphLaunch(exec, s));
+    CK(cuCtxSynchronize());
+    return 0;
+}
+
 /* Two streams launch write_oob with the same grid, each on its own buffer (or, with "same", both on a); the test
  * makes the second fault. */
 static int streams(int same)
@@ -198,6 +219,8 @@ int main(int argc, char **argv)
         return forked();
     if (!strcmp(s, "threads"))
         return threads();
-    fprintf(stderr, "usage: params record|streams|fork|threads [nolayout|same]\n");
+    if (!strcmp(s, "graph"))
+        return graph();
+    fprintf(stderr, "usage: params record|streams|fork|threads|graph [nolayout|same]\n");
     return 2;
 }
