@@ -14,7 +14,8 @@ module the interpreter lacks is skipped. Select groups or cases with --only (c, 
 diagnose). With --coredump, every faulty C case and two PyTorch cases run once more as `culprit run
 --coredump` (the driver's GPU core dump, read by cuda-gdb after the process died): that report must name the
 faulting kernel (for a C case also the line marked `// CULPRIT-FAULT`), and the table says which cases were
-exact in one run without the dump and with it. `check.py --selftest` runs check_selftest.py: the judges against
+exact in one run without the dump and with it; for an illegal or misaligned address, the faulting lane the dump
+gave is compared with compute-sanitizer's memcheck on the same program (address_agreement). `check.py --selftest` runs check_selftest.py: the judges against
 the reports in tests/gpu/fixtures/ (no GPU needed).
 
 Standard library only; Python 3.8 or later.
