@@ -100,6 +100,8 @@ static void coredump_register(const char *line, struct coredump_info *ci)
     struct coredump_reg **regs = l ? &l->regs : &ci->regs;
     if (sscanf(line, "%15s 0x%llx%n", name, &v, &at) != 2 || at == 0)
         return;
+    if (ci->cur_lane < -1 && strcmp(name, "errorpc") != 0)
+        return; /* a lane that could not be told: its registers are no one's */
     if (!strcmp(name, "pc")) {
         *(l ? &l->pc : &ci->pc_value) = v;
         *(l ? &l->have_pc : &ci->have_pc) = 1;
@@ -140,7 +142,7 @@ static int coredump_reg_value(void *arg, const char *name, uint64_t *value)
 static void coredump_switch(const char *line, struct coredump_info *ci)
 {
     long lane = strstr(line, "CUDA focus unchanged") ? ci->lane : coredump_field(line, "lane");
-    ci->cur_lane = -2; /* registers of a lane not known: kept nowhere */
+    ci->cur_lane = -2; /* registers of a lane not known: kept nowhere (coredump_register) */
     if (lane < 0 || lane >= COREDUMP_LANES)
         return;
     if (!ci->lanes && !(ci->lanes = calloc(COREDUMP_LANES, sizeof *ci->lanes)))

@@ -244,6 +244,17 @@ static void test_lanes(const char *dir) {
         "coredump.address_lane");
   json_free(doc);
   coredump_free(&ci);
+
+  /* "CUDA focus unchanged." without a focus line: whose registers follow is not known, and they are no lane's,
+   * nor the focus lane's */
+  CHECK(coredump_parse("CUDA Exception: Warp Illegal Address\n"
+                       "*> 0x1000 <k+16>:\tSTG.E desc[UR4][R2.64],R5\n"
+                       "CUDA focus unchanged.\n"
+                       "pc             0x1010      0x1010 <k+32>\n"
+                       "R2             0x10                16\n",
+                       &ci) == 0);
+  CHECK(!ci.have_pc && ci.nregs == 0 && ci.lanes_read == 0, "registers of no known lane were kept");
+  coredump_free(&ci);
   free(oob);
   free(mis);
 }
