@@ -200,11 +200,15 @@ static int coredump_at_fault(const struct coredump_info *ci, unsigned long long 
  * (the focus lane's rule then applies). */
 static int coredump_lanes(struct coredump_info *ci, const struct sass_access *a, int misaligned)
 {
-    int bad = 0, overwritten = 0, rc;
+    int bad = 0, overwritten = 0, seen = 0, rc, moved = -1;
+    struct coredump_regset none = {NULL, 0};
+    uint64_t addr;
     for (int i = 0; ci->lanes && i < COREDUMP_LANES; i++) {
         struct coredump_lane *l = &ci->lanes[i];
         struct coredump_regset rs = {l->regs, l->nregs};
-        uint64_t addr;
+        seen += l->seen;
+        if (l->seen && l->have_pc && !coredump_at_fault(ci, l->pc) && moved < 0)
+            moved = i;
         if (!l->seen || !l->have_pc || !coredump_at_fault(ci, l->pc))
             continue;
         if ((rc = sass_address(a, coredump_reg_value, &rs, &addr)) != 0) {
@@ -220,8 +224,19 @@ static int coredump_lanes(struct coredump_info *ci, const struct sass_access *a,
             ci->address_lane = i;
         }
     }
-    if (!ci->lanes_read && overwritten) {
+    /* whether the instruction overwrites its own address registers does not depend on the lane */
+    if (!ci->lanes_read && (overwritten || (seen && sass_address(a, coredump_reg_value, &none, &addr) == -2))) {
         ci->address_unknown = strdup(COREDUMP_OVERWRITTEN);
+        return 1;
+    }
+    if (!ci->lanes_read && moved >= 0 && ci->have_errorpc) {
+        /* on the H200 a lane whose load's result was not needed at once ran on past it (pc 0x30 after it) */
+        if (asprintf(&ci->address_unknown,
+                     "none of the %d lanes the dump shows stopped at the faulting instruction or the one after it "
+                     "(lane %d is %lld bytes from it): the instructions they ran since may have changed the "
+                     "registers its address is made of",
+                     seen, moved, (long long)(ci->lanes[moved].pc - ci->errorpc_value)) < 0)
+            ci->address_unknown = NULL;
         return 1;
     }
     if (!ci->lanes_read)

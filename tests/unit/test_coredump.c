@@ -245,6 +245,31 @@ static void test_lanes(const char *dir) {
   json_free(doc);
   coredump_free(&ci);
 
+  /* tests/gpu/after_free.cu on the H200: `LDG.E R3,desc[UR4][R2.64]` loads into R3, the high half of its own
+   * address, and the lanes ran on past it: the overwrite is said, whatever the lanes' pc. A load that leaves its
+   * address alone, with the lanes 0x30 bytes on: their registers may have changed since, and that is said. */
+  static const char ran_on[] = "[Current focus set to CUDA kernel 0, grid 3, block (0,0,0), thread (0,0,0), device 0, "
+                               "sm 124, warp 3, lane 0]\n"
+                               "CUDA Exception: Warp Illegal Address\n"
+                               "*> 0x7f00000000b0 <_Z7consumePKfPfi+176>:\tLDG.E R3,desc[UR4][R2.64]\n"
+                               "CUDA focus unchanged.\n"
+                               "pc             0x7f00000000e0      0x7f00000000e0 <consume+224>\n"
+                               "errorpc        0x7f00000000b0      0x7f00000000b0 <consume+176>\n"
+                               "R2             0x4000              16384\n"
+                               "R3             0x0                 0\n";
+  CHECK(coredump_parse(ran_on, &ci) == 0 && ci.lanes_read == 0 && ci.address_unknown &&
+            strstr(ci.address_unknown, "wrote over a register its address is made of"),
+        "overwritten, lanes ran on: %s", ci.address_unknown);
+  coredump_free(&ci);
+  char other[sizeof ran_on + 8];
+  snprintf(other, sizeof other, "%s", ran_on);
+  char *r3 = strstr(other, "LDG.E R3,");
+  if (r3) r3[7] = '8'; /* LDG.E R8,desc[UR4][R2.64] */
+  CHECK(coredump_parse(other, &ci) == 0 && ci.lanes_read == 0 && ci.address_unknown &&
+            strstr(ci.address_unknown, "(lane 0 is 48 bytes from it)"),
+        "lanes ran on: %s", ci.address_unknown);
+  coredump_free(&ci);
+
   /* "CUDA focus unchanged." without a focus line: whose registers follow is not known, and they are no lane's,
    * nor the focus lane's */
   CHECK(coredump_parse("CUDA Exception: Warp Illegal Address\n"
