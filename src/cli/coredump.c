@@ -53,6 +53,7 @@ void coredump_free(struct coredump_info *ci)
     free(ci->insn);
     free(ci->regs);
     free(ci->address_unknown);
+    free(ci->debugger_error);
     for (int i = 0; ci->lanes && i < COREDUMP_LANES; i++)
         free(ci->lanes[i].regs);
     free(ci->lanes);
@@ -287,6 +288,8 @@ static void coredump_address(struct coredump_info *ci)
     ci->address_unknown = strdup(why);
 }
 
+static const char coredump_terminate[] = "terminate called after throwing an instance of '";
+
 static void coredump_line(const char *s, size_t n, struct coredump_info *ci)
 {
     static const char exc[] = "CUDA Exception: ", pc[] = "The exception was triggered at PC ";
@@ -370,6 +373,20 @@ static void coredump_line(const char *s, size_t n, struct coredump_info *ci)
         coredump_switch(line, ci);
     } else if (strstr(line, "Fatal signal:") || strstr(line, "A fatal error internal to GDB")) {
         ci->debugger_crashed = 1;
+    } else if (!strncmp(line, coredump_terminate, sizeof coredump_terminate - 1) && !ci->debugger_error) {
+        /* cuda-gdb 13.0's death on the H200: "terminate called after throwing an instance of
+         * 'std::out_of_range'", then "  what():  vector::_M_range_check: ..." */
+        const char *e = line + sizeof coredump_terminate - 1, *q = strchr(e, '\'');
+        ci->debugger_error = strndup(e, q ? (size_t)(q - e) : strlen(e));
+    } else if ((p = strstr(line, "what():")) != NULL && ci->debugger_error && !strstr(ci->debugger_error, ": ")) {
+        char *both = NULL;
+        p += 7;
+        while (*p == ' ')
+            p++;
+        if (asprintf(&both, "%s: %s", ci->debugger_error, p) >= 0) {
+            free(ci->debugger_error);
+            ci->debugger_error = both;
+        }
     } else if ((p = strstr(line, ">:\t")) != NULL && line[0] == '*') {
         /* `x/i $errorpc`: "*> 0x7f7d7f7a0c90 <_Z9bad_storePfix+400>:\tSTG.E desc[UR8][R2.64],R5" ("*" marks the
          * error PC in cuda-gdb's listings) */
@@ -514,6 +531,8 @@ static struct json *coredump_json(const struct coredump_info *ci, const char *du
         (ci->grid[0] >= 0 && json_put(o, "launch_grid", coredump_triple_json(ci->grid))) ||
         (ci->grid[0] >= 0 && json_put(o, "launch_block", coredump_triple_json(ci->block_dim))) ||
         (ci->debugger_crashed && json_put(o, "debugger_crashed", coredump_true())) ||
+        (ci->debugger_crashed && ci->debugger_error &&
+         json_put(o, "debugger_error", json_new_str(ci->debugger_error))) ||
         (ci->insn && ci->access && json_put(o, "instruction", json_new_str(ci->insn))) ||
         (ci->access && json_put(o, "access", json_new_str(ci->access))) ||
         (ci->access && json_put(o, "space", json_new_str(ci->space))) ||

@@ -24,6 +24,8 @@ struct coredump_info {
     long grid[3];                /* the faulting launch's grid, from the backtrace's <<<grid,block>>>; -1 unknown */
     long block_dim[3];           /* and its block dimensions */
     int debugger_crashed;        /* the debugger died while reading the dump (what it said before is kept) */
+    char *debugger_error;        /* what it said of its death ("std::out_of_range: vector::_M_range_check: ..."),
+                                  * NULL when nothing */
     char *insn;                  /* the instruction at the error PC, as disassembled ("STG.E desc[UR8][R2.64],R5") */
     int have_pc, have_errorpc;   /* the focus lane's pc and the error PC were read */
     unsigned long long pc_value, errorpc_value; /* their values */

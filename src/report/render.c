@@ -154,6 +154,16 @@ static void render_coredump(struct render_buf *b, const struct json *cd, const s
     if (warp >= 0)
         render_line(b, "    (device %lld, SM %lld, warp %lld, lane %lld)", json_get_int(cd, "device", -1),
                     json_get_int(cd, "sm", -1), warp, json_get_int(cd, "lane", -1));
+    const struct json *crashed = json_get(cd, "debugger_crashed");
+    if (json_is(crashed, JSON_BOOL) && crashed->boolean) {
+        const char *err = json_get_str(cd, "debugger_error");
+        char text[800];
+        snprintf(text, sizeof text,
+                 "cuda-gdb died reading the dump%s%s%s, after what is shown here: the faulting thread, "
+                 "instruction and address are not known",
+                 err ? " (" : "", err ? err : "", err ? ")" : "");
+        render_para(b, "    ", "      ", text);
+    }
     /* the faulting access: its instruction, and its address when the dump gives it (what it touched is said by
      * the address lines, render_addr) */
     const char *access = json_get_str(cd, "access"), *space = json_get_str(cd, "space");

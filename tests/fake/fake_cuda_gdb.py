@@ -46,6 +46,8 @@ def main(argv):
     print("The exception was triggered at PC 0x7f0000001000  %s  (fake.cu:8)" % demangle(fields.get("kernel", "?")))
     sys.stdout.flush()
     if os.environ.get("FAKE_CUDA_GDB_CRASH") == "1":
+        print("terminate called after throwing an instance of 'std::out_of_range'")
+        print("  what():  vector::_M_range_check: __n (which is 4294967294) >= this->size() (which is 64)")
         print("\n\nFatal signal: Aborted")
         sys.stdout.flush()
         os.abort()

@@ -304,6 +304,9 @@ int main(int argc, char **argv) {
   CHECK(ci.kernel && !strcmp(ci.kernel, "write_oob(int*, int)"), "kernel %s", ci.kernel);
   CHECK(ci.file && !strcmp(ci.file, "oob.cu") && ci.line == 8);
   CHECK(ci.debugger_crashed && ci.block[0] == -1 && ci.warp == -1);
+  CHECK(ci.debugger_error && !strcmp(ci.debugger_error, "std::out_of_range: vector::_M_range_check: __n (which is "
+                                                        "4294967294) >= this->size() (which is 64)"),
+        "what the debugger said of its death: %s", ci.debugger_error);
 
   /* Two candidates, one runs write_oob: it becomes the culprit and the line inside the kernel is kept. */
   struct json *doc = report_with(
