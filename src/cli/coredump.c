@@ -29,7 +29,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define COREDUMP_OUTPUT_MAX (1 << 20) /* bytes of the debugger's output kept */
+#define COREDUMP_OUTPUT_MAX (1 << 20) /* bytes of the debugger's output kept (32 lanes' registers: ~140 KB) */
 #define COREDUMP_FLAGS "skip_global_memory,skip_shared_memory,skip_local_memory,skip_constbank_memory"
 
 int coredump_setenv(const char *dir)
@@ -55,6 +55,10 @@ void coredump_free(struct coredump_info *ci)
     free(ci->insn);
     free(ci->regs);
     free(ci->address_unknown);
+    free(ci->debugger_error);
+    for (int i = 0; ci->lanes && i < COREDUMP_LANES; i++)
+        free(ci->lanes[i].regs);
+    free(ci->lanes);
     memset(ci, 0, sizeof *ci);
 }
 
@@ -87,40 +91,81 @@ static long coredump_field(const char *line, const char *name)
     return strtol(p + n + 1, NULL, 10);
 }
 
-/* A line of `info registers`: "R2             0x77e00600          2011170304", "pc  0x7f..  0x7f.. <f+144>". */
+/* A line of `info registers`: "R2             0x77e00600          2011170304", "pc  0x7f..  0x7f.. <f+144>". The
+ * registers are the focus lane's until the first `cuda lane N`, then the lane switched to. */
 static void coredump_register(const char *line, struct coredump_info *ci)
 {
     char name[16];
     unsigned long long v;
     int at = 0;
+    struct coredump_lane *l = ci->cur_lane >= 0 && ci->lanes ? &ci->lanes[ci->cur_lane] : NULL;
+    int *nregs = l ? &l->nregs : &ci->nregs;
+    struct coredump_reg **regs = l ? &l->regs : &ci->regs;
     if (sscanf(line, "%15s 0x%llx%n", name, &v, &at) != 2 || at == 0)
         return;
+    if (ci->cur_lane < -1 && strcmp(name, "errorpc") != 0)
+        return; /* a lane that could not be told: its registers are no one's */
     if (!strcmp(name, "pc")) {
-        ci->pc_value = v;
-        ci->have_pc = 1;
+        *(l ? &l->pc : &ci->pc_value) = v;
+        *(l ? &l->have_pc : &ci->have_pc) = 1;
     } else if (!strcmp(name, "errorpc")) {
-        ci->errorpc_value = v;
+        ci->errorpc_value = v; /* the warp's, the same from every lane */
         ci->have_errorpc = 1;
     } else if ((name[0] == 'R' || (name[0] == 'U' && name[1] == 'R')) && strlen(name) < sizeof ci->regs[0].name &&
-               isdigit((unsigned char)name[name[0] == 'U' ? 2 : 1]) && ci->nregs < 512) {
-        struct coredump_reg *r = realloc(ci->regs, (size_t)(ci->nregs + 1) * sizeof *r);
+               isdigit((unsigned char)name[name[0] == 'U' ? 2 : 1]) && *nregs < 512) {
+        struct coredump_reg *r = realloc(*regs, (size_t)(*nregs + 1) * sizeof *r);
         if (!r)
             return;
-        ci->regs = r;
-        snprintf(r[ci->nregs].name, sizeof r[ci->nregs].name, "%s", name);
-        r[ci->nregs++].value = v;
+        *regs = r;
+        snprintf(r[*nregs].name, sizeof r[*nregs].name, "%s", name);
+        r[(*nregs)++].value = v;
     }
 }
 
+/* The registers sass_address reads: a focus lane's or another lane's. */
+struct coredump_regset {
+    const struct coredump_reg *regs; /* the lane's registers */
+    int nregs;                       /* how many */
+};
+
 static int coredump_reg_value(void *arg, const char *name, uint64_t *value)
 {
-    const struct coredump_info *ci = arg;
-    for (int i = 0; i < ci->nregs; i++)
-        if (!strcmp(ci->regs[i].name, name)) {
-            *value = ci->regs[i].value;
+    const struct coredump_regset *rs = arg;
+    for (int i = 0; i < rs->nregs; i++)
+        if (!strcmp(rs->regs[i].name, name)) {
+            *value = rs->regs[i].value;
             return 0;
         }
     return -1;
+}
+
+/* "[Switching focus to CUDA kernel 0, grid 12, block (0,0,0), thread (97,0,0), device 0, sm 124, warp 2, lane 1]"
+ * (`cuda lane 1`), or "CUDA focus unchanged." (the lane asked for is the focus lane, or it could not be switched
+ * to: either way the registers shown next are the focus lane's): the registers that follow are that lane's. */
+static void coredump_switch(const char *line, struct coredump_info *ci)
+{
+    long lane = strstr(line, "CUDA focus unchanged") ? ci->lane : coredump_field(line, "lane");
+    ci->cur_lane = -2; /* registers of a lane not known: kept nowhere (coredump_register) */
+    if (lane < 0 || lane >= COREDUMP_LANES)
+        return;
+    if (!ci->lanes && !(ci->lanes = calloc(COREDUMP_LANES, sizeof *ci->lanes)))
+        return;
+    struct coredump_lane *l = &ci->lanes[lane];
+    free(l->regs);
+    memset(l, 0, sizeof *l);
+    l->seen = 1;
+    l->block[0] = l->thread[0] = -1;
+    if (strstr(line, "CUDA focus unchanged")) {
+        memcpy(l->block, ci->block, sizeof l->block);
+        memcpy(l->thread, ci->thread, sizeof l->thread);
+    } else {
+        const char *b = strstr(line, "block "), *t = strstr(line, "thread ");
+        if (b && (b += 6, cli_parse_triple(&b, l->block, '(', ')') != 0))
+            l->block[0] = -1;
+        if (t && (t += 7, cli_parse_triple(&t, l->thread, '(', ')') != 0))
+            l->thread[0] = -1;
+    }
+    ci->cur_lane = (int)lane;
 }
 
 /* The faulting access, from the instruction at the error PC and the focus lane's registers. A GPU reports an
@@ -141,6 +186,76 @@ static const char *coredump_other_lane(const struct coredump_info *ci, const cha
     return buf;
 }
 
+#define COREDUMP_OVERWRITTEN                                                                                           \
+    "the faulting instruction wrote over a register its address is made of, so the registers no longer give it"
+
+/* Whether a lane at pc is at the faulting instruction: stopped on it or right after it (16 bytes on). */
+static int coredump_at_fault(const struct coredump_info *ci, unsigned long long pc)
+{
+    return ci->have_errorpc && (pc == ci->errorpc_value || pc == ci->errorpc_value + 16);
+}
+
+/* Every lane's address, where the dump shows the lanes: a lane stopped at the faulting instruction, whose access
+ * did not overwrite its own address registers, gives the address it accessed. For a misaligned exception the
+ * first lane whose address is not a multiple of the access size is the faulting one; for an illegal address,
+ * which lane's address was bad takes the allocation table, which the report holds (report/addr.c chooses, from
+ * "coredump.lanes"). Returns 1 when it settled the address or why it is unknown, 0 when no lane gave an address
+ * (the focus lane's rule then applies). */
+static int coredump_lanes(struct coredump_info *ci, const struct sass_access *a, int misaligned)
+{
+    int bad = 0, overwritten = 0, seen = 0, rc, moved = -1;
+    struct coredump_regset none = {NULL, 0};
+    uint64_t addr;
+    for (int i = 0; ci->lanes && i < COREDUMP_LANES; i++) {
+        struct coredump_lane *l = &ci->lanes[i];
+        struct coredump_regset rs = {l->regs, l->nregs};
+        seen += l->seen;
+        if (l->seen && l->have_pc && !coredump_at_fault(ci, l->pc) && moved < 0)
+            moved = i;
+        if (!l->seen || !l->have_pc || !coredump_at_fault(ci, l->pc))
+            continue;
+        if ((rc = sass_address(a, coredump_reg_value, &rs, &addr)) != 0) {
+            overwritten += rc == -2;
+            continue;
+        }
+        l->have_address = 1;
+        l->address = addr;
+        ci->lanes_read++;
+        if (misaligned && a->size > 1 && addr % a->size != 0 && !bad++) {
+            ci->have_address = 1;
+            ci->address = addr;
+            ci->address_lane = i;
+        }
+    }
+    /* whether the instruction overwrites its own address registers does not depend on the lane */
+    if (!ci->lanes_read && (overwritten || (seen && sass_address(a, coredump_reg_value, &none, &addr) == -2))) {
+        ci->address_unknown = strdup(COREDUMP_OVERWRITTEN);
+        return 1;
+    }
+    if (!ci->lanes_read && moved >= 0 && ci->have_errorpc) {
+        /* on the H200 a lane whose load's result was not needed at once ran on past it (pc 0x30 after it) */
+        if (asprintf(&ci->address_unknown,
+                     "none of the %d lanes the dump shows stopped at the faulting instruction or the one after it "
+                     "(lane %d is %lld bytes from it): the instructions they ran since may have changed the "
+                     "registers its address is made of",
+                     seen, moved, (long long)(ci->lanes[moved].pc - ci->errorpc_value)) < 0)
+            ci->address_unknown = NULL;
+        return 1;
+    }
+    if (!ci->lanes_read)
+        return 0;
+    if (misaligned && !bad &&
+        asprintf(&ci->address_unknown, "none of the %d lanes whose address the dump gives made a misaligned access",
+                 ci->lanes_read) < 0)
+        ci->address_unknown = NULL;
+    if (!misaligned && asprintf(&ci->address_unknown,
+                                "the exception is the warp's: which of the %d lanes whose address the dump gives "
+                                "made the faulting access, only the allocation table can tell",
+                                ci->lanes_read) < 0)
+        ci->address_unknown = NULL;
+    return 1;
+}
+
 static void coredump_address(struct coredump_info *ci)
 {
     struct sass_access a;
@@ -154,16 +269,17 @@ static void coredump_address(struct coredump_info *ci)
     ci->access_size = a.size;
     uint64_t addr;
     int misaligned = ci->exception && strstr(ci->exception, "Misaligned") != NULL;
+    struct coredump_regset focus = {ci->regs, ci->nregs};
+    if (coredump_lanes(ci, &a, misaligned))
+        return;
     if (!misaligned) {
         why = "the exception is the warp's, and the dump does not say which of its lanes made the faulting access";
     } else if (!ci->have_errorpc || !ci->have_pc) {
         why = "the dump does not give the focus lane's program counter";
-    } else if (ci->pc_value != ci->errorpc_value && ci->pc_value != ci->errorpc_value + 16) {
+    } else if (!coredump_at_fault(ci, ci->pc_value)) {
         why = coredump_other_lane(ci, "was elsewhere in the kernel", buf, sizeof buf);
-    } else if ((rc = sass_address(&a, coredump_reg_value, ci, &addr)) != 0) {
-        why = rc == -2 ? "the faulting instruction wrote over a register its address is made of, so the registers "
-                         "no longer give it"
-                       : "the dump lacks a register the address is made of";
+    } else if ((rc = sass_address(&a, coredump_reg_value, &focus, &addr)) != 0) {
+        why = rc == -2 ? COREDUMP_OVERWRITTEN : "the dump lacks a register the address is made of";
     } else if (a.size > 1 && addr % a.size == 0) {
         why = coredump_other_lane(ci, "made an aligned access", buf, sizeof buf);
     } else {
@@ -173,6 +289,8 @@ static void coredump_address(struct coredump_info *ci)
     }
     ci->address_unknown = strdup(why);
 }
+
+static const char coredump_terminate[] = "terminate called after throwing an instance of '";
 
 static void coredump_line(const char *s, size_t n, struct coredump_info *ci)
 {
@@ -253,8 +371,24 @@ static void coredump_line(const char *s, size_t n, struct coredump_info *ci)
         if (comma && asprintf(&ci->exception, "%.*s (%.*s)", (int)(comma - sig), sig,
                               (int)(m - (size_t)(comma + 2 - sig)), comma + 2) < 0)
             ci->exception = NULL;
+    } else if (strstr(line, "Switching focus to CUDA kernel") || strstr(line, "CUDA focus unchanged")) {
+        coredump_switch(line, ci);
     } else if (strstr(line, "Fatal signal:") || strstr(line, "A fatal error internal to GDB")) {
         ci->debugger_crashed = 1;
+    } else if (!strncmp(line, coredump_terminate, sizeof coredump_terminate - 1) && !ci->debugger_error) {
+        /* cuda-gdb 13.0's death on the H200: "terminate called after throwing an instance of
+         * 'std::out_of_range'", then "  what():  vector::_M_range_check: ..." */
+        const char *e = line + sizeof coredump_terminate - 1, *q = strchr(e, '\'');
+        ci->debugger_error = strndup(e, q ? (size_t)(q - e) : strlen(e));
+    } else if ((p = strstr(line, "what():")) != NULL && ci->debugger_error && !strstr(ci->debugger_error, ": ")) {
+        char *both = NULL;
+        p += 7;
+        while (*p == ' ')
+            p++;
+        if (asprintf(&both, "%s: %s", ci->debugger_error, p) >= 0) {
+            free(ci->debugger_error);
+            ci->debugger_error = both;
+        }
     } else if ((p = strstr(line, ">:\t")) != NULL && line[0] == '*') {
         /* `x/i $errorpc`: "*> 0x7f7d7f7a0c90 <_Z9bad_storePfix+400>:\tSTG.E desc[UR8][R2.64],R5" ("*" marks the
          * error PC in cuda-gdb's listings) */
@@ -272,6 +406,8 @@ int coredump_parse(const char *text, struct coredump_info *ci)
     ci->line = ci->block[0] = ci->thread[0] = -1;
     ci->device = ci->sm = ci->warp = ci->lane = -1;
     ci->grid[0] = ci->block_dim[0] = -1;
+    ci->cur_lane = -1;
+    ci->address_lane = -1;
     for (const char *s = text; *s;) {
         const char *nl = strchr(s, '\n');
         size_t n = nl ? (size_t)(nl - s) : strlen(s);
@@ -294,9 +430,28 @@ static char *coredump_run_gdb(const char *dump, char *why, size_t whylen)
         gdb = "cuda-gdb";
     snprintf(target, sizeof target, "target cudacore %s", dump);
     /* the faulting instruction and the focus lane's registers last: a dump without an error PC (an assert) makes
-     * `x/i $errorpc` fail, and what came before is kept */
-    char *argv[] = {(char *)gdb, "-batch", "-nx",          "-ex", target,           "-ex", "info cuda kernels", "-ex",
-                    "bt 1",      "-ex",    "x/i $errorpc", "-ex", "info registers", NULL};
+     * `x/i $errorpc` fail, and what came before is kept; then every lane of the warp's registers (a lane that is
+     * not active answers with an error and the next command runs): about 4 KB a lane */
+    static const char *const tail[] = {"-ex", "info cuda kernels", "-ex", "bt 1",           "-ex", "x/i $errorpc",
+                                       "-ex", "info registers",    "-ex", "info cuda lanes"};
+    char lane_cmd[COREDUMP_LANES][16];
+    char *argv[5 + sizeof tail / sizeof tail[0] + 4 * COREDUMP_LANES + 1];
+    size_t n = 0;
+    argv[n++] = (char *)gdb;
+    argv[n++] = (char *)"-batch";
+    argv[n++] = (char *)"-nx";
+    argv[n++] = (char *)"-ex";
+    argv[n++] = target;
+    for (size_t i = 0; i < sizeof tail / sizeof tail[0]; i++)
+        argv[n++] = (char *)tail[i];
+    for (int i = 0; i < COREDUMP_LANES; i++) {
+        snprintf(lane_cmd[i], sizeof lane_cmd[i], "cuda lane %d", i);
+        argv[n++] = (char *)"-ex";
+        argv[n++] = lane_cmd[i];
+        argv[n++] = (char *)"-ex";
+        argv[n++] = (char *)"info registers";
+    }
+    argv[n] = NULL;
     struct subproc_opts o = {-1, 1, "TERM=dumb", COREDUMP_TIMEOUT_S, COREDUMP_OUTPUT_MAX};
     int rc = subproc_capture(argv, &o, &res);
     if (rc == -2) {
@@ -339,6 +494,27 @@ static struct json *coredump_true(void)
     return b;
 }
 
+/* "lanes": each lane whose address the dump gives, with its block and thread. */
+static struct json *coredump_lanes_json(const struct coredump_info *ci)
+{
+    struct json *arr = json_new(JSON_ARR);
+    for (int i = 0; arr && ci->lanes && i < COREDUMP_LANES; i++) {
+        const struct coredump_lane *l = &ci->lanes[i];
+        struct json *o;
+        if (!l->have_address)
+            continue;
+        o = json_new(JSON_OBJ);
+        if (json_append(arr, o) != 0 || json_put(o, "lane", json_new_int(i)) ||
+            (l->block[0] >= 0 && json_put(o, "block", coredump_triple_json(l->block))) ||
+            (l->thread[0] >= 0 && json_put(o, "thread", coredump_triple_json(l->thread))) ||
+            json_put(o, "address", coredump_hex(l->address))) {
+            json_free(arr);
+            return NULL;
+        }
+    }
+    return arr;
+}
+
 static struct json *coredump_json(const struct coredump_info *ci, const char *dump_path)
 {
     struct json *o = json_new(JSON_OBJ);
@@ -357,6 +533,8 @@ static struct json *coredump_json(const struct coredump_info *ci, const char *du
         (ci->grid[0] >= 0 && json_put(o, "launch_grid", coredump_triple_json(ci->grid))) ||
         (ci->grid[0] >= 0 && json_put(o, "launch_block", coredump_triple_json(ci->block_dim))) ||
         (ci->debugger_crashed && json_put(o, "debugger_crashed", coredump_true())) ||
+        (ci->debugger_crashed && ci->debugger_error &&
+         json_put(o, "debugger_error", json_new_str(ci->debugger_error))) ||
         (ci->insn && ci->access && json_put(o, "instruction", json_new_str(ci->insn))) ||
         (ci->access && json_put(o, "access", json_new_str(ci->access))) ||
         (ci->access && json_put(o, "space", json_new_str(ci->space))) ||
@@ -364,6 +542,8 @@ static struct json *coredump_json(const struct coredump_info *ci, const char *du
         (ci->have_address && json_put(o, "address", coredump_hex(ci->address))) ||
         (ci->have_address && ci->exception && strstr(ci->exception, "Misaligned") &&
          json_put(o, "alignment", json_new_int((long long)ci->access_size))) ||
+        (ci->have_address && ci->address_lane >= 0 && json_put(o, "address_lane", json_new_int(ci->address_lane))) ||
+        (ci->lanes_read && json_put(o, "lanes", coredump_lanes_json(ci))) ||
         (ci->address_unknown && json_put(o, "address_unknown", json_new_str(ci->address_unknown)))) {
         json_free(o);
         return NULL;

@@ -10,6 +10,7 @@ struct json;
 struct argmatch_range;
 
 #define COREDUMP_TIMEOUT_S 120 /* cuda-gdb is stopped after this long on one dump */
+#define COREDUMP_LANES 32      /* lanes of a warp, each asked for its registers */
 
 /* What a dump says about the fault (strings malloc'd; absent ones NULL, numbers -1). */
 struct coredump_info {
@@ -24,6 +25,8 @@ struct coredump_info {
     long grid[3];                /* the faulting launch's grid, from the backtrace's <<<grid,block>>>; -1 unknown */
     long block_dim[3];           /* and its block dimensions */
     int debugger_crashed;        /* the debugger died while reading the dump (what it said before is kept) */
+    char *debugger_error;        /* what it said of its death ("std::out_of_range: vector::_M_range_check: ..."),
+                                  * NULL when nothing */
     char *insn;                  /* the instruction at the error PC, as disassembled ("STG.E desc[UR8][R2.64],R5") */
     int have_pc, have_errorpc;   /* the focus lane's pc and the error PC were read */
     unsigned long long pc_value, errorpc_value; /* their values */
@@ -32,6 +35,22 @@ struct coredump_info {
         char name[8];             /* "R2", "UR4" */
         unsigned long long value; /* as the debugger printed it */
     } * regs;                     /* the focus lane's registers (malloc'd) */
+    /* every lane of the focus warp the debugger showed (`cuda lane N` then `info registers`, lanes 0..31):
+     * where the warp's exception is an illegal address, the focus lane is seldom the one that faulted */
+    struct coredump_lane {
+        int seen;                   /* the debugger switched to this lane and showed its registers */
+        long block[3];              /* its block, block[0] -1 unknown */
+        long thread[3];             /* its thread within the block */
+        int have_pc;                /* its pc was read */
+        unsigned long long pc;      /* that pc */
+        int nregs;                  /* entries in regs */
+        struct coredump_reg *regs;  /* its registers (malloc'd) */
+        int have_address;           /* address is what this lane's faulting instruction accessed */
+        unsigned long long address; /* that address */
+    } * lanes;                      /* COREDUMP_LANES entries indexed by lane (malloc'd), NULL when none shown */
+    int cur_lane;                   /* while parsing: the lane whose registers come next, -1 the focus's */
+    int lanes_read;                 /* lanes whose address is known */
+    long address_lane;              /* the lane whose access address is (misaligned), -1 the focus's or none */
     /* what the faulting access was, from insn and the registers (coredump_address) */
     const char *access;         /* "load", "store", "atomic", NULL: not a memory access or not read */
     const char *space;          /* "global", "shared", "local", "generic" */

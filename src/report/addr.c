@@ -311,12 +311,140 @@ int addr_annotate(struct json *doc, uint64_t address, uint64_t access, const cha
     return 0;
 }
 
+/* Whether a lane's access at address was a bad one: for a misaligned exception, not a multiple of the access
+ * size; otherwise outside every allocation live at the faulting launch (or running past its end). */
+static int addr_lane_bad(const struct json *doc, uint64_t address, uint64_t access, int misaligned,
+                         struct addr_answer *a)
+{
+    addr_answer(doc, address, access, a);
+    if (misaligned)
+        return access > 1 && address % access != 0;
+    return a->where != ADDR_INSIDE;
+}
+
+/* A copy of a block or thread index ([x, y, z]); NULL when it is not three integers. */
+static struct json *addr_triple(const struct json *v)
+{
+    struct json *a = json_len(v) == 3 ? json_new(JSON_ARR) : NULL;
+    for (size_t i = 0; a && i < 3; i++) {
+        long long n;
+        struct json *k = json_int(json_at(v, i), &n) == 0 ? json_new_int(n) : NULL;
+        if (json_append(a, k)) {
+            json_free(k);
+            json_free(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
+/* Says in coredump.address_unknown why no lane is named. */
+static int addr_no_lane(struct json *cd, const char *why, int *changed)
+{
+    *changed = 1;
+    return json_put(cd, "address_unknown", json_new_str(why)) ? -1 : 0;
+}
+
+/* The faulting lane from every lane's address ("coredump.lanes"): the first whose access was bad. Its address is
+ * answered as fault_address, with the lane, how many lanes were read and bad, and the allocations the good lanes
+ * touched ("touched": each allocation's base and how many lanes). Without a table, or with one that overflowed
+ * or in which no lane's address is bad, no lane is named and coredump.address_unknown says why. */
+static int addr_annotate_lanes(struct json *doc, struct json *cd, const struct json *lanes, int *changed)
+{
+    const char *exc = json_get_str(cd, "exception");
+    const struct json *table = json_get(doc, "allocations");
+    int misaligned = exc && strstr(exc, "Misaligned") != NULL;
+    long long n, nlanes = (long long)json_len(lanes), bad = 0;
+    uint64_t access = json_int(json_get(cd, "access_size"), &n) == 0 && n > 0 ? (uint64_t)n : 0;
+    const struct json *chosen = NULL;
+    uint64_t chosen_addr = 0;
+    char why[400];
+
+    if (!misaligned && !json_is(json_get(table, "ranges"), JSON_ARR)) {
+        snprintf(why, sizeof why,
+                 "the exception is the warp's, and the report has no allocation table to tell which of the %lld "
+                 "lanes whose address the dump gives made the faulting access",
+                 nlanes);
+        return addr_no_lane(cd, why, changed);
+    }
+    if (!misaligned && (json_get_int(table, "forgotten", 0) > 0 || json_get_int(table, "not_recorded", 0) > 0)) {
+        snprintf(why, sizeof why,
+                 "the exception is the warp's, and the allocation table overflowed: a lane's address outside every "
+                 "allocation it kept may lie in one it lacks, so no lane of the %lld is named",
+                 nlanes);
+        return addr_no_lane(cd, why, changed);
+    }
+    for (size_t i = 0; i < json_len(lanes); i++) {
+        const struct json *l = json_at(lanes, i);
+        struct addr_answer a;
+        uint64_t x;
+        if (addr_field(l, "address", &x) != 0)
+            continue;
+        if (addr_lane_bad(doc, x, access, misaligned, &a) && !bad++) {
+            chosen = l;
+            chosen_addr = x;
+        }
+    }
+    if (!chosen) {
+        snprintf(why, sizeof why,
+                 misaligned ? "none of the %lld lanes whose address the dump gives made a misaligned access"
+                            : "the exception is the warp's, and every one of the %lld lanes whose address the dump "
+                              "gives accessed an allocation live at the faulting launch: the allocation the faulting "
+                              "access missed is one the table lacks, so no lane is named",
+                 nlanes);
+        return addr_no_lane(cd, why, changed);
+    }
+    if (addr_annotate(doc, chosen_addr, access, "coredump"))
+        return -1;
+    *changed = 1;
+    /* the lane and the warp's other lanes: which allocations the good ones touched, in the order first met */
+    struct json *fa = (struct json *)json_get(doc, "fault_address"), *touched = json_new(JSON_ARR);
+    if (!touched || json_put(fa, "lane", json_new_int(json_get_int(chosen, "lane", -1))) ||
+        (json_get(chosen, "block") && json_put(fa, "block", addr_triple(json_get(chosen, "block")))) ||
+        (json_get(chosen, "thread") && json_put(fa, "thread", addr_triple(json_get(chosen, "thread")))) ||
+        json_put(fa, "lanes_read", json_new_int(nlanes)) || json_put(fa, "lanes_bad", json_new_int(bad))) {
+        json_free(touched);
+        return -1;
+    }
+    for (size_t i = 0; i < json_len(lanes); i++) {
+        struct addr_answer a;
+        uint64_t x;
+        if (addr_field(json_at(lanes, i), "address", &x) != 0 || addr_lane_bad(doc, x, access, misaligned, &a) ||
+            !a.in.obj)
+            continue;
+        struct json *t = NULL;
+        for (size_t k = 0; k < json_len(touched) && !t; k++) {
+            uint64_t base;
+            if (addr_field(json_at(touched, k), "base", &base) == 0 && base == a.in.base)
+                t = (struct json *)json_at(touched, k);
+        }
+        if (t) {
+            if (json_put(t, "lanes", json_new_int(json_get_int(t, "lanes", 0) + 1)))
+                goto fail;
+            continue;
+        }
+        t = json_new(JSON_OBJ);
+        if (json_append(touched, t) || json_put(t, "base", addr_hex(a.in.base)) ||
+            json_put(t, "size", json_new_int((long long)a.in.size)) || json_put(t, "lanes", json_new_int(1)))
+            goto fail;
+    }
+    if (json_put(fa, "touched", touched))
+        return -1;
+    return 0;
+fail:
+    json_free(touched);
+    return -1;
+}
+
 int addr_annotate_coredump(struct json *doc, int *changed)
 {
-    const struct json *cd = json_get(doc, "coredump");
+    struct json *cd = (struct json *)json_get(doc, "coredump");
+    const struct json *lanes = json_get(cd, "lanes");
     uint64_t address, access = 0;
     long long n;
     *changed = 0;
+    if (json_is(cd, JSON_OBJ) && json_len(lanes) > 0)
+        return addr_annotate_lanes(doc, cd, lanes, changed);
     if (!json_is(cd, JSON_OBJ) || addr_field(cd, "address", &address) != 0)
         return 0;
     if (json_int(json_get(cd, "access_size"), &n) == 0 && n > 0)
@@ -426,6 +554,59 @@ static void addr_neighbour(struct render_buf *b, const struct json *doc, const s
     render_para(b, "  ", "    ", text);
 }
 
+/* A block or thread index as the debugger writes it, "(123,0,0)"; NULL when it is not three integers. */
+static const char *addr_dims(const struct json *v, char *out, size_t n)
+{
+    long long x[3];
+    for (size_t i = 0; i < 3; i++)
+        if (json_len(v) != 3 || json_int(json_at(v, i), &x[i]) != 0)
+            return NULL;
+    snprintf(out, n, "(%lld,%lld,%lld)", x[0], x[1], x[2]);
+    return out;
+}
+
+/* Which lane of the warp made the faulting access, and what the others touched (fault_address.lane, written by
+ * addr_annotate_lanes): "lane 27 (thread (123,0,0), block (0,0,0)) made it: 1 of the 32 lanes whose address the
+ * dump gives was out of bounds; the other 31 accessed the allocation of 512 bytes at 0x7f5b7fe00000 (...)". */
+static void addr_render_lanes(struct render_buf *b, const struct json *doc, const struct json *fa)
+{
+    const struct json *cd = json_get(doc, "coredump"), *touched = json_get(fa, "touched");
+    const char *exc = json_get_str(cd, "exception");
+    long long lane = json_get_int(fa, "lane", -1), nread = json_get_int(fa, "lanes_read", 0),
+              nbad = json_get_int(fa, "lanes_bad", 0);
+    char text[3000], thr[64], blk[64], d[600], site[1500];
+    size_t used;
+    if (lane < 0)
+        return;
+    used = (size_t)snprintf(text, sizeof text, "lane %lld", lane);
+    if (addr_dims(json_get(fa, "thread"), thr, sizeof thr) && addr_dims(json_get(fa, "block"), blk, sizeof blk))
+        used += (size_t)snprintf(text + used, sizeof text - used, " (thread %s, block %s)", thr, blk);
+    used += (size_t)snprintf(
+        text + used, sizeof text - used, " made it: %lld of the %lld lanes whose address the dump gives %s %s", nbad,
+        nread, nbad == 1 ? "was" : "were", exc && strstr(exc, "Misaligned") ? "misaligned" : "out of bounds");
+    long long shown = 0;
+    for (size_t i = 0; i < json_len(touched) && used < sizeof text; i++) {
+        const struct json *t = json_at(touched, i);
+        struct addr_answer a;
+        uint64_t base;
+        long long k = json_get_int(t, "lanes", 0);
+        if (addr_field(t, "base", &base) != 0)
+            continue;
+        addr_answer(doc, base, 0, &a);
+        if (!a.in.obj)
+            continue;
+        addr_describe(&a.in, d, sizeof d);
+        addr_site(doc, &a.in, site, sizeof site);
+        if (nbad + k == nread && !shown)
+            used += (size_t)snprintf(text + used, sizeof text - used, "; the other %lld accessed the %s%s", k, d, site);
+        else
+            used += (size_t)snprintf(text + used, sizeof text - used, "%s%lld accessed the %s%s",
+                                     shown ? "; " : "; of the others, ", k, d, site);
+        shown += k;
+    }
+    render_para(b, "  ", "    ", text);
+}
+
 void addr_render(struct render_buf *b, const struct json *doc)
 {
     struct addr_answer a;
@@ -443,6 +624,8 @@ void addr_render(struct render_buf *b, const struct json *doc)
     render_add(b, "culprit:\n");
     render_line(b, "the faulting address 0x%" PRIx64 " (%s%s):", address, acc,
                 strcmp(source, "coredump") == 0 ? "from the GPU core dump" : "given on the command line");
+    if (strcmp(source, "coredump") == 0)
+        addr_render_lanes(b, doc, json_get(doc, "fault_address"));
 
     switch (a.where) {
     case ADDR_NO_TABLE:

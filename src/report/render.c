@@ -137,7 +137,7 @@ static void render_graph_nodes(struct render_buf *b, const struct json *launch, 
 
 /* What the GPU core dump says of the fault inside the kernel (culprit run --coredump): the source line (with
  * -lineinfo), the faulting block and thread, and where it ran. */
-static void render_coredump(struct render_buf *b, const struct json *cd)
+static void render_coredump(struct render_buf *b, const struct json *cd, const struct json *fa)
 {
     const char *file = json_get_str(cd, "source_file"), *exc = json_get_str(cd, "exception");
     char where[300] = "", blk[64], thr[64];
@@ -154,11 +154,25 @@ static void render_coredump(struct render_buf *b, const struct json *cd)
     if (warp >= 0)
         render_line(b, "    (device %lld, SM %lld, warp %lld, lane %lld)", json_get_int(cd, "device", -1),
                     json_get_int(cd, "sm", -1), warp, json_get_int(cd, "lane", -1));
+    const struct json *crashed = json_get(cd, "debugger_crashed");
+    if (json_is(crashed, JSON_BOOL) && crashed->boolean) {
+        const char *err = json_get_str(cd, "debugger_error");
+        char text[800];
+        snprintf(text, sizeof text,
+                 "cuda-gdb died reading the dump%s%s%s, after what is shown here: the faulting thread, "
+                 "instruction and address are not known",
+                 err ? " (" : "", err ? err : "", err ? ")" : "");
+        render_para(b, "    ", "      ", text);
+    }
     /* the faulting access: its instruction, and its address when the dump gives it (what it touched is said by
      * the address lines, render_addr) */
     const char *access = json_get_str(cd, "access"), *space = json_get_str(cd, "space");
     const char *insn = json_get_str(cd, "instruction"), *addr = json_get_str(cd, "address");
     const char *unknown = json_get_str(cd, "address_unknown");
+    /* an illegal address's faulting lane is chosen with the allocation table: its address is the answer's */
+    if (!addr && json_get_int(fa, "lane", -1) >= 0 && json_get_str(fa, "source") &&
+        !strcmp(json_get_str(fa, "source"), "coredump"))
+        addr = json_get_str(fa, "address");
     long long size = json_get_int(cd, "access_size", 0), align = json_get_int(cd, "alignment", 0);
     if (!access)
         return;
@@ -191,7 +205,7 @@ static void render_args(struct render_buf *b, const struct json *launch)
 }
 
 static void render_launch(struct render_buf *b, const struct json *launch, const char *reason,
-                          const struct json *asserts, const struct json *coredump)
+                          const struct json *asserts, const struct json *coredump, const struct json *fa)
 {
     char *owned = NULL;
     const char *name = render_kernel(launch, &owned);
@@ -204,7 +218,7 @@ static void render_launch(struct render_buf *b, const struct json *launch, const
     render_line(b, "the kernel that faulted: %s", name);
     render_nccl_kernel(b, name, "  ");
     render_asserts(b, asserts, launch, name, "  ", 1);
-    render_coredump(b, coredump);
+    render_coredump(b, coredump, fa);
     if (seq >= 0)
         used += (size_t)snprintf(head, sizeof head, "launch #%lld", seq);
     if (api)
@@ -417,7 +431,8 @@ static void render_full(struct render_buf *b, const struct json *doc, const stru
     render_add(b, "culprit:\n");
 
     if (json_is(culprit, JSON_OBJ)) {
-        render_launch(b, culprit, reason, json_get(doc, "device_asserts"), json_get(doc, "coredump"));
+        render_launch(b, culprit, reason, json_get(doc, "device_asserts"), json_get(doc, "coredump"),
+                      json_get(doc, "fault_address"));
         render_waiting_threads(b, doc, culprit);
     } else if (certainty && strcmp(certainty, "candidates") == 0) {
         /* handled below */

@@ -209,6 +209,39 @@ static void trace_meta(struct jw *w, const char *what, int pid, long long tid, c
     jw_obj_end(w);
 }
 
+/* The faulting address on the error's mark (the report's "fault_address"): the address, what it touched, and
+ * for a GPU core dump's the lane, thread and block that made the access. */
+static void trace_fault_address(struct jw *w, const struct json *fa)
+{
+    const char *addr = json_get_str(fa, "address"), *answer = json_get_str(fa, "answer");
+    char dims[64];
+    if (!addr)
+        return;
+    jw_key(w, "fault_address");
+    jw_str(w, addr);
+    if (answer) {
+        jw_key(w, "fault_address_answer");
+        jw_str(w, answer);
+    }
+    if (json_get_int(fa, "lane", -1) >= 0) {
+        jw_key(w, "fault_lane");
+        jw_int(w, json_get_int(fa, "lane", -1));
+    }
+    static const char *const keys[][2] = {{"thread", "fault_thread"}, {"block", "fault_block"}};
+    for (size_t i = 0; i < 2; i++) {
+        const struct json *v = json_get(fa, keys[i][0]);
+        if (json_len(v) != 3)
+            continue;
+        long long x[3];
+        for (size_t k = 0; k < 3; k++)
+            if (json_int(json_at(v, k), &x[k]) != 0)
+                x[k] = -1;
+        snprintf(dims, sizeof dims, "(%lld,%lld,%lld)", x[0], x[1], x[2]);
+        jw_key(w, keys[i][1]);
+        jw_str(w, dims);
+    }
+}
+
 int trace_write(const struct json *doc, struct jw *w, size_t *nlaunches)
 {
     static struct trace_set s; /* large; the command writes one trace at a time */
@@ -300,6 +333,8 @@ int trace_write(const struct json *doc, struct jw *w, size_t *nlaunches)
             jw_key(w, "native");
             jw_str(w, line);
         }
+        if (err)
+            trace_fault_address(w, json_get(doc, "fault_address"));
         jw_obj_end(w);
         jw_obj_end(w);
         size_t k = 0;

@@ -391,7 +391,8 @@ def _(b):
     4-byte global store at R2:R3 + 0x2 and shows the focus lane's registers, R2:R3 the kernel's buffer, dev, plus
     4096); culprit run reads the address off them, 4098 bytes into dev's 4096, says it needs 4-byte alignment and
     what it touched. An illegal address is the warp's exception: the focus lane's registers say nothing of the
-    lane that faulted, and no address is made up; nor when the focus lane had moved on."""
+    lane that faulted, and no address is made up; nor when the focus lane had moved on. With every lane's
+    registers shown, the lane outside every allocation is the faulting one (misaligned: the lane not aligned)."""
     gdb = os.path.join(HERE, "fake_cuda_gdb.py")
     env = {"FAKECUDA_FAULT": "kernel=write_oob,code=716", "CULPRIT_CUDA_GDB": gdb,
            "FAKE_CUDA_GDB_INSN": "STG.E desc[UR8][R2.64+0x2],R5", "FAKE_CUDA_GDB_OFFSET": "4096"}
@@ -420,6 +421,31 @@ def _(b):
     known = [Range(r["kind"], int(r["base"], 16), r["size"], r["seq"], r.get("freed_seq"), r["kind"])
              for r in table(rep)["ranges"]]
     expect_answer(fa, text, known, x, (rep.get("culprit") or {}).get("seq"), "the dump's address")
+
+    # Every lane of the warp: lane 5 stored 2^36 bytes past dev, lanes 0-4 and 6-7 inside it (the focus lane 3
+    # too); lanes 8-31 are not active. The table names lane 5, and what the others touched.
+    lanes = {"FAKECUDA_FAULT": "kernel=write_oob", "FAKE_CUDA_GDB_LANES": "1",
+             "FAKE_CUDA_GDB_INSN": "STG.E desc[UR8][R2.64],R5", "FAKE_CUDA_GDB_OFFSET": str(1 << 36)}
+    res, rep = run(dict(env, **lanes), "reports-lanes")
+    p = printed(res)
+    cd, fa = rep.get("coredump") or {}, rep.get("fault_address") or {}
+    x = p["dev"] + (1 << 36)
+    check(len(cd.get("lanes") or []) == 8 and "address" not in cd, "coredump.lanes: %r" % cd.get("lanes"))
+    check(fa.get("address") == "0x%x" % x and fa.get("lane") == 5 and fa.get("thread") == [5, 0, 0] and
+          fa.get("block") == [1, 0, 0] and fa.get("lanes_read") == 8 and fa.get("lanes_bad") == 1 and
+          fa.get("touched") == [{"base": "0x%x" % p["dev"], "size": 4096, "lanes": 7}],
+          "the faulting lane: %r" % fa)
+    text = joined(res.err_text)
+    check("the faulting access: a 4-byte global store (STG.E desc[UR8][R2.64],R5) at 0x%x" % x in text and
+          "lane 5 (thread (5,0,0), block (1,0,0)) made it: 1 of the 8 lanes whose address the dump gives was out "
+          "of bounds; the other 7 accessed the allocation of 4096 bytes at 0x%x" % p["dev"] in text,
+          "the verdict names the lane\n" + text)
+    misaligned = dict(env, FAKE_CUDA_GDB_LANES="1")
+    res, rep = run(misaligned, "reports-lanes-misaligned")
+    cd, fa = rep.get("coredump") or {}, rep.get("fault_address") or {}
+    x = printed(res)["dev"] + 4096 + 2
+    check(cd.get("address") == "0x%x" % x and cd.get("address_lane") == 5 and fa.get("lane") == 5 and
+          fa.get("lanes_bad") == 1 and fa.get("address") == "0x%x" % x, "misaligned, lane 5: %r %r" % (cd, fa))
 
     for tag, extra, why in (("illegal", {"FAKECUDA_FAULT": "kernel=write_oob"}, "which of its lanes"),
                             ("moved", {"FAKE_CUDA_GDB_MOVED": "1"}, "was elsewhere in the kernel")):

@@ -71,7 +71,13 @@ def _(b):
     res, rdir = flaky(b, dict(ENV, FAKE_CUDA_GDB_CRASH="1"), ("--coredump",))
     rep = only_report(rdir, res)
     h.expect_exact(rep, kernel=h.BAD, seq=20)
-    check((rep.get("coredump") or {}).get("debugger_crashed") is True, "coredump: %r" % rep.get("coredump"))
+    cd = rep.get("coredump") or {}
+    check(cd.get("debugger_crashed") is True and
+          cd.get("debugger_error") == "std::out_of_range: vector::_M_range_check: __n (which is 4294967294) >= "
+          "this->size() (which is 64)", "coredump: %r" % cd)
+    text = " ".join(l.replace("culprit:", "").strip() for l in res.err_text.splitlines())
+    check("cuda-gdb died reading the dump (std::out_of_range: vector::_M_range_check" in text,
+          "the verdict says the debugger died, and of what\n" + res.describe())
 
 
 @case("coredump_no_debugger")

@@ -7,8 +7,14 @@ FAKE_CUDA_GDB_INSN="STG.E desc[UR8][R2.64+0x10],R5" also answers `x/i $errorpc` 
 `info registers` with the focus lane's registers, as cuda-gdb 13.0 prints them: R2:R3 holds the dump's arg0 (the
 faulting launch's first parameter) plus FAKE_CUDA_GDB_OFFSET bytes; the lane's pc is the instruction after
 errorpc (it made the faulting access), or, with FAKE_CUDA_GDB_MOVED=1, one before it (it is not the faulting
-lane, as the focus of a warp-wide "Warp Illegal Address" was on the H200)."""
+lane, as the focus of a warp-wide "Warp Illegal Address" was on the H200).
+FAKE_CUDA_GDB_LANES=1 also answers `cuda lane N` and the `info registers` after it, as cuda-gdb 13.0 did on the
+H200: lanes 0-7 of the warp are active, each at the instruction after errorpc, lane N's R2:R3 the address arg0 +
+4 N (its own element, the instruction's immediate taken off), except lane FAKE_CUDA_GDB_LANE (default 5), whose
+R2:R3 is arg0 plus FAKE_CUDA_GDB_OFFSET; the focus lane (3) answers "CUDA focus unchanged.", lanes 8-31 are not
+active and the switch fails (the focus lane's registers follow)."""
 import os
+import re
 import subprocess
 import sys
 
@@ -40,6 +46,8 @@ def main(argv):
     print("The exception was triggered at PC 0x7f0000001000  %s  (fake.cu:8)" % demangle(fields.get("kernel", "?")))
     sys.stdout.flush()
     if os.environ.get("FAKE_CUDA_GDB_CRASH") == "1":
+        print("terminate called after throwing an instance of 'std::out_of_range'")
+        print("  what():  vector::_M_range_check: __n (which is 4294967294) >= this->size() (which is 64)")
         print("\n\nFatal signal: Aborted")
         sys.stdout.flush()
         os.abort()
@@ -51,14 +59,49 @@ def main(argv):
         pc = errorpc - 0x100 if os.environ.get("FAKE_CUDA_GDB_MOVED") == "1" else errorpc + 0x10
         addr = int(fields.get("arg0", "0x0"), 16) + int(os.environ.get("FAKE_CUDA_GDB_OFFSET", "0"))
         print("*> 0x%x <_Z9write_oobPii+400>:\t%s" % (errorpc, insn))
-        print("pc             0x%-16x  0x%x <write_oob(int*, int)+%d>" % (pc, pc, pc - errorpc + 400))
-        print("errorpc        0x%-16x  0x%x <write_oob(int*, int)+400>" % (errorpc, errorpc))
-        for r in range(8):
-            v = {2: addr & 0xffffffff, 3: addr >> 32}.get(r, 0)
-            print("%-14s 0x%-16x  %d" % ("R%d" % r, v, v))
-        for r in range(4):
-            print("%-14s 0x%-16x  %d" % ("UR%d" % r, 0, 0))
+        if os.environ.get("FAKE_CUDA_GDB_LANES") == "1":
+            arg0 = int(fields.get("arg0", "0x0"), 16)
+            imm = re.search(r"\+0x([0-9a-fA-F]+)\]", insn)
+            imm = int(imm.group(1), 16) if imm else 0
+            registers(pc, errorpc, arg0 + 4 * 3 - imm)  # the focus lane 3: its own element
+            lanes(argv, errorpc, arg0, imm, addr)
+        else:
+            registers(pc, errorpc, addr)
     return 0
+
+
+def registers(pc, errorpc, addr):
+    """`info registers` of a lane whose R2:R3 holds addr."""
+    print("pc             0x%-16x  0x%x <write_oob(int*, int)+%d>" % (pc, pc, pc - errorpc + 400))
+    print("errorpc        0x%-16x  0x%x <write_oob(int*, int)+400>" % (errorpc, errorpc))
+    for r in range(8):
+        v = {2: addr & 0xffffffff, 3: addr >> 32}.get(r, 0)
+        print("%-14s 0x%-16x  %d" % ("R%d" % r, v, v))
+    for r in range(4):
+        print("%-14s 0x%-16x  %d" % ("UR%d" % r, 0, 0))
+
+
+def lanes(argv, errorpc, arg0, imm, bad_addr):
+    """The answers to `cuda lane N` + `info registers`, in the order asked."""
+    bad = int(os.environ.get("FAKE_CUDA_GDB_LANE", "5"))
+    own = lambda n: (arg0 + 4 * n - imm) & 0xffffffffffffffff
+    for i, a in enumerate(argv):
+        m = re.match(r"cuda lane (\d+)$", a) if i and argv[i - 1] == "-ex" else None
+        if not m:
+            continue
+        n = int(m.group(1))
+        if n == 3:
+            print("CUDA focus unchanged.")
+            registers(errorpc + 0x10, errorpc, own(3))
+        elif n >= 8:
+            print("Invalid coordinates requested. CUDA focus unchanged.")
+            registers(errorpc + 0x10, errorpc, own(3))
+        else:
+            print("[Switching focus to CUDA kernel 0, grid 1, block (1,0,0), thread (%d,0,0), device 0, sm 0, "
+                  "warp 0, lane %d]" % (n, n))
+            print("0x%016x\t8\t    p[i] = 1;" % (errorpc + 0x10))
+            addr = bad_addr if n == bad else own(n)
+            registers(errorpc + 0x10, errorpc, addr)
 
 
 if __name__ == "__main__":

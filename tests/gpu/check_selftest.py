@@ -855,6 +855,88 @@ def run_coredump_selftests():
     return results
 
 
+# compute-sanitizer's memcheck on tests/gpu/oob.cu and misaligned.cu on an H200 (CUDA 13.0), abridged.
+SAN_OOB = """========= COMPUTE-SANITIZER
+========= Invalid __global__ read of size 4 bytes
+=========     at scatter_grad(float *, const long *, int, int)+0x110 in oob.cu:37
+=========     by thread (123,0,0) in block (0,0,0)
+=========     Access to 0x83f140805ec0 is out of bounds
+=========     and is 4,397,807,459,521 bytes after the nearest allocation at 0x7ff14ec00000 of size 512 bytes
+=========     Saved host backtrace up to driver entry point at kernel launch time
+=========         Host Frame: main in oob.cu:80 [0x8e60] in gpu_oob_static
+=========
+========= Program hit cudaErrorLaunchFailure (error 719) due to "unspecified launch failure" on CUDA API call to cudaMemcpy.
+gpu_oob: CUDA error at cudaMemcpy(&host_total, total, sizeof(float), cudaMemcpyDeviceToHost) (oob.cu:82): unspecified launch failure
+========= ERROR SUMMARY: 2 errors
+"""
+SAN_MISALIGNED = """========= COMPUTE-SANITIZER
+========= Invalid __global__ read of size 4 bytes
+=========     at read_field(const unsigned char *, int *, int, int)+0x120 in misaligned.cu:18
+=========     by thread (32,0,0) in block (0,0,0)
+=========     Access to 0x7f660a800206 is misaligned
+=========     and is inside the nearest allocation at 0x7f660a800000 of size 16,384 bytes
+=========
+========= Invalid __global__ read of size 4 bytes
+=========     at read_field(const unsigned char *, int *, int, int)+0x120 in misaligned.cu:18
+=========     by thread (33,0,0) in block (0,0,0)
+=========     Access to 0x7f660a800216 is misaligned
+=========     and is inside the nearest allocation at 0x7f660a800000 of size 16,384 bytes
+=========
+========= ERROR SUMMARY: 1025 errors
+"""
+
+
+def _lane_report(lane=27, thread=(123, 0, 0), access="load", size=4, exception="Warp Illegal Address"):
+    """A --coredump report whose fault_address names a lane, as culprit writes it."""
+    return {"coredump": {"exception": exception, "access": access, "access_size": size},
+            "fault_address": {"address": "0x835b7fe05ec0", "source": "coredump", "lane": lane,
+                              "thread": list(thread), "block": [0, 0, 0], "lanes_read": 32, "lanes_bad": 1}}
+
+
+def address_selftests():
+    """The agreement of a --coredump report's faulting lane with compute-sanitizer, as (title, ok, detail)."""
+    results = []
+    acc = sanitizer_accesses(SAN_OOB)
+    ok = acc == [{"access": "read", "size": 4, "thread": (123, 0, 0), "block": (0, 0, 0), "kind": "out of bounds"}]
+    results.append(("sanitizer: an out-of-bounds read parsed", ok, repr(acc)))
+    acc = sanitizer_accesses(SAN_MISALIGNED)
+    ok = [(a["thread"], a["kind"]) for a in acc] == [((32, 0, 0), "misaligned"), ((33, 0, 0), "misaligned")]
+    results.append(("sanitizer: misaligned reads parsed", ok, repr(acc)))
+    mis = _lane_report(lane=1, thread=(33, 0, 0), exception="Warp Misaligned Address")
+    unknown = {"coredump": {"exception": "Warp Misaligned Address", "access": "load", "access_size": 4,
+                            "address_unknown": "the faulting instruction wrote over a register its address is made "
+                                               "of"}}
+    for title, report, text, want, words in (
+            ("the faulting lane agrees", _lane_report(), SAN_OOB, True,
+             "address agrees with compute-sanitizer: lane 27, thread (123,0,0) block (0,0,0), a 4-byte read out of "
+             "bounds"),
+            ("a misaligned lane agrees", mis, SAN_MISALIGNED, True, "address agrees"),
+            ("another thread", _lane_report(lane=0, thread=(96, 0, 0)), SAN_OOB, False,
+             "is not among its 1 threads, first (123,0,0)"),
+            ("a store where the sanitizer saw a read", _lane_report(access="store"), SAN_OOB, False,
+             "a write, compute-sanitizer says a read"),
+            ("another size", _lane_report(size=8), SAN_OOB, False, "8 bytes, compute-sanitizer says 4"),
+            ("misaligned where the sanitizer saw out of bounds",
+             _lane_report(exception="Warp Misaligned Address"), SAN_OOB, False,
+             "misaligned, compute-sanitizer says out of bounds"),
+            ("no lane named: not compared", unknown, SAN_MISALIGNED, None,
+             "address not compared: culprit named no faulting lane (the faulting instruction wrote over"),
+            ("no invalid access from the sanitizer", _lane_report(), "========= ERROR SUMMARY: 0 errors\n", None,
+             "compute-sanitizer reported no invalid global access")):
+        agrees, sentence = address_agreement(report, text)
+        results.append(("sanitizer agreement: " + title, agrees is want and words in sentence, sentence))
+    o = judge_address(Outcome(CASE_BY_NAME["oob"], "static"), _lane_report(lane=0, thread=(96, 0, 0)), SAN_OOB)
+    results.append(("sanitizer agreement: a disagreement fails the row", o.status == "fail", " ".join(o.reasons)))
+    o = judge_address(Outcome(CASE_BY_NAME["oob"], "static"), _lane_report(), SAN_OOB)
+    results.append(("sanitizer agreement: an agreement is a note under the table",
+                    o.status == "pass" and o.notes[0].startswith("address agrees"), " ".join(o.notes)))
+    want = {c.name for c in CASES if c.sanitize}
+    ok = {"oob", "misaligned", "streams4", "underrun", "after_free"} <= want and not want & {"assert", "trap"}
+    results.append(("the illegal and misaligned address cases are compared with compute-sanitizer", ok,
+                    repr(sorted(want))))
+    return results
+
+
 def _gone(pid, wait=30.0):
     """Whether process pid is gone (or a zombie) within wait seconds."""
     end = time.monotonic() + wait
@@ -960,7 +1042,7 @@ def selftest():
              (c.kind != "hang" or _has_marker(c.src, WAIT_MARKER)) for c in CASES)
     results.append(("every case's source exists and has one marker (and hang cases one wait marker)", ok, ""))
     dumped = [c for c in CASES if c.coredump]
-    ok = all(_has_marker(c.fault_src, FAULT_MARKER) for c in dumped) and len(dumped) == 13 and \
+    ok = all(_has_marker(c.fault_src, FAULT_MARKER) for c in dumped) and len(dumped) == 15 and \
         not [c for c in dumped if c.healthy or c.graph or c.kind != "fault" or c.mode or c.env or c.same_as] and \
         [c.name for c in PY_CASES if c.coredump] == ["torch_xent3d", "torch_gather"]
     results.append(("every --coredump case's faulting source has one CULPRIT-FAULT line", ok,
@@ -991,6 +1073,7 @@ def selftest():
     results += run_py_selftests()
     results += run_new_selftests()
     results += run_coredump_selftests()
+    results += address_selftests()
 
     for title, ok, detail in results:
         print("%s  %s%s" % ("ok  " if ok else "FAIL", title, "" if ok else "  [" + detail + "]"))

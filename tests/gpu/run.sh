@@ -27,7 +27,10 @@
 #                    CULPRIT_CUDA_GDB, or the toolkit's; without one these rows skip). Its report must be a fault
 #                    with an exact culprit and a "coredump" object naming the kernel and, for a C case, the line
 #                    marked `// CULPRIT-FAULT`. The table gets a "CASE --coredump" row for each, and a line
-#                    "one run: default exact N/M, --coredump exact N/M" before the closing one
+#                    "one run: default exact N/M, --coredump exact N/M" before the closing one. For an illegal
+#                    or misaligned address, compute-sanitizer (PATH or the toolkit's) runs the same program and
+#                    the lane culprit names must be one of its threads, with the same access, size and kind
+#                    ("address agrees with compute-sanitizer" under the table, or why not)
 #   --jobs N         run the suite in parts at the same time, N at most: each group (c, hangs, frameworks,
 #                    jobs, diagnose) of each mode in a check.py process of its own, the longest first (the
 #                    hangs group last, alone: its spinning kernels would slow the others' GPU work); every

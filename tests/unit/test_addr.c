@@ -362,7 +362,87 @@ static void test_malformed(void) {
   json_free(doc);
 }
 
+/* The lanes of tests/gpu/oob.cu's faulting warp as cuda-gdb 13.0 showed them on an H200 (test_coredump.c reads
+ * them from tests/unit/fixtures/coredump-oob-lanes.txt): lane 27 (thread (123,0,0)) loaded 2^40 floats past the
+ * 16 KiB gradient, the others inside it. */
+static const char oob_lanes[] =
+    "\"coredump\": {\"exception\": \"Warp Illegal Address\", \"access\": \"load\", \"access_size\": 4, "
+    "\"address_unknown\": \"only the allocation table can tell\", \"lanes\": ["
+    "{\"lane\": 0, \"block\": [0,0,0], \"thread\": [96,0,0], \"address\": \"0x7f5b7fe0580c\"},"
+    "{\"lane\": 1, \"block\": [0,0,0], \"thread\": [97,0,0], \"address\": \"0x7f5b7fe05860\"},"
+    "{\"lane\": 26, \"block\": [0,0,0], \"thread\": [122,0,0], \"address\": \"0x7f5b7fe05e94\"},"
+    "{\"lane\": 27, \"block\": [0,0,0], \"thread\": [123,0,0], \"address\": \"0x835b7fe05ec0\"},"
+    "{\"lane\": 28, \"block\": [0,0,0], \"thread\": [124,0,0], \"address\": \"0x7f5b7fe05f04\"}]}";
+
+/* The faulting lane of a warp: the first whose address lies outside every live allocation (an illegal address)
+ * or is not a multiple of the access size (misaligned); with no table, an overflowed one, or none outside, no
+ * lane is named and coredump.address_unknown says why. */
+static void test_lanes(void) {
+  char r1[512], r2[512], ranges[1200];
+  snprintf(ranges, sizeof ranges, "%s, %s", range(r1, sizeof r1, 0x7f5b7fe04000ull, 16384, 0, -1, "device", 1),
+           range(r2, sizeof r2, 0x7f5b7fe08000ull, 2048, 0, -1, "device", -1));
+  struct json *doc = report(9, ranges, oob_lanes);
+  int changed = 0;
+  CHECK(doc && addr_annotate_coredump(doc, &changed) == 0 && changed);
+  const struct json *fa = json_get(doc, "fault_address"), *t = json_get(fa, "touched");
+  long long tx = -1;
+  CHECK(!strcmp(json_get_str(fa, "address") ? json_get_str(fa, "address") : "", "0x835b7fe05ec0") &&
+            json_get_int(fa, "lane", -1) == 27 && json_get_int(fa, "lanes_read", -1) == 5 &&
+            json_get_int(fa, "lanes_bad", -1) == 1 && json_int(json_at(json_get(fa, "thread"), 0), &tx) == 0 &&
+            tx == 123 && !strcmp(json_get_str(fa, "source"), "coredump"),
+        "the faulting lane: %s lane %lld", json_get_str(fa, "address"), json_get_int(fa, "lane", -1));
+  CHECK(json_len(t) == 1 && !strcmp(json_get_str(json_at(t, 0), "base"), "0x7f5b7fe04000") &&
+            json_get_int(json_at(t, 0), "lanes", -1) == 4 && json_get_int(json_at(t, 0), "size", -1) == 16384,
+        "the good lanes touched the gradient");
+  char *text = text_of(doc);
+  CHECK(strstr(text, "lane 27 (thread (123,0,0), block (0,0,0)) made it: 1 of the 5 lanes whose address the dump "
+                     "gives was out of bounds; the other 4 accessed the allocation of 16384 bytes at 0x7f5b7fe04000 "
+                     "(cuMemAlloc_v2 before any launch), allocated at setup at /w/app.c:35"),
+        "the verdict names the lane:\n%s", text);
+  free(text);
+  json_free(doc);
+
+  /* lane 27's address inside a live allocation too: every lane in bounds, the table lacks the one missed */
+  snprintf(ranges, sizeof ranges, "%s, %s", range(r1, sizeof r1, 0x7f5b7fe04000ull, 16384, 0, -1, "device", 1),
+           range(r2, sizeof r2, 0x835b7fe00000ull, 1 << 20, 0, -1, "device", -1));
+  doc = report(9, ranges, oob_lanes);
+  CHECK(doc && addr_annotate_coredump(doc, &changed) == 0 && !json_get(doc, "fault_address") &&
+            strstr(json_get_str(json_get(doc, "coredump"), "address_unknown"), "every one of the 5 lanes"),
+        "all lanes in bounds: no lane named");
+  json_free(doc);
+
+  /* no table: nothing to tell the lanes apart */
+  char text2[2048];
+  snprintf(text2, sizeof text2, "{\"kind\": \"fault\", %s}", oob_lanes);
+  doc = parse(text2);
+  CHECK(doc && addr_annotate_coredump(doc, &changed) == 0 && changed && !json_get(doc, "fault_address") &&
+            strstr(json_get_str(json_get(doc, "coredump"), "address_unknown"), "no allocation table"),
+        "no table: no lane named");
+  json_free(doc);
+
+  /* an overflowed table: a lane outside what it kept may be inside what it dropped */
+  doc = report(9, range(r1, sizeof r1, 0x7f5b7fe04000ull, 16384, 0, -1, "device", 1), oob_lanes);
+  struct json *table = (struct json *)json_get(doc, "allocations");
+  CHECK(table && json_put(table, "not_recorded", json_new_int(3)) == 0 && addr_annotate_coredump(doc, &changed) == 0 &&
+            !json_get(doc, "fault_address") &&
+            strstr(json_get_str(json_get(doc, "coredump"), "address_unknown"), "overflowed"),
+        "an overflowed table: no lane named");
+  json_free(doc);
+
+  /* misaligned: the first lane whose address is not a multiple of 4, with or without a table */
+  doc = parse("{\"kind\": \"fault\", \"coredump\": {\"exception\": \"Warp Misaligned Address\", \"access_size\": 4, "
+              "\"lanes\": [{\"lane\": 0, \"address\": \"0x1000\"}, {\"lane\": 1, \"address\": \"0x1006\"}, "
+              "{\"lane\": 2, \"address\": \"0x100a\"}]}}");
+  CHECK(doc && addr_annotate_coredump(doc, &changed) == 0);
+  fa = json_get(doc, "fault_address");
+  CHECK(json_get_int(fa, "lane", -1) == 1 && json_get_int(fa, "lanes_bad", -1) == 2 &&
+            !strcmp(json_get_str(fa, "address"), "0x1006"),
+        "misaligned: lane 1");
+  json_free(doc);
+}
+
 int main(void) {
+  test_lanes();
   test_parse();
   test_outside_inside();
   test_freed_and_reuse();

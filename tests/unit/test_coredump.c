@@ -6,6 +6,7 @@
 #include "../../src/report/json.h"
 #include "check.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -147,6 +148,142 @@ static void test_faulting_access(void) {
   coredump_free(&ci);
 }
 
+/* A file of tests/unit/fixtures, read whole (NULL when it cannot be). */
+static char *fixture(const char *dir, const char *name) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "rb");
+  char *text = f ? calloc(1, 1 << 16) : NULL;
+  if (text) fread(text, 1, (1 << 16) - 1, f);
+  if (f) fclose(f);
+  return text;
+}
+
+/* A misaligned store with the lanes shown: lane 0 stored aligned, lane 3 had moved on (its pc elsewhere: not
+ * read), lane 7 (the focus, "CUDA focus unchanged.") stored at R2:R3 + 2, misaligned: lane 7 is the faulting one. */
+static const char misaligned_lanes[] =
+    "[Current focus set to CUDA kernel 0, grid 5, block (3,0,0), thread (7,0,0), device 0, sm 131, warp 0, lane 7]\n"
+    "CUDA Exception: Warp Misaligned Address\n"
+    "The exception was triggered at PC 0x7fcb7f7a0c40  bad_align(float*, int)  (coredump_study.cu:54)\n"
+    "*> 0x7fcb7f7a0c40 <_Z9bad_alignPfi+320>:\tSTG.E desc[UR4][R2.64+0x2],R5\n"
+    "pc             0x7fcb7f7a0c50      0x7fcb7f7a0c50 <bad_align(float*, int)+336>\n"
+    "errorpc        0x7fcb7f7a0c40      0x7fcb7f7a0c40 <bad_align(float*, int)+320>\n"
+    "R2             0x71e00000          1910505472\n"
+    "R3             0x7fcb              32715\n"
+    "[Switching focus to CUDA kernel 0, grid 5, block (3,0,0), thread (0,0,0), device 0, sm 131, warp 0, lane 0]\n"
+    "pc             0x7fcb7f7a0c50      0x7fcb7f7a0c50 <bad_align(float*, int)+336>\n"
+    "errorpc        0x7fcb7f7a0c40      0x7fcb7f7a0c40 <bad_align(float*, int)+320>\n"
+    "R2             0x71e00102          1910505730\n"
+    "R3             0x7fcb              32715\n"
+    "[Switching focus to CUDA kernel 0, grid 5, block (3,0,0), thread (3,0,0), device 0, sm 131, warp 0, lane 3]\n"
+    "pc             0x7fcb7f7a0b00      0x7fcb7f7a0b00 <bad_align(float*, int)+0>\n"
+    "R2             0x71e00001          1910505473\n"
+    "R3             0x7fcb              32715\n"
+    "CUDA focus unchanged.\n"
+    "pc             0x7fcb7f7a0c50      0x7fcb7f7a0c50 <bad_align(float*, int)+336>\n"
+    "errorpc        0x7fcb7f7a0c40      0x7fcb7f7a0c40 <bad_align(float*, int)+320>\n"
+    "R2             0x71e00000          1910505472\n"
+    "R3             0x7fcb              32715\n"
+    "Invalid coordinates requested. CUDA focus unchanged.\n"
+    "pc             0x7fcb7f7a0c50      0x7fcb7f7a0c50 <bad_align(float*, int)+336>\n"
+    "R2             0x71e00000          1910505472\n"
+    "R3             0x7fcb              32715\n";
+
+/* Every lane of the warp (`cuda lane N`, `info registers`), as cuda-gdb 13.0 showed them on the H200
+ * (tests/unit/fixtures, trimmed to a few lanes and the registers that matter). */
+static void test_lanes(const char *dir) {
+  struct coredump_info ci;
+  char *oob = fixture(dir, "coredump-oob-lanes.txt"), *mis = fixture(dir, "coredump-misaligned-lanes.txt");
+  CHECK(oob && mis, "fixtures in %s", dir);
+  if (!oob || !mis) return;
+
+  /* tests/gpu/oob.cu: the whole warp at `LDG.E R0,desc[UR4][R6.64]` (it wrote R0, not its address R6:R7); lane 27,
+   * thread (123,0,0), loaded 2^40 floats past the gradient, the others inside it. Which lane is bad is the
+   * allocation table's to say (test_addr.c): here every lane's address is read, none is chosen. */
+  CHECK(coredump_parse(oob, &ci) == 0);
+  CHECK(ci.lanes && ci.lanes_read == 5, "lanes read: %d", ci.lanes_read);
+  CHECK(ci.lanes && ci.lanes[27].have_address && ci.lanes[27].address == 0x835b7fe05ec0ull &&
+            ci.lanes[27].thread[0] == 123 && ci.lanes[27].block[0] == 0,
+        "lane 27: %llx", ci.lanes ? ci.lanes[27].address : 0);
+  CHECK(ci.lanes && ci.lanes[0].have_address && ci.lanes[0].address == 0x7f5b7fe0580cull && ci.lanes[0].thread[0] == 96,
+        "lane 0, the focus (\"CUDA focus unchanged.\"): %llx", ci.lanes ? ci.lanes[0].address : 0);
+  CHECK(ci.lanes && !ci.lanes[5].seen, "a lane not shown is not read");
+  CHECK(!ci.have_address && ci.address_unknown && strstr(ci.address_unknown, "only the allocation table can tell"),
+        "an illegal address: %s", ci.address_unknown);
+  struct json *doc = NULL;
+  char text[] = "{\"kind\": \"fault\", \"verdict\": {\"certainty\": \"exact\", \"reason\": \"r\"}, "
+                "\"culprit\": {\"seq\": 9, \"kernel\": \"scatter_grad(float*, long const*, int, int)\"}}";
+  int changed = 0;
+  CHECK(json_parse(text, strlen(text), &doc, NULL) == 0 && coredump_attach(doc, &ci, "d", &changed) == 0);
+  const struct json *lanes = json_get(json_get(doc, "coredump"), "lanes");
+  CHECK(json_len(lanes) == 5 && json_get_int(json_at(lanes, 3), "lane", -1) == 27 &&
+            !strcmp(json_get_str(json_at(lanes, 3), "address"), "0x835b7fe05ec0"),
+        "coredump.lanes");
+  long long tx = -1;
+  CHECK(json_int(json_at(json_get(json_at(lanes, 3), "thread"), 0), &tx) == 0 && tx == 123, "lane 27's thread");
+  CHECK(!json_get(json_get(doc, "coredump"), "address"), "no address before the table chose a lane");
+  json_free(doc);
+  coredump_free(&ci);
+
+  /* tests/gpu/misaligned.cu: `LDG.E R5,desc[UR4][R4.64]` wrote R5, the high half of its own address: no lane's
+   * registers give the address any more, and the rule's words say so. */
+  CHECK(coredump_parse(mis, &ci) == 0);
+  CHECK(ci.lanes && ci.lanes[2].seen && ci.lanes_read == 0 && !ci.have_address, "lanes read %d", ci.lanes_read);
+  CHECK(ci.address_unknown && strstr(ci.address_unknown, "wrote over a register its address is made of"), "why: %s",
+        ci.address_unknown);
+  coredump_free(&ci);
+
+  /* A misaligned store: the first misaligned lane is the faulting one; a lane elsewhere in the kernel is not read,
+   * nor a lane the debugger could not switch to (the focus lane's registers follow it). */
+  CHECK(coredump_parse(misaligned_lanes, &ci) == 0);
+  CHECK(ci.lanes_read == 2 && ci.have_address && ci.address == 0x7fcb71e00002ull && ci.address_lane == 7,
+        "read %d, lane %ld at %llx", ci.lanes_read, ci.address_lane, ci.address);
+  CHECK(json_parse(text, strlen(text), &doc, NULL) == 0 && coredump_attach(doc, &ci, "d", &changed) == 0);
+  CHECK(json_get_int(json_get(doc, "coredump"), "address_lane", -1) == 7 &&
+            !strcmp(json_get_str(json_get(doc, "coredump"), "address"), "0x7fcb71e00002"),
+        "coredump.address_lane");
+  json_free(doc);
+  coredump_free(&ci);
+
+  /* tests/gpu/after_free.cu on the H200: `LDG.E R3,desc[UR4][R2.64]` loads into R3, the high half of its own
+   * address, and the lanes ran on past it: the overwrite is said, whatever the lanes' pc. A load that leaves its
+   * address alone, with the lanes 0x30 bytes on: their registers may have changed since, and that is said. */
+  static const char ran_on[] = "[Current focus set to CUDA kernel 0, grid 3, block (0,0,0), thread (0,0,0), device 0, "
+                               "sm 124, warp 3, lane 0]\n"
+                               "CUDA Exception: Warp Illegal Address\n"
+                               "*> 0x7f00000000b0 <_Z7consumePKfPfi+176>:\tLDG.E R3,desc[UR4][R2.64]\n"
+                               "CUDA focus unchanged.\n"
+                               "pc             0x7f00000000e0      0x7f00000000e0 <consume+224>\n"
+                               "errorpc        0x7f00000000b0      0x7f00000000b0 <consume+176>\n"
+                               "R2             0x4000              16384\n"
+                               "R3             0x0                 0\n";
+  CHECK(coredump_parse(ran_on, &ci) == 0 && ci.lanes_read == 0 && ci.address_unknown &&
+            strstr(ci.address_unknown, "wrote over a register its address is made of"),
+        "overwritten, lanes ran on: %s", ci.address_unknown);
+  coredump_free(&ci);
+  char other[sizeof ran_on + 8];
+  snprintf(other, sizeof other, "%s", ran_on);
+  char *r3 = strstr(other, "LDG.E R3,");
+  if (r3) r3[7] = '8'; /* LDG.E R8,desc[UR4][R2.64] */
+  CHECK(coredump_parse(other, &ci) == 0 && ci.lanes_read == 0 && ci.address_unknown &&
+            strstr(ci.address_unknown, "(lane 0 is 48 bytes from it)"),
+        "lanes ran on: %s", ci.address_unknown);
+  coredump_free(&ci);
+
+  /* "CUDA focus unchanged." without a focus line: whose registers follow is not known, and they are no lane's,
+   * nor the focus lane's */
+  CHECK(coredump_parse("CUDA Exception: Warp Illegal Address\n"
+                       "*> 0x1000 <k+16>:\tSTG.E desc[UR4][R2.64],R5\n"
+                       "CUDA focus unchanged.\n"
+                       "pc             0x1010      0x1010 <k+32>\n"
+                       "R2             0x10                16\n",
+                       &ci) == 0);
+  CHECK(!ci.have_pc && ci.nregs == 0 && ci.lanes_read == 0, "registers of no known lane were kept");
+  coredump_free(&ci);
+  free(oob);
+  free(mis);
+}
+
 static struct json *report_with(const char *cands) {
   char text[4096];
   struct json *doc = NULL;
@@ -157,15 +294,19 @@ static struct json *report_with(const char *cands) {
   return json_parse(text, strlen(text), &doc, NULL) == 0 ? doc : NULL;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
   struct coredump_info ci;
   test_faulting_access();
+  test_lanes(argc > 1 ? argv[1] : "tests/unit/fixtures");
   CHECK(coredump_parse(recorded, &ci) == 0);
   CHECK(ci.exception && !strcmp(ci.exception, "Warp Illegal Address"));
   CHECK(ci.pc && !strcmp(ci.pc, "0x7f2af77a0ae0"));
   CHECK(ci.kernel && !strcmp(ci.kernel, "write_oob(int*, int)"), "kernel %s", ci.kernel);
   CHECK(ci.file && !strcmp(ci.file, "oob.cu") && ci.line == 8);
   CHECK(ci.debugger_crashed && ci.block[0] == -1 && ci.warp == -1);
+  CHECK(ci.debugger_error && !strcmp(ci.debugger_error, "std::out_of_range: vector::_M_range_check: __n (which is "
+                                                        "4294967294) >= this->size() (which is 64)"),
+        "what the debugger said of its death: %s", ci.debugger_error);
 
   /* Two candidates, one runs write_oob: it becomes the culprit and the line inside the kernel is kept. */
   struct json *doc = report_with(

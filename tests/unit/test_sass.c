@@ -64,6 +64,14 @@ int main(void) {
   CHECK(sass_parse("STG.E desc[UR4][R4.64],R5", &a) == 0 && !a.dest[0] &&
             sass_address(&a, lookup, (void *)regs, &got) == 0 && got == 0x070605043fe00006ull,
         "a store reads R5, it does not write it");
+  /* tests/gpu/oob.cu on the H200: lane 27's registers give the wild address, lane 0's its own in the buffer; the
+   * load wrote R0, not its address R6:R7 */
+  static const struct reg lane27[] = {{"R0", 0}, {"R6", 0x7fe05ec0}, {"R7", 0x835b}, {NULL, 0}};
+  static const struct reg lane0[] = {{"R0", 0}, {"R6", 0x7fe0580c}, {"R7", 0x7f5b}, {NULL, 0}};
+  CHECK(sass_parse("LDG.E R0,desc[UR4][R6.64]", &a) == 0 && !strcmp(a.dest, "R0") && !strcmp(a.base, "R6") && a.wide &&
+            !a.uniform[0] && sass_address(&a, lookup, (void *)lane27, &got) == 0 && got == 0x835b7fe05ec0ull,
+        "lane 27's wild load");
+  CHECK(sass_address(&a, lookup, (void *)lane0, &got) == 0 && got == 0x7f5b7fe0580cull, "lane 0's load");
   CHECK(sass_parse("FFMA R0, R1, R2, R3", &a) == -1 && a.kind == SASS_NONE, "an arithmetic instruction");
   CHECK(sass_parse("ISETP.GE.AND P0, PT, R5, UR4, PT", &a) == -1, "a comparison");
   CHECK(sass_parse("LDC.64 R2, c[0x0][0x210]", &a) == -1, "a constant-bank load is not a memory access here");

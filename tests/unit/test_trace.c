@@ -105,6 +105,24 @@ int main(int argc, char **argv) {
   CHECK(stream_tracks == 4, "stream tracks: %zu", stream_tracks);
   CHECK(!strcmp(json_get_str(json_get(tr, "otherData"), "verdict"), "candidates"));
   json_free(tr);
+
+  /* The faulting address the GPU core dump gave, on the error's mark: its lane, thread and block. */
+  const char fa_text[] = "{\"address\": \"0x835b7fe05ec0\", \"source\": \"coredump\", \"answer\": \"nothing_near\", "
+                         "\"lane\": 27, \"thread\": [123,0,0], \"block\": [0,0,0], \"lanes_read\": 32}";
+  struct json *fa = NULL;
+  CHECK(json_parse(fa_text, strlen(fa_text), &fa, NULL) == 0 && json_set(doc, "fault_address", fa) == 0);
+  tr = trace_of(doc, "streams4 with a faulting address");
+  ev = json_get(tr, "traceEvents");
+  const struct json *mark = NULL;
+  for (size_t i = 0; i < json_len(ev); i++)
+    if (json_get_str(json_at(ev, i), "cat") && !strcmp(json_get_str(json_at(ev, i), "cat"), "error"))
+      mark = json_get(json_at(ev, i), "args");
+  CHECK(mark && !strcmp(json_get_str(mark, "fault_address"), "0x835b7fe05ec0") &&
+            json_get_int(mark, "fault_lane", -1) == 27 && !strcmp(json_get_str(mark, "fault_thread"), "(123,0,0)") &&
+            !strcmp(json_get_str(mark, "fault_block"), "(0,0,0)") &&
+            !strcmp(json_get_str(mark, "fault_address_answer"), "nothing_near"),
+        "the error's mark names the faulting address");
+  json_free(tr);
   json_free(doc);
 
   /* A PyTorch fault: the culprit with its Python line, the launch before it. */
