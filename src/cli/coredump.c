@@ -593,19 +593,38 @@ static int coredump_fits_arg(void *arg, const struct json *l)
     return coredump_fits(arg, l);
 }
 
+/* Adds the allocation holding address (a mapping of a segment made of several: the whole run, since a pointer into
+ * any piece of it reaches it) to ranges unless it is there already. Returns the new count. */
+static int coredump_add_range(const struct json *doc, unsigned long long address, unsigned access,
+                              struct argmatch_range *ranges, int n, int max)
+{
+    struct addr_answer a;
+    addr_answer(doc, address, access, &a);
+    if ((a.where != ADDR_INSIDE && a.where != ADDR_OVERRUN) || !a.in.obj || n >= max)
+        return n;
+    uint64_t base = a.in.run_pieces ? a.in.run_base : a.in.base;
+    for (int i = 0; i < n; i++)
+        if (ranges[i].base == base)
+            return n;
+    ranges[n].base = base;
+    ranges[n].end = base + (a.in.run_pieces ? a.in.run_size : a.in.size);
+    return n + 1;
+}
+
 int coredump_fault_ranges(const struct json *doc, const struct coredump_info *ci, struct argmatch_range *ranges,
                           int max)
 {
-    struct addr_answer a;
-    if (max < 1 || !ci->have_address)
+    int n = 0;
+    if (max < 1)
         return 0;
-    addr_answer(doc, ci->address, ci->access_size, &a);
-    if ((a.where != ADDR_INSIDE && a.where != ADDR_OVERRUN) || !a.in.obj)
-        return 0;
-    /* a mapping of a segment made of several: a pointer into any piece of the run reaches it */
-    ranges[0].base = a.in.run_pieces ? a.in.run_base : a.in.base;
-    ranges[0].end = ranges[0].base + (a.in.run_pieces ? a.in.run_size : a.in.size);
-    return 1;
+    if (ci->have_address)
+        n = coredump_add_range(doc, ci->address, ci->access_size, ranges, n, max);
+    /* the warp's lanes whose address the dump gives: the in-bounds ones show the buffer the faulting instruction
+     * works on, which the faulting launch was handed */
+    for (int l = 0; ci->lanes && l < COREDUMP_LANES; l++)
+        if (ci->lanes[l].have_address)
+            n = coredump_add_range(doc, ci->lanes[l].address, ci->access_size, ranges, n, max);
+    return n;
 }
 
 int coredump_narrow_by_args(struct json *doc, const struct coredump_info *ci, const struct argmatch_range *ranges,
@@ -752,8 +771,8 @@ int coredump_attach(struct json *doc, const struct coredump_info *ci, const char
         }
     if (hits > 1) {
         /* several candidates run the dump's kernel: what each passed it may tell them apart */
-        struct argmatch_range ranges[1];
-        int narrowed = 0, n = coredump_fault_ranges(doc, ci, ranges, 1);
+        struct argmatch_range ranges[COREDUMP_LANES + 1];
+        int narrowed = 0, n = coredump_fault_ranges(doc, ci, ranges, COREDUMP_LANES + 1);
         rc = asprintf(&why, "%s%sthe GPU core dump says %s faulted%s (%s), which more than one candidate runs",
                       reason ? reason : "", reason ? "; " : "", ci->kernel, where,
                       ci->exception ? ci->exception : "exception");

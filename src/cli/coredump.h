@@ -79,10 +79,9 @@ int coredump_attach_all(const char *dir);
  * or ENOMEM. */
 int coredump_attach(struct json *doc, const struct coredump_info *ci, const char *dump_path, int *changed);
 
-/* The allocations the faulting instruction touched, as ranges [base, end) for narrowing by arguments: today the
- * one holding the dump's faulting address (the report's allocation table answers it); where the dump gives every
- * lane's address, each allocation the warp's in-bounds lanes touched belongs here too. Fills at most max ranges;
- * returns how many. */
+/* The allocations the faulting instruction touched, as ranges [base, end) for narrowing by arguments: the one
+ * holding the dump's faulting address and each one holding the address of a lane of the faulting warp (the
+ * report's allocation table answers them), once each. Fills at most max ranges; returns how many. */
 int coredump_fault_ranges(const struct json *doc, const struct coredump_info *ci, struct argmatch_range *ranges,
                           int max);
 /* When several of doc's candidates run the dump's kernel with its shape, keeps the one whose parameters point

@@ -157,11 +157,12 @@ def _(b):
           "its node keeps its own: %r" % nodes)
 
 
-def dump_run(b, how, tag):
+def dump_run(b, how, tag, env=None):
     """The two-stream scenario under `culprit run --coredump`: the second write_oob faults with a misaligned
-    store 64 bytes (+2) into its buffer, which the stand-in debugger shows."""
-    env = {"FAKECUDA_FAULT": "kernel=write_oob,nth=2,code=716", "CULPRIT_CUDA_GDB": GDB,
-           "FAKE_CUDA_GDB_INSN": "STG.E desc[UR8][R2.64+0x2],R5", "FAKE_CUDA_GDB_OFFSET": "64"}
+    store 64 bytes (+2) into its buffer, which the stand-in debugger shows (env: other settings of the fault
+    and of the stand-in debugger)."""
+    env = dict({"FAKECUDA_FAULT": "kernel=write_oob,nth=2,code=716", "CULPRIT_CUDA_GDB": GDB,
+                "FAKE_CUDA_GDB_INSN": "STG.E desc[UR8][R2.64+0x2],R5", "FAKE_CUDA_GDB_OFFSET": "64"}, **(env or {}))
     rdir = b.newdir(tag)
     argv = [b.prog("params"), "streams"] + ([how] if how else [])
     res = h.cli_run(b, argv, env, rdir, ("--coredump",))
@@ -187,6 +188,26 @@ def _(b):
     check("named by its arguments: launch #%d's parameter bytes 0..7 hold 0x%x" % (c.get("seq"), p["b"]) in text,
           "the verdict says how\n" + text)
     check("arguments: 0x%x 0x10 (12 bytes)" % p["b"] in text, "the culprit's arguments are shown\n" + text)
+
+
+@case("params_by_lanes")
+def _(b):
+    """An illegal address far past every buffer: the faulting lane's address lies in no allocation, but the
+    warp's other lanes wrote into b, so the launch that passed b is the culprit, named by its arguments, and the
+    wild lane is the one named as having made the access."""
+    env = {"FAKECUDA_FAULT": "kernel=write_oob,nth=2,code=700", "FAKE_CUDA_GDB_INSN": "STG.E desc[UR8][R2.64],R5",
+           "FAKE_CUDA_GDB_OFFSET": str(1 << 40), "FAKE_CUDA_GDB_LANES": "1"}
+    res, rep = dump_run(b, "", "reports-lanes", env)
+    p = printed(res)
+    c = rep.get("culprit") or {}
+    v = rep.get("verdict") or {}
+    check(v.get("certainty") == "exact" and c.get("by") == "arguments" and c.get("params") == words(p["b"], 16),
+          "exact by the lanes' buffer: verdict %r culprit %r\n%s" % (v, c, res.describe()))
+    fa = rep.get("fault_address") or {}
+    check(fa.get("lane") == 5 and int(fa.get("address", "0"), 16) == p["b"] + (1 << 40),
+          "the wild lane named: %r" % fa)
+    check("which points into the allocation 0x%x.." % p["b"] in joined(res.err_text),
+          "the verdict names the buffer\n" + joined(res.err_text))
 
 
 @case("params_ambiguous")
