@@ -1395,10 +1395,13 @@ def suite(args):
 
 
 def said(o):
-    """What the progress line says of a finished case: pass (and how), FAIL or skip."""
+    """What the progress line says of a finished case: pass (and how), skip, or FAIL with its first reason (so
+    that a run stopped by a time limit before its table still says why a case failed)."""
     if o.status == "pass":
         return "pass" + (" (%s)" % o.path if o.path else "")
-    return {"skip": "skip"}.get(o.status, "FAIL")
+    if o.status == "skip":
+        return "skip"
+    return "FAIL" + (": " + shorten(o.reasons[0], 200) if o.reasons else "")
 
 
 def culprit_cmd(culprit, report_dir, case, args, extra=()):

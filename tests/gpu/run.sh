@@ -182,6 +182,8 @@ else
       part "${part_modes[$i]}" "${part_groups[$i]}" "$name" >"$out" 2>&1
       echo "$?" >"$out.rc"
       echo "run.sh: $name ended after $(( $(date +%s) - started )) s: $(tail -n 1 "$out")"
+      # its failed cases at once: a run stopped by a time limit before the tables below still says which
+      grep -E '^\[ *[0-9]+/[0-9]+\] .* FAIL' "$out" | sed "s/^/run.sh: $name: /"
     ) &
     running=$((running + 1))
     if [ "${part_groups[$i]}" = hangs ]; then wait; running=0; fi
