@@ -215,7 +215,15 @@ static int coredump_lanes(struct coredump_info *ci, const struct sass_access *a,
         if (!l->seen || !l->have_pc || !coredump_at_fault(ci, l->pc))
             continue;
         if ((rc = sass_address(a, coredump_reg_value, &rs, &addr)) != 0) {
+            uint32_t low;
             overwritten += rc == -2;
+            /* a load into the high half of its own address pair: the low half still says whether the lane's
+             * access was aligned, and the allocation table may place it (report/addr.c) */
+            if (rc == -2 && misaligned && sass_address_low32(a, coredump_reg_value, &rs, &low) == 0) {
+                l->have_low32 = 1;
+                l->low32 = low;
+                ci->lanes_low32++;
+            }
             continue;
         }
         l->have_address = 1;
@@ -229,6 +237,11 @@ static int coredump_lanes(struct coredump_info *ci, const struct sass_access *a,
     }
     /* whether the instruction overwrites its own address registers does not depend on the lane */
     if (!ci->lanes_read && (overwritten || (seen && sass_address(a, coredump_reg_value, &none, &addr) == -2))) {
+        if (ci->lanes_low32 &&
+            asprintf(&ci->address_unknown,
+                     "%s; the low 32 bits of %d lanes' addresses are known, which say which lanes were misaligned",
+                     COREDUMP_OVERWRITTEN, ci->lanes_low32) >= 0)
+            return 1;
         ci->address_unknown = strdup(COREDUMP_OVERWRITTEN);
         return 1;
     }
@@ -494,20 +507,24 @@ static struct json *coredump_true(void)
     return b;
 }
 
-/* "lanes": each lane whose address the dump gives, with its block and thread. */
+/* "lanes": each lane whose address the dump gives, with its block and thread (of a lane whose access overwrote
+ * the high half of its address, the low half: "address_low32"). */
 static struct json *coredump_lanes_json(const struct coredump_info *ci)
 {
     struct json *arr = json_new(JSON_ARR);
     for (int i = 0; arr && ci->lanes && i < COREDUMP_LANES; i++) {
         const struct coredump_lane *l = &ci->lanes[i];
         struct json *o;
-        if (!l->have_address)
+        char low[16];
+        if (!l->have_address && !l->have_low32)
             continue;
+        snprintf(low, sizeof low, "0x%08x", l->low32);
         o = json_new(JSON_OBJ);
         if (json_append(arr, o) != 0 || json_put(o, "lane", json_new_int(i)) ||
             (l->block[0] >= 0 && json_put(o, "block", coredump_triple_json(l->block))) ||
             (l->thread[0] >= 0 && json_put(o, "thread", coredump_triple_json(l->thread))) ||
-            json_put(o, "address", coredump_hex(l->address))) {
+            (l->have_address && json_put(o, "address", coredump_hex(l->address))) ||
+            (!l->have_address && json_put(o, "address_low32", json_new_str(low)))) {
             json_free(arr);
             return NULL;
         }
@@ -543,7 +560,7 @@ static struct json *coredump_json(const struct coredump_info *ci, const char *du
         (ci->have_address && ci->exception && strstr(ci->exception, "Misaligned") &&
          json_put(o, "alignment", json_new_int((long long)ci->access_size))) ||
         (ci->have_address && ci->address_lane >= 0 && json_put(o, "address_lane", json_new_int(ci->address_lane))) ||
-        (ci->lanes_read && json_put(o, "lanes", coredump_lanes_json(ci))) ||
+        ((ci->lanes_read || ci->lanes_low32) && json_put(o, "lanes", coredump_lanes_json(ci))) ||
         (ci->address_unknown && json_put(o, "address_unknown", json_new_str(ci->address_unknown)))) {
         json_free(o);
         return NULL;

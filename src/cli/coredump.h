@@ -47,9 +47,12 @@ struct coredump_info {
         struct coredump_reg *regs;  /* its registers (malloc'd) */
         int have_address;           /* address is what this lane's faulting instruction accessed */
         unsigned long long address; /* that address */
+        int have_low32;             /* only the low half is known (the access overwrote the high one): low32 */
+        unsigned low32;             /* the low 32 bits of the address, which alone say whether it is aligned */
     } * lanes;                      /* COREDUMP_LANES entries indexed by lane (malloc'd), NULL when none shown */
     int cur_lane;                   /* while parsing: the lane whose registers come next, -1 the focus's */
     int lanes_read;                 /* lanes whose address is known */
+    int lanes_low32;                /* lanes of which only the address's low 32 bits are known */
     long address_lane;              /* the lane whose access address is (misaligned), -1 the focus's or none */
     /* what the faulting access was, from insn and the registers (coredump_address) */
     const char *access;         /* "load", "store", "atomic", NULL: not a memory access or not read */

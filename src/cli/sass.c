@@ -238,3 +238,19 @@ int sass_address(const struct sass_access *a, sass_reg_fn reg, void *arg, uint64
     *address = base + u + (uint64_t)a->offset;
     return 0;
 }
+
+int sass_address_low32(const struct sass_access *a, sass_reg_fn reg, void *arg, uint32_t *low)
+{
+    uint64_t base = 0, u = 0;
+    if (a->kind == SASS_NONE)
+        return -1;
+    /* only the low registers matter: a load into the high half of its own address pair leaves them */
+    if (a->dest[0] && a->base[0] && sass_among(a->base, a->dest, a->ndest))
+        return -2;
+    if (a->base[0] && sass_value(a->base, 0, reg, arg, &base) != 0)
+        return -1;
+    if (a->uniform[0] && sass_value(a->uniform, 0, reg, arg, &u) != 0)
+        return -1;
+    *low = (uint32_t)(base + u + (uint64_t)a->offset);
+    return 0;
+}

@@ -37,6 +37,11 @@ typedef int (*sass_reg_fn)(void *arg, const char *name, uint64_t *value);
  * R5,desc[UR4][R4.64]"), whose value after the access is not the address any more. */
 int sass_address(const struct sass_access *a, sass_reg_fn reg, void *arg, uint64_t *address);
 
+/* The low 32 bits of that address, which the low registers alone give: enough to tell a misaligned access when
+ * the access overwrote the high half of its own address pair ("LDG.E R5,desc[UR4][R4.64]"); 0, -1 as above, -2
+ * when it overwrote the low register too. */
+int sass_address_low32(const struct sass_access *a, sass_reg_fn reg, void *arg, uint32_t *low);
+
 /* "load", "store", "atomic" (or "access"); "global", "shared", "local", "generic". */
 const char *sass_kind_name(enum sass_kind k);
 const char *sass_space_name(enum sass_space s);

@@ -345,6 +345,34 @@ static int addr_no_lane(struct json *cd, const char *why, int *changed)
     return json_put(cd, "address_unknown", json_new_str(why)) ? -1 : 0;
 }
 
+/* The one address with these low 32 bits that lies inside an allocation live at the faulting launch, for a lane
+ * whose access overwrote the high half of its own address. Returns 1 and sets *out when exactly one such address
+ * exists (several allocations, or none, leave it unknown). */
+static int addr_infer_high(const struct json *doc, uint32_t low, uint64_t access, uint64_t *out)
+{
+    const struct json *ranges = json_get(json_get(doc, "allocations"), "ranges");
+    int found = 0;
+    for (size_t i = 0; i < json_len(ranges); i++) {
+        struct addr_range r;
+        if (addr_read_range(json_at(ranges, i), &r) != 0)
+            continue;
+        uint64_t lo_hi = r.base >> 32, hi_hi = (r.base + r.size - 1) >> 32;
+        for (uint64_t hi = lo_hi; hi <= hi_hi && hi - lo_hi < 2; hi++) {
+            uint64_t c = hi << 32 | low;
+            struct addr_answer a;
+            if (!addr_holds(&r, c))
+                continue;
+            addr_answer(doc, c, access, &a);
+            if (a.where != ADDR_INSIDE || (found && *out == c))
+                continue;
+            if (found++)
+                return 0;
+            *out = c;
+        }
+    }
+    return found == 1;
+}
+
 /* The faulting lane from every lane's address ("coredump.lanes"): the first whose access was bad. Its address is
  * answered as fault_address, with the lane, how many lanes were read and bad, and the allocations the good lanes
  * touched ("touched": each allocation's base and how many lanes). Without a table, or with one that overflowed
@@ -374,15 +402,34 @@ static int addr_annotate_lanes(struct json *doc, struct json *cd, const struct j
                  nlanes);
         return addr_no_lane(cd, why, changed);
     }
+    int inferred = 0;
     for (size_t i = 0; i < json_len(lanes); i++) {
         const struct json *l = json_at(lanes, i);
         struct addr_answer a;
         uint64_t x;
-        if (addr_field(l, "address", &x) != 0)
-            continue;
-        if (addr_lane_bad(doc, x, access, misaligned, &a) && !bad++) {
-            chosen = l;
+        const char *low = json_get_str(l, "address_low32");
+        if (addr_field(l, "address", &x) == 0) {
+            if (addr_lane_bad(doc, x, access, misaligned, &a) && !bad++) {
+                chosen = l;
+                chosen_addr = x;
+            }
+        } else if (misaligned && low && addr_parse(low, &x) == 0 && x <= 0xffffffffu && access > 1 && x % access != 0 &&
+                   !bad++) {
+            chosen = l; /* the low half says it was misaligned; the table may say where it was */
             chosen_addr = x;
+        }
+    }
+    if (chosen && !json_get(chosen, "address")) {
+        char place[320];
+        uint32_t low = (uint32_t)chosen_addr;
+        inferred = addr_infer_high(doc, low, access, &chosen_addr);
+        if (!inferred) {
+            snprintf(place, sizeof place,
+                     "lane %lld made a misaligned access (its address ends in 0x%08x, not a multiple of %llu), but "
+                     "its access overwrote the high half of the address and no single allocation holds an address "
+                     "ending so",
+                     json_get_int(chosen, "lane", -1), low, (unsigned long long)access);
+            return addr_no_lane(cd, place, changed);
         }
     }
     if (!chosen) {
@@ -402,7 +449,8 @@ static int addr_annotate_lanes(struct json *doc, struct json *cd, const struct j
     if (!touched || json_put(fa, "lane", json_new_int(json_get_int(chosen, "lane", -1))) ||
         (json_get(chosen, "block") && json_put(fa, "block", addr_triple(json_get(chosen, "block")))) ||
         (json_get(chosen, "thread") && json_put(fa, "thread", addr_triple(json_get(chosen, "thread")))) ||
-        json_put(fa, "lanes_read", json_new_int(nlanes)) || json_put(fa, "lanes_bad", json_new_int(bad))) {
+        json_put(fa, "lanes_read", json_new_int(nlanes)) || json_put(fa, "lanes_bad", json_new_int(bad)) ||
+        (inferred && json_put(fa, "high_half", json_new_str("inferred")))) {
         json_free(touched);
         return -1;
     }
@@ -584,6 +632,10 @@ static void addr_render_lanes(struct render_buf *b, const struct json *doc, cons
     used += (size_t)snprintf(
         text + used, sizeof text - used, " made it: %lld of the %lld lanes whose address the dump gives %s %s", nbad,
         nread, nbad == 1 ? "was" : "were", exc && strstr(exc, "Misaligned") ? "misaligned" : "out of bounds");
+    if (json_get_str(fa, "high_half") && used < sizeof text)
+        used += (size_t)snprintf(text + used, sizeof text - used,
+                                 " (its access overwrote the high half of its address: the address above is the only "
+                                 "one with its low 32 bits inside an allocation live at the faulting launch)");
     long long shown = 0;
     for (size_t i = 0; i < json_len(touched) && used < sizeof text; i++) {
         const struct json *t = json_at(touched, i);

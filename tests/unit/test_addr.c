@@ -441,8 +441,53 @@ static void test_lanes(void) {
   json_free(doc);
 }
 
+/* tests/gpu/misaligned.cu on an H200 (test_coredump.c reads tests/unit/fixtures/coredump-misaligned-lanes.txt):
+ * `LDG.E R5,desc[UR4][R4.64]` overwrote R5, the high half of its own address, so of each lane only the low 32
+ * bits are known (R4, 0x63e00006 + 16 x lane), which alone say it was misaligned. The program's buffer is the
+ * 16 KiB before its output (R2:R3 = 0x7fac63e04000). */
+static const char misaligned_low[] =
+    "\"coredump\": {\"exception\": \"Warp Misaligned Address\", \"access\": \"load\", \"access_size\": 4, "
+    "\"address_unknown\": \"overwrote\", \"lanes\": ["
+    "{\"lane\": 0, \"block\": [0,0,0], \"thread\": [0,0,0], \"address_low32\": \"0x63e00006\"},"
+    "{\"lane\": 2, \"block\": [0,0,0], \"thread\": [2,0,0], \"address_low32\": \"0x63e00026\"}]}";
+
+/* A misaligned lane known by the low half of its address: named, and its address placed by the table when exactly
+ * one live allocation holds an address with those low bits; with two, the lane is named in address_unknown. */
+static void test_lanes_low32(void) {
+  char r1[512], r2[512], r3[512], ranges[1800];
+  snprintf(ranges, sizeof ranges, "%s, %s", range(r1, sizeof r1, 0x7fac63e00000ull, 16384, 0, -1, "device", 1),
+           range(r2, sizeof r2, 0x7fac63e04000ull, 16384, 0, -1, "device", -1));
+  struct json *doc = report(9, ranges, misaligned_low);
+  int changed = 0;
+  CHECK(doc && addr_annotate_coredump(doc, &changed) == 0 && changed);
+  const struct json *fa = json_get(doc, "fault_address");
+  CHECK(!strcmp(json_get_str(fa, "address") ? json_get_str(fa, "address") : "", "0x7fac63e00006") &&
+            json_get_int(fa, "lane", -1) == 0 && json_get_str(fa, "high_half") &&
+            !strcmp(json_get_str(fa, "high_half"), "inferred"),
+        "the misaligned lane, its address placed by the table: %s lane %lld", json_get_str(fa, "address"),
+        json_get_int(fa, "lane", -1));
+  char *text = text_of(doc);
+  CHECK(strstr(text, "lane 0 (thread (0,0,0), block (0,0,0)) made it: 2 of the 2 lanes") &&
+            strstr(text, "overwrote the high half of its address"),
+        "the verdict says the high half was inferred:\n%s", text);
+  free(text);
+  json_free(doc);
+
+  /* a second allocation holding an address with the same low 32 bits: the lane is named, the address is not */
+  snprintf(ranges, sizeof ranges, "%s, %s, %s", range(r1, sizeof r1, 0x7fac63e00000ull, 16384, 0, -1, "device", 1),
+           range(r2, sizeof r2, 0x7fac63e04000ull, 16384, 0, -1, "device", -1),
+           range(r3, sizeof r3, 0x7fad63e00000ull, 4096, 0, -1, "device", -1));
+  doc = report(9, ranges, misaligned_low);
+  CHECK(doc && addr_annotate_coredump(doc, &changed) == 0 && !json_get(doc, "fault_address") &&
+            strstr(json_get_str(json_get(doc, "coredump"), "address_unknown"),
+                   "lane 0 made a misaligned access (its address ends in 0x63e00006, not a multiple of 4)"),
+        "two allocations hold such an address: %s", json_get_str(json_get(doc, "coredump"), "address_unknown"));
+  json_free(doc);
+}
+
 int main(void) {
   test_lanes();
+  test_lanes_low32();
   test_parse();
   test_outside_inside();
   test_freed_and_reuse();

@@ -56,6 +56,14 @@ int main(void) {
   CHECK(sass_parse("LDG.E R5,desc[UR4][R4.64]", &a) == 0 && !strcmp(a.dest, "R5") && a.ndest == 1 &&
             sass_address(&a, lookup, (void *)regs, &got) == -2,
         "a load that overwrote its address register");
+  /* its low half, R4, is intact: the low 32 bits still say the access was misaligned */
+  uint32_t low = 0;
+  CHECK(sass_parse("LDG.E R5,desc[UR4][R4.64+0x2]", &a) == 0 &&
+            sass_address_low32(&a, lookup, (void *)regs, &low) == 0 && low == 0x3fe00008u,
+        "the low half of a load that overwrote the high one: %x", low);
+  CHECK(sass_parse("LDG.E.64 R4, desc[UR4][R4.64]", &a) == 0 &&
+            sass_address_low32(&a, lookup, (void *)regs, &low) == -2,
+        "a load over the low half too: nothing");
   CHECK(sass_parse("LDG.E.64 R2, desc[UR4][R4.64]", &a) == 0 && a.ndest == 2 &&
             sass_address(&a, lookup, (void *)regs, &got) == 0 && got == 0x070605043fe00006ull,
         "a 64-bit load into R2:R3 leaves R4:R5 alone");
