@@ -1,0 +1,121 @@
+"""Agreement with compute-sanitizer, for check.py's --coredump rows: the lane a `culprit run --coredump` report names
+as having made an illegal or misaligned access, judged against what compute-sanitizer's memcheck says of the same
+program in the same suite run.
+
+Standard library only; check.py binds its own names (bind) before any of these runs.
+"""
+
+import re
+
+from jobs_group import _Check
+
+# Agreement with compute-sanitizer: for an illegal or misaligned address, the lane the --coredump report names
+# (fault_address: lane, thread, block) must be one of the threads compute-sanitizer's memcheck reports for the same
+# program, with the same access (load = read, store = write), size and kind (out of bounds or misaligned).
+# Addresses differ between the two processes, so they are not compared.
+SANITIZER_ACCESS = re.compile(r"Invalid __global__ (read|write|atomic)\S* of size (\d+) bytes?")
+SANITIZER_THREAD = re.compile(r"by thread \((\d+),(\d+),(\d+)\) in block \((\d+),(\d+),(\d+)\)")
+SANITIZER_WHAT = re.compile(r"(?:Access to|Address) (0x[0-9a-fA-F]+) is (.+?)\s*$")
+SANITIZER_LIMIT = "10000"  # --print-limit: every bad thread of the suite's kernels (its default is 100)
+
+
+def sanitizer_accesses(text):
+    """compute-sanitizer memcheck's invalid global accesses in text, in order: dicts of access ("read",
+    "write", "atomic"), size (bytes), thread and block ((x, y, z) tuples, None when not said) and kind ("out of
+    bounds" or "misaligned", None when not said)."""
+    out, cur = [], None
+    for line in text.splitlines():
+        m = SANITIZER_ACCESS.search(line)
+        if m:
+            cur = {"access": m.group(1), "size": int(m.group(2)), "thread": None, "block": None, "kind": None}
+            out.append(cur)
+            continue
+        if cur is None:
+            continue
+        m = SANITIZER_THREAD.search(line)
+        if m:
+            cur["thread"] = tuple(int(x) for x in m.group(1, 2, 3))
+            cur["block"] = tuple(int(x) for x in m.group(4, 5, 6))
+            continue
+        m = SANITIZER_WHAT.search(line)
+        if m:
+            cur["kind"] = "misaligned" if "misaligned" in m.group(2) else "out of bounds"
+    return out
+
+
+def dims(v):
+    return "(%s)" % ",".join(str(x) for x in v) if v else "?"
+
+
+def address_agreement(report, text):
+    """Whether the --coredump report's faulting lane agrees with compute-sanitizer's output text: (True, False,
+    or None when there is nothing to compare, and the sentence for the table)."""
+    accesses = [a for a in sanitizer_accesses(text) if a["thread"]]
+    if not accesses:
+        return None, "address not compared: compute-sanitizer reported no invalid global access"
+    first = accesses[0]
+    theirs = "%d threads, first %s block %s, a %d-byte %s %s" % (len(accesses), dims(first["thread"]),
+                                                                   dims(first["block"]), first["size"],
+                                                                   first["access"], first["kind"])
+    cd = (report or {}).get("coredump") or {}
+    fa = (report or {}).get("fault_address") or {}
+    if fa.get("source") != "coredump" or fa.get("lane") is None:
+        return None, "address not compared: culprit named no faulting lane (%s); compute-sanitizer: %s" % (
+            h.shorten(cd.get("address_unknown") or "no address from the dump", 120), theirs)
+    thread, block = tuple(fa.get("thread") or ()), tuple(fa.get("block") or ())
+    kind = "misaligned" if "Misaligned" in str(cd.get("exception")) else "out of bounds"
+    access = {"load": "read", "store": "write"}.get(cd.get("access"), cd.get("access"))
+    size = cd.get("access_size")
+    ours = "lane %s, thread %s block %s, a %s-byte %s %s" % (fa.get("lane"), dims(thread), dims(block), size,
+                                                             access, kind)
+    same = [a for a in accesses if a["thread"] == thread and a["block"] == block]
+    if not same:
+        return False, "address disagrees with compute-sanitizer: culprit's %s is not among its %s" % (ours, theirs)
+    a = same[0]
+    problems = []
+    if access != "atomic" and a["access"] != "atomic" and a["access"] != access:
+        problems.append("a %s, compute-sanitizer says a %s" % (access, a["access"]))
+    if a["size"] != size:
+        problems.append("%s bytes, compute-sanitizer says %d" % (size, a["size"]))
+    if a["kind"] is not None and a["kind"] != kind:
+        problems.append("%s, compute-sanitizer says %s" % (kind, a["kind"]))
+    if problems:
+        return False, "address disagrees with compute-sanitizer (%s): %s" % (ours, "; ".join(problems))
+    return True, "address agrees with compute-sanitizer: %s (%d of its threads)" % (ours, len(accesses))
+
+
+def judge_address(out, report, text):
+    """Puts address_agreement's answer into out: a note, or a failure where culprit named a lane the sanitizer
+    does not."""
+    agrees, sentence = address_agreement(report, text)
+    if agrees is False:
+        out.fail("--coredump: " + sentence)
+    else:
+        out.notes.append(sentence)
+    return out
+
+
+def run_sanitizer_case(args, case, exe, env, logs, stem, out, run):
+    """compute-sanitizer on the program of a --coredump row whose fault is an illegal or misaligned address, its
+    faulting lane judged against it (judge_address)."""
+    if not case.sanitize or out.status == "skip" or not run.reports or not isinstance(run.reports[0][1], dict):
+        return out
+    san = h.find_sanitizer()
+    if not san:
+        out.notes.append("address not compared: compute-sanitizer not found (PATH, CUDA_HOME, /usr/local/cuda)")
+        return out
+    srun = h.execute([san, "--tool", "memcheck", "--print-limit", SANITIZER_LIMIT, exe] + case.args, env,
+                   args.timeout + 60)
+    h.save_logs(logs, stem + ".sanitizer", srun)
+    if srun.timed_out:
+        out.notes.append("address not compared: compute-sanitizer timed out")
+        return out
+    return judge_address(out, run.reports[0][1], srun.stdout.decode("utf-8", "replace") + srun.stderr)
+
+
+h = None  # check.py's names, bound by check.py (bind)
+
+
+def bind(check_globals):
+    global h
+    h = _Check(check_globals)
