@@ -202,15 +202,21 @@ static int names_lookup(void *func, const char **name) {
   return -1;
 }
 
-/* cudart may hand a CUkernel to cuLaunchKernel, as for names. Asked once per function, with its name. An invalid
- * value from cuFuncGetParamInfo is the end of a CUfunction's list, not another kind of handle: the kernel form is
- * tried only for what the function form refused otherwise. */
+/* cudart may hand a CUkernel to cuLaunchKernel, as for names. Asked once per function, with its name (under the
+ * names table's lock), parameter by parameter: the form that described parameter 0 describes the rest, since past
+ * the last parameter either form answers an error. Parameter 0 is asked of the kernel form whenever the function
+ * form refused it, whatever the error: a driver may answer a CUkernel given as a CUfunction with an invalid value,
+ * as it answers a function without parameters. */
 static int params_lookup(void *func, size_t i, size_t *offset, size_t *size) {
-  int rc = cp_drv.func_get_param_info ? cp_drv.func_get_param_info(func, i, offset, size) : -1;
-  if (rc == 0) return 0;
-  if (rc == CP_CU_ERROR_INVALID_VALUE) return -1;
-  if (cp_drv.kernel_get_param_info && !cp_drv.kernel_get_param_info(func, i, offset, size)) return 0;
-  return -1;
+  static __thread int kernel_form; /* parameter 0 came from cuKernelGetParamInfo */
+  if (i == 0) {
+    kernel_form = 0;
+    if (cp_drv.func_get_param_info && cp_drv.func_get_param_info(func, 0, offset, size) == 0) return 0;
+    kernel_form = cp_drv.kernel_get_param_info && cp_drv.kernel_get_param_info(func, 0, offset, size) == 0;
+    return kernel_form ? 0 : -1;
+  }
+  if (kernel_form) return cp_drv.kernel_get_param_info(func, i, offset, size) == 0 ? 0 : -1;
+  return cp_drv.func_get_param_info && cp_drv.func_get_param_info(func, i, offset, size) == 0 ? 0 : -1;
 }
 
 /* The first CP_PARAMS_KEPT bytes of what the launch passed its kernel, packed as the kernel sees them: from the

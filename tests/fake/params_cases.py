@@ -172,6 +172,20 @@ def dump_run(b, how, tag, env=None):
         return res, json.load(f)
 
 
+@case("params_library")
+def _(b):
+    """Kernels of a library (CUkernel handles, as cudart launches them) keep their parameters, also where the
+    driver refuses such a handle in cuFuncGetParamInfo with an invalid value (the answer it gives past a
+    function's last parameter): the kernel form then describes all of them."""
+    for env in ({}, {"FAKECUDA_FAIL": "cuFuncGetParamInfo:*:1"}):
+        res, rep = run(b, ["library"], dict(env, FAKECUDA_FAULT="kernel=write_oob"))
+        p = printed(res)
+        steps = [l for l in launches(rep).values() if l["kernel"].startswith(("step", "write_oob"))]
+        check(len(steps) == 2, "%r: both launches listed: %r" % (env, launches(rep)))
+        for l in steps:
+            expect_params(l, words(p["buf"], 64), 12, "%r: %s" % (env, l["kernel"]))
+
+
 @case("params_by_arguments")
 def _(b):
     """Same kernel, same grid, two streams, buffers a and b: the dump's address lies in b, so the launch that

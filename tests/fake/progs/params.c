@@ -205,6 +205,31 @@ static int threads(void)
     return 0;
 }
 
+/* cudart's way: a kernel of a library (CUkernel), launched through cuLaunchKernel as if it were a function. step
+ * on buf, then write_oob, which faults. */
+static int library(void)
+{
+    CUdevice dev;
+    CUlibrary lib;
+    CUkernel k_step, k_bad;
+    CUdeviceptr buf;
+    int n = 64;
+    CK(cuInit(0));
+    CK(cuDeviceGet(&dev, 0));
+    CK(cuDevicePrimaryCtxRetain(&ctx, dev));
+    CK(cuCtxSetCurrent(ctx));
+    CK(cuLibraryLoadData(&lib, image, NULL, NULL, 0, NULL, NULL, 0));
+    CK(cuLibraryGetKernel(&k_step, lib, K_STEP));
+    CK(cuLibraryGetKernel(&k_bad, lib, K_BAD));
+    CK(cuMemAlloc(&buf, 4096));
+    say("buf", buf);
+    void *args[] = {&buf, &n};
+    CK(cuLaunchKernel((CUfunction)k_step, 1, 1, 1, 64, 1, 1, 0, NULL, args, NULL));
+    CK(cuLaunchKernel((CUfunction)k_bad, 1, 1, 1, 64, 1, 1, 0, NULL, args, NULL));
+    CK(cuCtxSynchronize());
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *s = argc > 1 ? argv[1] : "";
@@ -221,6 +246,8 @@ int main(int argc, char **argv)
         return threads();
     if (!strcmp(s, "graph"))
         return graph();
-    fprintf(stderr, "usage: params record|streams|fork|threads|graph [nolayout|same]\n");
+    if (!strcmp(s, "library"))
+        return library();
+    fprintf(stderr, "usage: params record|streams|fork|threads|graph|library [nolayout|same]\n");
     return 2;
 }
