@@ -31,14 +31,20 @@ static CUfunction f_step, f_bad, f_mixed, f_wide, f_unknown;
 
 static const char *image = PARAMS_IMAGE;
 
-static void setup(void)
+/* Device 0's primary context, made current. */
+static void use_device0(void)
 {
     CUdevice dev;
-    CUmodule mod;
     CK(cuInit(0));
     CK(cuDeviceGet(&dev, 0));
     CK(cuDevicePrimaryCtxRetain(&ctx, dev));
     CK(cuCtxSetCurrent(ctx));
+}
+
+static void setup(void)
+{
+    CUmodule mod;
+    use_device0();
     CK(cuModuleLoadData(&mod, image));
     CK(cuModuleGetFunction(&f_step, mod, K_STEP));
     CK(cuModuleGetFunction(&f_bad, mod, K_BAD));
@@ -209,15 +215,11 @@ static int threads(void)
  * on buf, then write_oob, which faults. */
 static int library(void)
 {
-    CUdevice dev;
     CUlibrary lib;
     CUkernel k_step, k_bad;
     CUdeviceptr buf;
     int n = 64;
-    CK(cuInit(0));
-    CK(cuDeviceGet(&dev, 0));
-    CK(cuDevicePrimaryCtxRetain(&ctx, dev));
-    CK(cuCtxSetCurrent(ctx));
+    use_device0();
     CK(cuLibraryLoadData(&lib, image, NULL, NULL, 0, NULL, NULL, 0));
     CK(cuLibraryGetKernel(&k_step, lib, K_STEP));
     CK(cuLibraryGetKernel(&k_bad, lib, K_BAD));
