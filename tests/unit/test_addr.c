@@ -11,19 +11,10 @@
 #include <string.h>
 
 #include "check.h"
+#include "parse_doc.h"
 #include "report/addr.h"
 #include "report/json.h"
 #include "report/render.h"
-
-static struct json *parse(const char *text) {
-  struct json *doc = NULL;
-  struct json_error err;
-  if (json_parse(text, strlen(text), &doc, &err) != 0) {
-    fprintf(stderr, "test report does not parse: %s at %zu\n", err.msg, err.offset);
-    return NULL;
-  }
-  return doc;
-}
 
 /* A fault report whose exact culprit is launch culprit_seq (0: candidates, no culprit) and whose allocation table
  * holds ranges (JSON array members, without the brackets); extra is more top-level members (or ""). */

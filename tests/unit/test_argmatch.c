@@ -9,18 +9,9 @@
 #include <string.h>
 
 #include "check.h"
+#include "parse_doc.h"
 #include "report/argmatch.h"
 #include "report/json.h"
-
-static struct json *parse(const char *text) {
-  struct json *doc = NULL;
-  struct json_error err;
-  if (json_parse(text, strlen(text), &doc, &err) != 0) {
-    fprintf(stderr, "test report does not parse: %s at %zu\n", err.msg, err.offset);
-    return NULL;
-  }
-  return doc;
-}
 
 /* A report whose candidates are the given launch objects (JSON array members, without the brackets). */
 static struct json *report(const char *cands) {
