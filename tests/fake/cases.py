@@ -230,6 +230,20 @@ def report_files(rdir):
     return sorted(glob.glob(os.path.join(rdir, "**", "culprit-*.json"), recursive=True))
 
 
+class Unaddressed:
+    """A run's result with the addresses in its output masked (they differ from run to run)."""
+    def __init__(self, res):
+        mask = re.compile(rb"0x[0-9a-f]+")
+        self.rc, self.out, self.err = res.rc, mask.sub(b"0x?", res.out), mask.sub(b"0x?", res.err)
+        self.out_text, self.err_text = self.out.decode("utf-8", "replace"), self.err.decode("utf-8", "replace")
+        self.describe = res.describe
+
+
+def printed(res):
+    """The program's "name=0x..." lines (the addresses it allocated and passed), by name."""
+    return {m.group(1): int(m.group(2), 16) for m in re.finditer(r"^(\w+)=0x([0-9a-f]+)$", res.out_text, re.M)}
+
+
 def load_report(rdir, pid=None):
     files = report_files(rdir)
     if pid is not None:

@@ -20,21 +20,8 @@ import cases as h  # noqa: E402  (the harness: running programs, loading and che
 
 h.CASES.clear()  # this file's cases only
 case, check = h.case, h.check
+Unaddressed, printed = h.Unaddressed, h.printed
 GDB = os.path.join(HERE, "fake_cuda_gdb.py")
-
-
-def printed(res):
-    """The program's "name=0x..." lines."""
-    return {m.group(1): int(m.group(2), 16) for m in re.finditer(r"^(\w+)=0x([0-9a-f]+)$", res.out_text, re.M)}
-
-
-class Unaddressed:
-    """A run's result with the addresses in its output masked (they differ from run to run)."""
-    def __init__(self, res):
-        mask = re.compile(rb"0x[0-9a-f]+")
-        self.rc, self.out, self.err = res.rc, mask.sub(b"0x?", res.out), mask.sub(b"0x?", res.err)
-        self.out_text, self.err_text = self.out.decode("utf-8", "replace"), self.err.decode("utf-8", "replace")
-        self.describe = res.describe
 
 
 def run(b, args, env):
