@@ -1,33 +1,23 @@
 /* `culprit run --coredump`: the driver's GPU core dump on exception, automated. culprit asks the driver for a
  * small dump (no memory contents) into the run's report directory; after the process died it runs cuda-gdb in
- * batch mode on each dump (without a shell, time-bounded), reads what it says of the exception (kernel, PC,
- * source line with -lineinfo, and the focus: block, thread, warp, lane), and ties that to the report of the
- * process that wrote the dump: a verdict that was not exact becomes exact when the dump singles out one launch.
- * The driver aborts the process once the dump is written, so the report may be a hang report (SIGABRT). */
+ * batch mode on each dump (without a shell, time-bounded) and reads what it says of the exception (kernel, PC,
+ * source line with -lineinfo, the focus: block, thread, warp, lane, and every lane's registers, which give the
+ * faulting access). Tying that to the report of the process that wrote the dump is coredump_attach.c's. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include "coredump.h"
 #include "cli.h"
-#include "promote.h"
 #include "sass.h"
-#include "../report/addr.h"
-#include "../report/argmatch.h"
-#include "../report/demangle.h"
 #include "../report/json.h"
-#include "../report/jsonw.h"
 #include "../report/subproc.h"
-#include "../report/symbolize.h"
 
 #include <ctype.h>
-#include <dirent.h>
 #include <errno.h>
-#include <fnmatch.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define COREDUMP_OUTPUT_MAX (1 << 20) /* bytes of the debugger's output kept (32 lanes' registers: ~140 KB) */
 #define COREDUMP_FLAGS "skip_global_memory,skip_shared_memory,skip_local_memory,skip_constbank_memory"
@@ -431,9 +421,7 @@ int coredump_parse(const char *text, struct coredump_info *ci)
     return ci->exception || ci->kernel ? 0 : -1;
 }
 
-/* Runs the debugger on one dump; returns its output (malloc'd, NUL-terminated) or NULL with why filled. What it
- * printed before a time or size limit stopped it is kept: the exception line comes first. */
-static char *coredump_run_gdb(const char *dump, char *why, size_t whylen)
+char *coredump_run_gdb(const char *dump, char *why, size_t whylen)
 {
     const char *gdb = getenv("CULPRIT_CUDA_GDB");
     char target[PATH_MAX + 32];
@@ -532,7 +520,7 @@ static struct json *coredump_lanes_json(const struct coredump_info *ci)
     return arr;
 }
 
-static struct json *coredump_json(const struct coredump_info *ci, const char *dump_path)
+struct json *coredump_json(const struct coredump_info *ci, const char *dump_path)
 {
     struct json *o = json_new(JSON_OBJ);
     if (!o || json_put(o, "file", json_new_str(dump_path)) ||
@@ -568,344 +556,10 @@ static struct json *coredump_json(const struct coredump_info *ci, const char *du
     return o;
 }
 
-/* A launch's grid or block as three positive numbers (a graph launch has none): 1, else 0. */
-static int coredump_dims(const struct json *arr, long long v[3])
-{
-    if (json_len(arr) != 3)
-        return 0;
-    for (int i = 0; i < 3; i++)
-        if (json_int(json_at(arr, (size_t)i), &v[i]) != 0 || v[i] <= 0)
-            return 0;
-    return 1;
-}
-
-/* Whether the dump's kernel, block index and launch shape may be those of launch l. */
-static int coredump_fits(const struct coredump_info *ci, const struct json *l)
-{
-    const char *k = json_get_str(l, "kernel"), *m = json_get_str(l, "mangled");
-    char *dm = NULL;
-    int same;
-    if (!ci->kernel)
-        return 0;
-    if (m && !(k && *k && strncmp(k, "_Z", 2) != 0))
-        k = dm = demangle_name(m);
-    same = k && demangle_same_kernel(k, ci->kernel);
-    free(dm);
-    if (!same)
-        return 0;
-    long long g[3], b[3];
-    int have_g = coredump_dims(json_get(l, "grid"), g), have_b = coredump_dims(json_get(l, "block"), b);
-    for (int i = 0; i < 3; i++) {
-        if (have_g && ((ci->block[0] >= 0 && ci->block[i] >= g[i]) || (ci->grid[0] >= 0 && ci->grid[i] != g[i])))
-            return 0;
-        if (have_b && ci->block_dim[0] >= 0 && ci->block_dim[i] != b[i])
-            return 0;
-    }
-    return 1;
-}
-
-/* coredump_fits as argmatch wants it. */
-static int coredump_fits_arg(void *arg, const struct json *l)
-{
-    return coredump_fits(arg, l);
-}
-
-/* Adds the allocation holding address (a mapping of a segment made of several: the whole run, since a pointer into
- * any piece of it reaches it) to ranges unless it is there already. Returns the new count. */
-static int coredump_add_range(const struct json *doc, unsigned long long address, unsigned access,
-                              struct argmatch_range *ranges, int n, int max)
-{
-    struct addr_answer a;
-    addr_answer(doc, address, access, &a);
-    if ((a.where != ADDR_INSIDE && a.where != ADDR_OVERRUN) || !a.in.obj || n >= max)
-        return n;
-    uint64_t base = a.in.run_pieces ? a.in.run_base : a.in.base;
-    for (int i = 0; i < n; i++)
-        if (ranges[i].base == base)
-            return n;
-    ranges[n].base = base;
-    ranges[n].end = base + (a.in.run_pieces ? a.in.run_size : a.in.size);
-    return n + 1;
-}
-
-int coredump_fault_ranges(const struct json *doc, const struct coredump_info *ci, struct argmatch_range *ranges,
-                          int max)
-{
-    int n = 0;
-    if (max < 1)
-        return 0;
-    if (ci->have_address)
-        n = coredump_add_range(doc, ci->address, ci->access_size, ranges, n, max);
-    /* the warp's lanes whose address the dump gives: the in-bounds ones show the buffer the faulting instruction
-     * works on, which the faulting launch was handed */
-    for (int l = 0; ci->lanes && l < COREDUMP_LANES; l++)
-        if (ci->lanes[l].have_address)
-            n = coredump_add_range(doc, ci->lanes[l].address, ci->access_size, ranges, n, max);
-    return n;
-}
-
-int coredump_narrow_by_args(struct json *doc, const struct coredump_info *ci, const struct argmatch_range *ranges,
-                            int n, int *narrowed)
-{
-    struct json *verdict = (struct json *)json_get(doc, "verdict");
-    const char *certainty = json_get_str(verdict, "certainty"), *reason = json_get_str(verdict, "reason");
-    struct argmatch_result m;
-    char *why = NULL;
-    *narrowed = 0;
-    if (!verdict || !ci->kernel || n < 1 || (certainty && !strcmp(certainty, "exact")))
-        return 0;
-    if (!argmatch_find(doc, ranges, n, coredump_fits_arg, (void *)ci, &m))
-        return 0;
-    long long seq = json_get_int(json_at(json_get(doc, "candidates"), m.hit), "seq", -1);
-    if (asprintf(&why,
-                 "%s%snamed by its arguments: launch #%lld's parameter bytes %d..%d hold 0x%llx, which points into "
-                 "the allocation 0x%llx..0x%llx the faulting access touched, and the arguments of no other "
-                 "candidate running %s point there",
-                 reason ? reason : "", reason ? "; " : "", seq, m.word * 8, m.word * 8 + 7, (unsigned long long)m.value,
-                 (unsigned long long)ranges[m.range].base, (unsigned long long)ranges[m.range].end, ci->kernel) < 0)
-        return ENOMEM;
-    if (json_put(verdict, "reason", json_new_str(why)) ||
-        promote_candidate(doc, m.hit, "candidates_before_coredump") != 0 ||
-        json_put((struct json *)json_get(doc, "culprit"), "by", json_new_str("arguments"))) {
-        free(why);
-        return ENOMEM;
-    }
-    free(why);
-    *narrowed = 1;
-    return 0;
-}
-
-/* The CUresult a GPU exception surfaces as (cuda-gdb's names of the exceptions). */
-static int coredump_code(const char *exception, const char **name)
-{
-    static const struct {
-        const char *word;
-        int code;
-        const char *name;
-    } map[] = {{"Assert", 710, "CUDA_ERROR_ASSERT"}, /* "Warp Assert", "Assertion failed" */
-               {"Misaligned", 716, "CUDA_ERROR_MISALIGNED_ADDRESS"},
-               {"Illegal Address", 700, "CUDA_ERROR_ILLEGAL_ADDRESS"},
-               {"Out-of-range Address", 700, "CUDA_ERROR_ILLEGAL_ADDRESS"},
-               {"Illegal Instruction", 715, "CUDA_ERROR_ILLEGAL_INSTRUCTION"},
-               {"Invalid PC", 718, "CUDA_ERROR_INVALID_PC"},
-               {"Address Space", 717, "CUDA_ERROR_INVALID_ADDRESS_SPACE"},
-               {"Stack", 714, "CUDA_ERROR_HARDWARE_STACK_ERROR"}};
-    for (size_t i = 0; exception && i < sizeof map / sizeof map[0]; i++)
-        if (strstr(exception, map[i].word)) {
-            *name = map[i].name;
-            return map[i].code;
-        }
-    *name = "CUDA_ERROR_LAUNCH_FAILED";
-    return 719;
-}
-
-/* A hang report written because the driver aborted the process after its core dump (SIGABRT) is the report of
- * a fault: it becomes one, its "error" made from the dump and from the thread the signal found (its "hang"
- * object stays, saying how the process ended). Returns 0 or ENOMEM. */
-static int coredump_make_fault(struct json *doc, const struct coredump_info *ci)
-{
-    const struct json *hang = json_get(doc, "hang"), *threads = json_get(doc, "threads"), *who = NULL;
-    const char *name;
-    int code = coredump_code(ci->exception, &name);
-    struct json *err = json_new(JSON_OBJ);
-    char msg[512];
-    /* the driver aborts from a thread of its own: the main thread shows where the program was (waiting in a
-     * synchronize, typically); without it, the thread the signal found */
-    long long pid = json_get_int(json_get(doc, "process"), "pid", -1);
-    for (size_t i = 0; i < json_len(threads) && !who; i++)
-        if (json_get_int(json_at(threads, i), "tid", -2) == pid)
-            who = json_at(threads, i);
-    for (size_t i = 0; i < json_len(threads) && !who; i++) {
-        const struct json *h = json_get(json_at(threads, i), "signal_handler");
-        if (json_is(h, JSON_BOOL) && h->boolean)
-            who = json_at(threads, i);
-    }
-    if (!who && json_len(threads))
-        who = json_at(threads, 0);
-    snprintf(msg, sizeof msg, "the GPU core dump says: %s", ci->exception ? ci->exception : "exception");
-    if (!err || json_put(err, "code", json_new_int(code)) || json_put(err, "name", json_new_str(name)) ||
-        json_put(err, "message", json_new_str(msg)) ||
-        json_put(err, "api", json_new_str("the driver's GPU core dump (it then aborted the process)")) ||
-        json_put(err, "thread",
-                 json_new_int(json_get_int(who, "tid", json_get_int(json_get(doc, "process"), "pid", 0)))) ||
-        json_put(err, "time_ns", json_new_int(json_get_int(hang, "time_ns", 0))) ||
-        json_put(err, "time_unix_ns", json_new_int(json_get_int(hang, "time_unix_ns", 0))) ||
-        (json_get(who, "stack") && json_set(err, "stack", promote_copy(json_get(who, "stack"))) != 0) ||
-        json_set(doc, "error", err) != 0) {
-        json_free(err);
-        return ENOMEM;
-    }
-    return json_put(doc, "kind", json_new_str("fault")) ? ENOMEM : 0;
-}
-
-/* A copy of "source file:line" for sentences. */
-static void coredump_where(const struct coredump_info *ci, char *out, size_t n)
+void coredump_where(const struct coredump_info *ci, char *out, size_t n)
 {
     if (ci->file && ci->line > 0)
         snprintf(out, n, " at %s:%ld", ci->file, ci->line);
     else
         out[0] = '\0';
-}
-
-int coredump_attach(struct json *doc, const struct coredump_info *ci, const char *dump_path, int *changed)
-{
-    struct json *verdict = (struct json *)json_get(doc, "verdict");
-    struct json *cands = (struct json *)json_get(doc, "candidates");
-    const struct json *culprit = json_get(doc, "culprit");
-    const char *certainty = json_get_str(verdict, "certainty"), *reason = json_get_str(verdict, "reason");
-    struct json *cd = coredump_json(ci, dump_path);
-    char where[PATH_MAX + 32], *why = NULL;
-    size_t i, hits = 0, hit = 0;
-    int rc;
-
-    if (!cd || json_set(doc, "coredump", cd) != 0) {
-        json_free(cd);
-        return ENOMEM;
-    }
-    *changed = 1;
-    const char *kind = json_get_str(doc, "kind");
-    if (kind && strcmp(kind, "hang") == 0 && ci->exception && coredump_make_fault(doc, ci) != 0)
-        return ENOMEM;
-    coredump_where(ci, where, sizeof where);
-    if (!verdict || !ci->kernel)
-        return 0;
-    if (certainty && !strcmp(certainty, "exact") && json_is(culprit, JSON_OBJ)) {
-        int same = coredump_fits(ci, culprit);
-        rc = asprintf(&why, "%s%sthe GPU core dump %s: %s faulted%s (%s)", reason ? reason : "", reason ? "; " : "",
-                      same ? "agrees" : "names another kernel", ci->kernel, where,
-                      ci->exception ? ci->exception : "exception");
-        if (rc < 0 || json_put(verdict, "reason", json_new_str(why))) {
-            free(why);
-            return ENOMEM;
-        }
-        free(why);
-        return 0;
-    }
-    for (i = 0; i < json_len(cands); i++)
-        if (json_is(json_at(cands, i), JSON_OBJ) && coredump_fits(ci, json_at(cands, i))) {
-            hits++;
-            hit = i;
-        }
-    if (hits > 1) {
-        /* several candidates run the dump's kernel: what each passed it may tell them apart */
-        struct argmatch_range ranges[COREDUMP_LANES + 1];
-        int narrowed = 0, n = coredump_fault_ranges(doc, ci, ranges, COREDUMP_LANES + 1);
-        rc = asprintf(&why, "%s%sthe GPU core dump says %s faulted%s (%s), which more than one candidate runs",
-                      reason ? reason : "", reason ? "; " : "", ci->kernel, where,
-                      ci->exception ? ci->exception : "exception");
-        if (rc < 0 || json_put(verdict, "reason", json_new_str(why))) {
-            free(why);
-            return ENOMEM;
-        }
-        free(why);
-        return coredump_narrow_by_args(doc, ci, ranges, n, &narrowed);
-    }
-    if (hits != 1) {
-        rc = asprintf(&why, "%s%sthe GPU core dump says %s faulted%s (%s), %s", reason ? reason : "",
-                      reason ? "; " : "", ci->kernel, where, ci->exception ? ci->exception : "exception",
-                      hits ? "which more than one candidate runs" : "which no candidate runs");
-        if (rc < 0 || json_put(verdict, "reason", json_new_str(why))) {
-            free(why);
-            return ENOMEM;
-        }
-        free(why);
-        return 0;
-    }
-    /* One candidate: it becomes the culprit, the others are kept as what was left before the dump. */
-    long long seq = json_get_int(cands->kids[hit], "seq", -1);
-    rc = asprintf(&why,
-                  "%s%sthe GPU core dump says %s faulted%s (%s): launch #%lld is the only candidate that "
-                  "runs it",
-                  reason ? reason : "", reason ? "; " : "", ci->kernel, where,
-                  ci->exception ? ci->exception : "exception", seq);
-    if (rc < 0 || json_put(verdict, "reason", json_new_str(why)) ||
-        promote_candidate(doc, hit, "candidates_before_coredump") != 0) {
-        free(why);
-        return ENOMEM;
-    }
-    free(why);
-    return 0;
-}
-
-/* "gpucore-HOST-PID.nvcudmp" -> pid and host. */
-static int coredump_name(const char *name, long *pid, char *host, size_t hostsz)
-{
-    const char *dot = strstr(name, ".nvcudmp"), *dash;
-    if (strncmp(name, "gpucore-", 8) != 0 || !dot)
-        return -1;
-    for (dash = dot; dash > name + 8 && dash[-1] != '-'; dash--)
-        ;
-    if (dash <= name + 8 || !isdigit((unsigned char)*dash))
-        return -1;
-    *pid = strtol(dash, NULL, 10);
-    snprintf(host, hostsz, "%.*s", (int)(dash - 1 - (name + 8)), name + 8);
-    return 0;
-}
-
-int coredump_attach_all(const char *dir)
-{
-    DIR *d = opendir(dir);
-    struct dirent *de;
-    char **reports = NULL;
-    size_t nrep = 0;
-    int tied = 0;
-
-    if (!d)
-        return 0;
-    if (cli_list_reports(dir, &reports, &nrep) != 0)
-        nrep = 0;
-    while ((de = readdir(d)) != NULL) {
-        char dump[PATH_MAX], host[256], why[1024];
-        long pid;
-        struct coredump_info ci;
-        char *out;
-        int found = 0;
-        if (fnmatch("gpucore-*.nvcudmp", de->d_name, 0) != 0 || coredump_name(de->d_name, &pid, host, sizeof host))
-            continue;
-        snprintf(dump, sizeof dump, "%s/%s", dir, de->d_name);
-        if (!(out = coredump_run_gdb(dump, why, sizeof why))) {
-            cli_err("GPU core dump %s not read: %s", dump, why);
-            continue;
-        }
-        if (coredump_parse(out, &ci) != 0) {
-            cli_err("GPU core dump %s: the debugger named no exception; its output ends: %.300s", dump,
-                    strlen(out) > 300 ? out + strlen(out) - 300 : out);
-            free(out);
-            coredump_free(&ci);
-            continue;
-        }
-        free(out);
-        for (size_t i = 0; i < nrep && !found; i++) {
-            struct json *doc = NULL;
-            const struct json *proc;
-            int changed = 0;
-            if (symbolize_load(reports[i], &doc, why, sizeof why) != 0)
-                continue;
-            proc = json_get(doc, "process");
-            const char *h = json_get_str(proc, "hostname"), *kind = json_get_str(doc, "kind");
-            if (json_get_int(proc, "pid", -1) == pid && (!h || !strcmp(h, host)) &&
-                (!kind || strcmp(kind, "exit") != 0)) {
-                found = 1;
-                if (coredump_attach(doc, &ci, dump, &changed) != 0)
-                    cli_err("out of memory tying %s to %s", dump, reports[i]);
-                else if (changed && symbolize_save(reports[i], doc, why, sizeof why) != 0)
-                    cli_err("%s", why);
-                else
-                    tied++;
-            }
-            json_free(doc);
-        }
-        if (!found) {
-            char where[PATH_MAX + 32];
-            coredump_where(&ci, where, sizeof where);
-            cli_err("GPU core dump %s (process %ld on %s): %s faulted%s (%s); culprit wrote no report for that "
-                    "process",
-                    dump, pid, host, ci.kernel ? ci.kernel : "a kernel", where,
-                    ci.exception ? ci.exception : "exception");
-        }
-        coredump_free(&ci);
-    }
-    closedir(d);
-    cli_free_list(reports, nrep);
-    return tied;
 }

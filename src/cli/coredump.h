@@ -72,6 +72,14 @@ int coredump_setenv(const char *dir);
 int coredump_parse(const char *text, struct coredump_info *ci);
 void coredump_free(struct coredump_info *ci);
 
+/* Runs the debugger on one dump; returns its output (malloc'd, NUL-terminated) or NULL with why filled. What it
+ * printed before a time or size limit stopped it is kept: the exception line comes first. */
+char *coredump_run_gdb(const char *dump, char *why, size_t whylen);
+/* The report's "coredump" object for a parsed dump (docs/report.md); NULL when memory is short. */
+struct json *coredump_json(const struct coredump_info *ci, const char *dump_path);
+/* " at FILE:LINE" of the faulting instruction for sentences, or "" when the dump does not say. */
+void coredump_where(const struct coredump_info *ci, char *out, size_t n);
+
 /* After the run: reads every dump in dir (cuda-gdb from PATH, or CULPRIT_CUDA_GDB), adds "coredump" to the
  * report of the process that wrote it (a fault or hang report of that pid) and, when the verdict is not exact,
  * narrows it to the one candidate the dump singles out. Prints one line per dump it could not read. Returns
