@@ -220,7 +220,9 @@ static int sass_among(const char *r, const char *first, unsigned n)
     return x >= f && x < f + (long)n;
 }
 
-int sass_address(const struct sass_access *a, sass_reg_fn reg, void *arg, uint64_t *address)
+/* The address, or with low_only only its low 32 bits, which need only the low registers: a load into the high half
+ * of its own address pair leaves them. */
+static int sass_operand(const struct sass_access *a, sass_reg_fn reg, void *arg, int low_only, uint64_t *out)
 {
     uint64_t base = 0, u = 0;
     if (a->kind == SASS_NONE)
@@ -228,29 +230,27 @@ int sass_address(const struct sass_access *a, sass_reg_fn reg, void *arg, uint64
     if (a->dest[0] && a->base[0]) {
         char hi[32];
         snprintf(hi, sizeof hi, "R%ld", strtol(a->base + 1, NULL, 10) % 1000 + 1);
-        if (sass_among(a->base, a->dest, a->ndest) || (a->wide && sass_among(hi, a->dest, a->ndest)))
+        if (sass_among(a->base, a->dest, a->ndest) || (!low_only && a->wide && sass_among(hi, a->dest, a->ndest)))
             return -2;
     }
-    if (a->base[0] && sass_value(a->base, a->wide, reg, arg, &base) != 0)
+    if (a->base[0] && sass_value(a->base, a->wide && !low_only, reg, arg, &base) != 0)
         return -1;
-    if (a->uniform[0] && sass_value(a->uniform, a->uniform_wide, reg, arg, &u) != 0)
+    if (a->uniform[0] && sass_value(a->uniform, a->uniform_wide && !low_only, reg, arg, &u) != 0)
         return -1;
-    *address = base + u + (uint64_t)a->offset;
+    *out = base + u + (uint64_t)a->offset;
     return 0;
+}
+
+int sass_address(const struct sass_access *a, sass_reg_fn reg, void *arg, uint64_t *address)
+{
+    return sass_operand(a, reg, arg, 0, address);
 }
 
 int sass_address_low32(const struct sass_access *a, sass_reg_fn reg, void *arg, uint32_t *low)
 {
-    uint64_t base = 0, u = 0;
-    if (a->kind == SASS_NONE)
-        return -1;
-    /* only the low registers matter: a load into the high half of its own address pair leaves them */
-    if (a->dest[0] && a->base[0] && sass_among(a->base, a->dest, a->ndest))
-        return -2;
-    if (a->base[0] && sass_value(a->base, 0, reg, arg, &base) != 0)
-        return -1;
-    if (a->uniform[0] && sass_value(a->uniform, 0, reg, arg, &u) != 0)
-        return -1;
-    *low = (uint32_t)(base + u + (uint64_t)a->offset);
-    return 0;
+    uint64_t v;
+    int rc = sass_operand(a, reg, arg, 1, &v);
+    if (rc == 0)
+        *low = (uint32_t)v;
+    return rc;
 }
