@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
 #include <cuda.h>
 
 /* The simulated driver loads "fakecubin:" images: a list of kernel names, mangled like nvcc does it. */
@@ -18,6 +20,15 @@
 #define NELEM 1024 /* elements of the device buffer every program allocates */
 
 typedef CUresult (*error_name_fn)(CUresult, const char **);
+
+/* Waits for a forked child and prints "child status N" (its exit status, -1 when a signal ended it), which the
+ * tests read. */
+static inline void wait_child(pid_t pid)
+{
+    int st = 0;
+    waitpid(pid, &st, 0);
+    printf("child status %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+}
 
 /* Print "error: API returned NAME (CODE)" for a failed call and leave like an application would. `call` is the
  * source text of the call; only the function name before the '(' is printed. */

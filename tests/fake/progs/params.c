@@ -170,9 +170,7 @@ static int forked(void)
         CK(cuCtxSynchronize());
         _exit(0);
     }
-    int st = 0;
-    waitpid(pid, &st, 0);
-    printf("child status %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+    wait_child(pid);
     return 0;
 }
 
