@@ -2,7 +2,8 @@
 """A stand-in for cuda-gdb in batch mode over the simulated driver's GPU core dumps (tests/fakecuda/SPEC.md):
 `fake_cuda_gdb.py -batch -nx -ex "target cudacore FILE" ...` prints what cuda-gdb prints of the exception, in its
 words: the exception, the PC with the kernel and its source line, and the focus on the faulting thread.
-FAKE_CUDA_GDB_CRASH=1 makes it die after the exception lines, as cuda-gdb 13.0 did on the H200.
+FAKE_CUDA_GDB_CRASH=1 makes it die after the exception lines, as cuda-gdb 13.0 did on the H200. A dump whose
+faulting warp is gone ("faulting-warp 0") gets no focus line and nothing after it.
 FAKE_CUDA_GDB_INSN="STG.E desc[UR8][R2.64+0x10],R5" also answers `x/i $errorpc` with that instruction and
 `info registers` with the focus lane's registers, as cuda-gdb 13.0 prints them: R2:R3 holds the dump's arg0 (the
 faulting launch's first parameter) plus FAKE_CUDA_GDB_OFFSET bytes; the lane's pc is the instruction after
@@ -37,11 +38,15 @@ def main(argv):
         return 1
     print("Opening GPU coredump: %s\n" % target)
     try:
-        with open(target) as f:
-            fields = dict(line.rstrip("\n").split(" ", 1) for line in f if " " in line)
+        with open(target, "rb") as f:
+            data = f.read()
     except OSError as e:
         print("%s: %s." % (target, e.strerror))
         return 1
+    # the simulated driver's dump is an ELF file whose note section holds the text (tests/fakecuda/SPEC.md)
+    start = data.find(b"fakecuda-coredump\n")
+    text = data[start:].split(b"\0", 1)[0].decode("utf-8", "replace") if start >= 0 else ""
+    fields = dict(line.split(" ", 1) for line in text.splitlines() if " " in line)
     print("CUDA Exception: %s" % fields.get("exception", "?"))
     print("The exception was triggered at PC 0x7f0000001000  %s  (fake.cu:8)" % demangle(fields.get("kernel", "?")))
     sys.stdout.flush()
@@ -51,6 +56,8 @@ def main(argv):
         print("\n\nFatal signal: Aborted")
         sys.stdout.flush()
         os.abort()
+    if fields.get("faulting-warp", "1") == "0":
+        return 0  # the faulting warp is not in the dump: no focus, nothing to show of a thread
     print("[Current focus set to CUDA kernel 0, grid 1, block (1,0,0), thread (3,0,0), device 0, sm 0, warp 0, "
           "lane 3]")
     insn = os.environ.get("FAKE_CUDA_GDB_INSN")

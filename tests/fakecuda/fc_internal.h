@@ -239,6 +239,9 @@ struct fc_mem *fc_mem_by_host(const void *p);
 struct fc_mem *fc_mem_by_dptr(CUdeviceptr d, size_t len);
 CUresult fc_dev_addr(CUdeviceptr d, size_t len, int allow_host, void **out);
 void fc_mem_free(struct fc_mem *m);
+/* CUDA_ENABLE_COREDUMP_ON_EXCEPTION=1: writes the GPU core dump of op's fault and aborts (fc_coredump.c); returns
+ * without doing anything otherwise. */
+void fc_coredump(const struct fc_op *op);
 /* A context is destroyed or its primary context reset: its host-mapped memory goes with it. */
 void fc_mem_free_owned(struct fc_ctx *c);
 

@@ -495,47 +495,6 @@ static void fc_print_assert(const struct fc_op *op)
     }
 }
 
-/* CUDA_ENABLE_COREDUMP_ON_EXCEPTION=1: as the driver does, a dump is written (to CUDA_COREDUMP_FILE, %h and %p
- * expanded) and the process aborted. The fake's dump is a text a test's stand-in debugger can read back. */
-static void fc_coredump(const struct fc_op *op)
-{
-    const char *on = getenv("CUDA_ENABLE_COREDUMP_ON_EXCEPTION"), *pat = getenv("CUDA_COREDUMP_FILE");
-    char path[4096], host[256] = "", buf[512];
-    size_t k = 0;
-    if (!on || strcmp(on, "1") != 0)
-        return;
-    gethostname(host, sizeof host - 1);
-    if (!pat || !*pat)
-        pat = "core_%h_%p.nvcudmp";
-    for (const char *p = pat; *p && k + 300 < sizeof path; p++) {
-        if (p[0] == '%' && (p[1] == 'h' || p[1] == 'p')) {
-            k += p[1] == 'h' ? (size_t)snprintf(path + k, sizeof path - k, "%s", host)
-                             : (size_t)snprintf(path + k, sizeof path - k, "%d", (int)getpid());
-            p++;
-        } else {
-            path[k++] = *p;
-        }
-    }
-    path[k] = '\0';
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    int n = snprintf(buf, sizeof buf,
-                     "fakecuda-coredump\nexception %s\nkernel %s\ngrid %u,%u,%u\nblock %u,%u,%u\narg0 0x%llx\n",
-                     op->fault == CUDA_ERROR_ASSERT               ? "Warp Assert"
-                     : op->fault == CUDA_ERROR_MISALIGNED_ADDRESS ? "Warp Misaligned Address"
-                                                                  : "Warp Illegal Address",
-                     op->func ? op->func->name : "kernel", op->grid[0], op->grid[1], op->grid[2], op->block[0],
-                     op->block[1], op->block[2], op->arg0);
-    if (fd >= 0) {
-        if (write(fd, buf, (size_t)n) < 0) { /* the abort below happens all the same */
-        }
-        close(fd);
-    }
-    static const char msg[] = "Starting GPU coredump generation (simulated)\n";
-    if (write(2, msg, sizeof msg - 1) < 0) { /* nothing to do */
-    }
-    abort();
-}
-
 static CUresult fc_raise(struct fc_ctx *ctx, const struct fc_op *op)
 {
     fc_coredump(op);
