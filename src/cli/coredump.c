@@ -8,6 +8,7 @@
 #endif
 #include "coredump.h"
 #include "cli.h"
+#include "coredump_elf.h"
 #include "sass.h"
 #include "../report/json.h"
 #include "../report/subproc.h"
@@ -176,6 +177,20 @@ static const char *coredump_other_lane(const struct coredump_info *ci, const cha
     return buf;
 }
 
+/* Why a dump without warps gives no thread and no address: none of the faulting kernel's warps was left when the
+ * GPU raised the error, as when a store faults after its warp has moved on. */
+#define COREDUMP_NO_WARPS                                                                                              \
+    "the dump holds no warp of any kernel: the faulting kernel had finished when the GPU raised the error (a "         \
+    "faulting store is reported after its warp has moved on), so the faulting thread and the address it accessed "     \
+    "are not in it; the error PC still gives the instruction and its line"
+#define COREDUMP_WARP_GONE                                                                                             \
+    "the dump holds %ld warp%s, none of them the faulting one: it had exited when the GPU raised the error (a "        \
+    "faulting store is reported after its warp has moved on), so the faulting thread and the address it accessed "     \
+    "are not in it; the error PC still gives the instruction and its line"
+#define COREDUMP_NO_WARPS_GRID                                                                                         \
+    "the dump holds no warp: the faulting warps had exited when the GPU raised the error (a faulting store is "        \
+    "reported after its warp has moved on), so the faulting thread and the address it accessed are not in it; the "    \
+    "error PC still gives the instruction and its line"
 #define COREDUMP_OVERWRITTEN                                                                                           \
     "the faulting instruction wrote over a register its address is made of, so the registers no longer give it"
 
@@ -411,6 +426,7 @@ int coredump_parse(const char *text, struct coredump_info *ci)
     ci->grid[0] = ci->block_dim[0] = -1;
     ci->cur_lane = -1;
     ci->address_lane = -1;
+    ci->warps_in_dump = -1;
     for (const char *s = text; *s;) {
         const char *nl = strchr(s, '\n');
         size_t n = nl ? (size_t)(nl - s) : strlen(s);
@@ -419,6 +435,29 @@ int coredump_parse(const char *text, struct coredump_info *ci)
     }
     coredump_address(ci);
     return ci->exception || ci->kernel ? 0 : -1;
+}
+
+void coredump_note_census(struct coredump_info *ci, const struct coredump_census *cs)
+{
+    char *why = NULL;
+    ci->warps_in_dump = cs->warps;
+    /* only a faulting access's address is at stake; a lane that gave one, or a focus (the debugger found the
+     * faulting warp), says the dump holds it */
+    if (!ci->exception || !strstr(ci->exception, "Address") || ci->have_address || ci->lanes_read ||
+        (cs->warps > 0 && ci->warp >= 0))
+        return;
+    /* seen on the H200 for the out-of-bounds stores of the GPU suite: no focus, cuda-gdb 13.0 dying where it
+     * looked for the faulting warp, and either empty grid, block and warp tables or only other warps */
+    if (cs->warps == 0 && !ci->debugger_crashed && ci->warp >= 0)
+        return; /* a focus without warps: a dump this reader does not understand; the debugger's answer stands */
+    if (cs->warps == 0)
+        why = strdup(cs->grids > 0 ? COREDUMP_NO_WARPS_GRID : COREDUMP_NO_WARPS);
+    else if (asprintf(&why, COREDUMP_WARP_GONE, cs->warps, cs->warps == 1 ? "" : "s") < 0)
+        why = NULL;
+    if (!why)
+        return;
+    free(ci->address_unknown);
+    ci->address_unknown = why;
 }
 
 char *coredump_run_gdb(const char *dump, char *why, size_t whylen)
@@ -549,7 +588,8 @@ struct json *coredump_json(const struct coredump_info *ci, const char *dump_path
          json_put(o, "alignment", json_new_int((long long)ci->access_size))) ||
         (ci->have_address && ci->address_lane >= 0 && json_put(o, "address_lane", json_new_int(ci->address_lane))) ||
         ((ci->lanes_read || ci->lanes_low32) && json_put(o, "lanes", coredump_lanes_json(ci))) ||
-        (ci->address_unknown && json_put(o, "address_unknown", json_new_str(ci->address_unknown)))) {
+        (ci->address_unknown && json_put(o, "address_unknown", json_new_str(ci->address_unknown))) ||
+        (ci->warps_in_dump >= 0 && json_put(o, "warps_in_dump", json_new_int(ci->warps_in_dump)))) {
         json_free(o);
         return NULL;
     }

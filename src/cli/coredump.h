@@ -61,6 +61,7 @@ struct coredump_info {
     int have_address;           /* address holds the address the faulting lane accessed */
     unsigned long long address; /* that address */
     char *address_unknown;      /* why the address is not known (set when the instruction is an access) */
+    long warps_in_dump;         /* warps whose state the dump file holds (coredump_elf.h), -1 not counted */
 };
 
 /* In the child before exec, for --coredump: the driver writes a small GPU core dump into dir on an exception
@@ -71,6 +72,10 @@ int coredump_setenv(const char *dir);
 /* Parses cuda-gdb's batch output for one dump. Returns 0 when it named at least the exception or the kernel. */
 int coredump_parse(const char *text, struct coredump_info *ci);
 void coredump_free(struct coredump_info *ci);
+struct coredump_census;
+/* Adds what the dump file's own tables say (coredump_census): how many warps it holds and, where it holds none
+ * and the debugger gave no address, why no thread or address can come from it. */
+void coredump_note_census(struct coredump_info *ci, const struct coredump_census *cs);
 
 /* Runs the debugger on one dump; returns its output (malloc'd, NUL-terminated) or NULL with why filled. What it
  * printed before a time or size limit stopped it is kept: the exception line comes first. */

@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #endif
 #include "coredump.h"
+#include "coredump_elf.h"
 #include "cli.h"
 #include "promote.h"
 #include "../report/addr.h"
@@ -322,6 +323,9 @@ int coredump_attach_all(const char *dir)
             continue;
         }
         free(out);
+        struct coredump_census cs;
+        if (coredump_census(dump, &cs) == 0)
+            coredump_note_census(&ci, &cs);
         for (size_t i = 0; i < nrep && !found; i++) {
             struct json *doc = NULL;
             const struct json *proc;

@@ -158,10 +158,11 @@ static void render_coredump(struct render_buf *b, const struct json *cd, const s
     if (json_is(crashed, JSON_BOOL) && crashed->boolean) {
         const char *err = json_get_str(cd, "debugger_error");
         char text[800];
-        snprintf(text, sizeof text,
-                 "cuda-gdb died reading the dump%s%s%s, after what is shown here: the faulting thread, "
-                 "instruction and address are not known",
-                 err ? " (" : "", err ? err : "", err ? ")" : "");
+        /* where the dump's own tables say why no thread is known (address_unknown, below), that is said alone */
+        snprintf(text, sizeof text, "cuda-gdb died reading the dump%s%s%s, after what is shown here%s", err ? " (" : "",
+                 err ? err : "", err ? ")" : "",
+                 json_get_str(cd, "address_unknown") ? ""
+                                                     : ": the faulting thread, instruction and address are not known");
         render_para(b, "    ", "      ", text);
     }
     /* the faulting access: its instruction, and its address when the dump gives it (what it touched is said by
@@ -174,8 +175,11 @@ static void render_coredump(struct render_buf *b, const struct json *cd, const s
         !strcmp(json_get_str(fa, "source"), "coredump"))
         addr = json_get_str(fa, "address");
     long long size = json_get_int(cd, "access_size", 0), align = json_get_int(cd, "alignment", 0);
-    if (!access)
+    if (!access) {
+        if (unknown) /* no instruction read, but the dump's own tables say why no thread could give it */
+            render_para(b, "    ", "      ", unknown);
         return;
+    }
     render_line(b, "    the faulting access: a %lld-byte %s %s (%s)%s%s", size, space ? space : "", access,
                 insn ? insn : "?", addr ? " at " : "", addr ? addr : "");
     if (addr && align > 1)

@@ -80,6 +80,30 @@ def _(b):
           "the verdict says the debugger died, and of what\n" + res.describe())
 
 
+@case("coredump_no_warps")
+def _(b):
+    # A dump without the faulting warp (every out-of-bounds store cuda-gdb 13.0 died on, on the H200): the dump's
+    # own tables hold no warp (the kernel had finished) or only others, and the report says why no thread or
+    # address can come from it, with the debugger dead or not.
+    for warps, crash, words in (("0", "1", "the dump holds no warp of any kernel: the faulting kernel had finished"),
+                                ("0", "0", "the dump holds no warp of any kernel: the faulting kernel had finished"),
+                                ("others", "1", "the dump holds 3 warps, none of them the faulting one")):
+        res, rdir = flaky(b, dict(ENV, FAKECUDA_COREDUMP_WARPS=warps, FAKE_CUDA_GDB_CRASH=crash), ("--coredump",))
+        rep = only_report(rdir, res)
+        h.expect_exact(rep, kernel=h.BAD, seq=20)
+        cd = rep.get("coredump") or {}
+        check(cd.get("warps_in_dump") == (0 if warps == "0" else 3) and words in (cd.get("address_unknown") or ""),
+              "warps=%s crash=%s coredump: %r" % (warps, crash, cd))
+        text = " ".join(l.replace("culprit:", "").strip() for l in res.err_text.splitlines())
+        check(words in text,
+              "warps=%s crash=%s: the verdict does not say why the dump gives no address\n%s" %
+              (warps, crash, res.describe()))
+    # the same fault with its warp in the dump: the count is there, and no such reason
+    res, rdir = flaky(b, ENV, ("--coredump",))
+    cd = only_report(rdir, res).get("coredump") or {}
+    check(cd.get("warps_in_dump") == 1 and "warp" not in (cd.get("address_unknown") or ""), "coredump: %r" % cd)
+
+
 @case("coredump_no_debugger")
 def _(b):
     # Without a debugger the dump stays, the report keeps record mode's window, and one line says why.

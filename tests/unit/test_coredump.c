@@ -3,12 +3,17 @@
  * and backtrace lines it prints when it goes on, and tying a dump to a report: the one candidate that runs the
  * faulting kernel (with a grid that holds its block) becomes the culprit, never one the dump does not single out. */
 #include "../../src/cli/coredump.h"
+#include "../../src/cli/coredump_elf.h"
 #include "../../src/report/json.h"
 #include "check.h"
 
+#include <elf.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* Recorded: cuda-gdb -batch -ex "target cudacore core.vm.588.nvcudmp" ..., a write_oob kernel built -lineinfo. */
 static const char recorded[] =
@@ -295,6 +300,126 @@ static void test_lanes(const char *dir) {
   free(mis);
 }
 
+/* One table section of a synthetic dump: its type (SHT_LOUSER + n), entries and entry size. */
+struct fake_table {
+  unsigned type;
+  unsigned entries, entsize;
+};
+
+/* Writes an ELF file shaped like the driver's GPU core dumps: a header, each table's zeroed entries, then the
+ * section headers (section 0 empty). extended: e_shnum 0 and the count in section 0, as ELF does past 65,279. */
+static int write_dump(const char *path, const struct fake_table *t, int n, int extended) {
+  FILE *f = fopen(path, "wb");
+  if (!f) return -1;
+  Elf64_Ehdr eh = {0};
+  memcpy(eh.e_ident, ELFMAG, SELFMAG);
+  eh.e_ident[EI_CLASS] = ELFCLASS64;
+  eh.e_ident[EI_DATA] = ELFDATA2LSB;
+  eh.e_ident[EI_VERSION] = EV_CURRENT;
+  eh.e_type = ET_CORE;
+  eh.e_ehsize = sizeof eh;
+  eh.e_shentsize = sizeof(Elf64_Shdr);
+  eh.e_shnum = extended ? 0 : (Elf64_Half)(n + 1);
+  uint64_t data = 0;
+  for (int i = 0; i < n; i++) data += (uint64_t)t[i].entries * t[i].entsize;
+  eh.e_shoff = sizeof eh + data;
+  fwrite(&eh, sizeof eh, 1, f);
+  for (uint64_t i = 0; i < data; i++) fputc(0, f);
+  Elf64_Shdr s0 = {0};
+  if (extended) s0.sh_size = (uint64_t)n + 1;
+  fwrite(&s0, sizeof s0, 1, f);
+  uint64_t off = sizeof eh;
+  for (int i = 0; i < n; i++) {
+    Elf64_Shdr sh = {0};
+    sh.sh_type = SHT_LOUSER + t[i].type;
+    sh.sh_offset = off;
+    sh.sh_size = (uint64_t)t[i].entries * t[i].entsize;
+    sh.sh_entsize = t[i].entsize;
+    off += sh.sh_size;
+    fwrite(&sh, sizeof sh, 1, f);
+  }
+  return fclose(f);
+}
+
+/* The dump's own tables: a dump written after the faulting kernel had finished (as the H200 wrote one for every
+ * out-of-bounds store: empty grid and CTA tables, no warp table) says why no thread or address can come from it;
+ * a dump with warps leaves the debugger's answer alone; files that are not dumps are refused, not misread. */
+static void test_census(const char *recorded_crash) {
+  char dir[] = "/tmp/culprit-census-XXXXXX", path[256], other[256];
+  struct coredump_census cs;
+  struct coredump_info ci;
+  CHECK(mkdtemp(dir) != NULL);
+  snprintf(path, sizeof path, "%s/gpucore-h-1.nvcudmp", dir);
+  /* devices, contexts, the SM table, then per SM an empty CTA table (132 SMs) and the empty grid table */
+  struct fake_table finished[140] = {{9, 1, 88}, {10, 1, 40}, {12, 0, 136}, {11, 132, 48}};
+  for (int i = 4; i < 136; i++) finished[i] = (struct fake_table){13, 0, 56};
+  CHECK(write_dump(path, finished, 136, 0) == 0);
+  CHECK(coredump_census(path, &cs) == 0, "census: %s", strerror(errno));
+  CHECK(cs.devices == 1 && cs.grids == 0 && cs.blocks == 0 && cs.warps == 0 && cs.lanes == 0, "%ld %ld %ld %ld",
+        cs.devices, cs.grids, cs.blocks, cs.warps);
+  CHECK(coredump_parse(recorded_crash, &ci) == 0 && ci.warps_in_dump == -1);
+  coredump_note_census(&ci, &cs);
+  CHECK(ci.warps_in_dump == 0 && ci.address_unknown && strstr(ci.address_unknown, "no warp of any kernel") &&
+            strstr(ci.address_unknown, "faulting store"),
+        "why: %s", ci.address_unknown);
+  struct json *o = coredump_json(&ci, path);
+  CHECK(o && json_get_int(o, "warps_in_dump", -1) == 0 && json_get_str(o, "address_unknown") &&
+        json_is(json_get(o, "debugger_crashed"), JSON_BOOL));
+  json_free(o);
+  coredump_free(&ci);
+
+  /* the grid still resident but its warps gone; extended section numbering */
+  struct fake_table resident[] = {{9, 2, 88}, {12, 1, 136}, {13, 0, 56}};
+  CHECK(write_dump(path, resident, 3, 1) == 0 && coredump_census(path, &cs) == 0);
+  CHECK(cs.devices == 2 && cs.grids == 1 && cs.warps == 0);
+  CHECK(coredump_parse(recorded_crash, &ci) == 0);
+  coredump_note_census(&ci, &cs);
+  CHECK(ci.address_unknown && strstr(ci.address_unknown, "the faulting warps had exited"), "why: %s",
+        ci.address_unknown);
+  coredump_free(&ci);
+
+  /* warps, but the debugger found none of them faulting (no focus, as on the H200 for streams4's store) */
+  struct fake_table live[] = {{9, 1, 88}, {12, 1, 136}, {13, 1, 56}, {14, 2, 40}, {15, 64, 48}};
+  CHECK(write_dump(path, live, 5, 0) == 0 && coredump_census(path, &cs) == 0);
+  CHECK(cs.blocks == 1 && cs.warps == 2 && cs.lanes == 64);
+  CHECK(coredump_parse(recorded_crash, &ci) == 0);
+  coredump_note_census(&ci, &cs);
+  CHECK(ci.warps_in_dump == 2 && ci.address_unknown &&
+            strstr(ci.address_unknown, "the dump holds 2 warps, none of them the faulting one"),
+        "why: %s", ci.address_unknown);
+  coredump_free(&ci);
+  /* the faulting warp found (a focus): what the debugger said stands */
+  CHECK(coredump_parse(focused, &ci) == 0);
+  coredump_note_census(&ci, &cs);
+  CHECK(ci.warps_in_dump == 2 && !ci.address_unknown, "why: %s", ci.address_unknown);
+  coredump_free(&ci);
+  /* an assert has no faulting access to explain */
+  CHECK(coredump_parse(recorded_assert, &ci) == 0);
+  coredump_note_census(&ci, &cs);
+  CHECK(!ci.address_unknown, "why: %s", ci.address_unknown);
+  coredump_free(&ci);
+
+  /* not a dump: text, an ELF file without a device table, one cut short, a link, a FIFO, nothing */
+  FILE *f = fopen(path, "w");
+  CHECK(f && fputs("Opening GPU coredump\n", f) >= 0 && fclose(f) == 0);
+  CHECK(coredump_census(path, &cs) == -1 && errno == ENOEXEC, "text: %s", strerror(errno));
+  struct fake_table nodev[] = {{12, 1, 136}};
+  CHECK(write_dump(path, nodev, 1, 0) == 0 && coredump_census(path, &cs) == -1 && errno == ENOEXEC);
+  CHECK(write_dump(path, live, 5, 0) == 0 && truncate(path, 64 + 100) == 0);
+  CHECK(coredump_census(path, &cs) == -1 && errno == ENOEXEC, "cut short: %s", strerror(errno));
+  snprintf(other, sizeof other, "%s/link.nvcudmp", dir);
+  CHECK(write_dump(path, live, 5, 0) == 0 && symlink(path, other) == 0);
+  CHECK(coredump_census(other, &cs) == -1 && errno == ELOOP, "a link is not followed: %s", strerror(errno));
+  unlink(other);
+  CHECK(mkfifo(other, 0600) == 0);
+  CHECK(coredump_census(other, &cs) == -1 && errno == ENOEXEC, "a FIFO is refused without waiting: %s",
+        strerror(errno));
+  unlink(other);
+  unlink(path);
+  CHECK(coredump_census(path, &cs) == -1 && errno == ENOENT);
+  rmdir(dir);
+}
+
 static struct json *report_with(const char *cands) {
   char text[4096];
   struct json *doc = NULL;
@@ -318,6 +443,7 @@ int main(int argc, char **argv) {
   CHECK(ci.debugger_error && !strcmp(ci.debugger_error, "std::out_of_range: vector::_M_range_check: __n (which is "
                                                         "4294967294) >= this->size() (which is 64)"),
         "what the debugger said of its death: %s", ci.debugger_error);
+  test_census(recorded);
 
   /* Two candidates, one runs write_oob: it becomes the culprit and the line inside the kernel is kept. */
   struct json *doc = report_with(
