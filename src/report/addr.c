@@ -659,6 +659,29 @@ static void addr_render_lanes(struct render_buf *b, const struct json *doc, cons
     render_para(b, "  ", "    ", text);
 }
 
+int addr_describe_pointer(const struct json *doc, uint64_t value, char *out, size_t outsz)
+{
+    struct addr_answer a;
+    char d[600], site[1500];
+    if (value < ADDR_NULL)
+        return 0;
+    addr_answer(doc, value, 0, &a);
+    if (a.where == ADDR_INSIDE || a.where == ADDR_OVERRUN) {
+        addr_describe(&a.in, d, sizeof d);
+        addr_site(doc, &a.in, site, sizeof site);
+        snprintf(out, outsz, "offset %" PRIu64 " of the %s%s", value - a.in.base, d, site);
+        return 1;
+    }
+    if (a.where == ADDR_FREED) {
+        addr_describe(&a.freed, d, sizeof d);
+        addr_site(doc, &a.freed, site, sizeof site);
+        snprintf(out, outsz, "offset %" PRIu64 " of memory freed before this launch (a use after free): the %s%s",
+                 value - a.freed.base, d, site);
+        return 1;
+    }
+    return 0;
+}
+
 void addr_render(struct render_buf *b, const struct json *doc)
 {
     struct addr_answer a;

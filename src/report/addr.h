@@ -71,6 +71,12 @@ int addr_annotate(struct json *doc, uint64_t address, uint64_t access, const cha
 /* The same for the address the GPU core dump gave ("coredump.address"), when it gave one: *changed says whether
  * doc was changed. Returns 0, or -1 when memory is short. */
 int addr_annotate_coredump(struct json *doc, int *changed);
+/* What a value a launch passed its kernel points into, for the verdict's argument lines: "offset 16 of the
+ * allocation of 4096 bytes at 0x7f.. (cuMemAlloc_v2 before any launch), allocated at train.py:12" for an
+ * allocation live at the faulting launch, or "offset 16 of memory freed before this launch (a use after free):
+ * ..." for a freed one. Returns 1 with out filled, 0 when the value points into nothing recorded (or the report
+ * has no table). */
+int addr_describe_pointer(const struct json *doc, uint64_t value, char *out, size_t outsz);
 /* The verdict's lines about the address the report asks about (addr_of_report); nothing when it names none. */
 void addr_render(struct render_buf *b, const struct json *doc);
 

@@ -189,8 +189,9 @@ static void render_coredump(struct render_buf *b, const struct json *cd, const s
 }
 
 /* "arguments: 0x7f5b7fe00000 0x100 (12 bytes)": what the launch passed its kernel, as 8-byte words, when its
- * record kept it. */
-static void render_args(struct render_buf *b, const struct json *launch)
+ * record kept it; then, for each word that points into an allocation the report's table recorded, which one
+ * (the buffers the kernel was given: the faulting access went through one of them, or through none). */
+static void render_args(struct render_buf *b, const struct json *doc, const struct json *launch)
 {
     const struct json *p = json_get(launch, "params");
     long long size = json_get_int(launch, "params_size", -1);
@@ -206,9 +207,18 @@ static void render_args(struct render_buf *b, const struct json *launch)
         render_line(b, "  arguments: %s ... (%lld bytes, the first %zu kept)", line, size, json_len(p) * 8);
     else
         render_line(b, "  arguments: %s (%lld bytes)", line, size);
+    for (size_t i = 0; i < json_len(p); i++) {
+        const char *w = json_str(json_at(p, i));
+        uint64_t v;
+        char what[2200], text[2400];
+        if (!w || addr_parse(w, &v) != 0 || !addr_describe_pointer(doc, v, what, sizeof what))
+            continue;
+        snprintf(text, sizeof text, "word %zu points to %s", i, what);
+        render_para(b, "    ", "      ", text);
+    }
 }
 
-static void render_launch(struct render_buf *b, const struct json *launch, const char *reason,
+static void render_launch(struct render_buf *b, const struct json *doc, const struct json *launch, const char *reason,
                           const struct json *asserts, const struct json *coredump, const struct json *fa)
 {
     char *owned = NULL;
@@ -241,7 +251,7 @@ static void render_launch(struct render_buf *b, const struct json *launch, const
             snprintf(sh, sizeof sh, "%lld bytes of shared memory", shmem);
         render_line(b, "  %s%s%s", geo, geo[0] && sh[0] ? ", " : "", sh);
     }
-    render_args(b, launch);
+    render_args(b, doc, launch);
     render_place(launch, place, sizeof place);
     if (place[0])
         render_line(b, "  on %s", place);
@@ -435,7 +445,7 @@ static void render_full(struct render_buf *b, const struct json *doc, const stru
     render_add(b, "culprit:\n");
 
     if (json_is(culprit, JSON_OBJ)) {
-        render_launch(b, culprit, reason, json_get(doc, "device_asserts"), json_get(doc, "coredump"),
+        render_launch(b, doc, culprit, reason, json_get(doc, "device_asserts"), json_get(doc, "coredump"),
                       json_get(doc, "fault_address"));
         render_waiting_threads(b, doc, culprit);
     } else if (certainty && strcmp(certainty, "candidates") == 0) {

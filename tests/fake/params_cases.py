@@ -79,6 +79,28 @@ def _(b):
     check(all("flags" not in l or l["flags"] for l in ls.values()), "no empty flags lists")
 
 
+@case("params_buffers")
+def _(b):
+    """The verdict says which recorded allocation each argument word points into: write_oob(a + 256, 32) points
+    at offset 256 of a's 4096 bytes; given a buffer freed before the launch, the word is called a use after free;
+    the int argument points nowhere and gets no line."""
+    for how in ("", "freed"):
+        res, rep = run(b, ["buffers"] + ([how] if how else []), {"FAKECUDA_FAULT": "kernel=write_oob"})
+        p = printed(res)
+        culprit = rep.get("culprit") or {}
+        check(culprit.get("kernel", "").startswith("write_oob"), "the culprit: %r" % culprit.get("kernel"))
+        text = re.sub(r"\s*\nculprit:\s+", " ", res.err_text)
+        if how:
+            want = ("word 0 points to offset 0 of memory freed before this launch (a use after free): the "
+                    "allocation of 2048 bytes at 0x%x (cuMemAlloc_v2 before any launch; freed by cuMemFree_v2 after "
+                    "launch #1)" % p["f"])
+        else:
+            want = ("word 0 points to offset 256 of the allocation of 4096 bytes at 0x%x (cuMemAlloc_v2 before any "
+                    "launch)" % p["a"])
+        check(want in text, "%s: no line saying where the argument points\n%s" % (how or "live", text))
+        check("word 1 points" not in text, "the int argument got a line\n" + text)
+
+
 @case("params_unknown")
 def _(b):
     """A driver that cannot describe the kernels: no launch keeps parameters, nothing else changes."""

@@ -230,6 +230,27 @@ static int library(void)
     return 0;
 }
 
+/* The buffers write_oob was given: a (live, 4096 bytes) for step, then write_oob on a + 256 and, with "freed",
+ * on f, a buffer freed before the launch (a use after free); write_oob faults. */
+static int buffers(int freed)
+{
+    CUdeviceptr a, f;
+    int n = 32;
+    setup();
+    CK(cuMemAlloc(&a, 4096));
+    CK(cuMemAlloc(&f, 2048));
+    say("a", a);
+    say("f", f);
+    void *args[] = {&a, &n};
+    CK(cuLaunchKernel(f_step, 1, 1, 1, 32, 1, 1, 0, NULL, args, NULL));
+    CK(cuCtxSynchronize());
+    if (freed)
+        CK(cuMemFree(f));
+    bad(NULL, freed ? f : a + 256, n);
+    CK(cuCtxSynchronize());
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *s = argc > 1 ? argv[1] : "";
@@ -248,6 +269,8 @@ int main(int argc, char **argv)
         return graph();
     if (!strcmp(s, "library"))
         return library();
-    fprintf(stderr, "usage: params record|streams|fork|threads|graph|library [nolayout|same]\n");
+    if (!strcmp(s, "buffers"))
+        return buffers(!strcmp(how, "freed"));
+    fprintf(stderr, "usage: params record|streams|fork|threads|graph|library|buffers [nolayout|same|freed]\n");
     return 2;
 }
