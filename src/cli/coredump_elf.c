@@ -7,6 +7,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,18 @@
 #define CD_SHT_CTA_TABLE (SHT_LOUSER + 13)
 #define CD_SHT_WP_TABLE (SHT_LOUSER + 14)
 #define CD_SHT_LN_TABLE (SHT_LOUSER + 15)
+
+/* Which count each table type adds to. */
+static const struct {
+    uint32_t type; /* section type */
+    size_t off;    /* its count in struct coredump_census */
+} cd_tables[] = {
+    {CD_SHT_DEV_TABLE, offsetof(struct coredump_census, devices)},
+    {CD_SHT_GRID_TABLE, offsetof(struct coredump_census, grids)},
+    {CD_SHT_CTA_TABLE, offsetof(struct coredump_census, blocks)},
+    {CD_SHT_WP_TABLE, offsetof(struct coredump_census, warps)},
+    {CD_SHT_LN_TABLE, offsetof(struct coredump_census, lanes)},
+};
 
 #define CD_MAX_SECTIONS (1u << 20) /* a dump of 8 GPUs' 144 SMs' 64 warps' lanes has far fewer */
 
@@ -81,30 +94,11 @@ static int cd_census_fd(int fd, struct coredump_census *c)
         return -1;
     }
     memset(c, 0, sizeof *c);
-    for (uint64_t i = 0; i < n; i++) {
-        long *count = NULL;
-        switch (sh[i].sh_type) {
-        case CD_SHT_DEV_TABLE:
-            count = &c->devices;
-            break;
-        case CD_SHT_GRID_TABLE:
-            count = &c->grids;
-            break;
-        case CD_SHT_CTA_TABLE:
-            count = &c->blocks;
-            break;
-        case CD_SHT_WP_TABLE:
-            count = &c->warps;
-            break;
-        case CD_SHT_LN_TABLE:
-            count = &c->lanes;
-            break;
-        default:
-            continue;
-        }
-        if (sh[i].sh_entsize && sh[i].sh_size / sh[i].sh_entsize < (uint64_t)(CD_MAX_SECTIONS * 64))
-            *count += (long)(sh[i].sh_size / sh[i].sh_entsize);
-    }
+    for (uint64_t i = 0; i < n; i++)
+        for (size_t k = 0; k < sizeof cd_tables / sizeof cd_tables[0]; k++)
+            if (sh[i].sh_type == cd_tables[k].type && sh[i].sh_entsize &&
+                sh[i].sh_size / sh[i].sh_entsize < (uint64_t)(CD_MAX_SECTIONS * 64))
+                *(long *)((char *)c + cd_tables[k].off) += (long)(sh[i].sh_size / sh[i].sh_entsize);
     free(sh);
     if (!c->devices) { /* an ELF file, but not one the driver wrote for a GPU */
         errno = ENOEXEC;

@@ -4,11 +4,13 @@
  * faulting kernel (with a grid that holds its block) becomes the culprit, never one the dump does not single out. */
 #include "../../src/cli/coredump.h"
 #include "../../src/cli/coredump_elf.h"
+#include "../fakecuda/fc_dumpfile.h"
 #include "../../src/report/json.h"
 #include "check.h"
 
 #include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -300,45 +302,21 @@ static void test_lanes(const char *dir) {
   free(mis);
 }
 
-/* One table section of a synthetic dump: its type (SHT_LOUSER + n), entries and entry size. */
+/* A synthetic dump of n tables (type SHT_LOUSER + t[i].type, entries, entsize) at path, in the simulated
+ * driver's file shape. */
 struct fake_table {
   unsigned type;
   unsigned entries, entsize;
 };
-
-/* Writes an ELF file shaped like the driver's GPU core dumps: a header, each table's zeroed entries, then the
- * section headers (section 0 empty). extended: e_shnum 0 and the count in section 0, as ELF does past 65,279. */
 static int write_dump(const char *path, const struct fake_table *t, int n, int extended) {
-  FILE *f = fopen(path, "wb");
-  if (!f) return -1;
-  Elf64_Ehdr eh = {0};
-  memcpy(eh.e_ident, ELFMAG, SELFMAG);
-  eh.e_ident[EI_CLASS] = ELFCLASS64;
-  eh.e_ident[EI_DATA] = ELFDATA2LSB;
-  eh.e_ident[EI_VERSION] = EV_CURRENT;
-  eh.e_type = ET_CORE;
-  eh.e_ehsize = sizeof eh;
-  eh.e_shentsize = sizeof(Elf64_Shdr);
-  eh.e_shnum = extended ? 0 : (Elf64_Half)(n + 1);
-  uint64_t data = 0;
-  for (int i = 0; i < n; i++) data += (uint64_t)t[i].entries * t[i].entsize;
-  eh.e_shoff = sizeof eh + data;
-  fwrite(&eh, sizeof eh, 1, f);
-  for (uint64_t i = 0; i < data; i++) fputc(0, f);
-  Elf64_Shdr s0 = {0};
-  if (extended) s0.sh_size = (uint64_t)n + 1;
-  fwrite(&s0, sizeof s0, 1, f);
-  uint64_t off = sizeof eh;
-  for (int i = 0; i < n; i++) {
-    Elf64_Shdr sh = {0};
-    sh.sh_type = SHT_LOUSER + t[i].type;
-    sh.sh_offset = off;
-    sh.sh_size = (uint64_t)t[i].entries * t[i].entsize;
-    sh.sh_entsize = t[i].entsize;
-    off += sh.sh_size;
-    fwrite(&sh, sizeof sh, 1, f);
-  }
-  return fclose(f);
+  struct fc_dump_table tables[160];
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0 || n > 160) return -1;
+  for (int i = 0; i < n; i++)
+    tables[i] =
+        (struct fc_dump_table){SHT_LOUSER + t[i].type, (unsigned long long)t[i].entries * t[i].entsize, t[i].entsize};
+  int rc = fc_dumpfile_write(fd, NULL, 0, tables, n, extended);
+  return close(fd) || rc ? -1 : 0;
 }
 
 /* The dump's own tables: a dump written after the faulting kernel had finished (as the H200 wrote one for every
