@@ -93,6 +93,23 @@ static inline int culprit_op_begin(const char *name, const char *args, const cha
   return f ? f(name, args, problem) : CULPRIT_ENOTLOADED;
 }
 
+/* culprit_op_begin with the device buffers the operator was given, one per line: "BASE SIZE LABEL" (numbers as C
+ * writes them, 0x... or decimal). A faulting address or a kernel argument inside or near one is then named by
+ * its label in the verdict ("16 bytes past the end of lookup's `ids int32[4096]`"). Six are kept per operator.
+ *
+ *   char bufs[256];
+ *   snprintf(bufs, sizeof bufs, "%p %zu ids int32[4096]\n%p %zu table float32[65536,64]", ids, ids_bytes,
+ *            table, table_bytes);
+ *   culprit_op_begin_buffers("lookup", "ids int32[4096]", NULL, bufs);
+ *
+ * Falls back to culprit_op_begin (no buffers) with a library that predates it. */
+static inline int culprit_op_begin_buffers(const char *name, const char *args, const char *problem,
+                                           const char *buffers) {
+  typedef int (*fn)(const char *, const char *, const char *, const char *);
+  fn f = (fn)culprit__sym("culprit_api_op_begin_buffers");
+  return f ? f(name, args, problem, buffers) : culprit_op_begin(name, args, problem);
+}
+
 static inline int culprit_op_end(void) {
   typedef int (*fn)(void);
   fn f = (fn)culprit__sym("culprit_api_op_end");

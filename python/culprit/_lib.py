@@ -36,6 +36,8 @@ _SIGNATURES = {
 # Entry points a library may lack (added after interface 1 began): looked up, and None when missing.
 _OPTIONAL = {
     "culprit_api_op_begin": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p]),
+    "culprit_api_op_begin_buffers": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
+                                                     ctypes.c_char_p]),
     "culprit_api_op_end": (ctypes.c_int, []),
     "culprit_api_captures": (ctypes.c_int, []),
 }

@@ -5,8 +5,11 @@
  * and unchanged across the copy. */
 #include "ops.h"
 
+#include <errno.h>
+
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -85,7 +88,38 @@ static void copy_text(char *dst, size_t cap, const char *src) {
   memcpy(dst, src, n + 1);
 }
 
+/* Fills n's buffers from text (ops_begin_buffers). A line's numbers are read where they stand (strtoull stops at
+ * the space after each, and at the line's end at the latest); its label is cut to fit. */
+static void parse_buffers(struct ops_note *n, const char *text) {
+  n->nbuf = 0;
+  for (const char *p = text; p && *p && n->nbuf < OPS_BUFFERS;) {
+    const char *eol = strchr(p, '\n');
+    if (!eol) eol = p + strlen(p);
+    char *end;
+    errno = 0;
+    unsigned long long base = strtoull(p, &end, 0);
+    const char *q = end;
+    unsigned long long size = end != p && end < eol && *q == ' ' ? strtoull(q, &end, 0) : 0;
+    if (!errno && size && end != q && end <= eol && (*end == ' ' || end == eol) && base + size > base) {
+      struct ops_buffer *b = &n->buf[n->nbuf++];
+      const char *label = end < eol ? end + 1 : eol;
+      char tmp[OPS_LABEL + 4];
+      size_t len = (size_t)(eol - label) < sizeof tmp - 1 ? (size_t)(eol - label) : sizeof tmp - 1;
+      memcpy(tmp, label, len);
+      tmp[len] = '\0';
+      b->base = base;
+      b->size = size;
+      copy_text(b->label, sizeof b->label, tmp);
+    }
+    p = *eol ? eol + 1 : NULL;
+  }
+}
+
 int ops_begin(const char *name, const char *args, const char *problem) {
+  return ops_begin_buffers(name, args, problem, NULL);
+}
+
+int ops_begin_buffers(const char *name, const char *args, const char *problem, const char *buffers) {
   if (!name || !*name) return -2;
   if (t_depth >= OPS_DEPTH) return -3;
   struct cp_view v;
@@ -99,6 +133,7 @@ int ops_begin(const char *name, const char *args, const char *problem) {
   copy_text(n.name, sizeof n.name, name);
   copy_text(n.args, sizeof n.args, args);
   copy_text(n.problem, sizeof n.problem, problem);
+  parse_buffers(&n, buffers);
   uint64_t order = atomic_fetch_add_explicit(&g_opened, 1, memory_order_relaxed) + 1;
   struct open_note *o = &t_open[t_depth];
   o->s = &g_ring[order % OPS_RING];

@@ -13,6 +13,15 @@
 #define OPS_NAME 128    /* bytes kept of a name, an argument list and a problem */
 #define OPS_ARGS 640
 #define OPS_PROBLEM 512
+#define OPS_BUFFERS 6 /* buffers kept per note (the operator's tensors: the first ones named) */
+#define OPS_LABEL 96  /* bytes kept of a buffer's label */
+
+/* A buffer the operator was given: device memory its kernels may touch, and what it is to the operator. */
+struct ops_buffer {
+  uint64_t base;         /* first byte */
+  uint64_t size;         /* bytes */
+  char label[OPS_LABEL]; /* "index: int64[4096] cuda:0" (culprit/diagnose.py: the argument and its summary) */
+};
 
 struct ops_note {
   uint64_t first; /* first launch number (seq) that can belong to it */
@@ -23,11 +32,17 @@ struct ops_note {
   char name[OPS_NAME];
   char args[OPS_ARGS];
   char problem[OPS_PROBLEM];
+  int nbuf;                           /* entries of buf */
+  struct ops_buffer buf[OPS_BUFFERS]; /* the buffers it was given */
 };
 
 /* Opens a note on the calling thread (problem may be NULL or empty). Returns 0, -2 for a NULL or empty name,
  * -3 when eight notes are already open on this thread, -1 when no memory could be had. */
 int ops_begin(const char *name, const char *args, const char *problem);
+/* The same with the buffers the operator was given: one per line, "BASE SIZE LABEL" (BASE and SIZE in C's
+ * integer syntax, 0x... or decimal; LABEL the rest of the line). Lines that do not parse, a zero size and those
+ * past OPS_BUFFERS are left out; buffers NULL or empty: none. */
+int ops_begin_buffers(const char *name, const char *args, const char *problem, const char *buffers);
 /* Closes the innermost open note of the calling thread. Returns 0, or -3 when none is open. */
 int ops_end(void);
 /* Copies into *out the innermost note of thread tid that holds launch seq; returns 1, or 0 when none does. */

@@ -54,6 +54,12 @@ CP_EXPORT int culprit_api_op_begin(const char *name, const char *args, const cha
   return ops_begin(name, args, problem);
 }
 
+CP_EXPORT int culprit_api_op_begin_buffers(const char *name, const char *args, const char *problem,
+                                           const char *buffers) {
+  if (!cp_active()) return -4;
+  return ops_begin_buffers(name, args, problem, buffers);
+}
+
 CP_EXPORT int culprit_api_op_end(void) {
   if (!cp_active()) return -4;
   return ops_end();

@@ -659,6 +659,50 @@ static void addr_render_lanes(struct render_buf *b, const struct json *doc, cons
     render_para(b, "  ", "    ", text);
 }
 
+static const char *addr_size(uint64_t n, char *out, size_t outsz);
+
+int addr_describe_op_buffer(const struct json *launch, uint64_t value, int near, char *out, size_t outsz)
+{
+    const struct json *op = json_get(launch, "op"), *bufs = json_get(op, "buffers");
+    const char *opname = json_get_str(op, "name");
+    const struct json *best = NULL;
+    uint64_t best_dist = ADDR_NEAR + 1, best_base = 0, best_size = 0;
+    int best_where = 0; /* 0 inside, 1 past the end, -1 before the start */
+    for (size_t i = 0; i < json_len(bufs); i++) {
+        const struct json *b = json_at(bufs, i);
+        uint64_t base;
+        long long size;
+        if (addr_field(b, "base", &base) != 0 || json_int(json_get(b, "size"), &size) != 0 || size <= 0)
+            continue;
+        uint64_t end = base + (uint64_t)size, dist;
+        int where;
+        if (value >= base && value < end)
+            dist = 0, where = 0;
+        else if (!near)
+            continue;
+        else if (value >= end)
+            dist = value - end, where = 1;
+        else
+            dist = base - value, where = -1;
+        if (dist < best_dist) {
+            best = b, best_dist = dist, best_base = base, best_size = (uint64_t)size, best_where = where;
+        }
+    }
+    if (!best)
+        return 0;
+    const char *label = json_get_str(best, "label");
+    char what[400], sz[64];
+    snprintf(what, sizeof what, "%s's `%s` (%s at 0x%" PRIx64 ")", opname ? opname : "the operator",
+             label && *label ? label : "buffer", addr_size(best_size, sz, sizeof sz), best_base);
+    if (best_where == 0)
+        snprintf(out, outsz, "offset %" PRIu64 " of %s", value - best_base, what);
+    else if (best_where > 0)
+        snprintf(out, outsz, "%" PRIu64 " byte%s past the end of %s", best_dist, best_dist == 1 ? "" : "s", what);
+    else
+        snprintf(out, outsz, "%" PRIu64 " byte%s before the start of %s", best_dist, best_dist == 1 ? "" : "s", what);
+    return 1;
+}
+
 int addr_describe_pointer(const struct json *doc, uint64_t value, char *out, size_t outsz)
 {
     struct addr_answer a;
@@ -701,6 +745,11 @@ void addr_render(struct render_buf *b, const struct json *doc)
                 strcmp(source, "coredump") == 0 ? "from the GPU core dump" : "given on the command line");
     if (strcmp(source, "coredump") == 0)
         addr_render_lanes(b, doc, json_get(doc, "fault_address"));
+    /* the faulting launch's operator (--diagnose) knows its tensors: shape and dtype, not only the segment */
+    if (addr_describe_op_buffer(json_get(doc, "culprit"), address, 1, d, sizeof d)) {
+        snprintf(text, sizeof text, "%s", d);
+        render_para(b, "  ", "    ", text);
+    }
 
     switch (a.where) {
     case ADDR_NO_TABLE:

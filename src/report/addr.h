@@ -77,6 +77,11 @@ int addr_annotate_coredump(struct json *doc, int *changed);
  * ..." for a freed one. Returns 1 with out filled, 0 when the value points into nothing recorded (or the report
  * has no table). */
 int addr_describe_pointer(const struct json *doc, uint64_t value, char *out, size_t outsz);
+/* What value is to the buffers the launch's operator was given ("op.buffers", culprit/diagnose.py's tensors):
+ * "offset 16 of aten::index.Tensor's `index: int64[512] cuda:0` (4096 bytes at 0x7f..)" for one holding it, and
+ * with near, else the nearest within ADDR_NEAR: "16 bytes past the end of ..." or "... before the start of ...".
+ * Returns 1 with out filled, 0 when none does. */
+int addr_describe_op_buffer(const struct json *launch, uint64_t value, int near, char *out, size_t outsz);
 /* The verdict's lines about the address the report asks about (addr_of_report); nothing when it names none. */
 void addr_render(struct render_buf *b, const struct json *doc);
 

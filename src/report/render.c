@@ -211,7 +211,9 @@ static void render_args(struct render_buf *b, const struct json *doc, const stru
         const char *w = json_str(json_at(p, i));
         uint64_t v;
         char what[2200], text[2400];
-        if (!w || addr_parse(w, &v) != 0 || !addr_describe_pointer(doc, v, what, sizeof what))
+        if (!w || addr_parse(w, &v) != 0 ||
+            (!addr_describe_op_buffer(launch, v, 0, what, sizeof what) &&
+             !addr_describe_pointer(doc, v, what, sizeof what)))
             continue;
         snprintf(text, sizeof text, "word %zu points to %s", i, what);
         render_para(b, "    ", "      ", text);

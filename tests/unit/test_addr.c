@@ -476,7 +476,59 @@ static void test_lanes_low32(void) {
   json_free(doc);
 }
 
+/* The operator's own buffers (--diagnose: op.buffers of the culprit): PyTorch's caching allocator hands out
+ * pieces of one 2 MiB segment, so the table alone says only "inside the segment"; the operator's tensors say
+ * which one, with shape and dtype. Argument words that point into them are named the same way. */
+static void test_op_buffers(void) {
+  char text[8192], r1[512];
+  uint64_t seg = A, self = A + 0x1000, index = A + 0x3000;
+  snprintf(
+      text, sizeof text,
+      "{\"kind\": \"fault\", \"error\": {\"code\": 700}, \"verdict\": {\"certainty\": \"exact\"},"
+      " \"culprit\": {\"seq\": 9, \"kernel\": \"index_kernel\", \"params\": [\"0x%" PRIx64 "\", \"0x%" PRIx64
+      "\", \"0x200\"], \"params_size\": 24, \"op\": {\"name\": \"aten::index.Tensor\", \"args\": \"...\","
+      " \"buffers\": [{\"label\": \"self: float32[1024] cuda:0\", \"base\": \"0x%" PRIx64 "\", \"size\": 4096},"
+      " {\"label\": \"index: int64[512] cuda:0\", \"base\": \"0x%" PRIx64 "\", \"size\": 4096},"
+      " {\"label\": \"bad\", \"base\": \"zz\", \"size\": 1}, {\"label\": \"neg\", \"base\": \"0x10\", \"size\": -4}]}},"
+      " \"candidates\": [], \"allocations\": {\"capacity\": 4096, \"recorded\": 1, \"forgotten\": 0,"
+      " \"not_recorded\": 0, \"ranges\": [%s], \"sites\": []}}",
+      self, index, self, index, range(r1, sizeof r1, seg, 2 << 20, 1, -1, "device", -1));
+  struct json *doc = parse(text);
+  const struct json *c = json_get(doc, "culprit");
+  char out[1024];
+  CHECK(addr_describe_op_buffer(c, index + 8, 0, out, sizeof out) &&
+            !strcmp(out, "offset 8 of aten::index.Tensor's `index: int64[512] cuda:0` (4096 bytes at 0x7f0000003000)"),
+        "inside: %s", out);
+  CHECK(!addr_describe_op_buffer(c, index + 4096 + 16, 0, out, sizeof out), "past the end is not inside");
+  CHECK(addr_describe_op_buffer(c, index + 4096 + 16, 1, out, sizeof out) &&
+            !strcmp(out, "16 bytes past the end of aten::index.Tensor's `index: int64[512] cuda:0` (4096 bytes at "
+                         "0x7f0000003000)"),
+        "near: %s", out);
+  CHECK(addr_describe_op_buffer(c, self - 1, 1, out, sizeof out) && strstr(out, "1 byte before the start of") &&
+            strstr(out, "`self: float32[1024] cuda:0`"),
+        "before: %s", out);
+  CHECK(!addr_describe_op_buffer(c, self + (2ull << 30), 1, out, sizeof out), "nothing near");
+  CHECK(!addr_describe_op_buffer(json_get(doc, "candidates"), self, 1, out, sizeof out), "no operator");
+  /* the faulting address, 16 bytes past index: the tensor, then the segment that holds it */
+  annotated(doc, index + 4096 + 16, 4);
+  char *t = text_of(doc);
+  CHECK(strstr(t, "16 bytes past the end of aten::index.Tensor's `index: int64[512] cuda:0` (4096 bytes at "
+                  "0x7f0000003000)") &&
+            strstr(t, "inside the allocation of 2097152 bytes (2 MiB)"),
+        "%s", t);
+  free(t);
+  /* the argument words: the operator's tensors first */
+  struct render_opts o = {.brief = 0};
+  char *all = render_doc(doc, &o);
+  CHECK(all && strstr(all, "word 0 points to offset 0 of aten::index.Tensor's `self: float32[1024] cuda:0`") &&
+            strstr(all, "word 1 points to offset 0 of aten::index.Tensor's `index: int64[512]"),
+        "%s", all);
+  free(all);
+  json_free(doc);
+}
+
 int main(void) {
+  test_op_buffers();
   test_lanes();
   test_lanes_low32();
   test_parse();

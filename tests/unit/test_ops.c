@@ -121,5 +121,45 @@ int main(void) {
   CHECK(strlen(n.problem) == OPS_PROBLEM - 1, "problem cut");
   CHECK(ops_end() == 0);
 
+  /* the buffers an operator was given: good lines kept (hex and decimal, a label with spaces, one without),
+   * bad ones left out (no size, a zero size, garbage, a range that wraps), a long label cut, at most
+   * OPS_BUFFERS, and the JSON */
+  char lines[4096];
+  snprintf(lines, sizeof lines,
+           "0x7f0000001000 4096 index: int64[512] cuda:0\n"
+           "12345\n"
+           "0x7f0000009000 0 empty\n"
+           "nonsense here\n"
+           "0xffffffffffffff00 512 wraps\n"
+           "139637976743936 256\n"
+           "0x7f0000020000 0x800 %s\n"
+           "0x1000 16 four\n0x2000 16 five\n0x3000 16 six\n0x4000 16 seven",
+           big);
+  CHECK(ops_begin_buffers("aten::index.Tensor", "self: float32[100]", NULL, lines) == 0);
+  launch();
+  CHECK(ops_find(g_launches, me(), &n) == 1);
+  CHECK(n.nbuf == OPS_BUFFERS, "buffers kept: %d", n.nbuf);
+  CHECK(n.buf[0].base == 0x7f0000001000ull && n.buf[0].size == 4096 &&
+            strcmp(n.buf[0].label, "index: int64[512] cuda:0") == 0,
+        "first buffer %llx %llu '%s'", (unsigned long long)n.buf[0].base, (unsigned long long)n.buf[0].size,
+        n.buf[0].label);
+  CHECK(n.buf[1].base == 139637976743936ull && n.buf[1].size == 256 && n.buf[1].label[0] == '\0', "decimal");
+  CHECK(n.buf[2].size == 0x800 && strlen(n.buf[2].label) == OPS_LABEL - 1 &&
+            strcmp(n.buf[2].label + OPS_LABEL - 4, "...") == 0,
+        "a long label is cut: %zu", strlen(n.buf[2].label));
+  CHECK(strcmp(n.buf[5].label, "six") == 0, "the seventh is past the room: %s", n.buf[5].label);
+  jw_init(&w);
+  jw_obj_begin(&w);
+  emit_ops_for(&w, g_launches, me());
+  jw_obj_end(&w);
+  CHECK(strstr(w.buf, "\"buffers\":[{\"label\":\"index: int64[512] cuda:0\",\"base\":\"0x7f0000001000\","
+                      "\"size\":4096}") != NULL,
+        "%s", w.buf);
+  jw_free(&w);
+  CHECK(ops_end() == 0);
+  CHECK(ops_begin_buffers("aten::none", "", NULL, NULL) == 0 && ops_find(g_launches + 1, me(), &n) == 1 && n.nbuf == 0,
+        "no buffers");
+  CHECK(ops_end() == 0);
+
   return CHECK_DONE();
 }
