@@ -219,6 +219,37 @@ def _describe_call(named, summaries):
     return ", ".join(parts)
 
 
+_MAX_BUFFERS = 6  # the library keeps this many buffers per operator (ops.h, OPS_BUFFERS)
+
+
+def _buffers_for(named):
+    """The device memory the operator was given, for the library's note: one line per CUDA tensor (the first
+    _MAX_BUFFERS, lists of tensors included), "BASE SIZE LABEL" with the tensor's whole storage (what its
+    kernels may touch: a view reaches into its base) and its argument name and summary."""
+    torch = _torch
+    lines = []
+
+    def add(name, t):
+        if len(lines) >= _MAX_BUFFERS or not isinstance(t, torch.Tensor) or not t.is_cuda:
+            return
+        try:
+            st = t.untyped_storage()
+            base, size = st.data_ptr(), st.nbytes()
+        except Exception:  # tensors without storage (sparse, nested, wrapper subclasses): nothing to name
+            return
+        if base and size:
+            label = "%s: %s" % (name, describe(_summary(t)))
+            lines.append("%d %d %s" % (base, size, label.replace("\n", " ")))
+
+    for name, v in named.items():
+        if isinstance(v, (list, tuple)):
+            for i, x in enumerate(v[:_MAX_ITEMS]):
+                add("%s[%d]" % (name, i), x)
+        else:
+            add(name, v)
+    return "\n".join(lines)
+
+
 def _note_for(op, args, kwargs):
     """(args text, problem text) for one call."""
     named = _bind(op, args, kwargs)
@@ -266,7 +297,12 @@ def _make_mode_class(torch):
             try:
                 op = _op_of(func)
                 text, problem = _note_for(op, args, kwargs)
-                opened = a.op_begin(_enc(op.name), _enc(text), _enc(problem)) == 0
+                with_buffers = getattr(a, "op_begin_buffers", None)
+                buffers = _buffers_for(_bind(op, args, kwargs)) if with_buffers is not None else ""
+                if buffers:
+                    opened = with_buffers(_enc(op.name), _enc(text), _enc(problem), _enc(buffers)) == 0
+                else:
+                    opened = a.op_begin(_enc(op.name), _enc(text), _enc(problem)) == 0
             except Exception as e:  # noqa: BLE001 - the operator runs whatever happens here
                 _warn("note", "the diagnosis could not summarize an operator: %r" % (e,))
                 opened = False

@@ -301,6 +301,84 @@ def test_notes_reach_the_report_and_the_verdict(tmp_path):
     assert "culprit:   what was wrong: indices int64[4] cuda:0 holds 120" in p.stderr
 
 
+BUFFERS = """
+    import sys
+    sys.path.insert(0, %r)
+    import fakegpu
+    from culprit import _lib
+    a = _lib.api()
+    gpu = fakegpu.Gpu()
+    k = gpu.kernels("index_kernel")
+    bufs = "0x7f0000001000 4096 self: float32[1024] cuda:0\\n0x7f0000003000 4096 index: int64[512] cuda:0"
+    assert a.op_begin_buffers(b"aten::index.Tensor", b"self: float32[1024] cuda:0, indices: [int64[512] cuda:0]",
+                              b"", bufs.encode()) == 0
+    gpu.launch(k["index_kernel"])
+    assert a.op_end() == 0
+    print("sync", gpu.sync())
+""" % HERE
+
+
+class _StubStorage:
+    def __init__(self, base, size):
+        self.base, self.size = base, size
+
+    def data_ptr(self):
+        return self.base
+
+    def nbytes(self):
+        return self.size
+
+
+class _StubTensor:
+    """What _buffers_for reads of a tensor: dtype, shape, device, its storage (no torch here)."""
+
+    def __init__(self, dtype, shape, base, size, cuda=True, storage_fails=False):
+        self.dtype, self.shape, self.device = "torch." + dtype, shape, "cuda:0" if cuda else "cpu"
+        self.is_cuda, self._base = cuda, None
+        self._st, self._fails = _StubStorage(base, size), storage_fails
+
+    def untyped_storage(self):
+        if self._fails:
+            raise RuntimeError("no storage")
+        return self._st
+
+
+def test_buffers_for_lists_cuda_tensors_by_storage(monkeypatch):
+    from culprit import diagnose
+
+    class StubTorch:
+        Tensor = _StubTensor
+
+    monkeypatch.setattr(diagnose, "_torch", StubTorch)
+    named = {"self": _StubTensor("float32", (4, 8), 0x7f0000001000, 4096),
+             "indices": [_StubTensor("int64", (16,), 0x7f0000003000, 128), None],
+             "cpu_one": _StubTensor("float32", (2,), 0x1000, 8, cuda=False),
+             "wrapper": _StubTensor("float32", (2,), 0, 8, storage_fails=True),
+             "alpha": 2}
+    lines = diagnose._buffers_for(named).split("\n")
+    assert lines == ["%d 4096 self: float32[4,8] cuda:0" % 0x7f0000001000,
+                     "%d 128 indices[0]: int64[16] cuda:0" % 0x7f0000003000], lines
+    many = {"t%d" % i: _StubTensor("int8", (1,), 0x10000 * (i + 1), 1) for i in range(10)}
+    assert len(diagnose._buffers_for(many).split("\n")) == 6, "six at most, as the library keeps"
+
+
+def test_operator_buffers_name_the_tensor_of_an_address(tmp_path):
+    """The tensors an operator was given reach the report (op.buffers), and an address near one is named by it:
+    which tensor, with shape and dtype, where the allocation table sees only PyTorch's segment."""
+    culprit_run(tmp_path, ["--diagnose"], BUFFERS, env={"FAKECUDA_FAULT": "kernel=index_kernel"})
+    doc = only_report(tmp_path)
+    bufs = doc["culprit"]["op"]["buffers"]
+    assert bufs == [{"label": "self: float32[1024] cuda:0", "base": "0x7f0000001000", "size": 4096},
+                    {"label": "index: int64[512] cuda:0", "base": "0x7f0000003000", "size": 4096}], bufs
+    exe = os.path.join(build_dir(), "bin", "culprit")
+    path = glob.glob(str(tmp_path / "reports" / "culprit-*.json"))[0]
+    p = subprocess.run([exe, "report", "--address", "0x7f0000004010", path], capture_output=True, text=True,
+                       timeout=60)
+    text = " ".join(line.replace("culprit:", "").strip() for line in (p.stdout + p.stderr).splitlines())
+    assert ("16 bytes past the end of aten::index.Tensor's `index: int64[512] cuda:0` (4096 bytes at "
+            "0x7f0000003000)") in text, text
+
+
 def test_nested_notes_name_the_innermost(tmp_path):
     p = culprit_run(tmp_path, ["--diagnose"], NOTES, env={"FAKECUDA_FAULT": "kernel=add_one,nth=2"})
     doc = only_report(tmp_path)
