@@ -33,7 +33,7 @@ static const struct {
     {CD_SHT_LN_TABLE, offsetof(struct coredump_census, lanes)},
 };
 
-#define CD_MAX_SECTIONS (1u << 20) /* a dump of 8 GPUs' 144 SMs' 64 warps' lanes has far fewer */
+#define CD_MAX_SECTIONS (1u << 24) /* 8 GPUs of 144 SMs, 64 warps of 32 lanes, two sections a lane: 4.7 million */
 
 /* Reads exactly n bytes at off; -1 with errno (ENOEXEC when the file ends first). */
 static int cd_pread(int fd, void *buf, size_t n, off_t off)
@@ -86,19 +86,26 @@ static int cd_census_fd(int fd, struct coredump_census *c)
         errno = ENOEXEC;
         return -1;
     }
-    Elf64_Shdr *sh = malloc((size_t)n * sizeof *sh);
+    /* in chunks: a dump of a whole busy GPU has hundreds of thousands of sections (one per lane's registers) */
+    enum { CHUNK = 1024 };
+    Elf64_Shdr *sh = malloc(CHUNK * sizeof *sh);
     if (!sh)
         return -1;
-    if (cd_pread(fd, sh, (size_t)n * sizeof *sh, (off_t)eh.e_shoff) != 0) {
-        free(sh);
-        return -1;
-    }
     memset(c, 0, sizeof *c);
-    for (uint64_t i = 0; i < n; i++)
-        for (size_t k = 0; k < sizeof cd_tables / sizeof cd_tables[0]; k++)
-            if (sh[i].sh_type == cd_tables[k].type && sh[i].sh_entsize &&
-                sh[i].sh_size / sh[i].sh_entsize < (uint64_t)(CD_MAX_SECTIONS * 64))
-                *(long *)((char *)c + cd_tables[k].off) += (long)(sh[i].sh_size / sh[i].sh_entsize);
+    for (uint64_t at = 0; at < n; at += CHUNK) {
+        size_t m = n - at < CHUNK ? (size_t)(n - at) : CHUNK;
+        if (cd_pread(fd, sh, m * sizeof *sh, (off_t)(eh.e_shoff + at * sizeof *sh)) != 0) {
+            int saved = errno;
+            free(sh);
+            errno = saved;
+            return -1;
+        }
+        for (size_t i = 0; i < m; i++)
+            for (size_t k = 0; k < sizeof cd_tables / sizeof cd_tables[0]; k++)
+                if (sh[i].sh_type == cd_tables[k].type && sh[i].sh_entsize &&
+                    sh[i].sh_size / sh[i].sh_entsize < (uint64_t)(CD_MAX_SECTIONS * 64))
+                    *(long *)((char *)c + cd_tables[k].off) += (long)(sh[i].sh_size / sh[i].sh_entsize);
+    }
     free(sh);
     if (!c->devices) { /* an ELF file, but not one the driver wrote for a GPU */
         errno = ENOEXEC;
