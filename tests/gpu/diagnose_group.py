@@ -130,6 +130,16 @@ def judge(h, case, base, run):
         o.fail("the culprit %r does not match %r" % (culprit.get("kernel"), case.kernel))
     ops = ops_of(report)
     text = verdict_text(run.stderr)
+    # an ATen operator behind the culprit gives the library its CUDA tensors (op.buffers), by which a faulting
+    # address or argument is named; a compiled graph's note carries none
+    cop = (culprit or {}).get("op") or {}
+    if (cop.get("name") or "").startswith("aten::"):
+        bufs = cop.get("buffers") or []
+        if not bufs:
+            o.fail("the culprit's operator %s gave no buffers (op.buffers)" % cop.get("name"))
+        else:
+            o.notes.append("%s's buffers: %s" % (cop.get("name"), "; ".join(
+                "%s, %s bytes at %s" % (b.get("label"), b.get("size"), b.get("base")) for b in bufs)))
     if case.problem:
         hits = [(w, op) for w, op in ops if re.search(case.problem, op.get("problem") or "")]
         if not hits:
