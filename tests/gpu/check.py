@@ -51,7 +51,7 @@ class Case:
     def __init__(self, name, prog, kernel=None, codes=(700,), api=r"Launch", args=(), env=None, mode=None,
                  stream_kind=None, rerun=None, same_as=None, healthy=False, src=None, graph=False, kind="fault",
                  group="c", trigger=None, hang_timeout=None, queued_kernel=None, coredump=False, fault_src=None,
-                 note=""):
+                 verdict_says=None, note=""):
         self.name = name            # case name in the table
         self.prog = prog            # program gpu_<prog>_<cudart>, source tests/gpu/<prog>.cu
         self.src = src or prog + ".cu"  # source file holding the CULPRIT-LAUNCH marker
@@ -83,6 +83,7 @@ class Case:
         # an illegal or misaligned address: the --coredump row's faulting lane is compared with compute-sanitizer's
         self.sanitize = coredump and kind == "fault" and set(self.codes) <= {700, 716}
         self.fault_line = 0         # that line, filled in by the suite
+        self.verdict_says = verdict_says  # a pattern an exact verdict's printed text must hold (lines joined)
         self.note = note            # what the case is about
 
 
@@ -125,7 +126,9 @@ CASES = [
     Case("underrun", "underrun", "shift_left", api=r"Memcpy|Launch|Synchronize", stream_kind="legacy",
          coredump=True, note="writes a few elements before its buffer (unmapped reserved addresses before it)"),
     Case("after_free", "after_free", "consume", api=r"Memcpy|Launch|Synchronize", stream_kind="legacy",
-         coredump=True, note="reads a large buffer after cudaFree"),
+         coredump=True, verdict_says=r"word 0 points to offset 0 of memory freed before this launch \(a use after "
+         r"free\): the allocation of 268435456 bytes",
+         note="reads a large buffer after cudaFree: the verdict calls its argument a use after free"),
     Case("healthy", "healthy", healthy=True, note="no fault: same stdout, exit 0, no report"),
     Case("nosync", "nosync", "bump_counter", api=r"^exit$|Ctx|Unload", stream_kind="legacy", kind="nosync",
          note="faulty kernel, no synchronize, main returns 0: still exit 0, a report, --error-exitcode 9 exits 9"),
@@ -409,6 +412,13 @@ def judge(case, cudart, want_line, base, run, ref_seq=None):
                     lambda launch: launch_problems(launch, case, want_line))
         if ref_seq is not None and out.seq != ref_seq:
             out.fail("culprit is launch #%s, %s named #%s" % (out.seq, case.same_as, ref_seq))
+        if case.verdict_says:
+            said_text = re.sub(r"\s*\nculprit:\s+", " ", run.stderr)
+            m = re.search(case.verdict_says, said_text)
+            if m:
+                out.notes.append("the verdict says: " + m.group(0))
+            else:
+                out.fail("the printed verdict does not say %r" % case.verdict_says)
         return out
     if certainty == "candidates" and case.rerun and case.mode is None:
         candidates = [c for c in report.get("candidates") or [] if isinstance(c, dict)]
