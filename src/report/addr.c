@@ -119,18 +119,21 @@ static void addr_run(const struct json *ranges, long long fault_seq, struct addr
 
 void addr_answer(const struct json *doc, uint64_t address, uint64_t access, struct addr_answer *a)
 {
+    const struct json *culprit = json_get(doc, "culprit");
+    addr_answer_at(doc, address, access, json_is(culprit, JSON_OBJ) ? json_get_int(culprit, "seq", -1) : -1, a);
+}
+
+void addr_answer_at(const struct json *doc, uint64_t address, uint64_t access, long long seq, struct addr_answer *a)
+{
     const struct json *table = json_get(doc, "allocations");
     const struct json *ranges = json_get(table, "ranges");
-    const struct json *culprit = json_get(doc, "culprit");
     uint64_t x = address;
     size_t i;
 
     memset(a, 0, sizeof *a);
     a->address = address;
     a->access = access;
-    a->fault_seq = json_is(culprit, JSON_OBJ) ? json_get_int(culprit, "seq", -1) : -1;
-    if (a->fault_seq < 0)
-        a->fault_seq = -1;
+    a->fault_seq = seq < 0 ? -1 : seq;
     a->where = ADDR_NO_TABLE;
     if (!json_is(table, JSON_OBJ) || !json_is(ranges, JSON_ARR))
         return;
@@ -703,13 +706,13 @@ int addr_describe_op_buffer(const struct json *launch, uint64_t value, int near,
     return 1;
 }
 
-int addr_describe_pointer(const struct json *doc, uint64_t value, char *out, size_t outsz)
+int addr_describe_pointer(const struct json *doc, uint64_t value, long long seq, char *out, size_t outsz)
 {
     struct addr_answer a;
     char d[600], site[1500];
     if (value < ADDR_NULL)
         return 0;
-    addr_answer(doc, value, 0, &a);
+    addr_answer_at(doc, value, 0, seq, &a);
     if (a.where == ADDR_INSIDE || a.where == ADDR_OVERRUN) {
         addr_describe(&a.in, d, sizeof d);
         addr_site(doc, &a.in, site, sizeof site);
@@ -721,9 +724,30 @@ int addr_describe_pointer(const struct json *doc, uint64_t value, char *out, siz
         addr_site(doc, &a.freed, site, sizeof site);
         snprintf(out, outsz, "offset %" PRIu64 " of memory freed before this launch (a use after free): the %s%s",
                  value - a.freed.base, d, site);
-        return 1;
+        return 2;
     }
     return 0;
+}
+
+void addr_render_freed_args(struct render_buf *b, const struct json *doc, const struct json *launches)
+{
+    for (size_t i = 0; i < json_len(launches); i++) {
+        const struct json *l = json_at(launches, i), *p = json_get(l, "params");
+        long long seq = json_get_int(l, "seq", -1);
+        for (size_t k = 0; seq >= 0 && k < json_len(p); k++) {
+            uint64_t v;
+            char what[2200], text[2600];
+            if (addr_parse(json_str(json_at(p, k)), &v) != 0 ||
+                addr_describe_pointer(doc, v, seq, what, sizeof what) != 2)
+                continue;
+            snprintf(text, sizeof text,
+                     "launch #%lld was passed memory freed before it was made, the likeliest of these to have "
+                     "faulted: its word %zu points to %s",
+                     seq, k, what);
+            render_para(b, "  ", "    ", text);
+            break; /* one line per launch */
+        }
+    }
 }
 
 void addr_render(struct render_buf *b, const struct json *doc)

@@ -62,6 +62,9 @@ int addr_parse(const char *text, uint64_t *out);
 /* The answer for address (access: bytes accessed, 0 when unknown) in report doc. Never fails: a report without a
  * table, or with missing or malformed fields, gives ADDR_NO_TABLE or leaves those ranges out. */
 void addr_answer(const struct json *doc, uint64_t address, uint64_t access, struct addr_answer *a);
+/* The same as of launch seq (what was live and what freed when it was made) rather than the report's culprit;
+ * seq < 0: the table as it was when the report was written. */
+void addr_answer_at(const struct json *doc, uint64_t address, uint64_t access, long long seq, struct addr_answer *a);
 /* The address the report asks about: its "fault_address" (set by addr_annotate), else what the GPU core dump
  * said ("coredump.address", "coredump.access_size"). Returns 1 and fills the outputs (source: "command line" or
  * "coredump"), or 0 when it names none. */
@@ -71,12 +74,15 @@ int addr_annotate(struct json *doc, uint64_t address, uint64_t access, const cha
 /* The same for the address the GPU core dump gave ("coredump.address"), when it gave one: *changed says whether
  * doc was changed. Returns 0, or -1 when memory is short. */
 int addr_annotate_coredump(struct json *doc, int *changed);
-/* What a value a launch passed its kernel points into, for the verdict's argument lines: "offset 16 of the
+/* What a value launch seq passed its kernel points into, for the verdict's argument lines: "offset 16 of the
  * allocation of 4096 bytes at 0x7f.. (cuMemAlloc_v2 before any launch), allocated at train.py:12" for an
- * allocation live at the faulting launch, or "offset 16 of memory freed before this launch (a use after free):
- * ..." for a freed one. Returns 1 with out filled, 0 when the value points into nothing recorded (or the report
- * has no table). */
-int addr_describe_pointer(const struct json *doc, uint64_t value, char *out, size_t outsz);
+ * allocation live when the launch was made (returns 1), or "offset 16 of memory freed before this launch (a use
+ * after free): ..." for one freed before it (returns 2). Returns 0 when the value points into nothing recorded
+ * (or the report has no table). */
+int addr_describe_pointer(const struct json *doc, uint64_t value, long long seq, char *out, size_t outsz);
+/* For a verdict of candidates: one line for each of launches that was passed memory freed before it was made
+ * (the likeliest to have faulted: any access through that word does), nothing for the others. */
+void addr_render_freed_args(struct render_buf *b, const struct json *doc, const struct json *launches);
 /* What value is to the buffers the launch's operator was given ("op.buffers", culprit/diagnose.py's tensors):
  * "offset 16 of aten::index.Tensor's `index: int64[512] cuda:0` (4096 bytes at 0x7f..)" for one holding it, and
  * with near, else the nearest within ADDR_NEAR: "16 bytes past the end of ..." or "... before the start of ...".

@@ -213,7 +213,7 @@ static void render_args(struct render_buf *b, const struct json *doc, const stru
         char what[2200], text[2400];
         if (!w || addr_parse(w, &v) != 0 ||
             (!addr_describe_op_buffer(launch, v, 0, what, sizeof what) &&
-             !addr_describe_pointer(doc, v, what, sizeof what)))
+             !addr_describe_pointer(doc, v, json_get_int(launch, "seq", -1), what, sizeof what)))
             continue;
         snprintf(text, sizeof text, "word %zu points to %s", i, what);
         render_para(b, "    ", "      ", text);
@@ -484,6 +484,7 @@ static void render_full(struct render_buf *b, const struct json *doc, const stru
             }
             if (reason && !json_is(culprit, JSON_OBJ))
                 render_para(b, "  why: ", "    ", reason);
+            addr_render_freed_args(b, doc, cands);
             if (lo >= 0) {
                 render_line(b, "to pin it exactly, run it again with blocking launches in that window:");
                 render_add(b, "culprit:   culprit run --mode blocking --launches %lld:%lld -- ", lo, hi);

@@ -99,6 +99,16 @@ def _(b):
                     "launch)" % p["a"])
         check(want in text, "%s: no line saying where the argument points\n%s" % (how or "live", text))
         check("word 1 points" not in text, "the int argument got a line\n" + text)
+    # record mode's window of candidates: the one passed freed memory is singled out as the likeliest, the
+    # others (live buffers) get no such line, and the verdict stays candidates
+    res, rep = run(b, ["buffers", "freed-then"], {"FAKECUDA_FAULT": "kernel=write_oob", "CULPRIT_CRUMB_EVERY": ""})
+    p = printed(res)
+    text = re.sub(r"\s*\nculprit:\s+", " ", res.err_text)
+    check(rep["verdict"]["certainty"] == "candidates", "verdict %r" % rep["verdict"])
+    want = ("launch #5 was passed memory freed before it was made, the likeliest of these to have faulted: its word "
+            "0 points to offset 0 of memory freed before this launch (a use after free): the allocation of 2048 "
+            "bytes at 0x%x" % p["f"])
+    check(want in text and text.count("was passed memory freed") == 1, "the candidates' hint\n" + text)
 
 
 @case("params_unknown")

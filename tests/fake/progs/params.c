@@ -231,8 +231,9 @@ static int library(void)
 }
 
 /* The buffers write_oob was given: a (live, 4096 bytes) for step, then write_oob on a + 256 and, with "freed",
- * on f, a buffer freed before the launch (a use after free); write_oob faults. */
-static int buffers(int freed)
+ * on f, a buffer freed before the launch (a use after free); write_oob faults. With "freed-then", three steps on
+ * a come between the free and it, so that record mode's verdict is a window of candidates. */
+static int buffers(int freed, int then)
 {
     CUdeviceptr a, f;
     int n = 32;
@@ -246,6 +247,8 @@ static int buffers(int freed)
     CK(cuCtxSynchronize());
     if (freed)
         CK(cuMemFree(f));
+    for (int i = 0; i < 3 * then; i++)
+        CK(cuLaunchKernel(f_step, 1, 1, 1, 32, 1, 1, 0, NULL, args, NULL));
     bad(NULL, freed ? f : a + 256, n);
     CK(cuCtxSynchronize());
     return 0;
@@ -270,7 +273,7 @@ int main(int argc, char **argv)
     if (!strcmp(s, "library"))
         return library();
     if (!strcmp(s, "buffers"))
-        return buffers(!strcmp(how, "freed"));
-    fprintf(stderr, "usage: params record|streams|fork|threads|graph|library|buffers [nolayout|same|freed]\n");
+        return buffers(!strncmp(how, "freed", 5), !strcmp(how, "freed-then"));
+    fprintf(stderr, "usage: params record|streams|fork|threads|graph|library|buffers [nolayout|same|freed|freed-then]\n");
     return 2;
 }
