@@ -78,6 +78,7 @@ static inline int my_tid(void) {
 static _Atomic uint64_t g_untracked_n;     /* untracked launches so far */
 static _Atomic uint64_t g_untracked_loose; /* g_untracked_n at the newest one on no known stream (0: none) */
 static _Atomic uint64_t g_untracked_done;  /* g_untracked_n when the newest successful context sync began */
+static _Atomic uint64_t g_sync_epoch;      /* successful host synchronizes that covered launches (cp_sync_end) */
 
 /* D: the launch, when its stream can be looked up (the driver is in use); NULL: none known. The stream's entry
  * is made if need be (without its breadcrumb slot, which the first recorded launch there allocates), so that a
@@ -510,8 +511,14 @@ int cp_launch_end(struct cp_launch_ctx *lc, int rc) {
     uint64_t nth = atomic_fetch_add_explicit(&s->launches, 1, memory_order_relaxed) + 1;
     int every = m && m->mode != CP_MODE_RECORD ? 1 : (int)g_cfg.crumb_every;
     /* a stream's first launch gets one whatever the rate: a stream with fewer launches than the rate would
-     * otherwise leave them all unfinished as far as the verdict can tell */
-    if (s->slot && (!sync_after || crumb_instead) && (every == 1 || nth == 1 || nth % (uint64_t)every == 0)) {
+     * otherwise leave them all unfinished as far as the verdict can tell; so does its first launch after the host
+     * waited for work to finish (one mark per synchronize): the GPU starts a new burst there, and a fault or a
+     * hang in that launch is then told from the ones queued behind it */
+    uint64_t epoch = atomic_load_explicit(&g_sync_epoch, memory_order_relaxed);
+    int after_sync = epoch != atomic_load_explicit(&s->sync_epoch, memory_order_relaxed);
+    if (after_sync) atomic_store_explicit(&s->sync_epoch, epoch, memory_order_relaxed);
+    if (s->slot && (!sync_after || crumb_instead) &&
+        (every == 1 || nth == 1 || after_sync || nth % (uint64_t)every == 0)) {
       if (crumb_write(s, lc->d->stream, lc->d->ptds, seq)) rec->flags |= CP_REC_CRUMB_FAILED;
     } else if (s->slot) {
       rec->flags |= CP_REC_UNCRUMBED;
@@ -592,6 +599,7 @@ void cp_sync_end(const struct cp_sync *c, int rc) {
       atomic_max_u64(&g_untracked_done, c->untracked);
   }
   if (rc != 0 || !c->upto) return;
+  atomic_fetch_add_explicit(&g_sync_epoch, 1, memory_order_relaxed);
   if (c->stream)
     crumb_note_synced(c->stream, c->upto);
   else

@@ -37,6 +37,7 @@ struct cp_stream {
   _Atomic uint64_t crumbed;        /* the newest launch a breadcrumb was queued after (relaxed max) */
   _Atomic uint64_t tail_crumb;     /* the newest launch whose breadcrumb was a tail mark (crumb_tail), not queued by
                                    * its launch: its record says uncrumbed, yet its completion shows */
+  _Atomic uint64_t sync_epoch;     /* core's count of successful host synchronizes at this stream's newest launch */
 };
 
 /* The stream a launch goes to, made on first sight; NULL when the table is full or the context is unknown.

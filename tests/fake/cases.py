@@ -557,7 +557,17 @@ def _(b):
 
 @case("bounds_streamquery")
 def _(b):
-    bounds_case(b, "streamquery")
+    """A stream query that answered "done" is a synchronize: the stream's first launch after it gets a breadcrumb
+    (one mark per synchronize, where the GPU starts a new burst), so the fault in #19 is named exactly; the
+    event bounds above leave the window #19..#21 (an event's completion is not a synchronize)."""
+    env = {"FAKECUDA_FAULT": "launch=19", "CULPRIT_CRUMB_EVERY": ""}
+    res, rep = fault_run(b, "bounds", ["streamquery"], env, "cuCtxSynchronize", src="bounds")
+    expect_exact(rep, seq=19, stream_kind="legacy")
+    # the same with the fault in #20: the window is what follows #19's completed mark
+    env["FAKECUDA_FAULT"] = "launch=20"
+    res, rep = fault_run(b, "bounds", ["streamquery"], env, "cuCtxSynchronize", src="bounds")
+    seqs = sorted(c.get("seq") for c in rep.get("candidates") or [])
+    check(seqs == [20, 21], "candidates %r, expected #20..#21 after #19's breadcrumb" % seqs)
 
 
 SIGNAL_CHILD = r"""

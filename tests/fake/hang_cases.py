@@ -295,6 +295,20 @@ def _(b):
     check("--mode precise" in res.err_text, "the text does not say how to name it exactly\n" + res.describe())
 
 
+@case("hang_record_after_sync")
+def _(b):
+    """Record mode, the launch that hangs being the first after a synchronize that completed: it got a breadcrumb
+    (one per synchronize), so the hang report names it exactly, not a window with the two queued behind it."""
+    env = dict(FAKECUDA_HANG="launch=11", CULPRIT_CRUMB_EVERY="")
+    rdir = b.newdir("reports")
+    res = signalled(b, "preload", ["resync", 10], signal.SIGTERM, env, rdir)
+    check(res.rc == -signal.SIGTERM, "did not die of SIGTERM\n" + res.describe())
+    rep = load_hang(b, rdir, res.pid)
+    v = rep["verdict"]
+    check(v.get("certainty") == "exact" and (rep.get("culprit") or {}).get("seq") == 11,
+          "verdict %s culprit %s" % (v, (rep.get("culprit") or {}).get("seq")))
+
+
 @case("hang_sigterm_cli")
 def _(b):
     """Under `culprit run`: SIGTERM to culprit reaches the program, which dies of it; culprit dies of it too, after

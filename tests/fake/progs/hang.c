@@ -5,6 +5,8 @@
  * signals (hang_cases.py).
  * Usage: hang VARIANT N, VARIANT one of
  *   sync            N launches on the legacy stream, then cuCtxSynchronize
+ *   resync          N launches, cuCtxSynchronize (they complete), then 3 more (the hang is scripted in the first
+ *                   of them), then cuCtxSynchronize
  *   streams         N launches on created stream A (one hangs), 2 on stream B, then cuStreamSynchronize(A)
  *   handler-term    sync, with a SIGTERM handler installed before the first launch: it prints and exits 42
  *   handler-int     sync, with such a SIGINT handler (exits 43)
@@ -161,6 +163,11 @@ int main(int argc, char **argv)
 
     if (!strcmp(v, "sync") || !strcmp(v, "handler-term") || !strcmp(v, "handler-int"))
         return sync_variant(n);
+    if (!strcmp(v, "resync")) {
+        launch_steps(n, NULL);
+        CK(cuCtxSynchronize());
+        return sync_variant(3);
+    }
     if (!strcmp(v, "handler-late")) {
         struct sigaction sa = {0}, old;
         launch_steps(1, NULL); /* culprit's handlers are in front from here on */
