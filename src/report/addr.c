@@ -731,7 +731,8 @@ int addr_describe_pointer(const struct json *doc, uint64_t value, long long seq,
 
 void addr_render_freed_args(struct render_buf *b, const struct json *doc, const struct json *launches)
 {
-    for (size_t i = 0; i < json_len(launches); i++) {
+    /* each word is answered against the whole table: the first candidates only, which a reader can take in */
+    for (size_t i = 0; i < json_len(launches) && i < ADDR_FREED_ARGS_MAX; i++) {
         const struct json *l = json_at(launches, i), *p = json_get(l, "params");
         long long seq = json_get_int(l, "seq", -1);
         for (size_t k = 0; seq >= 0 && k < json_len(p); k++) {

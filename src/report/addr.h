@@ -15,6 +15,7 @@ struct render_buf;
 
 #define ADDR_NEAR (1ull << 30) /* an allocation further than this from the address is not "near" it */
 #define ADDR_NULL 0x10000ull   /* an address below this is a null pointer plus an offset */
+#define ADDR_FREED_ARGS_MAX 64 /* candidates whose arguments addr_render_freed_args looks at */
 
 /* Where the address lies, the answer's headline. */
 enum addr_where {
@@ -80,8 +81,9 @@ int addr_annotate_coredump(struct json *doc, int *changed);
  * after free): ..." for one freed before it (returns 2). Returns 0 when the value points into nothing recorded
  * (or the report has no table). */
 int addr_describe_pointer(const struct json *doc, uint64_t value, long long seq, char *out, size_t outsz);
-/* For a verdict of candidates: one line for each of launches that was passed memory freed before it was made
- * (the likeliest to have faulted: any access through that word does), nothing for the others. */
+/* For a verdict of candidates: one line for each of launches (the first ADDR_FREED_ARGS_MAX) that was passed
+ * memory freed before it was made (the likeliest to have faulted: any access through that word does), nothing
+ * for the others. */
 void addr_render_freed_args(struct render_buf *b, const struct json *doc, const struct json *launches);
 /* What value is to the buffers the launch's operator was given ("op.buffers", culprit/diagnose.py's tensors):
  * "offset 16 of aten::index.Tensor's `index: int64[512] cuda:0` (4096 bytes at 0x7f..)" for one holding it, and
