@@ -1,7 +1,7 @@
 /* What a faulting address touched, from a report's allocation table ("allocations", written by the library): the
  * allocation holding it and the offset inside, or the nearest allocations below and above and how far it lies past
  * the end or before the start, a range freed before the faulting launch (use after free), addresses reserved but
- * not mapped. As text (addr_render, a few lines of the verdict) and as the report's "fault_address" object
+ * not mapped. As text (addr_text.c: addr_render, a few lines of the verdict) and as the report's "fault_address" object
  * (addr_annotate). It reads only the report; where the address comes from is the caller's business (the GPU core
  * dump's "coredump.address", or `culprit report --address`). */
 #ifndef CULPRIT_REPORT_ADDR_H
