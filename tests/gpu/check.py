@@ -840,6 +840,17 @@ def judge_coredump(out, base, run, kernel_re, problems, where, fault_src=None, f
                     "%s:%s" % (src, line) if line is not None else "missing", fault_src, fault_line))
             elif crashed:
                 out.notes.append("cuda-gdb crashed on the dump after its exception line (kernel and line from it)")
+        # an address exception: the report gives the address, or says plainly why the dump does not (a culprit
+        # that counted the dump's warps, warps_in_dump, always can; older reports, as the fixtures, did not)
+        if "warps_in_dump" in dump and "Address" in str(dump.get("exception") or "") and \
+                not dump.get("address") and not (report.get("fault_address") or {}).get("address"):
+            why = dump.get("address_unknown")
+            if not why:
+                out.fail("--coredump: neither an address nor why the dump gives none (coredump.address_unknown); "
+                         "warps in the dump: %s" % dump.get("warps_in_dump"))
+            else:
+                out.notes.append("no address from the dump (%s warps in it): %s" % (
+                    dump.get("warps_in_dump", "?"), shorten(why, 110)))
 
     verdict = report.get("verdict") or {}
     certainty = verdict.get("certainty")

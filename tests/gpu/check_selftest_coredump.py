@@ -7,6 +7,14 @@ from check_selftest import (  # check_selftest.py's fixtures and messages
     DUMP_STARTS, MSG_700, MSG_ASSERT, MSG_MISALIGNED, MSG_STREAMS, MSG_TRAP, PY_ASSERT, _set, fixture, fixture_at)
 
 
+def _both(*changes):
+    """Changes for fixture_at applied one after the other."""
+    def change(report):
+        for c in changes:
+            c(report)
+    return change
+
+
 def _candidates_again(report):
     """A change for fixture_at: the culprit the dump chose put back among the candidates (the verdict before it)."""
     report["candidates"] = [report.pop("culprit")] + report.pop("candidates_before_coredump")
@@ -37,6 +45,13 @@ def coredump_selftests():
          under("cd_assert.json", "culprit-1794-hang.json"), "pass", "certainty exact"),
         ("coredump: streams4, cuda-gdb crashed, gather_rows on 5 candidates", "streams4", 67, 36, streams_base,
          streams(), "pass", "candidates: 5 of the 40 run the dump's kernel (#6, #14, #22, #30, #38)"),
+        ("coredump: a counted dump without the faulting warp says why", "streams4", 67, 36, streams_base,
+         streams(change=_both(_set("coredump.warps_in_dump", 24),
+                              _set("coredump.address_unknown", "the dump holds 24 warps, none of them the faulting one"))),
+         "pass", "no address from the dump (24 warps in it): the dump holds 24 warps, none of them"),
+        ("coredump: a counted dump, no address and no word why", "streams4", 67, 36, streams_base,
+         streams(change=_set("coredump.warps_in_dump", 24)), "fail",
+         "neither an address nor why the dump gives none (coredump.address_unknown); warps in the dump: 24"),
         ("coredump: cuda-gdb crashed before any source line", "streams4", 67, 36, streams_base,
          streams(change=_set("coredump.source_line", None)), "pass",
          "cuda-gdb crashed on the dump before it named a source line"),
