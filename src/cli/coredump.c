@@ -280,6 +280,12 @@ static void coredump_address(struct coredump_info *ci)
     const char *why = NULL;
     char buf[200];
     int rc;
+    if (!ci->insn && ci->exception && strstr(ci->exception, "Address")) {
+        /* an address exception whose instruction the debugger did not show (it died, or had no error PC) */
+        ci->address_unknown = strdup("the debugger did not show the instruction at the error PC, so neither the "
+                                     "access nor its address is known");
+        return;
+    }
     if (!ci->insn || sass_parse(ci->insn, &a) != 0)
         return; /* no instruction, or not a memory access: nothing to say */
     ci->access = sass_kind_name(a.kind);
