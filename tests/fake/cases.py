@@ -481,7 +481,7 @@ def _(b):
     fresh slots, names the faulting launch of the new context exactly, and lists no stream of the old one."""
     env = {"FAKECUDA_FAULT": "launch=19"}
     res, rep = fault_run(b, "bounds", ["reset"], env, "cuCtxSynchronize", src="bounds")
-    c = expect_exact(rep, seq=19, stream_kind="legacy")
+    expect_exact(rep, seq=19, stream_kind="legacy")
     streams = rep.get("streams") or []
     check(len(streams) == 1 and streams[0].get("last_launched") == 21,
           "only the new context's stream may be listed: %s" % streams)
@@ -784,82 +784,6 @@ def _(b):
     check(unserialized >= 1, "no launch gave up waiting for the lock while the first one ran: %r" % line)
     check(crumbs == unserialized and refused == 0,
           "each launch that synchronized without the lock, and only those, must get a breadcrumb: %r" % line)
-
-
-# Lookup paths -------------------------------------------------------------------------------------------------
-
-@case("lookup_dlsym")
-def _(b):
-    res, rep = fault_run(b, "dlsym", ["legacy"], {"FAKECUDA_FAULT": "launch=6"}, "cuMemcpyDtoH")
-    expect_exact(rep, kernel=STEP, seq=6, stream_kind="legacy", api="cuLaunchKernel")
-    check_stack(rep, "dlsym", "legacy")
-
-
-@case("lookup_dlsym_ptsz")
-def _(b):
-    res, rep = fault_run(b, "dlsym", ["ptsz"], {"FAKECUDA_FAULT": "kernel=%s" % BAD}, "cuStreamSynchronize")
-    check(b"legacy stream synchronized" in res.out, res.describe())
-    expect_exact(rep, kernel=BAD, seq=8, stream_kind="per-thread", api="cuLaunchKernel")
-    check_stack(rep, "dlsym", "ptsz")
-
-
-def procaddr_legacy(b, how):
-    res, rep = fault_run(b, "procaddr", [how, "legacy"], {"FAKECUDA_FAULT": "launch=7"}, "cuMemcpyDtoH")
-    expect_exact(rep, kernel=STEP, seq=7, stream_kind="legacy", api="cuLaunchKernel")
-    check_stack(rep, "procaddr", "legacy")
-
-
-@case("lookup_procaddr_v2")
-def _(b):
-    procaddr_legacy(b, "v2")
-
-
-@case("lookup_procaddr_v2self")
-def _(b):
-    procaddr_legacy(b, "v2self")
-
-
-@case("lookup_procaddr_v1")
-def _(b):
-    procaddr_legacy(b, "v1")
-
-
-@case("lookup_procaddr_v1self")
-def _(b):
-    procaddr_legacy(b, "v1self")
-
-
-@case("lookup_ptds_flag")
-def _(b):
-    for how in ("v2", "v1"):
-        res, rep = fault_run(b, "procaddr", [how, "ptds-flag"], {"FAKECUDA_FAULT": "kernel=%s" % BAD},
-                             "cuStreamSynchronize")
-        check(b"legacy stream synchronized" in res.out, res.describe())
-        expect_exact(rep, kernel=BAD, seq=8, stream_kind="per-thread", api="cuLaunchKernel")
-        check_stack(rep, "procaddr", "ptds-flag")
-
-
-@case("lookup_ptds_handle")
-def _(b):
-    res, rep = fault_run(b, "procaddr", ["v2", "ptds-handle"], {"FAKECUDA_FAULT": "kernel=%s" % BAD},
-                         "cuStreamSynchronize")
-    check(b"legacy stream synchronized" in res.out, res.describe())
-    expect_exact(rep, kernel=BAD, seq=8, stream_kind="per-thread")
-    check_stack(rep, "procaddr", "ptds-handle")
-
-
-@case("lookup_rtld_default")
-def _(b):
-    res, rep = fault_run(b, "rtld", ["default"], {"FAKECUDA_FAULT": "launch=5"}, "cuStreamSynchronize")
-    expect_exact(rep, kernel=STEP, seq=5, stream_kind="legacy")
-    check_stack(rep, "rtld", "rtld")
-
-
-@case("lookup_rtld_next")
-def _(b):
-    res, rep = fault_run(b, "rtld", ["next"], {"FAKECUDA_FAULT": "launch=5"}, "cuStreamSynchronize")
-    expect_exact(rep, kernel=STEP, seq=5, stream_kind="legacy")
-    check_stack(rep, "rtld", "rtld")
 
 
 # Launch kinds --------------------------------------------------------------------------------------------------
