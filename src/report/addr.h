@@ -81,6 +81,10 @@ int addr_annotate_coredump(struct json *doc, int *changed);
  * after free): ..." for one freed before it (returns 2). Returns 0 when the value points into nothing recorded
  * (or the report has no table). */
 int addr_describe_pointer(const struct json *doc, uint64_t value, long long seq, char *out, size_t outsz);
+/* What word k of launch's recorded parameters ("params") points into: the buffer of the launch's operator
+ * holding it (returns 1, addr_describe_op_buffer), else addr_describe_pointer's answer as of that launch (1, or 2
+ * for memory freed before it); 0 when the word is malformed or points into nothing known. */
+int addr_describe_word(const struct json *doc, const struct json *launch, size_t k, char *out, size_t outsz);
 /* For a verdict of candidates: one line for each of launches (the first ADDR_FREED_ARGS_MAX) that was passed
  * memory freed before it was made (the likeliest to have faulted: any access through that word does), nothing
  * for the others. */

@@ -234,17 +234,25 @@ int addr_describe_pointer(const struct json *doc, uint64_t value, long long seq,
     return 0;
 }
 
+int addr_describe_word(const struct json *doc, const struct json *launch, size_t k, char *out, size_t outsz)
+{
+    uint64_t v;
+    if (addr_parse(json_str(json_at(json_get(launch, "params"), k)), &v) != 0)
+        return 0;
+    if (addr_describe_op_buffer(launch, v, 0, out, outsz))
+        return 1;
+    return addr_describe_pointer(doc, v, json_get_int(launch, "seq", -1), out, outsz);
+}
+
 void addr_render_freed_args(struct render_buf *b, const struct json *doc, const struct json *launches)
 {
     /* each word is answered against the whole table: the first candidates only, which a reader can take in */
     for (size_t i = 0; i < json_len(launches) && i < ADDR_FREED_ARGS_MAX; i++) {
-        const struct json *l = json_at(launches, i), *p = json_get(l, "params");
+        const struct json *l = json_at(launches, i);
         long long seq = json_get_int(l, "seq", -1);
-        for (size_t k = 0; seq >= 0 && k < json_len(p); k++) {
-            uint64_t v;
+        for (size_t k = 0; seq >= 0 && k < json_len(json_get(l, "params")); k++) {
             char what[2200], text[2600];
-            if (addr_parse(json_str(json_at(p, k)), &v) != 0 ||
-                addr_describe_pointer(doc, v, seq, what, sizeof what) != 2)
+            if (addr_describe_word(doc, l, k, what, sizeof what) != 2)
                 continue;
             snprintf(text, sizeof text,
                      "launch #%lld was passed memory freed before it was made, the likeliest of these to have "

@@ -208,12 +208,8 @@ static void render_args(struct render_buf *b, const struct json *doc, const stru
     else
         render_line(b, "  arguments: %s (%lld bytes)", line, size);
     for (size_t i = 0; i < json_len(p); i++) {
-        const char *w = json_str(json_at(p, i));
-        uint64_t v;
         char what[2200], text[2400];
-        if (!w || addr_parse(w, &v) != 0 ||
-            (!addr_describe_op_buffer(launch, v, 0, what, sizeof what) &&
-             !addr_describe_pointer(doc, v, json_get_int(launch, "seq", -1), what, sizeof what)))
+        if (!addr_describe_word(doc, launch, i, what, sizeof what))
             continue;
         snprintf(text, sizeof text, "word %zu points to %s", i, what);
         render_para(b, "    ", "      ", text);
