@@ -20,7 +20,7 @@ import cases as h  # noqa: E402  (the harness: running programs, loading and che
 
 h.CASES.clear()  # this file's cases only
 case, check = h.case, h.check
-Unaddressed, printed = h.Unaddressed, h.printed
+Unaddressed, printed, joined = h.Unaddressed, h.printed, h.joined
 SRC = os.path.join(h.PROG_SRC, "allocs.c")
 NEAR = 1 << 30   # src/report/addr.h: ADDR_NEAR
 
@@ -111,10 +111,6 @@ def ask(b, path, x, access=None):
     t = h._execute(b, [b.cli, "report", "--address=0x%x" % x] + extra + [path], env, b.newdir("ask"))
     check(t.rc == 0, "culprit report --address failed\n" + t.describe())
     return fa, joined(t.out_text + t.err_text)
-
-
-def joined(text):
-    return re.sub(r"\nculprit:     ", " ", text)
 
 
 def expect_answer(fa, text, known, x, fault_seq, what):

@@ -176,6 +176,13 @@ def culprit_lines(res):
     return [l for l in res.err_text.splitlines() if l.startswith("culprit:")]
 
 
+def joined(text):
+    """culprit's printed text with its wrapped paragraphs joined: each line indented five spaces or more after
+    "culprit:" (a paragraph's continuation, or a detail under a launch) is appended to the line before it with
+    one space."""
+    return re.sub(r" *\nculprit: {5,}", " ", text)
+
+
 def program_stderr(res):
     return [l for l in res.err_text.splitlines() if not l.startswith("culprit:")]
 

@@ -75,7 +75,7 @@ def _(b):
     check(cd.get("debugger_crashed") is True and
           cd.get("debugger_error") == "std::out_of_range: vector::_M_range_check: __n (which is 4294967294) >= "
           "this->size() (which is 64)", "coredump: %r" % cd)
-    text = " ".join(l.replace("culprit:", "").strip() for l in res.err_text.splitlines())
+    text = h.joined(res.err_text)
     check("cuda-gdb died reading the dump (std::out_of_range: vector::_M_range_check" in text,
           "the verdict says the debugger died, and of what\n" + res.describe())
 
@@ -94,7 +94,7 @@ def _(b):
         cd = rep.get("coredump") or {}
         check(cd.get("warps_in_dump") == (0 if warps == "0" else 3) and words in (cd.get("address_unknown") or ""),
               "warps=%s crash=%s coredump: %r" % (warps, crash, cd))
-        text = " ".join(l.replace("culprit:", "").strip() for l in res.err_text.splitlines())
+        text = h.joined(res.err_text)
         check(words in text,
               "warps=%s crash=%s: the verdict does not say why the dump gives no address\n%s" %
               (warps, crash, res.describe()))

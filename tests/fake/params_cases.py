@@ -20,7 +20,7 @@ import cases as h  # noqa: E402  (the harness: running programs, loading and che
 
 h.CASES.clear()  # this file's cases only
 case, check = h.case, h.check
-Unaddressed, printed = h.Unaddressed, h.printed
+Unaddressed, printed, joined = h.Unaddressed, h.printed, h.joined
 GDB = os.path.join(HERE, "fake_cuda_gdb.py")
 
 
@@ -55,10 +55,6 @@ def expect_params(l, want, size, what):
           "%s: params %r size %r, expected %r size %r" % (what, l.get("params"), l.get("params_size"), want, size))
 
 
-def joined(text):
-    return re.sub(r"\nculprit:     ", " ", text)
-
-
 @case("params_record")
 def _(b):
     """Every shape and launch form: an int and a pointer (kernelParams), an int, a pointer and a 16-byte struct
@@ -89,7 +85,7 @@ def _(b):
         p = printed(res)
         culprit = rep.get("culprit") or {}
         check(culprit.get("kernel", "").startswith("write_oob"), "the culprit: %r" % culprit.get("kernel"))
-        text = re.sub(r"\s*\nculprit:\s+", " ", res.err_text)
+        text = joined(res.err_text)
         if how:
             want = ("word 0 points to offset 0 of memory freed before this launch (a use after free): the "
                     "allocation of 2048 bytes at 0x%x (cuMemAlloc_v2 before any launch; freed by cuMemFree_v2 after "
@@ -103,7 +99,7 @@ def _(b):
     # others (live buffers) get no such line, and the verdict stays candidates
     res, rep = run(b, ["buffers", "freed-then"], {"FAKECUDA_FAULT": "kernel=write_oob", "CULPRIT_CRUMB_EVERY": ""})
     p = printed(res)
-    text = re.sub(r"\s*\nculprit:\s+", " ", res.err_text)
+    text = joined(res.err_text)
     check(rep["verdict"]["certainty"] == "candidates", "verdict %r" % rep["verdict"])
     want = ("launch #5 was passed memory freed before it was made, the likeliest of these to have faulted: its word "
             "0 points to offset 0 of memory freed before this launch (a use after free): the allocation of 2048 "

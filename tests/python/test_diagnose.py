@@ -374,9 +374,9 @@ def test_operator_buffers_name_the_tensor_of_an_address(tmp_path):
     path = glob.glob(str(tmp_path / "reports" / "culprit-*.json"))[0]
     p = subprocess.run([exe, "report", "--address", "0x7f0000004010", path], capture_output=True, text=True,
                        timeout=60)
-    text = " ".join(line.replace("culprit:", "").strip() for line in (p.stdout + p.stderr).splitlines())
-    assert ("16 bytes past the end of aten::index.Tensor's `index: int64[512] cuda:0` (4096 bytes at "
-            "0x7f0000003000)") in text, text
+    paragraphs = verdict_text(p.stdout + p.stderr)
+    assert any("16 bytes past the end of aten::index.Tensor's `index: int64[512] cuda:0` (4096 bytes at "
+               "0x7f0000003000)" in para for para in paragraphs), paragraphs
 
 
 def test_nested_notes_name_the_innermost(tmp_path):
