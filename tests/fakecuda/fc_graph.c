@@ -204,3 +204,12 @@ FC_API CUresult cuGraphDestroy(CUgraph hGraph)
     FC_BEGIN();
     FC_RETURN(fc_graph_destroy(hGraph, 0));
 }
+
+/* A graph (exec 0) or executable graph (exec 1) handle the program made and did not destroy, or NULL. */
+struct fc_graph *fc_graph_valid(const void *h, int exec)
+{
+    for (struct fc_graph *g = fc_g.graphs; g; g = g->next)
+        if ((const void *)g == h && g->exec == exec)
+            return g;
+    return NULL;
+}

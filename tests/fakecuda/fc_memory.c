@@ -1,11 +1,12 @@
 /* Memory in the simulated driver: cuMemAlloc and its kin (device, host, pinned, async), and the copies and sets
  * between them, each a thin shell of fc_begin/fc_end around a static helper shared by its legacy and per-thread
- * twins, as in fc_api.c. Pitched and managed memory, pools and the virtual memory API are in fc_vmm.c. */
+ * twins, as in fc_api.c; then the allocations behind them (fc_mem_alloc, the address lookups, frees). Pitched and managed memory, pools and the virtual memory API are in fc_vmm.c. */
 #include "fc_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 /* ---- memory ----------------------------------------------------------------------------------------------- */
 
@@ -473,4 +474,124 @@ FC_API CUresult cuMemsetD32Async_ptsz(CUdeviceptr dstDevice, unsigned int ui, si
 {
     FC_BEGIN();
     FC_RETURN(fc_memset(dstDevice, ui, 4, N, 1, hStream, 1));
+}
+
+/* ---- the allocations behind the entry points ----------------------------------------------------------------------------------------------- */
+
+CUresult fc_mem_alloc(enum fc_memkind kind, size_t size, struct fc_mem **out)
+{
+    if (size == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct fc_mem *m = calloc(1, sizeof *m);
+    void *p = NULL;
+    if (!m)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    if (kind == FC_MEM_HOST) {
+        /* Pinned memory is unmapped when freed (or when its context dies): a tool still reading it faults, as
+         * it would on the real driver. */
+        size_t len = (size + 4095) & ~(size_t)4095;
+        p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) {
+            free(m);
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        }
+        m->mapped = len;
+    } else if (posix_memalign(&p, 256, size)) {
+        free(m);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    memset(p, 0, size);
+    m->kind = kind;
+    m->host = p;
+    m->size = size;
+    m->dptr = (CUdeviceptr)(uintptr_t)p + (kind == FC_MEM_HOST ? FC_MAP_OFFSET : FC_DEV_OFFSET);
+    m->next = fc_g.mems;
+    fc_g.mems = m;
+    *out = m;
+    return CUDA_SUCCESS;
+}
+
+struct fc_mem *fc_mem_by_host(const void *p)
+{
+    uintptr_t a = (uintptr_t)p;
+    for (struct fc_mem *m = fc_g.mems; m; m = m->next)
+        if (m->kind == FC_MEM_HOST && a >= (uintptr_t)m->host && a - (uintptr_t)m->host < m->size)
+            return m;
+    return NULL;
+}
+
+/* The allocation holding [d, d+len) as a device range, or NULL. */
+struct fc_mem *fc_mem_by_dptr(CUdeviceptr d, size_t len)
+{
+    for (struct fc_mem *m = fc_g.mems; m; m = m->next) {
+        if (d < m->dptr)
+            continue;
+        CUdeviceptr off = d - m->dptr;
+        if (off < m->size && len <= m->size - off)
+            return m;
+    }
+    return NULL;
+}
+
+/* Translates a device address range to the host memory behind it. allow_host also accepts host pointers of
+ * host-mapped memory, as unified addressing lets cuMemcpy do. */
+CUresult fc_dev_addr(CUdeviceptr d, size_t len, int allow_host, void **out)
+{
+    struct fc_mem *m = fc_mem_by_dptr(d, len);
+    if (m) {
+        *out = m->host + (d - m->dptr);
+        return CUDA_SUCCESS;
+    }
+    /* Adjacent mapped pieces of one physical allocation, mapped in its order, are one run of memory. */
+    if ((m = fc_mem_by_dptr(d, 1)) != NULL && m->kind == FC_MEM_MAPPED) {
+        struct fc_mem *p = m, *n;
+        while ((n = fc_mem_by_dptr(p->dptr + p->size, 1)) != NULL && n->kind == FC_MEM_MAPPED &&
+               n->dptr == p->dptr + p->size && n->host == p->host + p->size) {
+            p = n;
+            if (d + len <= p->dptr + p->size) {
+                *out = m->host + (d - m->dptr);
+                return CUDA_SUCCESS;
+            }
+        }
+    }
+    if (allow_host) {
+        m = fc_mem_by_host((const void *)(uintptr_t)d);
+        if (m && len <= m->size - ((uintptr_t)d - (uintptr_t)m->host)) {
+            *out = (void *)(uintptr_t)d;
+            return CUDA_SUCCESS;
+        }
+    }
+    return CUDA_ERROR_INVALID_VALUE;
+}
+
+void fc_mem_free(struct fc_mem *m)
+{
+    for (struct fc_mem **pp = &fc_g.mems; *pp; pp = &(*pp)->next) {
+        if (*pp == m) {
+            *pp = m->next;
+            if (m->mapped)
+                munmap(m->host, m->mapped);
+            else if (m->kind != FC_MEM_MAPPED)
+                free(m->host); /* a mapping's memory is its physical allocation's */
+            free(m);
+            return;
+        }
+    }
+}
+
+void fc_mem_free_owned(struct fc_ctx *c)
+{
+    for (struct fc_mem **pp = &fc_g.mems; *pp;) {
+        struct fc_mem *m = *pp;
+        if (m->owner == c) {
+            *pp = m->next;
+            if (m->mapped)
+                munmap(m->host, m->mapped);
+            else
+                free(m->host);
+            free(m);
+        } else {
+            pp = &m->next;
+        }
+    }
 }

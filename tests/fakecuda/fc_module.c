@@ -1,7 +1,9 @@
 /* The simulated driver's modules, libraries and kernels: loading images (data, files, libraries), their functions
- * and kernels, names and parameter layouts, as exported entry points in the style of fc_api.c. */
+ * and kernels, names and parameter layouts, as exported entry points in the style of fc_api.c; then the state
+ * behind them (parsing an image, plain names, parameter layouts, handle checks). */
 #include "fc_internal.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -256,4 +258,162 @@ FC_API CUresult cuKernelGetParamInfo(CUkernel kernel, size_t paramIndex, size_t 
 {
     FC_BEGIN();
     FC_RETURN(fc_param_info(kernel, paramIndex, paramOffset, paramSize, 1));
+}
+
+/* ---- loading images: the state behind the entry points ---------------------------------------------------------------------------------------------- */
+
+/* The identifier an Itanium-mangled name carries: "_Z9write_oobPii" -> "write_oob", "_ZN2ns1kEv" -> "ns::k".
+ * Anything else is its own plain name. */
+static void fc_plain_name(const char *name, char *out, size_t cap)
+{
+    size_t len = 0;
+    out[0] = 0;
+    if (!strncmp(name, "_Z", 2)) {
+        const char *p = name + 2;
+        int nested = *p == 'N';
+        if (nested) {
+            p++;
+            while (*p == 'r' || *p == 'V' || *p == 'K')
+                p++;
+        }
+        while (isdigit((unsigned char)*p)) {
+            char *end;
+            unsigned long n = strtoul(p, &end, 10);
+            if (n == 0 || strnlen(end, n) < n)
+                break;
+            if (len && len + 2 < cap) {
+                memcpy(out + len, "::", 2);
+                len += 2;
+            }
+            size_t take = n < cap - 1 - len ? n : cap - 1 - len;
+            memcpy(out + len, end, take);
+            len += take;
+            out[len] = 0;
+            p = end + n;
+            if (!nested)
+                break;
+        }
+    }
+    if (!len)
+        snprintf(out, cap, "%s", name);
+}
+
+/* A kernel's parameter list "(S,S,...)" (sizes in bytes) into f: each parameter is placed at the next offset
+ * aligned to the largest power of two dividing its size, 8 at most. 0, or -1 when it is malformed. */
+static int fc_parse_params(const char *p, struct fc_func *f)
+{
+    size_t off = 0;
+    f->nparams = 0;
+    p++; /* '(' */
+    while (isspace((unsigned char)*p))
+        p++;
+    if (*p == ')')
+        return p[1] ? -1 : 0;
+    for (;;) {
+        char *end;
+        unsigned long size = strtoul(p, &end, 10);
+        size_t align = 1;
+        if (end == p || size == 0 || size > 4096 || f->nparams == FC_MAX_PARAMS)
+            return -1;
+        while (align < 8 && size % (align * 2) == 0)
+            align *= 2;
+        off = (off + align - 1) / align * align;
+        f->poff[f->nparams] = off;
+        f->psize[f->nparams++] = size;
+        off += size;
+        for (p = end; isspace((unsigned char)*p); p++)
+            ;
+        if (*p == ')')
+            return p[1] ? -1 : 0;
+        if (*p++ != ',')
+            return -1;
+    }
+}
+
+/* Parses "fakecubin:" name[(sizes)][,name[(sizes)]...] into a new module (or library). */
+CUresult fc_module_load(const char *image, int library, struct fc_ctx *ctx, struct fc_module **out)
+{
+    static const char magic[] = "fakecubin:";
+    if (!image || strncmp(image, magic, sizeof magic - 1))
+        return CUDA_ERROR_INVALID_IMAGE;
+    char *text = strdup(image + sizeof magic - 1);
+    struct fc_module *m = calloc(1, sizeof *m);
+    size_t cap = 1;
+    for (const char *p = text ? text : ""; *p; p++)
+        cap += *p == ',';
+    struct fc_func *funcs = calloc(cap, sizeof *funcs);
+    CUresult rc = CUDA_ERROR_OUT_OF_MEMORY;
+    if (!text || !m || !funcs)
+        goto fail;
+    /* names are split at commas outside a parameter list */
+    for (char *tok = text, *next; tok; tok = next) {
+        int depth = 0;
+        for (next = tok; *next && (*next != ',' || depth); next++)
+            depth += (*next == '(') - (*next == ')');
+        if (*next)
+            *next++ = 0;
+        else
+            next = NULL;
+        while (isspace((unsigned char)*tok))
+            tok++;
+        char *end = tok + strlen(tok);
+        while (end > tok && isspace((unsigned char)end[-1]))
+            *--end = 0;
+        if (!*tok)
+            continue;
+        struct fc_func *f = &funcs[m->nfunc];
+        char *paren = strchr(tok, '(');
+        f->nparams = -1;
+        if (paren && fc_parse_params(paren, f) != 0) {
+            rc = CUDA_ERROR_INVALID_IMAGE;
+            goto fail;
+        }
+        while (paren && paren > tok && isspace((unsigned char)paren[-1]))
+            paren--;
+        if (!(f->name = paren ? strndup(tok, (size_t)(paren - tok)) : strdup(tok)))
+            goto fail;
+        fc_plain_name(f->name, f->plain, sizeof f->plain);
+        f->mod = m;
+        m->nfunc++;
+    }
+    rc = CUDA_ERROR_INVALID_IMAGE;
+    if (m->nfunc == 0)
+        goto fail;
+    free(text);
+    m->library = library;
+    m->alive = 1;
+    m->ctx = ctx;
+    m->funcs = funcs;
+    m->next = fc_g.modules;
+    fc_g.modules = m;
+    *out = m;
+    return CUDA_SUCCESS;
+fail:
+    if (m && funcs)
+        for (size_t i = 0; i < m->nfunc; i++)
+            free(funcs[i].name);
+    free(funcs);
+    free(m);
+    free(text);
+    return rc;
+}
+
+/* A function or kernel handle of a loaded module or library, or NULL. */
+struct fc_func *fc_func_valid(const void *h)
+{
+    uintptr_t a = (uintptr_t)h;
+    for (struct fc_module *m = fc_g.modules; m; m = m->next) {
+        uintptr_t lo = (uintptr_t)m->funcs, hi = (uintptr_t)(m->funcs + m->nfunc);
+        if (m->alive && a >= lo && a < hi && (a - lo) % sizeof(struct fc_func) == 0)
+            return (struct fc_func *)h;
+    }
+    return NULL;
+}
+
+int fc_module_valid(const struct fc_module *m, int library)
+{
+    for (struct fc_module *x = fc_g.modules; x; x = x->next)
+        if (x == m)
+            return x->alive && x->library == library;
+    return 0;
 }
