@@ -250,9 +250,8 @@ def _buffers_for(named):
     return "\n".join(lines)
 
 
-def _note_for(op, args, kwargs):
-    """(args text, problem text) for one call."""
-    named = _bind(op, args, kwargs)
+def _note_for(op, named):
+    """(args text, problem text) for one call, its arguments bound to their names (_bind)."""
     summaries = {}
     problem = ""
     rule = op.rule
@@ -296,9 +295,10 @@ def _make_mode_class(torch):
                 return func(*args, **kwargs)
             try:
                 op = _op_of(func)
-                text, problem = _note_for(op, args, kwargs)
+                named = _bind(op, args, kwargs)
+                text, problem = _note_for(op, named)
                 with_buffers = getattr(a, "op_begin_buffers", None)
-                buffers = _buffers_for(_bind(op, args, kwargs)) if with_buffers is not None else ""
+                buffers = _buffers_for(named) if with_buffers is not None else ""
                 if buffers:
                     opened = with_buffers(_enc(op.name), _enc(text), _enc(problem), _enc(buffers)) == 0
                 else:
