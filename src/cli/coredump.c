@@ -177,20 +177,15 @@ static const char *coredump_other_lane(const struct coredump_info *ci, const cha
     return buf;
 }
 
-/* Why a dump without warps gives no thread and no address: none of the faulting kernel's warps was left when the
- * GPU raised the error, as when a store faults after its warp has moved on. */
-#define COREDUMP_NO_WARPS                                                                                              \
-    "the dump holds no warp of any kernel: the faulting kernel had finished when the GPU raised the error (a "         \
-    "faulting store is reported after its warp has moved on), so the faulting thread and the address it accessed "     \
-    "are not in it; the error PC still gives the instruction and its line"
-#define COREDUMP_WARP_GONE                                                                                             \
-    "the dump holds %ld warp%s, none of them the faulting one: it had exited when the GPU raised the error (a "        \
-    "faulting store is reported after its warp has moved on), so the faulting thread and the address it accessed "     \
-    "are not in it; the error PC still gives the instruction and its line"
-#define COREDUMP_NO_WARPS_GRID                                                                                         \
-    "the dump holds no warp: the faulting warps had exited when the GPU raised the error (a faulting store is "        \
-    "reported after its warp has moved on), so the faulting thread and the address it accessed are not in it; the "    \
-    "error PC still gives the instruction and its line"
+/* Why a dump without the faulting warp gives no thread and no address: none of the faulting kernel's warps (or
+ * not the faulting one) was left when the GPU raised the error, as when a store faults after its warp has moved
+ * on. One tail, three heads. */
+#define COREDUMP_GONE_TAIL                                                                                             \
+    " when the GPU raised the error (a faulting store is reported after its warp has moved on), so the faulting "      \
+    "thread and the address it accessed are not in it; the error PC still gives the instruction and its line"
+#define COREDUMP_NO_WARPS "the dump holds no warp of any kernel: the faulting kernel had finished" COREDUMP_GONE_TAIL
+#define COREDUMP_WARP_GONE "the dump holds %ld warp%s, none of them the faulting one: it had exited" COREDUMP_GONE_TAIL
+#define COREDUMP_NO_WARPS_GRID "the dump holds no warp: the faulting warps had exited" COREDUMP_GONE_TAIL
 #define COREDUMP_OVERWRITTEN                                                                                           \
     "the faulting instruction wrote over a register its address is made of, so the registers no longer give it"
 
@@ -274,13 +269,20 @@ static int coredump_lanes(struct coredump_info *ci, const struct sass_access *a,
     return 1;
 }
 
+/* Whether the dump's exception is about an address (illegal, misaligned, out of range, ...): one whose faulting
+ * access has an address to give or to explain. */
+static int coredump_is_address(const struct coredump_info *ci)
+{
+    return ci->exception && strstr(ci->exception, "Address") != NULL;
+}
+
 static void coredump_address(struct coredump_info *ci)
 {
     struct sass_access a;
     const char *why = NULL;
     char buf[200];
     int rc;
-    if (!ci->insn && ci->exception && strstr(ci->exception, "Address")) {
+    if (!ci->insn && coredump_is_address(ci)) {
         /* an address exception whose instruction the debugger did not show (it died, or had no error PC) */
         ci->address_unknown = strdup("the debugger did not show the instruction at the error PC, so neither the "
                                      "access nor its address is known");
@@ -449,8 +451,7 @@ void coredump_note_census(struct coredump_info *ci, const struct coredump_census
     ci->warps_in_dump = cs->warps;
     /* only a faulting access's address is at stake; a lane that gave one, or a focus (the debugger found the
      * faulting warp), says the dump holds it */
-    if (!ci->exception || !strstr(ci->exception, "Address") || ci->have_address || ci->lanes_read ||
-        (cs->warps > 0 && ci->warp >= 0))
+    if (!coredump_is_address(ci) || ci->have_address || ci->lanes_read || (cs->warps > 0 && ci->warp >= 0))
         return;
     /* seen on the H200 for the out-of-bounds stores of the GPU suite: no focus, cuda-gdb 13.0 dying where it
      * looked for the faulting warp, and either empty grid, block and warp tables or only other warps */

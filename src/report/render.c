@@ -155,21 +155,20 @@ static void render_coredump(struct render_buf *b, const struct json *cd, const s
         render_line(b, "    (device %lld, SM %lld, warp %lld, lane %lld)", json_get_int(cd, "device", -1),
                     json_get_int(cd, "sm", -1), warp, json_get_int(cd, "lane", -1));
     const struct json *crashed = json_get(cd, "debugger_crashed");
+    const char *unknown = json_get_str(cd, "address_unknown");
     if (json_is(crashed, JSON_BOOL) && crashed->boolean) {
         const char *err = json_get_str(cd, "debugger_error");
         char text[800];
         /* where the dump's own tables say why no thread is known (address_unknown, below), that is said alone */
         snprintf(text, sizeof text, "cuda-gdb died reading the dump%s%s%s, after what is shown here%s", err ? " (" : "",
                  err ? err : "", err ? ")" : "",
-                 json_get_str(cd, "address_unknown") ? ""
-                                                     : ": the faulting thread, instruction and address are not known");
+                 unknown ? "" : ": the faulting thread, instruction and address are not known");
         render_para(b, "    ", "      ", text);
     }
     /* the faulting access: its instruction, and its address when the dump gives it (what it touched is said by
      * the address lines, render_addr) */
     const char *access = json_get_str(cd, "access"), *space = json_get_str(cd, "space");
     const char *insn = json_get_str(cd, "instruction"), *addr = json_get_str(cd, "address");
-    const char *unknown = json_get_str(cd, "address_unknown");
     /* an illegal address's faulting lane is chosen with the allocation table: its address is the answer's */
     if (!addr && json_get_int(fa, "lane", -1) >= 0 && json_get_str(fa, "source") &&
         !strcmp(json_get_str(fa, "source"), "coredump"))
