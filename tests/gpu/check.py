@@ -83,7 +83,7 @@ class Case:
         # an illegal or misaligned address: the --coredump row's faulting lane is compared with compute-sanitizer's
         self.sanitize = coredump and kind == "fault" and set(self.codes) <= {700, 716}
         self.fault_line = 0         # that line, filled in by the suite
-        self.verdict_says = verdict_says  # a pattern an exact verdict's printed text must hold (lines joined)
+        self.verdict_says = verdict_says  # a pattern a paragraph of an exact verdict's printed text must hold
         self.note = note            # what the case is about
 
 
@@ -413,8 +413,8 @@ def judge(case, cudart, want_line, base, run, ref_seq=None):
         if ref_seq is not None and out.seq != ref_seq:
             out.fail("culprit is launch #%s, %s named #%s" % (out.seq, case.same_as, ref_seq))
         if case.verdict_says:
-            said_text = re.sub(r"\s*\nculprit:\s+", " ", run.stderr)
-            m = re.search(case.verdict_says, said_text)
+            m = next((m for m in (re.search(case.verdict_says, p) for p in diagnose_group.verdict_text(run.stderr))
+                      if m), None)
             if m:
                 out.notes.append("the verdict says: " + m.group(0))
             else:
