@@ -235,6 +235,17 @@ void emit_process(struct jw *w) {
   jw_int(w, getppid());
   jw_key(w, "exe");
   jw_str(w, exe);
+  /* the kernel's name of the process (its log of a GPU fault names it so: culprit run ties the two by it when the
+   * log's pid is not this one's, in a container) */
+  char comm[32];
+  int cfd = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
+  ssize_t cl = cfd >= 0 ? read(cfd, comm, sizeof comm - 1) : -1;
+  if (cfd >= 0) close(cfd);
+  while (cl > 0 && comm[cl - 1] == '\n') cl--;
+  if (cl > 0) {
+    jw_key(w, "comm");
+    jw_strn(w, comm, (size_t)cl);
+  }
   jw_key(w, "argv");
   jw_arr_begin(w);
   /* the whole command line, so that a command printed from the report is the one that ran; past the bound (a

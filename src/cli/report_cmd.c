@@ -186,7 +186,7 @@ static int cli_symbolize(struct merge_report *reps, size_t n, struct cli_progres
     /* what the faulting address the GPU core dump gave touched, as culprit run writes it (report/addr.c) */
     for (size_t i = 0; i < n; i++) {
         int addr = 0;
-        if (addr_annotate_coredump(docs[i], &addr) != 0) {
+        if (addr_annotate_fault(docs[i], &addr) != 0) {
             rc = ENOMEM;
             goto out;
         }

@@ -8,6 +8,8 @@
 #include "cli.h"
 #include "coredump.h"
 #include "../report/addr.h"
+#include "faultpage.h"
+#include "kernlog.h"
 #include "nccllog.h"
 #include "rerun.h"
 #include "watch.h"
@@ -350,14 +352,14 @@ static int cli_report_has_ops(const struct json *doc)
  * stderr. Returns 0 when it was shown. With keep, the report also gets the end of its process's NCCL log and
  * is not printed but handed back in *keep (for cli_show_reports). */
 static int cli_show_report(const char *path, int brief, struct cli_watch *w, int *faulted, const struct cli_run_opts *o,
-                           const char *run_dir, struct json **keep)
+                           const char *run_dir, const struct kernlog *klog, struct json **keep)
 {
     long long lo, hi;
     struct render_opts ro = {.brief = brief, .path = brief ? path : NULL, .no_debugger = o && o->simulated};
     struct json *doc = NULL;
     char why[1024];
     char *text;
-    int changed = 0, asserts = 0, nccl = 0, addr = 0;
+    int changed = 0, asserts = 0, nccl = 0, addr = 0, klogged = 0, narrowed = 0;
 
     if (symbolize_load(path, &doc, why, sizeof why) != 0) {
         cli_err("%s", why);
@@ -384,10 +386,17 @@ static int cli_show_report(const char *path, int brief, struct cli_watch *w, int
         cli_err("out of memory adding the device asserts to %s", path);
     if (keep && nccllog_attach(run_dir, doc, &nccl) != 0)
         cli_err("out of memory adding NCCL's log to %s", path);
-    /* what the faulting address the GPU core dump gave touched (report/addr.c) */
-    if (addr_annotate_coredump(doc, &addr) != 0)
+    if (klog && kernlog_attach(klog, doc, &klogged) != 0)
+        cli_err("out of memory adding the kernel's log of the GPU fault to %s", path);
+    /* what the faulting address touched: the GPU core dump's, else the page of the kernel's log (report/addr.c) */
+    if (addr_annotate_fault(doc, &addr) != 0)
         cli_err("out of memory answering the faulting address in %s", path);
-    if ((changed || asserts || nccl || addr) && symbolize_save(path, doc, why, sizeof why) != 0)
+    /* a window of candidates the page of the faulting address settles, then the answer as of the culprit's launch */
+    if (faultpage_narrow(doc, &narrowed) != 0)
+        cli_err("out of memory settling the verdict of %s by the page of its faulting address", path);
+    if (narrowed && addr_annotate_fault(doc, &addr) != 0)
+        cli_err("out of memory answering the faulting address in %s", path);
+    if ((changed || asserts || nccl || addr || klogged || narrowed) && symbolize_save(path, doc, why, sizeof why) != 0)
         cli_err("%s (the verdict below is complete, only the file keeps its old content)", why);
     if (o && o->rerun && rerun_needed(doc, &lo, &hi)) {
         json_free(doc);
@@ -398,7 +407,7 @@ static int cli_show_report(const char *path, int brief, struct cli_watch *w, int
             return -1;
         }
         /* the rerun may have named the culprit, whose launch the address's answer is judged at */
-        if (addr_annotate_coredump(doc, &addr) == 0 && addr && symbolize_save(path, doc, why, sizeof why) != 0)
+        if (addr_annotate_fault(doc, &addr) == 0 && addr && symbolize_save(path, doc, why, sizeof why) != 0)
             cli_err("%s", why);
     }
     if (keep) {
@@ -458,6 +467,7 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus, int *faulted)
     int created = 0, created_parent = 0, errpipe[2], rc, e = 0, status = 0, verdicts;
     ssize_t got;
     pid_t pid;
+    struct kernlog klog = {.fd = -1};
 
     rc = cli_find_lib(lib, sizeof lib);
     if (rc)
@@ -518,6 +528,8 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus, int *faulted)
     sigemptyset(&dfl.sa_mask);
     sigaction(SIGCHLD, &dfl, &oldchld);
 
+    /* where the kernel's log ends now: what the run adds to it is read once it ended (kernlog.c) */
+    kernlog_begin(&klog);
     fflush(NULL);
     cli_parent_pid = getpid();
     pid = fork();
@@ -552,6 +564,7 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus, int *faulted)
     watch_scan_files(w);
     cli_restore_signals(old, &oldchld);
     watch_finish(w);
+    kernlog_end(&klog);
 
     if (got == (ssize_t)sizeof e) {
         cli_err("cannot run '%s': %s", o->argv[0], strerror(e));
@@ -582,7 +595,7 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus, int *faulted)
         for (i = 0; i < n; i++) {
             struct json *doc = NULL;
             if (cli_is_old(seen, nseen, reports[i]) ||
-                cli_show_report(reports[i], o->quiet, w, faulted, o, abs, &doc) != 0)
+                cli_show_report(reports[i], o->quiet, w, faulted, o, abs, &klog, &doc) != 0)
                 continue;
             mine[nmine].path = reports[i];
             mine[nmine++].doc = doc;
@@ -642,6 +655,7 @@ not_started:
     cli_remove_dir(abs, created, created_parent);
     rc = CLI_EXIT_FAIL;
 out:
+    kernlog_free(&klog);
     if (w) {
         watch_free(w);
         free(w);

@@ -213,7 +213,25 @@ int addr_of_report(const struct json *doc, uint64_t *address, uint64_t *access, 
         *source = "coredump";
         return 1;
     }
+    const struct json *kl = json_get(doc, "gpu_fault_log");
+    if (json_is(kl, JSON_OBJ) && addr_field(kl, "address", address) == 0) {
+        *access = 0;
+        *source = "kernel log";
+        return 1;
+    }
     return 0;
+}
+
+uint64_t addr_granule(const struct json *doc)
+{
+    const struct json *fa = json_get(doc, "fault_address"), *cd = json_get(doc, "coredump");
+    uint64_t x;
+    long long g;
+    if (json_is(fa, JSON_OBJ) && addr_field(fa, "address", &x) == 0)
+        return json_int(json_get(fa, "granule"), &g) == 0 && g > 0 ? (uint64_t)g : 0;
+    if (json_is(cd, JSON_OBJ) && addr_field(cd, "address", &x) == 0)
+        return 0;
+    return json_int(json_get(json_get(doc, "gpu_fault_log"), "granule"), &g) == 0 && g > 0 ? (uint64_t)g : 0;
 }
 
 /* ---- the answer as JSON ---- */
@@ -504,5 +522,31 @@ int addr_annotate_coredump(struct json *doc, int *changed)
     if (addr_annotate(doc, address, access, "coredump"))
         return -1;
     *changed = 1;
+    return 0;
+}
+
+int addr_annotate_fault(struct json *doc, int *changed)
+{
+    const struct json *kl = json_get(doc, "gpu_fault_log"), *fa;
+    const char *src, *access;
+    uint64_t page;
+    long long g;
+    if (addr_annotate_coredump(doc, changed))
+        return -1;
+    /* a byte the dump (or the user) gave wins over a page */
+    fa = json_get(doc, "fault_address");
+    src = json_get_str(fa, "source");
+    if ((fa && (!src || strcmp(src, "kernel log") != 0)) || !json_is(kl, JSON_OBJ) ||
+        addr_field(kl, "address", &page) != 0)
+        return 0;
+    if (addr_annotate(doc, page, 0, "kernel log"))
+        return -1;
+    *changed = 1;
+    fa = json_get(doc, "fault_address");
+    access = json_get_str(kl, "access");
+    if (json_put((struct json *)fa, "granule",
+                 json_new_int(json_int(json_get(kl, "granule"), &g) == 0 && g > 0 ? g : 4096)) ||
+        (access && json_put((struct json *)fa, "access", json_new_str(access))))
+        return -1;
     return 0;
 }

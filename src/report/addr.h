@@ -67,14 +67,22 @@ void addr_answer(const struct json *doc, uint64_t address, uint64_t access, stru
  * seq < 0: the table as it was when the report was written. */
 void addr_answer_at(const struct json *doc, uint64_t address, uint64_t access, long long seq, struct addr_answer *a);
 /* The address the report asks about: its "fault_address" (set by addr_annotate), else what the GPU core dump
- * said ("coredump.address", "coredump.access_size"). Returns 1 and fills the outputs (source: "command line" or
- * "coredump"), or 0 when it names none. */
+ * said ("coredump.address", "coredump.access_size"), else the page the kernel's log of the GPU's memory fault gave
+ * ("gpu_fault_log.address", written by culprit run). Returns 1 and fills the outputs (source: "command line",
+ * "coredump" or "kernel log"), or 0 when it names none. */
 int addr_of_report(const struct json *doc, uint64_t *address, uint64_t *access, const char **source);
+/* How precise that address is: 0 for a byte, else the size of the page it stands for (the kernel's log gives
+ * the 4 KiB page of the faulting address, not the byte). */
+uint64_t addr_granule(const struct json *doc);
 /* Sets doc's "fault_address" to the answer for address (docs/report.md). Returns 0, or -1 when memory is short. */
 int addr_annotate(struct json *doc, uint64_t address, uint64_t access, const char *source);
 /* The same for the address the GPU core dump gave ("coredump.address"), when it gave one: *changed says whether
  * doc was changed. Returns 0, or -1 when memory is short. */
 int addr_annotate_coredump(struct json *doc, int *changed);
+/* addr_annotate_coredump, and when the dump gave no address, the page of the kernel's log ("gpu_fault_log"):
+ * "fault_address" then has source "kernel log", "granule" (the page's size) and "access" ("read", "write", ...).
+ * Returns 0, or -1 when memory is short. */
+int addr_annotate_fault(struct json *doc, int *changed);
 /* What a value launch seq passed its kernel points into, for the verdict's argument lines: "offset 16 of the
  * allocation of 4096 bytes at 0x7f.. (cuMemAlloc_v2 before any launch), allocated at train.py:12" for an
  * allocation live when the launch was made (returns 1), or "offset 16 of memory freed before this launch (a use

@@ -91,9 +91,11 @@ static const char *addr_site(const struct json *doc, const struct addr_range *r,
     return out;
 }
 
-/* "16 bytes after the end of the allocation of ..." or "... before the start of ...", prefixed with lead. */
+/* "16 bytes after the end of the allocation of ..." or "... before the start of ...", prefixed with lead. For a
+ * page (granule > 0, the kernel's log): where the page lies, "the page begins 4096 bytes after the end of ...",
+ * "the page ends right before the start of ...". */
 static void addr_neighbour(struct render_buf *b, const struct json *doc, const struct addr_range *r, int below,
-                           uint64_t address, const char *lead)
+                           uint64_t address, uint64_t granule, const char *lead)
 {
     char d[600], site[1500], text[2400];
     uint64_t end = r->run_pieces > 1 ? r->run_base + r->run_size : r->base + r->size;
@@ -101,7 +103,17 @@ static void addr_neighbour(struct render_buf *b, const struct json *doc, const s
         return;
     addr_describe(r, d, sizeof d);
     addr_site(doc, r, site, sizeof site);
-    if (below && address == end)
+    if (granule && !below && address + granule > r->base) {
+        snprintf(text, sizeof text, "%sthe page holds the start of the %s%s, %" PRIu64 " bytes into it", lead, d, site,
+                 r->base - address);
+    } else if (granule) {
+        uint64_t gap = below ? address - end : r->base - (address + granule);
+        char far[48] = "right";
+        if (gap)
+            snprintf(far, sizeof far, "%" PRIu64 " byte%s", gap, gap == 1 ? "" : "s");
+        snprintf(text, sizeof text, "%sthe page %s %s %s the %s of the %s%s", lead, below ? "begins" : "ends", far,
+                 below ? "after" : "before", below ? "end" : "start", d, site);
+    } else if (below && address == end)
         snprintf(text, sizeof text, "%sright after the end of the %s%s", lead, d, site);
     else if (below)
         snprintf(text, sizeof text, "%s%" PRIu64 " byte%s after the end of the %s%s", lead, address - end,
@@ -272,15 +284,36 @@ void addr_render(struct render_buf *b, const struct json *doc)
     char acc[64] = "", text[2400], d[600], site[1500], when[48];
     long long m;
 
-    if (!addr_of_report(doc, &address, &access, &source))
+    if (!addr_of_report(doc, &address, &access, &source)) {
+        /* culprit run read the kernel's log for the page and found none: why, and what would give it */
+        const char *why = json_get_str(json_get(doc, "gpu_fault_log"), "unknown");
+        if (why && !json_get(doc, "coredump")) {
+            render_add(b, "culprit:\n");
+            snprintf(text, sizeof text, "the faulting address is not known: %s", why);
+            render_para(b, "", "  ", text);
+        }
         return;
+    }
+    uint64_t granule = addr_granule(doc);
+    const char *at = granule ? "the page at offset" : "offset";
     addr_answer(doc, address, access, &a);
     m = a.fault_seq;
     if (access)
         snprintf(acc, sizeof acc, "an access of %" PRIu64 " byte%s, ", access, access == 1 ? "" : "s");
     render_add(b, "culprit:\n");
-    render_line(b, "the faulting address 0x%" PRIx64 " (%s%s):", address, acc,
-                strcmp(source, "coredump") == 0 ? "from the GPU core dump" : "given on the command line");
+    if (granule) {
+        const char *kind = json_get_str(json_get(doc, "fault_address"), "access");
+        if (!kind)
+            kind = json_get_str(json_get(doc, "gpu_fault_log"), "access");
+        snprintf(text, sizeof text,
+                 "the faulting address lies in the %" PRIu64 "-byte page at 0x%" PRIx64 " (%s%s%sthe kernel's log of "
+                 "the GPU's memory fault gives the page, not the byte):",
+                 granule, address, kind ? "a " : "", kind ? kind : "", kind ? "; " : "");
+        render_para(b, "", "  ", text);
+    } else {
+        render_line(b, "the faulting address 0x%" PRIx64 " (%s%s):", address, acc,
+                    strcmp(source, "coredump") == 0 ? "from the GPU core dump" : "given on the command line");
+    }
     if (strcmp(source, "coredump") == 0)
         addr_render_lanes(b, doc, json_get(doc, "fault_address"));
     /* the faulting launch's operator (--diagnose) knows its tensors: shape and dtype, not only the segment */
@@ -300,7 +333,8 @@ void addr_render(struct render_buf *b, const struct json *doc)
         addr_describe(&a.in, d, sizeof d);
         addr_site(doc, &a.in, site, sizeof site);
         if (a.where == ADDR_INSIDE) {
-            snprintf(text, sizeof text, "at offset %" PRIu64 " inside the %s%s", address - a.in.base, d, site);
+            snprintf(text, sizeof text, "%s %" PRIu64 " inside the %s%s",
+                     granule ? "the page begins at offset" : "at offset", address - a.in.base, d, site);
         } else {
             uint64_t over = address - a.in.base + access - a.in.size;
             snprintf(text, sizeof text,
@@ -323,14 +357,14 @@ void addr_render(struct render_buf *b, const struct json *doc)
         if (m >= 0)
             snprintf(text, sizeof text,
                      "in memory freed before the faulting launch #%lld was made, a use after "
-                     "free: offset %" PRIu64 " of the %s%s",
-                     m, address - a.freed.base, d, site);
+                     "free: %s %" PRIu64 " of the %s%s",
+                     m, at, address - a.freed.base, d, site);
         else
             snprintf(text, sizeof text,
                      "in memory freed by the time the report was written, a use after free if "
-                     "the kernel ran after the free (the faulting launch is not known exactly): offset %" PRIu64
+                     "the kernel ran after the free (the faulting launch is not known exactly): %s %" PRIu64
                      " of the %s%s",
-                     address - a.freed.base, d, site);
+                     at, address - a.freed.base, d, site);
         render_para(b, "  ", "    ", text);
         if (a.freed_others) {
             snprintf(text, sizeof text, "(%d earlier allocation%s held it too)", a.freed_others,
@@ -341,7 +375,7 @@ void addr_render(struct render_buf *b, const struct json *doc)
     case ADDR_UNMAPPED:
         addr_describe(&a.reserved, d, sizeof d);
         addr_site(doc, &a.reserved, site, sizeof site);
-        snprintf(text, sizeof text, "in addresses reserved but not mapped: offset %" PRIu64 " of the %s%s",
+        snprintf(text, sizeof text, "in addresses reserved but not mapped: %s %" PRIu64 " of the %s%s", at,
                  address - a.reserved.base, d, site);
         render_para(b, "  ", "    ", text);
         break;
@@ -362,8 +396,8 @@ void addr_render(struct render_buf *b, const struct json *doc)
         const char *lead = a.where == ADDR_OUTSIDE ? "in no allocation culprit recorded: "
                                                    : "the nearest mapped "
                                                      "memory: ";
-        addr_neighbour(b, doc, below_first ? &a.below : &a.above, below_first, address, lead);
-        addr_neighbour(b, doc, below_first ? &a.above : &a.below, !below_first, address, "and ");
+        addr_neighbour(b, doc, below_first ? &a.below : &a.above, below_first, address, granule, lead);
+        addr_neighbour(b, doc, below_first ? &a.above : &a.below, !below_first, address, granule, "and ");
     }
     if (a.where == ADDR_OUTSIDE && a.freed.obj) {
         addr_describe(&a.freed, d, sizeof d);

@@ -260,6 +260,7 @@ int trace_write(const struct json *doc, struct jw *w, size_t *nlaunches)
     trace_add_all(&s, json_get(doc, "candidates_before_assert"), "ruled out");
     trace_add_all(&s, json_get(doc, "candidates_before_rerun"), "ruled out");
     trace_add_all(&s, json_get(doc, "candidates_before_coredump"), "ruled out");
+    trace_add_all(&s, json_get(doc, "candidates_before_fault_page"), "ruled out");
     for (size_t i = 0; i < s.n; i++) {
         long long t = json_get_int(s.items[i].launch, "time_ns", -1);
         if (t >= 0 && (t0 < 0 || t < t0))

@@ -368,6 +368,56 @@ def _(b):
     expect_answer(fa, text, known, x, (rep.get("culprit") or {}).get("seq"), "the dump's address")
 
 
+@case("alloc_kernel_log")
+def _(b):
+    """The kernel's log of the GPU's memory fault (the simulated driver writes its Xid 31 line, FAKECUDA_KMSG)
+    gives the page of the faulting address: culprit run ties the line to the report by its pid and answers the page
+    by the oracle's rule, in JSON and in the verdict's words for a page. An unreadable log, or none asked for, gives
+    no address, and the verdict says why."""
+    for off, access in ((1 << 20, "write"), (-(1 << 24), "read")):
+        log = os.path.join(b.newdir("log"), "kern.log")
+        open(log, "w").close()
+        env = {"FAKECUDA_FAULT": "kernel=write_oob,offset=%d,access=%s" % (off, access), "FAKECUDA_KMSG": log,
+               "CULPRIT_KERNEL_LOG": log}
+        res, rep, p = run(b, "kinds", env)
+        g = rep.get("gpu_fault_log") or {}
+        page = (p["dev"] + off) & ~0xfff
+        check(g.get("address") == "0x%x" % page and g.get("pid") == rep["process"]["pid"] and
+              g.get("matched") == "pid" and g.get("access") == access and g.get("granule") == 4096,
+              "gpu_fault_log: %r (page 0x%x)" % (g, page))
+        fa = rep.get("fault_address") or {}
+        known = [Range(r["kind"], int(r["base"], 16), r["size"], r["seq"], r.get("freed_seq"), r["kind"])
+                 for r in table(rep)["ranges"]]
+        fault_seq = (rep.get("culprit") or {}).get("seq")
+        want, r, below, above = oracle(known, page, 10 ** 18 if fault_seq is None else fault_seq)
+        check(fa.get("source") == "kernel log" and fa.get("address") == "0x%x" % page and fa.get("answer") == want
+              and fa.get("access") == access and fa.get("granule") == 4096, "fault_address %r, expected %s" % (
+                  fa, want))
+        text = joined(res.err_text)
+        check("the faulting address lies in the 4096-byte page at 0x%x (a %s;" % (page, access) in res.err_text,
+              "the headline\n" + text)
+        if below is not None:
+            n = page - (below.base + below.size)
+            phrase = "the page begins %s after the end of the " % (
+                "right" if n == 0 else "%d byte%s" % (n, "" if n == 1 else "s"))
+            check((fa.get("below") or {}).get("past_end") == n and phrase in text,
+                  "%r with past_end %d\n%s" % (phrase, n, text))
+        if above is not None:
+            n = above.base - page - 4096
+            check((fa.get("above") or {}).get("before_start") == above.base - page and
+                  ("the page ends %d bytes before the start of the " % n in text or n <= 0), text)
+    for setting, words in ((os.path.join(b.newdir("nolog"), "none"), "cannot be opened"), ("off", None)):
+        res, rep, p = run(b, "kinds", {"FAKECUDA_FAULT": "kernel=write_oob,offset=64", "CULPRIT_KERNEL_LOG": setting})
+        g = rep.get("gpu_fault_log")
+        check("fault_address" not in rep, "%s: no address: %r" % (setting, rep.get("fault_address")))
+        if words is None:
+            check(g is None and "the faulting address is not known" not in res.err_text, "off: %r" % g)
+        else:
+            check(words in str((g or {}).get("unknown")) and
+                  "the faulting address is not known: the kernel's log %s cannot be opened" % setting in
+                  re.sub(r" *\nculprit: +", " ", res.err_text), "%s: %r\n%s" % (setting, g, res.err_text))
+
+
 @case("alloc_coredump_address")
 def _(b):
     """The whole way from the dump to the answer: a misaligned store (the stand-in debugger disassembles it as a

@@ -126,6 +126,8 @@ def _base_env(b, extra):
     # These scenarios check attribution itself, so every launch gets a breadcrumb (precise density); the sparse
     # default of record mode has cases of its own (sparse_*), which set CULPRIT_CRUMB_EVERY themselves.
     env["CULPRIT_CRUMB_EVERY"] = "1"
+    # the machine's own kernel log says nothing of simulated faults; the cases of the kernel's log give a file
+    env["CULPRIT_KERNEL_LOG"] = "off"
     if MARK:
         env["CULPRIT_MARK"] = MARK
     for k, v in (extra or {}).items():

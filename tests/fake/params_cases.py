@@ -251,5 +251,86 @@ def _(b):
         check("named by its arguments" not in res.err_text, "%s: named by arguments\n%s" % (how, res.err_text))
 
 
+def page_run(b, args, tag, spec="kernel=write_oob,nth=2,offset=16384"):
+    """params ARGS under `culprit run`, the simulated driver logging the faulting write's page (arg0 + offset) as
+    the kernel logs a GPU memory fault (FAKECUDA_KMSG) into the file culprit reads (CULPRIT_KERNEL_LOG); (result,
+    reports by pid, the log's path)."""
+    log = os.path.join(b.newdir(tag + "-log"), "kern.log")
+    open(log, "w").close()
+    env = {"FAKECUDA_FAULT": spec, "FAKECUDA_KMSG": log, "CULPRIT_KERNEL_LOG": log}
+    rdir = b.newdir(tag)
+    res = h.cli_run(b, [b.prog("params")] + list(args), env, rdir)
+    reps = {}
+    for path in h.report_files(rdir):
+        with open(path) as f:
+            rep = json.load(f)
+        reps[rep["process"]["pid"]] = rep
+    return res, reps, log
+
+
+@case("params_by_fault_page")
+def _(b):
+    """Same kernel, same grid, two streams, buffers a and b; the second launch writes 16 KiB past b, and the
+    kernel's log gives that page: past b's end, so the launch that passed b is the culprit, named by the page."""
+    res, reps, log = page_run(b, ["streams"], "page")
+    p = printed(res)
+    check(len(reps) == 1, "one report: %r\n%s" % (list(reps), res.describe()))
+    rep = list(reps.values())[0]
+    g = rep.get("gpu_fault_log") or {}
+    page = (p["b"] + 16384) & ~0xfff
+    check(g.get("xid") == 31 and g.get("address") == "0x%x" % page and g.get("pid") == rep["process"]["pid"] and
+          g.get("matched") == "pid" and g.get("access") == "write" and g.get("source") == log,
+          "gpu_fault_log: %r (page 0x%x)" % (g, page))
+    fa = rep.get("fault_address") or {}
+    check(fa.get("source") == "kernel log" and fa.get("address") == "0x%x" % page and fa.get("granule") == 4096 and
+          fa.get("access") == "write" and (fa.get("below") or {}).get("base") == "0x%x" % p["b"],
+          "fault_address: %r" % fa)
+    c, v = rep.get("culprit") or {}, rep.get("verdict") or {}
+    check(v.get("certainty") == "exact" and c.get("by") == "fault page" and c.get("params") == words(p["b"], 16),
+          "exact by the page: verdict %r culprit %r\n%s" % (v, c, res.describe()))
+    before = rep.get("candidates_before_fault_page") or []
+    check([l.get("params") for l in before] == [words(p["a"], 16)], "the other candidate kept: %r" % before)
+    text = joined(res.err_text)
+    for words_ in ("named by the page of the faulting address: the kernel's log puts the GPU's memory fault in the "
+                   "page at 0x%x, just past the end of the allocation 0x%x" % (page, p["b"]),
+                   "the faulting address lies in the 4096-byte page at 0x%x (a write;" % page,
+                   "the page begins %d bytes after the end of the allocation of 4096 bytes at 0x%x" % (
+                       page - p["b"] - 4096, p["b"])):
+        check(words_ in text, "%r is not in the verdict\n%s" % (words_, text))
+
+
+@case("params_fault_page_ambiguous")
+def _(b):
+    """Both launches on buffer a: both point next to the page, the verdict stays candidates; a page far from
+    every buffer names no launch; the page is answered all the same."""
+    for args, spec in ((["streams", "same"], "kernel=write_oob,nth=2,offset=16384"),
+                       (["streams"], "kernel=write_oob,nth=2,offset=0x40000000000,access=read")):
+        res, reps, log = page_run(b, args, "ambiguous", spec)
+        rep = list(reps.values())[0] if len(reps) == 1 else {}
+        v, fa = rep.get("verdict") or {}, rep.get("fault_address") or {}
+        check(v.get("certainty") == "candidates" and len(rep.get("candidates") or []) == 2 and
+              not rep.get("culprit") and "named by the page" not in res.err_text,
+              "%s: stays candidates: %r\n%s" % (args, v, res.describe()))
+        check(fa.get("source") == "kernel log" and fa.get("answer") in ("outside", "nothing_near"),
+              "%s: the page answered: %r" % (args, fa))
+    check(fa.get("access") == "read" and fa.get("answer") == "nothing_near" and
+          "(a read;" in res.err_text, "the far read: %r" % fa)
+
+
+@case("params_fault_page_fork")
+def _(b):
+    """A forked child faults: its report gets the line of its own pid, and its culprit stays its own launch."""
+    res, reps, log = page_run(b, ["fork"], "fork")
+    p = printed(res)
+    check(len(reps) == 1, "one report (the child's): %r\n%s" % (list(reps), res.describe()))
+    pid, rep = list(reps.items())[0]
+    g = rep.get("gpu_fault_log") or {}
+    check(g.get("pid") == pid and g.get("matched") == "pid" and
+          g.get("address") == "0x%x" % ((p["child"] + 16384) & ~0xfff), "the child's line: %r" % g)
+    with open(log) as f:
+        lines = f.read().splitlines()
+    check(len(lines) == 1 and "pid=%d," % pid in lines[0], "the log: %r" % lines)
+
+
 if __name__ == "__main__":
     sys.exit(h.main())

@@ -46,6 +46,7 @@ struct fc_op {
     unsigned block[3];           /* KERNEL: block dimensions */
     unsigned long long arg0;     /* KERNEL: the first 8 bytes of its first parameter (a buffer, mostly), 0 none */
     CUresult fault;              /* KERNEL: code it faults with when run, 0 = none (set when queued live) */
+    const struct fc_fault *spec; /* KERNEL: the FAKECUDA_FAULT spec that made it fault, NULL = none */
     unsigned long long ready_ns; /* KERNEL: CLOCK_MONOTONIC time before which it cannot complete (FAKECUDA_HANG),
                                   * 0 = at once, FC_NEVER = never */
     void *dst;                   /* WRITE/COPY/SET: host address stored to */
@@ -155,6 +156,9 @@ struct fc_fault {
     unsigned long long nth;    /* which launch of that kernel */
     unsigned long long seen;   /* launches of that kernel seen so far */
     CUresult code;             /* FAKECUDA_FAULT: error it raises */
+    long long offset;          /* FAKECUDA_FAULT offset=: the faulting address is arg0 + offset (FAKECUDA_KMSG) */
+    int has_offset;            /* offset= was given */
+    int write;                 /* access=write (default) or read: what the kernel's log line says */
     unsigned long long ms;     /* FAKECUDA_HANG: how long the launch runs, FC_NEVER = forever */
     int fired;                 /* already attached to an op */
 };
@@ -242,6 +246,8 @@ void fc_mem_free(struct fc_mem *m);
 /* CUDA_ENABLE_COREDUMP_ON_EXCEPTION=1: writes the GPU core dump of op's fault and aborts (fc_coredump.c); returns
  * without doing anything otherwise. */
 void fc_coredump(const struct fc_op *op);
+/* FAKECUDA_KMSG: appends the line the kernel logs for a memory fault (Xid 31) of op (fc_kmsg.c). */
+void fc_kmsg(const struct fc_op *op);
 /* A context is destroyed or its primary context reset: its host-mapped memory goes with it. */
 void fc_mem_free_owned(struct fc_ctx *c);
 

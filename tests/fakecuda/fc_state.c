@@ -69,6 +69,7 @@ static int fc_parse_spec(char *spec, struct fc_fault *f, int hang)
     f->code = CUDA_ERROR_ILLEGAL_ADDRESS;
     f->ms = FC_NEVER;
     f->nth = 1;
+    f->write = 1;
     int have_nth = 0;
     for (char *save = NULL, *kv = strtok_r(spec, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
         char *eq = strchr(kv, '=');
@@ -90,6 +91,17 @@ static int fc_parse_spec(char *spec, struct fc_fault *f, int hang)
         } else if (!strcmp(k, "code") && !hang) {
             if (fc_parse_code(v, &f->code))
                 return -1;
+        } else if (!strcmp(k, "offset") && !hang) {
+            char *end;
+            errno = 0;
+            f->offset = strtoll(v, &end, 0);
+            if (!*v || *end || errno)
+                return -1;
+            f->has_offset = 1;
+        } else if (!strcmp(k, "access") && !hang) {
+            if (strcmp(v, "read") && strcmp(v, "write"))
+                return -1;
+            f->write = !strcmp(v, "write");
         } else if (!strcmp(k, "ms") && hang) {
             if (fc_parse_u64(v, &f->ms) || f->ms == 0 || f->ms > 86400000ULL)
                 return -1;
@@ -496,6 +508,7 @@ static void fc_print_assert(const struct fc_op *op)
 
 static CUresult fc_raise(struct fc_ctx *ctx, const struct fc_op *op)
 {
+    fc_kmsg(op);
     fc_coredump(op);
     ctx->sticky = op->fault;
     if (op->fault == CUDA_ERROR_ASSERT)
@@ -535,6 +548,7 @@ static void fc_script(struct fc_op *op)
     const struct fc_fault *f = fc_spec_for(fc_g.faults, fc_g.nfaults, op);
     const struct fc_fault *h = fc_spec_for(fc_g.hangs, fc_g.nhangs, op);
     op->fault = f ? f->code : CUDA_SUCCESS;
+    op->spec = f;
     op->ready_ns = !h ? 0 : h->ms == FC_NEVER ? FC_NEVER : fc_now_ns() + h->ms * 1000000ULL;
 }
 
