@@ -155,7 +155,7 @@ from runner import (  # noqa: E402,F401
 # live in files of their own.
 import sanitizer_agreement  # noqa: E402
 from sanitizer_agreement import (  # noqa: E402,F401 - the suite and its self-test use these names
-    sanitizer_accesses, address_agreement, judge_address, run_sanitizer_case)
+    sanitizer_accesses, address_agreement, judge_address, judge_fault_page, run_sanitizer_case)
 import frameworks_group  # noqa: E402
 from frameworks_group import (  # noqa: E402,F401 - the suite, its self-test and the jobs group use these names
     FRAMEWORKS, PY_LAUNCH, PY_SURFACE, PY_LINE, LIBRARY_KERNEL, EXCEPTION_LINE, CUDA_EXCEPTION, NO_STICKY,
@@ -202,6 +202,7 @@ class Outcome:
         self.notes = []        # facts worth a line under the table (the sticky code a trap gave)
         self.plain = None      # the run without culprit, which a --coredump row is judged against
         self.coredump_of = None  # a --coredump row: the Outcome of the same case's run without --coredump
+        self.report = None     # the report judged (a run without --coredump)
 
     def fail(self, reason):
         self.status = "fail"
@@ -403,6 +404,8 @@ def judge(case, cudart, want_line, base, run, ref_seq=None):
     report = checked_report(out, case, run)
     if report is None:
         return out
+    out.report = report  # its --coredump row compares the page of its kernel's log with compute-sanitizer
+    judge_fault_page(out, report)
 
     verdict = report.get("verdict") or {}
     certainty = verdict.get("certainty")

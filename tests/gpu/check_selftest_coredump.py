@@ -225,7 +225,8 @@ def address_selftests():
     """The agreement of a --coredump report's faulting lane with compute-sanitizer, as (title, ok, detail)."""
     results = []
     acc = sanitizer_accesses(SAN_OOB)
-    ok = acc == [{"access": "read", "size": 4, "thread": (123, 0, 0), "block": (0, 0, 0), "kind": "out of bounds"}]
+    ok = acc == [{"access": "read", "size": 4, "thread": (123, 0, 0), "block": (0, 0, 0), "kind": "out of bounds",
+                  "nearest": (4397807459521, "after", 512)}]
     results.append(("sanitizer: an out-of-bounds read parsed", ok, repr(acc)))
     acc = sanitizer_accesses(SAN_MISALIGNED)
     ok = [(a["thread"], a["kind"]) for a in acc] == [((32, 0, 0), "misaligned"), ((33, 0, 0), "misaligned")]
@@ -253,6 +254,64 @@ def address_selftests():
              "compute-sanitizer reported no invalid global access")):
         agrees, sentence = address_agreement(report, text)
         results.append(("sanitizer agreement: " + title, agrees is want and words in sentence, sentence))
+    # the page of the kernel's log: SAN_OOB's read lies 4,397,807,459,521 bytes after the 512-byte allocation
+    n = 4397807459521
+    for title, past_end, size, access, want, words in (
+            ("the page holds the sanitizer's access", n - 1217, 512, "read", True, "holds its access %d bytes after" % n),
+            ("the page starts at it", n, 512, "read", True, "holds its access"),
+            ("far from it: where allocations landed differs between processes", n + 1, 512, "read", True,
+             "as far as it can be compared"),
+            ("a write where the sanitizer saw a read", n - 1217, 512, "write", False, "a write (outside)"),
+            ("no neighbour of that size: the kind alone", n - 1217, 4096, "read", True,
+             "as far as it can be compared")):
+        report = {"fault_address": {"address": "0x83f140805000", "source": "kernel log", "granule": 4096,
+                                    "access": access, "answer": "outside",
+                                    "below": {"base": "0x7ff14ec00000", "size": size, "past_end": past_end}}}
+        agrees, sentence = address_agreement(report, SAN_OOB)
+        results.append(("page agreement: " + title, agrees is want and words in sentence, sentence))
+    # tests/gpu/underrun.cu: 4 threads write 16..4 bytes before a 2 MiB mapping
+    san = "".join("""========= Invalid __global__ write of size 4 bytes
+=========     at shift_left(float *, const float *, int, int)+0x100 in underrun.cu:30
+=========     by thread (%d,0,0) in block (0,0,0)
+=========     Access to 0x7f91c49ffff%x is out of bounds
+=========     and is %d bytes before the nearest allocation at 0x7f91c4a00000 of size 2,097,152 bytes
+""" % (t, t * 4, 16 - 4 * t) for t in range(4))
+    for title, before, want, words in (
+            ("an underrun's page ends at the mapping", 4096, True, "holds its access 16 bytes before the start"),
+            ("a page a page too low", 8192, False, "holds none of its 4 accesses"),
+            ("a page a page too high", 0, False, "holds none")):
+        report = {"fault_address": {"address": "0x7fea209ff000", "source": "kernel log", "granule": 4096,
+                                    "access": "write", "answer": "unmapped",
+                                    "above": {"base": "0x7fea20a00000", "size": 2097152, "before_start": before}}}
+        agrees, sentence = address_agreement(report, san)
+        results.append(("page agreement: " + title, agrees is want and words in sentence, sentence))
+    comm = {"pid": 7, "comm": "gpu_oob_static"}
+    page = {"source": "/dev/kmsg", "xid": 31, "address": "0x83f140805000", "granule": 4096, "access": "read",
+            "matched": "pid"}
+    for title, report, status, words in (
+            ("an illegal address without the kernel's log fails", {"error": {"code": 700}, "process": comm}, "fail",
+             "no gpu_fault_log"),
+            ("a log that gave no line fails",
+             {"error": {"code": 700}, "process": comm,
+              "gpu_fault_log": {"unknown": "the kernel logged no memory fault (Xid 31) of this process"}}, "fail",
+             "gave no line"),
+            ("an unreadable log is a note",
+             {"error": {"code": 700}, "process": comm,
+              "gpu_fault_log": {"unknown": "the kernel's log (/dev/kmsg) is not readable by this user"}}, "pass",
+             "kernel log: the kernel's log (/dev/kmsg) is not readable"),
+            ("a page without an answer fails", {"error": {"code": 700}, "process": comm, "gpu_fault_log": page},
+             "fail", "no fault_address"),
+            ("a page answered is a note",
+             {"error": {"code": 700}, "process": comm, "gpu_fault_log": page,
+              "fault_address": {"address": "0x83f140805000", "answer": "nothing_near"}}, "pass",
+             "fault page 0x83f140805000 (read"),
+            ("an older culprit's report is not held to it", {"error": {"code": 700}, "process": {"pid": 7}}, "pass",
+             ""),
+            ("an assert is not held to it", {"error": {"code": 710}, "process": comm}, "pass", "")):
+        o = Outcome(CASE_BY_NAME["oob"], "static")
+        judge_fault_page(o, report)
+        said = " ".join(o.reasons + o.notes)
+        results.append(("fault page rule: " + title, o.status == status and words in said, said))
     o = judge_address(Outcome(CASE_BY_NAME["oob"], "static"), _lane_report(lane=0, thread=(96, 0, 0)), SAN_OOB)
     results.append(("sanitizer agreement: a disagreement fails the row", o.status == "fail", " ".join(o.reasons)))
     o = judge_address(Outcome(CASE_BY_NAME["oob"], "static"), _lane_report(), SAN_OOB)

@@ -323,6 +323,7 @@ def judge_py(case, want_line, surface_line, base, run):
     report = h.checked_report(out, case, run)
     if report is None:
         return out
+    h.judge_fault_page(out, report)  # an illegal address: the kernel's log of it (sanitizer_agreement.py)
     if case.surface_at_launch:
         surface_line = want_line
     for pattern in case.stdout_expect:

@@ -16,6 +16,9 @@ from jobs_group import _Check
 SANITIZER_ACCESS = re.compile(r"Invalid __global__ (read|write|atomic)\S* of size (\d+) bytes?")
 SANITIZER_THREAD = re.compile(r"by thread \((\d+),(\d+),(\d+)\) in block \((\d+),(\d+),(\d+)\)")
 SANITIZER_WHAT = re.compile(r"(?:Access to|Address) (0x[0-9a-fA-F]+) is (.+?)\s*$")
+SANITIZER_NEAREST = re.compile(r"and is ([\d,]+) bytes? (after|before) the nearest allocation at 0x[0-9a-fA-F]+ of size "
+                               r"([\d,]+) bytes?")
+ADJACENT = 2 << 20  # src/cli/faultpage.h: FAULTPAGE_ADJACENT
 SANITIZER_LIMIT = "10000"  # --print-limit: every bad thread of the suite's kernels (its default is 100)
 
 
@@ -27,7 +30,8 @@ def sanitizer_accesses(text):
     for line in text.splitlines():
         m = SANITIZER_ACCESS.search(line)
         if m:
-            cur = {"access": m.group(1), "size": int(m.group(2)), "thread": None, "block": None, "kind": None}
+            cur = {"access": m.group(1), "size": int(m.group(2)), "thread": None, "block": None, "kind": None,
+                   "nearest": None}
             out.append(cur)
             continue
         if cur is None:
@@ -40,11 +44,50 @@ def sanitizer_accesses(text):
         m = SANITIZER_WHAT.search(line)
         if m:
             cur["kind"] = "misaligned" if "misaligned" in m.group(2) else "out of bounds"
+            continue
+        m = SANITIZER_NEAREST.search(line)
+        if m:
+            cur["nearest"] = (int(m.group(1).replace(",", "")), m.group(2), int(m.group(3).replace(",", "")))
     return out
 
 
 def dims(v):
     return "(%s)" % ",".join(str(x) for x in v) if v else "?"
+
+
+def page_agreement(fa, accesses, theirs):
+    """Whether the page the kernel's log gave (fault_address with source "kernel log") agrees with
+    compute-sanitizer's accesses: one of them of the same kind (read, write; an atomic is either) and, where the
+    sanitizer measures an access from its nearest allocation and culprit has a neighbour of that size on that side,
+    at a distance the page holds. Addresses differ between the processes; distances from an allocation do not."""
+    page, granule, kind = int(fa["address"], 16), fa.get("granule") or 4096, fa.get("access")
+    ours = "the %d-byte page at %s, a %s (%s)" % (granule, fa["address"], kind, fa.get("answer"))
+    same = [a for a in accesses if kind is None or "atomic" in (kind, a["access"]) or a["access"] == kind]
+    if not same:
+        return False, "address disagrees with compute-sanitizer: culprit's %s; compute-sanitizer: %s" % (ours, theirs)
+    placed = []
+    for a in same:
+        if not a["nearest"]:
+            continue
+        n, side, size = a["nearest"]
+        nb = fa.get("below" if side == "after" else "above") or {}
+        if nb.get("size") != size:
+            continue
+        if side == "after" and nb.get("past_end", -1) <= n < nb.get("past_end", -1) + granule:
+            placed.append("%d bytes after the end of the %d-byte allocation" % (n, size))
+        elif side == "before" and nb.get("before_start", -1) - granule < n <= nb.get("before_start", -1):
+            placed.append("%d bytes before the start of the %d-byte allocation" % (n, size))
+    if placed:
+        return True, "address agrees with compute-sanitizer: culprit's %s holds its access %s" % (ours, placed[0])
+    # A near miss (within the GPU's 2 MiB mapping granule of the allocation) is the same in both processes; far
+    # ones depend on where each process's allocations landed, and on what the sanitizer puts between them.
+    near = [a for a in same if a["nearest"] and a["nearest"][0] < ADJACENT and fa.get("answer") != "freed"]
+    if near and any((fa.get("below" if a["nearest"][1] == "after" else "above") or {}).get("size") == a["nearest"][2]
+                    for a in near):
+        return False, "address disagrees with compute-sanitizer: culprit's %s holds none of its %d accesses (%s)" % (
+            ours, len(near), theirs)
+    return True, "address agrees with compute-sanitizer as far as it can be compared: culprit's %s, %s; " \
+        "its distances are from allocations culprit has no neighbour like (%s)" % (ours, kind, theirs)
 
 
 def address_agreement(report, text):
@@ -59,6 +102,8 @@ def address_agreement(report, text):
                                                                    first["access"], first["kind"])
     cd = (report or {}).get("coredump") or {}
     fa = (report or {}).get("fault_address") or {}
+    if fa.get("source") == "kernel log" and fa.get("address"):
+        return page_agreement(fa, accesses, theirs)
     if fa.get("source") != "coredump" or fa.get("lane") is None:
         return None, "address not compared: culprit named no faulting lane (%s); compute-sanitizer: %s" % (
             h.shorten(cd.get("address_unknown") or "no address from the dump", 120), theirs)
@@ -82,6 +127,30 @@ def address_agreement(report, text):
     if problems:
         return False, "address disagrees with compute-sanitizer (%s): %s" % (ours, "; ".join(problems))
     return True, "address agrees with compute-sanitizer: %s (%d of its threads)" % (ours, len(accesses))
+
+
+def judge_fault_page(out, report):
+    """An illegal address (700) under `culprit run`: the report holds the kernel's log line of the GPU's memory
+    fault (gpu_fault_log, its page answered as fault_address) or says why not. Where the log was readable and
+    holds no line of the process, that fails: on the H200 every illegal address of the suite logged one. Reports
+    of a culprit older than the kernel's log (the fixtures: no process.comm) are not held to it."""
+    if ((report or {}).get("error") or {}).get("code") != 700 or "comm" not in (report.get("process") or {}):
+        return
+    log = report.get("gpu_fault_log")
+    fa = report.get("fault_address") or {}
+    if not isinstance(log, dict):
+        out.fail("an illegal address, and the report has no gpu_fault_log (the kernel's log of the fault)")
+    elif log.get("unknown"):
+        if any(w in log["unknown"] for w in ("not readable", "cannot be", "without a usable address")):
+            out.notes.append("kernel log: " + h.shorten(log["unknown"], 140))
+        else:
+            out.fail("the kernel's log was read and gave no line: " + h.shorten(log["unknown"], 160))
+    elif not fa.get("address"):
+        out.fail("gpu_fault_log gives the page %s, and the report has no fault_address" % log.get("address"))
+    else:
+        out.notes.append("fault page %s (%s, %s): %s, answered as %s" % (
+            log.get("address"), log.get("access"), log.get("fault_type"),
+            "matched by " + str(log.get("matched")), fa.get("answer")))
 
 
 def judge_address(out, report, text):
@@ -110,7 +179,17 @@ def run_sanitizer_case(args, case, exe, env, logs, stem, out, run):
     if srun.timed_out:
         out.notes.append("address not compared: compute-sanitizer timed out")
         return out
-    return judge_address(out, run.reports[0][1], srun.stdout.decode("utf-8", "replace") + srun.stderr)
+    text = srun.stdout.decode("utf-8", "replace") + srun.stderr
+    judge_address(out, run.reports[0][1], text)
+    # the run without --coredump: the page its kernel's log gave (with the dump on, the log gives no page)
+    default = getattr(getattr(out, "coredump_of", None), "report", None)
+    if isinstance(default, dict) and (default.get("fault_address") or {}).get("source") == "kernel log":
+        agrees, sentence = address_agreement(default, text)
+        if agrees is False:
+            out.fail("the run without --coredump: " + sentence)
+        else:
+            out.notes.append("the run without --coredump: " + sentence)
+    return out
 
 
 h = None  # check.py's names, bound by check.py (bind)
