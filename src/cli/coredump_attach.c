@@ -105,7 +105,7 @@ int coredump_narrow_by_args(struct json *doc, const struct coredump_info *ci, co
                             int n, int *narrowed)
 {
     struct json *verdict = (struct json *)json_get(doc, "verdict");
-    const char *certainty = json_get_str(verdict, "certainty"), *reason = json_get_str(verdict, "reason");
+    const char *certainty = json_get_str(verdict, "certainty");
     struct argmatch_result m;
     char *why = NULL;
     *narrowed = 0;
@@ -115,19 +115,16 @@ int coredump_narrow_by_args(struct json *doc, const struct coredump_info *ci, co
         return 0;
     long long seq = json_get_int(json_at(json_get(doc, "candidates"), m.hit), "seq", -1);
     if (asprintf(&why,
-                 "%s%snamed by its arguments: launch #%lld's parameter bytes %d..%d hold 0x%llx, which points into "
-                 "the allocation 0x%llx..0x%llx the faulting access touched, and the arguments of no other "
-                 "candidate running %s point there",
-                 reason ? reason : "", reason ? "; " : "", seq, m.word * 8, m.word * 8 + 7, (unsigned long long)m.value,
-                 (unsigned long long)ranges[m.range].base, (unsigned long long)ranges[m.range].end, ci->kernel) < 0)
+                 "named by its arguments: launch #%lld's parameter bytes %d..%d hold 0x%llx, which points into the "
+                 "allocation 0x%llx..0x%llx the faulting access touched, and the arguments of no other candidate "
+                 "running %s point there",
+                 seq, m.word * 8, m.word * 8 + 7, (unsigned long long)m.value, (unsigned long long)ranges[m.range].base,
+                 (unsigned long long)ranges[m.range].end, ci->kernel) < 0)
         return ENOMEM;
-    if (json_put(verdict, "reason", json_new_str(why)) ||
-        promote_candidate(doc, m.hit, "candidates_before_coredump") != 0 ||
-        json_put((struct json *)json_get(doc, "culprit"), "by", json_new_str("arguments"))) {
-        free(why);
-        return ENOMEM;
-    }
+    int rc = promote_because(doc, m.hit, "candidates_before_coredump", "arguments", why);
     free(why);
+    if (rc)
+        return rc == ENOMEM ? ENOMEM : 0;
     *narrowed = 1;
     return 0;
 }

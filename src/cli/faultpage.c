@@ -37,7 +37,7 @@ int faultpage_narrow(struct json *doc, int *narrowed)
 {
     struct json *verdict = (struct json *)json_get(doc, "verdict");
     const struct json *fa = json_get(doc, "fault_address");
-    const char *certainty = json_get_str(verdict, "certainty"), *reason = json_get_str(verdict, "reason");
+    const char *certainty = json_get_str(verdict, "certainty");
     const char *src = json_get_str(fa, "source"), *answer = json_get_str(fa, "answer");
     struct argmatch_range ranges[2];
     const char *how[2];
@@ -66,20 +66,17 @@ int faultpage_narrow(struct json *doc, int *narrowed)
     long long seq = json_get_int(json_at(json_get(doc, "candidates"), m.hit), "seq", -1);
     char *why = NULL;
     if (asprintf(&why,
-                 "%s%snamed by the page of the faulting address: the kernel's log puts the GPU's memory fault in the "
-                 "page at %s, %s 0x%llx..0x%llx; launch #%lld's parameter bytes %d..%d hold 0x%llx, which points into "
-                 "it, and the arguments of no other candidate do",
-                 reason ? reason : "", reason ? "; " : "", json_get_str(fa, "address"), how[m.range],
-                 (unsigned long long)ranges[m.range].base, (unsigned long long)ranges[m.range].end, seq, m.word * 8,
-                 m.word * 8 + 7, (unsigned long long)m.value) < 0)
+                 "named by the page of the faulting address: the kernel's log puts the GPU's memory fault in the page "
+                 "at %s, %s 0x%llx..0x%llx; launch #%lld's parameter bytes %d..%d hold 0x%llx, which points into it, "
+                 "and the arguments of no other candidate do",
+                 json_get_str(fa, "address"), how[m.range], (unsigned long long)ranges[m.range].base,
+                 (unsigned long long)ranges[m.range].end, seq, m.word * 8, m.word * 8 + 7,
+                 (unsigned long long)m.value) < 0)
         return ENOMEM;
-    if (json_put(verdict, "reason", json_new_str(why)) ||
-        promote_candidate(doc, m.hit, "candidates_before_fault_page") != 0 ||
-        json_put((struct json *)json_get(doc, "culprit"), "by", json_new_str("fault page"))) {
-        free(why);
-        return ENOMEM;
-    }
+    int rc = promote_because(doc, m.hit, "candidates_before_fault_page", "fault page", why);
     free(why);
+    if (rc)
+        return rc == ENOMEM ? ENOMEM : 0;
     *narrowed = 1;
     return 0;
 }

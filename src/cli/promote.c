@@ -6,6 +6,7 @@
 #include "../report/jsonw.h"
 #include "../report/render.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -130,4 +131,25 @@ int promote_candidate(struct json *doc, size_t hit, const char *others_key)
         return ENOMEM;
     }
     return json_put(verdict, "certainty", json_new_str("exact")) ? ENOMEM : 0;
+}
+
+int promote_because(struct json *doc, size_t hit, const char *others_key, const char *by, const char *why)
+{
+    struct json *verdict = (struct json *)json_get(doc, "verdict");
+    const char *reason = json_get_str(verdict, "reason");
+    size_t n = (reason ? strlen(reason) + 2 : 0) + strlen(why) + 1;
+    char *text = malloc(n);
+    int rc;
+    if (!text)
+        return ENOMEM;
+    snprintf(text, n, "%s%s%s", reason ? reason : "", reason ? "; " : "", why);
+    if (!verdict || json_put(verdict, "reason", json_new_str(text))) {
+        free(text);
+        return verdict ? ENOMEM : EINVAL;
+    }
+    free(text);
+    rc = promote_candidate(doc, hit, others_key);
+    if (rc == 0 && by && json_put((struct json *)json_get(doc, "culprit"), "by", json_new_str(by)))
+        rc = ENOMEM;
+    return rc;
 }

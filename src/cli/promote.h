@@ -13,6 +13,10 @@ struct json;
  * when hit is not a candidate, or ENOMEM. */
 int promote_candidate(struct json *doc, size_t hit, const char *others_key);
 
+/* promote_candidate with the fact that singled it out: verdict.reason gets "; " + why after what it said, and
+ * the culprit gets "by": by when by is not NULL. Returns 0, EINVAL, or ENOMEM. */
+int promote_because(struct json *doc, size_t hit, const char *others_key, const char *by, const char *why);
+
 /* After a candidate became the culprit: the former candidates launched before it on its stream are launches
  * before it, so "history" gets them (oldest first, the last REPORT_HISTORY kept), and history launches that are
  * not before it on its stream leave. Returns 0 or ENOMEM. */
