@@ -527,7 +527,62 @@ static void test_op_buffers(void) {
   json_free(doc);
 }
 
+/* The page of the kernel's log (gpu_fault_log): answered when the dump gave no byte, never over one, and said as a
+ * page; a log that gave none says why in the verdict. */
+static void test_kernel_log(void) {
+  const char *table = "\"allocations\": {\"ranges\": [{\"base\": \"0x7f0000000000\", \"size\": 4096, \"kind\": "
+                      "\"device\", \"api\": \"cuMemAlloc_v2\", \"seq\": 0}], \"sites\": []}";
+  char text[1024];
+  snprintf(text, sizeof text,
+           "{\"kind\": \"fault\", \"culprit\": {\"seq\": 4}, %s, \"gpu_fault_log\": {\"address\": "
+           "\"0x7f0000003000\", \"granule\": 4096, \"access\": \"write\"}}",
+           table);
+  struct json *doc = parse(text);
+  uint64_t x = 0, acc = 0;
+  const char *src = NULL;
+  int changed = 0;
+  CHECK(addr_of_report(doc, &x, &acc, &src) == 1 && x == 0x7f0000003000ull && acc == 0 && !strcmp(src, "kernel log") &&
+            addr_granule(doc) == 4096,
+        "the kernel log's page");
+  CHECK(addr_annotate_fault(doc, &changed) == 0 && changed, "annotated");
+  const struct json *fa = json_get(doc, "fault_address");
+  CHECK(!strcmp(json_get_str(fa, "source"), "kernel log") && json_get_int(fa, "granule", 0) == 4096 &&
+            !strcmp(json_get_str(fa, "access"), "write") && !strcmp(json_get_str(fa, "answer"), "outside") &&
+            json_get_int(json_get(fa, "below"), "past_end", -1) == 8192,
+        "the page's answer");
+  char *t = text_of(doc);
+  CHECK(strstr(t, "the faulting address lies in the 4096-byte page at 0x7f0000003000 (a write;") &&
+            strstr(t, "the page begins 8192 bytes after the end of the allocation of 4096 bytes"),
+        "said as a page:\n%s", t);
+  free(t);
+  CHECK(addr_annotate_fault(doc, &changed) == 0 && changed &&
+            !strcmp(json_get_str(json_get(doc, "fault_address"), "source"), "kernel log"),
+        "annotated again, the same");
+  json_free(doc);
+
+  snprintf(text, sizeof text,
+           "{\"kind\": \"fault\", \"culprit\": {\"seq\": 4}, %s, \"coredump\": {\"address\": "
+           "\"0x7f0000000ff0\", \"access_size\": 4}, \"gpu_fault_log\": {\"address\": \"0x7f0000003000\", "
+           "\"granule\": 4096}}",
+           table);
+  doc = parse(text);
+  CHECK(addr_annotate_fault(doc, &changed) == 0 && changed &&
+            !strcmp(json_get_str(json_get(doc, "fault_address"), "source"), "coredump") &&
+            !json_get(json_get(doc, "fault_address"), "granule") && addr_granule(doc) == 0,
+        "the dump's byte wins over the page");
+  json_free(doc);
+
+  doc = parse("{\"kind\": \"fault\", \"culprit\": null, \"gpu_fault_log\": {\"source\": \"/dev/kmsg\", "
+              "\"unknown\": \"the kernel's log (/dev/kmsg) is not readable by this user\"}}");
+  CHECK(addr_annotate_fault(doc, &changed) == 0 && !changed && !json_get(doc, "fault_address"), "no page");
+  t = text_of(doc);
+  CHECK(strstr(t, "the faulting address is not known: the kernel's log (/dev/kmsg) is not readable"), "why:\n%s", t);
+  free(t);
+  json_free(doc);
+}
+
 int main(void) {
+  test_kernel_log();
   test_op_buffers();
   test_lanes();
   test_lanes_low32();

@@ -399,9 +399,9 @@ static void fuzz_fixture(const struct fixture *f) {
              * eight, as each looks for addr2line anew (a process each time) */
       int changed = 0, addr = 0;
       if (fuzz_below(8) == 0) symbolize_doc(doc, &changed);
-      /* and what an address touched: the one the report's own dump gave, or one from the command line */
+      /* and what an address touched: the one the report's own dump or kernel log gave, or one from the command line */
       if (fuzz_below(2) == 0)
-        addr_annotate_coredump(doc, &addr);
+        addr_annotate_fault(doc, &addr);
       else
         addr_annotate(doc, (uint64_t)fuzz_below(1u << 30) << 16, fuzz_below(16), "command line");
       jw_init(&w);
