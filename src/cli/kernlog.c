@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #define KERNLOG_READ_MAX (64ll << 20) /* bytes of a log file read after a run (a runaway log is cut) */
@@ -50,7 +51,9 @@ void kernlog_begin(struct kernlog *k)
             snprintf(k->why, sizeof k->why, "the kernel's log %s cannot be opened: %s", k->path, strerror(e));
         return;
     }
-    if (fstat(k->fd, &sb) != 0 || !(S_ISREG(sb.st_mode) || S_ISCHR(sb.st_mode))) {
+    /* a character device other than the kernel's record device (1,11) could be read without end (/dev/zero) */
+    if (fstat(k->fd, &sb) != 0 ||
+        !(S_ISREG(sb.st_mode) || (S_ISCHR(sb.st_mode) && major(sb.st_rdev) == 1 && minor(sb.st_rdev) == 11))) {
         snprintf(k->why, sizeof k->why, "the kernel's log %s is neither a file nor the kernel's record device",
                  k->path);
         close(k->fd);

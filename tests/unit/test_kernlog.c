@@ -164,6 +164,21 @@ static void attach_tests(const char *dir) {
   kernlog_begin(&k);
   CHECK(k.fd < 0 && strstr(k.why, "neither a file"), "%s", k.why);
   kernlog_free(&k);
+  unsetenv("CULPRIT_KERNEL_LOG"); /* the kernel's own log, where this machine lets it be read: from its end, and
+                                   * its end reached without waiting for more */
+  kernlog_begin(&k);
+  if (k.fd >= 0) {
+    CHECK(!k.is_file && !k.why[0] && !strcmp(k.path, "/dev/kmsg"), "%s", k.why);
+    kernlog_end(&k);
+    CHECK(k.fd < 0, "read to its end and closed");
+  } else {
+    CHECK(k.why[0] != '\0', "an unreadable log says why");
+  }
+  kernlog_free(&k);
+  setenv("CULPRIT_KERNEL_LOG", "/dev/zero", 1); /* a device that never ends is no log either */
+  kernlog_begin(&k);
+  CHECK(k.fd < 0 && strstr(k.why, "neither a file"), "%s", k.why);
+  kernlog_free(&k);
 }
 
 int main(int argc, char **argv) {
