@@ -61,6 +61,10 @@ void kernlog_begin(struct kernlog *k)
         return;
     }
     k->is_file = S_ISREG(sb.st_mode);
+    /* the host's pid namespace has a fixed number (the kernel's PROC_PID_INIT_INO) */
+    char ns[64];
+    ssize_t nl = readlink("/proc/self/ns/pid", ns, sizeof ns - 1);
+    k->host_pids = nl > 0 && (size_t)nl == strlen("pid:[4026531836]") && !memcmp(ns, "pid:[4026531836]", (size_t)nl);
     if (k->is_file)
         k->start = (long long)sb.st_size;
     else if (lseek(k->fd, 0, SEEK_END) < 0) /* /dev/kmsg: the next read gives the first record after this one */
@@ -352,6 +356,8 @@ int kernlog_attach(const struct kernlog *k, struct json *doc, int *added)
         if (!seen && !named++)
             by_name = x;
     }
+    if (k->host_pids) /* the pids are this host's own: a line of another pid is another process's */
+        by_name = NULL, named = 0;
     if (by_pid || (by_name && named == 1)) {
         *added = 1;
         return kernlog_put_line(k, doc, by_pid ? by_pid : by_name, by_pid ? "pid" : "name");

@@ -38,6 +38,8 @@ struct kernlog {
     int off;                 /* CULPRIT_KERNEL_LOG=off: nothing is read and nothing attached */
     int is_file;             /* a regular file (lines appended), else the kernel's record device */
     long long start;         /* a file: its size when the run began */
+    int host_pids;           /* culprit runs in the host's pid namespace: the log's pids are its processes' own,
+                              * so a line is never tied by name alone (another process of that name is another) */
     char why[800];           /* when the log cannot be read: why, and what to do about it ("" otherwise) */
     struct kernlog_xid *xid; /* the Xid lines the run added, oldest first */
     size_t n;                /* how many */
@@ -57,8 +59,8 @@ void kernlog_free(struct kernlog *k);
 int kernlog_parse(const char *line, size_t len, struct kernlog_xid *x);
 
 /* Gives a fault report of this host the Xid 31 line of its process as "gpu_fault_log" (docs/report.md): the
- * line whose pid is the report's, else the only one whose process name is the report's when no line carries its
- * pid (a process in another pid namespace, whose pid the kernel writes as the host sees it). A report of an
+ * line whose pid is the report's, else, when culprit runs in a pid namespace of its own (a container: the kernel
+ * writes the pid the host sees), the only one whose process name is the report's. A report of an
  * illegal address without such a line gets "gpu_fault_log" saying why (the log unreadable, no line, several).
  * *added says whether doc changed. Returns 0, or ENOMEM. */
 int kernlog_attach(const struct kernlog *k, struct json *doc, int *added);

@@ -108,6 +108,7 @@ static void attach_tests(const char *dir) {
          "NVRM: Xid (PCI:0): 31, pid=7, name=trainer, x. MMU Fault: faulted @ 0xa000. Fault is of type FAULT_PDE "
          "ACCESS_TYPE_VIRT_READ"); /* the last line has no newline: it is read all the same */
   CHECK(k.n == 4, "the lines the run added, not the one before it: %zu", k.n);
+  k.host_pids = 0; /* as in a container: the log's pids are the host's, not the reports' */
   struct json *doc = report(7, "trainer", NULL, 700);
   const char *a = attached(&k, doc, "address");
   CHECK(a && !strcmp(a, "0x7000"), "the first line of its pid: %s", a ? a : "none");
@@ -130,6 +131,15 @@ static void attach_tests(const char *dir) {
   doc = report(12, "solver", NULL, 700);
   CHECK(attached(&k, doc, "unknown") && strstr(json_get_str(json_get(doc, "gpu_fault_log"), "unknown"),
                                                "logged no memory fault (Xid 31) of this process"));
+  json_free(doc);
+  k.host_pids = 1; /* in the host's pid namespace a line of another pid is another process's, whatever its name */
+  doc = report(99, "loader", NULL, 700);
+  CHECK(attached(&k, doc, "address") == NULL &&
+            strstr(json_get_str(json_get(doc, "gpu_fault_log"), "unknown"), "logged no memory fault"),
+        "no line by name alone");
+  json_free(doc);
+  doc = report(7, "trainer", NULL, 700);
+  CHECK(attached(&k, doc, "address") != NULL, "its own pid's line all the same");
   json_free(doc);
   doc = report(12, "solver", NULL, 710);
   CHECK(attached(&k, doc, "unknown") == NULL && !json_get(doc, "gpu_fault_log"), "an assert: nothing to say");
