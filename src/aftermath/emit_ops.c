@@ -4,8 +4,6 @@
 #include "../core/ops.h"
 #include "../report/jsonw.h"
 
-#include <inttypes.h>
-#include <stdio.h>
 #include <stdlib.h>
 
 static void emit_note(struct jw *w, const struct ops_note *n) {
@@ -23,13 +21,11 @@ static void emit_note(struct jw *w, const struct ops_note *n) {
     jw_key(w, "buffers");
     jw_arr_begin(w);
     for (int i = 0; i < n->nbuf && i < OPS_BUFFERS; i++) {
-      char hex[32];
-      snprintf(hex, sizeof hex, "0x%" PRIx64, n->buf[i].base);
       jw_obj_begin(w);
       jw_key(w, "label");
       jw_str(w, n->buf[i].label);
       jw_key(w, "base");
-      jw_str(w, hex);
+      jw_hex(w, n->buf[i].base);
       jw_key(w, "size");
       jw_uint(w, n->buf[i].size);
       jw_obj_end(w);

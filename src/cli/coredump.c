@@ -526,13 +526,6 @@ static struct json *coredump_triple_json(const long v[3])
     return a;
 }
 
-static struct json *coredump_hex(unsigned long long v)
-{
-    char buf[24];
-    snprintf(buf, sizeof buf, "0x%llx", v);
-    return json_new_str(buf);
-}
-
 static struct json *coredump_true(void)
 {
     struct json *b = json_new(JSON_BOOL);
@@ -557,7 +550,7 @@ static struct json *coredump_lanes_json(const struct coredump_info *ci)
         if (json_append(arr, o) != 0 || json_put(o, "lane", json_new_int(i)) ||
             (l->block[0] >= 0 && json_put(o, "block", coredump_triple_json(l->block))) ||
             (l->thread[0] >= 0 && json_put(o, "thread", coredump_triple_json(l->thread))) ||
-            (l->have_address && json_put(o, "address", coredump_hex(l->address))) ||
+            (l->have_address && json_put(o, "address", json_new_hex(l->address))) ||
             (!l->have_address && json_put(o, "address_low32", json_new_str(low)))) {
             json_free(arr);
             return NULL;
@@ -590,7 +583,7 @@ struct json *coredump_json(const struct coredump_info *ci, const char *dump_path
         (ci->access && json_put(o, "access", json_new_str(ci->access))) ||
         (ci->access && json_put(o, "space", json_new_str(ci->space))) ||
         (ci->access_size && json_put(o, "access_size", json_new_int((long long)ci->access_size))) ||
-        (ci->have_address && json_put(o, "address", coredump_hex(ci->address))) ||
+        (ci->have_address && json_put(o, "address", json_new_hex(ci->address))) ||
         (ci->have_address && ci->exception && strstr(ci->exception, "Misaligned") &&
          json_put(o, "alignment", json_new_int((long long)ci->access_size))) ||
         (ci->have_address && ci->address_lane >= 0 && json_put(o, "address_lane", json_new_int(ci->address_lane))) ||

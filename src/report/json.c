@@ -612,6 +612,13 @@ struct json *json_new_str(const char *s)
     return n;
 }
 
+struct json *json_new_hex(unsigned long long v)
+{
+    char s[24];
+    snprintf(s, sizeof s, "0x%llx", v);
+    return json_new_str(s);
+}
+
 struct json *json_new_int(long long v)
 {
     struct json *n = json_new(JSON_NUM);

@@ -72,7 +72,8 @@ long long json_get_int(const struct json *obj, const char *key, long long fallba
 struct json *json_new(enum json_type type);
 struct json *json_new_str(const char *s);
 struct json *json_new_int(long long v);
-int json_append(struct json *arr, struct json *kid);               /* takes ownership of kid */
+struct json *json_new_hex(unsigned long long v);     /* a string "0x...", as addresses are written (jw_hex) */
+int json_append(struct json *arr, struct json *kid); /* takes ownership of kid */
 int json_set(struct json *obj, const char *key, struct json *kid); /* replaces or appends; takes kid */
 int json_put(struct json *obj, const char *key, struct json *kid); /* json_set that also frees kid when it
                                                                         * fails, and fails for kid NULL */
