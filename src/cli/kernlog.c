@@ -12,7 +12,6 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,7 +83,7 @@ static void kernlog_copy_line(struct kernlog_xid *x, const char *s, size_t len)
     x->line[len] = '\0';
 }
 
-/* The word after key in s[0..len) (up to a comma, space or period not followed by a hex digit), or "" . */
+/* The word after key in s[0..len) (up to a comma, space, period or semicolon), or "". */
 static void kernlog_word(const char *s, size_t len, const char *key, char *out, size_t outsz)
 {
     const char *p = memmem(s, len, key, strlen(key));
@@ -284,19 +283,12 @@ static int kernlog_names_process(const struct kernlog_xid *x, const struct json 
            kernlog_same_name(x->name, json_len(argv) ? json_str(json_at(argv, 0)) : NULL);
 }
 
-static struct json *kernlog_hex(uint64_t v)
-{
-    char s[24];
-    snprintf(s, sizeof s, "0x%" PRIx64, v);
-    return json_new_str(s);
-}
-
 /* Puts "gpu_fault_log" with the line x (matched: "pid" or "name") into doc. */
 static int kernlog_put_line(const struct kernlog *k, struct json *doc, const struct kernlog_xid *x, const char *matched)
 {
     struct json *o = json_new(JSON_OBJ);
     if (!o || json_put(o, "source", json_new_str(k->path)) || json_put(o, "xid", json_new_int(x->xid)) ||
-        json_put(o, "address", kernlog_hex(x->address)) || json_put(o, "granule", json_new_int(KERNLOG_PAGE)) ||
+        json_put(o, "address", json_new_hex(x->address)) || json_put(o, "granule", json_new_int(KERNLOG_PAGE)) ||
         (x->access[0] && json_put(o, "access", json_new_str(x->access))) ||
         (x->fault_type[0] && json_put(o, "fault_type", json_new_str(x->fault_type))) ||
         (x->pid >= 0 && json_put(o, "pid", json_new_int(x->pid))) ||
@@ -347,7 +339,9 @@ int kernlog_attach(const struct kernlog *k, struct json *doc, int *added)
             by_pid = x;
             break; /* a process's first memory fault is the one; what follows comes of it */
         }
-        if (!kernlog_names_process(x, proc))
+        /* by name alone only where the log's pids are not this host's own: in the host's pid namespace a line of
+         * another pid is another process's, whatever its name (another user's python) */
+        if (k->host_pids || !kernlog_names_process(x, proc))
             continue;
         int seen = 0; /* processes are counted, not lines: one process may log several faults */
         for (size_t j = 0; j < i && !seen; j++)
@@ -356,8 +350,6 @@ int kernlog_attach(const struct kernlog *k, struct json *doc, int *added)
         if (!seen && !named++)
             by_name = x;
     }
-    if (k->host_pids) /* the pids are this host's own: a line of another pid is another process's */
-        by_name = NULL, named = 0;
     if (by_pid || (by_name && named == 1)) {
         *added = 1;
         return kernlog_put_line(k, doc, by_pid ? by_pid : by_name, by_pid ? "pid" : "name");
