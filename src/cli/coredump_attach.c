@@ -76,12 +76,13 @@ static int coredump_add_range(const struct json *doc, unsigned long long address
     addr_answer(doc, address, access, &a);
     if ((a.where != ADDR_INSIDE && a.where != ADDR_OVERRUN) || !a.in.obj || n >= max)
         return n;
-    uint64_t base = a.in.run_pieces ? a.in.run_base : a.in.base;
+    uint64_t base, end;
+    addr_reach(&a.in, &base, &end);
     for (int i = 0; i < n; i++)
         if (ranges[i].base == base)
             return n;
     ranges[n].base = base;
-    ranges[n].end = base + (a.in.run_pieces ? a.in.run_size : a.in.size);
+    ranges[n].end = end;
     return n + 1;
 }
 

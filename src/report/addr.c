@@ -13,7 +13,6 @@
 #include "render_int.h"
 
 #include <errno.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +86,12 @@ static int addr_live(const struct addr_range *r, long long fault_seq)
     if (fault_seq < 0)
         return r->freed_seq < 0;
     return r->seq < fault_seq && (r->freed_seq < 0 || r->freed_seq >= fault_seq);
+}
+
+void addr_reach(const struct addr_range *r, uint64_t *base, uint64_t *end)
+{
+    *base = r->run_pieces ? r->run_base : r->base;
+    *end = *base + (r->run_pieces ? r->run_size : r->size);
 }
 
 /* The mappings live at the fault that adjoin r, as one run (for a mapping; nothing for other kinds). */
@@ -224,14 +229,16 @@ int addr_of_report(const struct json *doc, uint64_t *address, uint64_t *access, 
 
 uint64_t addr_granule(const struct json *doc)
 {
-    const struct json *fa = json_get(doc, "fault_address"), *cd = json_get(doc, "coredump");
-    uint64_t x;
+    const struct json *fa = json_get(doc, "fault_address");
+    const char *source;
+    uint64_t x, access;
     long long g;
-    if (json_is(fa, JSON_OBJ) && addr_field(fa, "address", &x) == 0)
-        return json_int(json_get(fa, "granule"), &g) == 0 && g > 0 ? (uint64_t)g : 0;
-    if (json_is(cd, JSON_OBJ) && addr_field(cd, "address", &x) == 0)
+    /* the object addr_of_report took the address from: fault_address when it has one, else the kernel's log */
+    if (!addr_of_report(doc, &x, &access, &source) || strcmp(source, "kernel log") != 0)
         return 0;
-    return json_int(json_get(json_get(doc, "gpu_fault_log"), "granule"), &g) == 0 && g > 0 ? (uint64_t)g : 0;
+    if (!json_is(fa, JSON_OBJ) || addr_field(fa, "address", &x) != 0)
+        fa = json_get(doc, "gpu_fault_log");
+    return json_int(json_get(fa, "granule"), &g) == 0 && g > 0 ? (uint64_t)g : 0;
 }
 
 /* ---- the answer as JSON ---- */
@@ -242,13 +249,6 @@ static const char *const addr_where_names[] = {
     [ADDR_UNMAPPED] = "unmapped",         [ADDR_OUTSIDE] = "outside",
     [ADDR_NOTHING_NEAR] = "nothing_near",
 };
-
-static struct json *addr_hex(uint64_t v)
-{
-    char s[24];
-    snprintf(s, sizeof s, "0x%" PRIx64, v);
-    return json_new_str(s);
-}
 
 static struct json *addr_bool(void)
 {
@@ -288,7 +288,7 @@ static int addr_put_range(struct json *o, const char *key, const struct addr_ran
         goto fail;
     if (r->run_pieces > 1) {
         struct json *run = json_new(JSON_OBJ);
-        if (json_put(c, "mapped_run", run) || json_put(run, "base", addr_hex(r->run_base)) ||
+        if (json_put(c, "mapped_run", run) || json_put(run, "base", json_new_hex(r->run_base)) ||
             json_put(run, "size", json_new_int((long long)r->run_size)) ||
             json_put(run, "pieces", json_new_int(r->run_pieces)))
             goto fail;
@@ -311,7 +311,7 @@ int addr_annotate(struct json *doc, uint64_t address, uint64_t access, const cha
     addr_answer(doc, address, access, &a);
     if (!(o = json_new(JSON_OBJ)))
         return -1;
-    if (json_put(o, "address", addr_hex(address)) ||
+    if (json_put(o, "address", json_new_hex(address)) ||
         (access && json_put(o, "access_size", json_new_int((long long)access))) ||
         json_put(o, "source", json_new_str(source ? source : "command line")) ||
         (a.fault_seq >= 0 && json_put(o, "fault_seq", json_new_int(a.fault_seq))) ||
@@ -494,7 +494,7 @@ static int addr_annotate_lanes(struct json *doc, struct json *cd, const struct j
             continue;
         }
         t = json_new(JSON_OBJ);
-        if (json_append(touched, t) || json_put(t, "base", addr_hex(a.in.base)) ||
+        if (json_append(touched, t) || json_put(t, "base", json_new_hex(a.in.base)) ||
             json_put(t, "size", json_new_int((long long)a.in.size)) || json_put(t, "lanes", json_new_int(1)))
             goto fail;
     }

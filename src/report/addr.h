@@ -58,6 +58,9 @@ struct addr_answer {
     long long not_recorded;     /* the table's count of allocations it could not keep */
 };
 
+/* What a pointer into r reaches, [*base, *end): for a mapping, the run of adjacent live mappings it is one of (a
+ * piece of an expandable segment reaches the rest); else r itself. */
+void addr_reach(const struct addr_range *r, uint64_t *base, uint64_t *end);
 /* Reads an address written as the report writes them ("0x7f12...", hex) or as a decimal number. 0 or -1. */
 int addr_parse(const char *text, uint64_t *out);
 /* The answer for address (access: bytes accessed, 0 when unknown) in report doc. Never fails: a report without a

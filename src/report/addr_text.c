@@ -98,9 +98,10 @@ static void addr_neighbour(struct render_buf *b, const struct json *doc, const s
                            uint64_t address, uint64_t granule, const char *lead)
 {
     char d[600], site[1500], text[2400];
-    uint64_t end = r->run_pieces > 1 ? r->run_base + r->run_size : r->base + r->size;
+    uint64_t start, end;
     if (!r->obj)
         return;
+    addr_reach(r, &start, &end);
     addr_describe(r, d, sizeof d);
     addr_site(doc, r, site, sizeof site);
     if (granule && !below && address + granule > r->base) {
