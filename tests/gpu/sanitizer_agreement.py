@@ -65,25 +65,25 @@ def page_agreement(fa, accesses, theirs):
     same = [a for a in accesses if kind is None or "atomic" in (kind, a["access"]) or a["access"] == kind]
     if not same:
         return False, "address disagrees with compute-sanitizer: culprit's %s; compute-sanitizer: %s" % (ours, theirs)
-    placed = []
+    # the sanitizer's accesses measured from an allocation culprit has as the page's neighbour on that side
+    comparable = []
     for a in same:
-        if not a["nearest"]:
-            continue
-        n, side, size = a["nearest"]
-        nb = fa.get("below" if side == "after" else "above") or {}
-        if nb.get("size") != size:
-            continue
+        if a["nearest"]:
+            n, side, size = a["nearest"]
+            nb = fa.get("below" if side == "after" else "above") or {}
+            if nb.get("size") == size:
+                comparable.append((n, side, size, nb))
+    for n, side, size, nb in comparable:
         if side == "after" and nb.get("past_end", -1) <= n < nb.get("past_end", -1) + granule:
-            placed.append("%d bytes after the end of the %d-byte allocation" % (n, size))
-        elif side == "before" and nb.get("before_start", -1) - granule < n <= nb.get("before_start", -1):
-            placed.append("%d bytes before the start of the %d-byte allocation" % (n, size))
-    if placed:
-        return True, "address agrees with compute-sanitizer: culprit's %s holds its access %s" % (ours, placed[0])
+            return True, "address agrees with compute-sanitizer: culprit's %s holds its access %d bytes after the " \
+                "end of the %d-byte allocation" % (ours, n, size)
+        if side == "before" and nb.get("before_start", -1) - granule < n <= nb.get("before_start", -1):
+            return True, "address agrees with compute-sanitizer: culprit's %s holds its access %d bytes before the " \
+                "start of the %d-byte allocation" % (ours, n, size)
     # A near miss (within the GPU's 2 MiB mapping granule of the allocation) is the same in both processes; far
     # ones depend on where each process's allocations landed, and on what the sanitizer puts between them.
-    near = [a for a in same if a["nearest"] and a["nearest"][0] < ADJACENT and fa.get("answer") != "freed"]
-    if near and any((fa.get("below" if a["nearest"][1] == "after" else "above") or {}).get("size") == a["nearest"][2]
-                    for a in near):
+    near = [c for c in comparable if c[0] < ADJACENT] if fa.get("answer") != "freed" else []
+    if near:
         return False, "address disagrees with compute-sanitizer: culprit's %s holds none of its %d accesses (%s)" % (
             ours, len(near), theirs)
     return True, "address agrees with compute-sanitizer as far as it can be compared: culprit's %s, %s; " \
@@ -182,7 +182,7 @@ def run_sanitizer_case(args, case, exe, env, logs, stem, out, run):
     text = srun.stdout.decode("utf-8", "replace") + srun.stderr
     judge_address(out, run.reports[0][1], text)
     # the run without --coredump: the page its kernel's log gave (with the dump on, the log gives no page)
-    default = getattr(getattr(out, "coredump_of", None), "report", None)
+    default = out.coredump_of.report if out.coredump_of else None
     if isinstance(default, dict) and (default.get("fault_address") or {}).get("source") == "kernel log":
         agrees, sentence = address_agreement(default, text)
         if agrees is False:
