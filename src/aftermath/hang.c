@@ -22,6 +22,7 @@
 #include "../core/crumb.h"
 #include "../core/driver.h"
 #include "emit.h"
+#include "emit_streams.h"
 #include "emit_allocs.h"
 #include "../core/ring.h"
 #include "signals.h"
@@ -377,8 +378,8 @@ static void decide(const struct emit_snap *s, int mode, struct hang_pick *p) {
     char why[160];
     if (mode == CP_MODE_RECORD)
       snprintf(why, sizeof why,
-               "record mode's breadcrumbs (on every %u%s launch of a stream) cannot tell which; precise mode "
-               "names it",
+               "record mode's breadcrumbs (as sparse as every %u%s launch where a stream's launches are dense) "
+               "cannot tell which; precise mode names it",
                g_cfg->crumb_every, ordinal(g_cfg->crumb_every));
     else
       snprintf(why, sizeof why, "their breadcrumbs could not be queued, so culprit cannot tell which");
@@ -441,20 +442,7 @@ static void emit_streams(struct jw *w, const struct hang_pick *p, uint64_t after
     uint64_t last = hs ? hs->newest : atomic_load_explicit(&st->last_launched, memory_order_relaxed), slot = 0;
     listed++;
     jw_obj_begin(w);
-    jw_key(w, "stream");
-    jw_hex(w, (uintptr_t)st->handle);
-    jw_key(w, "kind");
-    jw_str(w, emit_stream_kind_name(st->kind));
-    jw_key(w, "ctx");
-    jw_hex(w, (uintptr_t)st->ctx);
-    jw_key(w, "device");
-    jw_int(w, st->device);
-    jw_key(w, "launches");
-    jw_uint(w, atomic_load_explicit(&st->launches, memory_order_relaxed));
-    jw_key(w, "last_launched");
-    jw_uint(w, last);
-    jw_key(w, "crumbs");
-    jw_bool(w, st->slot != NULL);
+    emit_stream_fields(w, st, last);
     if (read_slot(st, &slot) == 0) {
       jw_key(w, "last_completed");
       jw_uint(w, slot);

@@ -10,6 +10,7 @@
 #include "../core/graphs.h"
 #include "../core/driver.h"
 #include "emit.h"
+#include "emit_streams.h"
 #include "emit_allocs.h"
 #include "../core/names.h"
 #include "emit_ops.h"
@@ -283,20 +284,7 @@ int verdict_emit(const struct verdict_input *in, char *path, unsigned pathlen) {
     if (last <= in->after_seq) continue;
     listed++;
     jw_obj_begin(&w);
-    jw_key(&w, "stream");
-    jw_hex(&w, (uintptr_t)st->handle);
-    jw_key(&w, "kind");
-    jw_str(&w, emit_stream_kind_name(st->kind));
-    jw_key(&w, "ctx");
-    jw_hex(&w, (uintptr_t)st->ctx);
-    jw_key(&w, "device");
-    jw_int(&w, st->device);
-    jw_key(&w, "launches");
-    jw_uint(&w, atomic_load_explicit(&st->launches, memory_order_relaxed));
-    jw_key(&w, "last_launched");
-    jw_uint(&w, last);
-    jw_key(&w, "crumbs");
-    jw_bool(&w, st->slot != NULL);
+    emit_stream_fields(&w, st, last);
     if (st->slot) {
       uint64_t done = crumb_slot_value(st->slot, last);
       jw_key(&w, "last_completed");

@@ -28,6 +28,7 @@ struct cli_run_opts {
     const char *rank_launches; /* CULPRIT_RANK_LAUNCHES "R=A:B,..." (a job's rerun), or NULL */
     const char *ring;          /* CULPRIT_RING, already validated, or NULL */
     const char *crumb_every;   /* CULPRIT_CRUMB_EVERY, already validated, or NULL */
+    const char *mark_budget;   /* CULPRIT_MARK_BUDGET, already validated, or NULL */
     const char *mark;          /* CULPRIT_MARK ("write" or "memset"), or NULL */
     const char *stack_depth;   /* CULPRIT_STACK_DEPTH, already validated, or NULL */
     const char *exit_wait;     /* CULPRIT_EXIT_WAIT seconds, already validated, or NULL */

@@ -114,6 +114,7 @@ static void cli_settings_make(const struct cli_run_opts *o, const char *dir)
     cli_setting("CULPRIT_RANK_LAUNCHES", o->rank_launches, "--rerun");
     cli_setting("CULPRIT_RING", o->ring, "--ring");
     cli_setting("CULPRIT_CRUMB_EVERY", o->crumb_every, "--crumb-every");
+    cli_setting("CULPRIT_MARK_BUDGET", o->mark_budget, "--mark-budget");
     cli_setting("CULPRIT_MARK", o->mark, "--mark");
     cli_setting("CULPRIT_STACK_DEPTH", o->stack_depth, "--stack-depth");
     cli_setting("CULPRIT_EXIT_WAIT", o->exit_wait, "--exit-wait");
@@ -801,6 +802,15 @@ int cli_run_main(int argc, char **argv)
                 return CLI_EXIT_USAGE;
             }
             o.crumb_every = val;
+        } else if ((val = cli_optval(argc, argv, &i, "--mark-budget", &missing)) != NULL) {
+            uint32_t bp;
+            if (cfg_parse_percent(val, &bp) != 0) {
+                cli_err("--mark-budget must be a percentage from 0 to 100 (e.g. 1 or 0.5; 0: fixed spacing), not "
+                        "'%s'",
+                        val);
+                return CLI_EXIT_USAGE;
+            }
+            o.mark_budget = val;
         } else if ((val = cli_optval(argc, argv, &i, "--mark", &missing)) != NULL) {
             if (strcmp(val, "write") && strcmp(val, "memset")) {
                 cli_err("--mark must be write or memset, not '%s'", val);

@@ -82,6 +82,20 @@ int cfg_parse_seconds(const char *s, uint32_t max_s, uint32_t *ms) {
   return 0;
 }
 
+int cfg_parse_percent(const char *s, uint32_t *bp) {
+  char num[16];
+  size_t n = s ? strlen(s) : 0;
+  if (n && s[n - 1] == '%') n--; /* "1%" reads as "1" */
+  if (!n || n >= sizeof num) return -1;
+  memcpy(num, s, n);
+  num[n] = '\0';
+  uint32_t thousandths; /* cfg_parse_seconds reads up to three places: thousandths of a percent */
+  if (cfg_parse_seconds(num, 100, &thousandths)) return -1;
+  if (thousandths && thousandths < 10) return -1; /* under a hundredth of a percent would read as off */
+  *bp = (thousandths + 5) / 10;
+  return 0;
+}
+
 /* Signal names the parsers know, those that cannot serve as a report signal included (to say why not). */
 static const struct {
   const char *name;
@@ -180,6 +194,7 @@ int cfg_parse(struct cp_config *c, cfg_getenv_fn get, char *err, size_t errlen) 
   c->ring = 4096;
   c->stack_depth = 24;
   c->crumb_every = 16;
+  c->mark_budget_bp = 100;
   c->mark = CP_MARK_MEMSET;
   strcpy(c->dir, "culprit-reports");
   c->exit_wait_ms = 2000;
@@ -229,6 +244,8 @@ int cfg_parse(struct cp_config *c, cfg_getenv_fn get, char *err, size_t errlen) 
       return bad(err, errlen, "CULPRIT_CRUMB_EVERY", v, "a number of launches from 1 to 4096");
     c->crumb_every = (uint32_t)n;
   }
+  if ((v = get("CULPRIT_MARK_BUDGET")) && *v && cfg_parse_percent(v, &c->mark_budget_bp))
+    return bad(err, errlen, "CULPRIT_MARK_BUDGET", v, "a percentage from 0 to 100, e.g. 1 or 0.5 (0: fixed spacing)");
   if ((v = get("CULPRIT_DIR")) && *v) {
     if (strlen(v) >= sizeof c->dir) return bad(err, errlen, "CULPRIT_DIR", v, "path too long");
     strcpy(c->dir, v);

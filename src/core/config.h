@@ -24,7 +24,9 @@ struct cp_config {
   char dir[CFG_DIR_MAX];               /* report directory */
   int quiet;                           /* one-line notice instead of the full verdict */
   int stats;                           /* summary line at exit */
-  uint32_t crumb_every;                /* a breadcrumb after every Nth launch of a stream (1 = every launch) */
+  uint32_t crumb_every;                /* record mode's widest breadcrumb spacing (1 = every launch) */
+  uint32_t mark_budget_bp;             /* record mode's mark budget, basis points of a stream's time; 0: marks
+                                        * every crumb_every launches */
   uint32_t exit_wait_ms;               /* at exit and before a context goes: wait up to this for unfinished work */
   uint32_t hang_timeout_ms;            /* hang report after this long with work pending and no progress; 0 = off */
   int report_signal;                   /* signal that asks for a hang report and lets the program go on; 0 = none */
@@ -51,6 +53,8 @@ int cfg_parse_window(const char *s, uint64_t *lo, uint64_t *hi);
 /* Parses seconds as a decimal with at most 3 places ("2", "0.5", "30.25") up to max_s into milliseconds;
  * returns 0 or -1. */
 int cfg_parse_seconds(const char *s, uint32_t max_s, uint32_t *ms);
+/* A percentage from 0 to 100 ("1", "0.5", "2.5%") as basis points (1% = 100); 0 or -1. */
+int cfg_parse_percent(const char *s, uint32_t *bp);
 /* Parses a report signal: a name (USR1, SIGUSR1, usr1) or number (1..64) into its number; "none", "off" or "0"
  * give 0 (no report signal). Returns 0; -1 when s is not a signal; -2 with *sig set when it is one that ends or
  * stops the program (SIGKILL, SIGSTOP, SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS, SIGABRT), which cannot

@@ -12,6 +12,7 @@
 #include "graphs.h"
 #include "driver.h"
 #include "launcher.h"
+#include "markplan.h"
 #include "modes.h"
 #include "names.h"
 #include "ring.h"
@@ -156,6 +157,7 @@ static void init_once(void) {
   }
   ticks_init();
   crumb_set_mark(g_cfg.mark);
+  markplan_init(g_cfg.mark_budget_bp, g_cfg.crumb_every);
   /* The report directory is fixed now: the program may chdir later. */
   if (g_cfg.dir[0] != '/') {
     char cwd[CFG_DIR_MAX];
@@ -510,16 +512,20 @@ int cp_launch_end(struct cp_launch_ctx *lc, int rc) {
     rec->prev = atomic_exchange_explicit(&s->last_launched, seq, memory_order_relaxed);
     uint64_t nth = atomic_fetch_add_explicit(&s->launches, 1, memory_order_relaxed) + 1;
     int every = m && m->mode != CP_MODE_RECORD ? 1 : (int)g_cfg.crumb_every;
-    /* a stream's first launch gets one whatever the rate: a stream with fewer launches than the rate would
+    /* a stream's first launch gets one whatever the plan: a stream with fewer launches than the spacing would
      * otherwise leave them all unfinished as far as the verdict can tell; so does its first launch after the host
      * waited for work to finish (one mark per synchronize): the GPU starts a new burst there, and a fault or a
-     * hang in that launch is then told from the ones queued behind it */
+     * hang in that launch is then told from the ones queued behind it. Record mode's others follow the mark plan
+     * (markplan.h): every launch of a young stream or of one whose launches are far apart, sparser in a dense
+     * stream of short kernels. */
     uint64_t epoch = atomic_load_explicit(&g_sync_epoch, memory_order_relaxed);
     int after_sync = epoch != atomic_load_explicit(&s->sync_epoch, memory_order_relaxed);
     if (after_sync) atomic_store_explicit(&s->sync_epoch, epoch, memory_order_relaxed);
-    if (s->slot && (!sync_after || crumb_instead) &&
-        (every == 1 || nth == 1 || after_sync || nth % (uint64_t)every == 0)) {
-      if (crumb_write(s, lc->d->stream, lc->d->ptds, seq)) rec->flags |= CP_REC_CRUMB_FAILED;
+    if (s->slot && (!sync_after || crumb_instead) && (every == 1 || nth == 1 || after_sync || markplan_due(s, nth))) {
+      if (crumb_write(s, lc->d->stream, lc->d->ptds, seq))
+        rec->flags |= CP_REC_CRUMB_FAILED;
+      else if (every != 1)
+        markplan_marked(s, nth, rec->ticks); /* record mode: where the next one goes */
     } else if (s->slot) {
       rec->flags |= CP_REC_UNCRUMBED;
     }

@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include "driver.h"
+#include "markplan.h"
 #include "ring.h"
 
 #include <pthread.h>
@@ -266,6 +267,8 @@ struct cp_stream *crumb_stream(void *handle, int ptds, int tid, int may_alloc) {
       s->device = -1;
       if (cp_drv.ctx_get_device && cp_drv.ctx_get_device(&s->device)) s->device = -1;
       s->handle = handle;
+      /* record mode marks a young stream's every launch (markplan.h), for the program's first streams */
+      s->warm = atomic_load_explicit(&g_used, memory_order_relaxed) < MARKPLAN_WARM_STREAMS ? MARKPLAN_WARM : 0;
       int prc = sctx ? pool_slot(sctx, &s->slot, &s->dslot, may_alloc) : -1;
       if (prc) {
         s->slot = NULL;
@@ -353,7 +356,10 @@ int crumb_write_to(void *handle, int ptds, uint64_t dslot, uint64_t value) {
 int crumb_write(struct cp_stream *s, void *handle, int ptds, uint64_t seq) {
   if (!s->slot) return -1;
   int rc = crumb_write_to(handle, ptds, s->dslot, seq);
-  if (!rc) atomic_max_u64(&s->crumbed, seq);
+  if (!rc) {
+    atomic_max_u64(&s->crumbed, seq);
+    atomic_fetch_add_explicit(&s->marks, 1, memory_order_relaxed);
+  }
   return rc;
 }
 

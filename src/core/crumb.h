@@ -38,6 +38,16 @@ struct cp_stream {
   _Atomic uint64_t tail_crumb;     /* the newest launch whose breadcrumb was a tail mark (crumb_tail), not queued by
                                    * its launch: its record says uncrumbed, yet its completion shows */
   _Atomic uint64_t sync_epoch;     /* core's count of successful host synchronizes at this stream's newest launch */
+  _Atomic uint64_t marks;          /* breadcrumbs queued on this stream (after launches and as tail marks) */
+  /* record mode's mark plan (markplan.c); relaxed: threads sharing a stream may skew the estimate, never a mark */
+  _Atomic uint64_t plan_next;  /* the launch count (launches) at which the next mark is due */
+  _Atomic uint64_t plan_nth;   /* the launch count at the last mark the plan saw, 0 before the first */
+  _Atomic uint64_t plan_ticks; /* that launch's time stamp (ticks.h) */
+  _Atomic uint64_t plan_first; /* the time stamp of the first launch the plan saw */
+  _Atomic uint64_t win_ticks;  /* time between the plan's recent marks, summed (halved with win_n) */
+  _Atomic uint64_t win_n;      /* launches win_ticks spans */
+  _Atomic uint32_t plan_gap;   /* the spacing planned at the last mark */
+  int warm;                    /* launches of this stream marked one by one from its first (0: none) */
 };
 
 /* The stream a launch goes to, made on first sight; NULL when the table is full or the context is unknown.

@@ -3,6 +3,7 @@
 #include "stats.h"
 
 #include "crumb.h"
+#include "markplan.h"
 #include "ring.h"
 #include "ticks.h"
 #include "../stack/pywait.h"
@@ -30,8 +31,49 @@ void stats_after_fork(void) {
   pystack_wait_counts(&g_wc_base);
 }
 
+#define STATS_MARK_STREAMS 4 /* streams the marks line names: those with the most launches */
+
+/* How record mode spent its breadcrumbs on the streams with the most launches: the end of the stats line, with
+ * its newline, into buf (at most cap bytes); its length. */
+static size_t stats_marks(char *buf, size_t cap) {
+  const struct cp_stream *top[STATS_MARK_STREAMS] = {0};
+  int ntop = 0, streams = 0;
+  for (uint32_t i = 0; i < crumb_capacity(); i++) {
+    const struct cp_stream *st = crumb_at(i);
+    if (!atomic_load_explicit(&st->key_stream, memory_order_acquire) || !st->slot) continue;
+    streams++;
+    uint64_t n = atomic_load_explicit(&st->launches, memory_order_relaxed);
+    int at = ntop < STATS_MARK_STREAMS ? ntop++ : STATS_MARK_STREAMS;
+    while (at > 0 && atomic_load_explicit(&top[at - 1]->launches, memory_order_relaxed) < n) {
+      if (at < STATS_MARK_STREAMS) top[at] = top[at - 1];
+      at--;
+    }
+    if (at < STATS_MARK_STREAMS) top[at] = st;
+  }
+  if (cap < 2) return 0;
+  if (!ntop) return (size_t)snprintf(buf, cap, "\n");
+  int k = snprintf(buf, cap, "; marks on %d stream(s)", streams);
+  for (int i = 0; i < ntop && k > 0 && (size_t)k < cap; i++) {
+    const struct cp_stream *st = top[i];
+    int64_t bp = markplan_share_bp(st);
+    char share[48] = "too short to tell";
+    if (bp >= 0) snprintf(share, sizeof share, "~%.2f%% of its time", (double)bp / 100.0);
+    uint32_t gap = atomic_load_explicit(&st->plan_gap, memory_order_relaxed);
+    char spacing[32] = "";
+    if (gap) snprintf(spacing, sizeof spacing, ", spacing %u", (unsigned)gap);
+    k += snprintf(buf + k, cap - (size_t)k, "%s stream 0x%lx: %llu of %llu launches%s, %s", i ? "," : ":",
+                  (unsigned long)(uintptr_t)st->handle,
+                  (unsigned long long)atomic_load_explicit(&st->marks, memory_order_relaxed),
+                  (unsigned long long)atomic_load_explicit(&st->launches, memory_order_relaxed), spacing, share);
+  }
+  if (k < 0 || (size_t)k >= cap - 1) k = (int)cap - 2; /* cut: the line still ends */
+  buf[k++] = '\n';
+  buf[k] = '\0';
+  return (size_t)k;
+}
+
 void stats_print(uint64_t n, uint64_t fork_seq) {
-  char msg[1200];
+  char msg[1800];
   struct cp_ring_stats rs;
   uint64_t chains = ring_stats_sum(&rs);
   double us = 1000.0 * (double)n; /* ns totals to microseconds per launch */
@@ -76,6 +118,8 @@ void stats_print(uint64_t n, uint64_t fork_seq) {
            (unsigned long long)(last_unwound > fork_seq ? last_unwound - fork_seq : 0));
   size_t len = 0;
   while (msg[len]) len++;
+  if (len && msg[len - 1] == '\n') len--; /* the marks close the same line */
+  len += stats_marks(msg + len, sizeof msg - len);
   ssize_t w = write(2, msg, len);
   (void)w;
 }

@@ -763,7 +763,7 @@ def _(b):
     # returned, at exit or before the reset clears it, and names the window holding the faulty launch #9.
     # (The library's default breadcrumb density: none among 10 launches, so the fake GPU runs ahead the same way
     # with culprit as without, and launch #9 faults when #10 is queued.)
-    env = {"FAKECUDA_FAULT": "launch=9", "FAKECUDA_RUN_AHEAD": "1", "CULPRIT_CRUMB_EVERY": ""}
+    env = {"FAKECUDA_FAULT": "launch=9", "FAKECUDA_RUN_AHEAD": "1", "CULPRIT_CRUMB_EVERY": "", "CULPRIT_MARK_BUDGET": "0"}
     for how, rc, api in (("unwrapped", 1, "exit"), ("unwrapped_reset", 0, "cuDevicePrimaryCtxReset")):
         argv = [b.prog("linked"), "legacy", how]
         base = plain(b, argv, env)

@@ -95,6 +95,7 @@ def _(b):
 @case("bad_config_ring")
 def _(b):
     bad_config(b, "CULPRIT_RING", ["8", "2000000", "lots", "-16"])
+    bad_config(b, "CULPRIT_MARK_BUDGET", ["101", "-1", "1%%", "0.001", "1.2345", "lots", "%"])
 
 
 @case("bad_config_stack_depth")

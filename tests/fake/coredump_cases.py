@@ -21,7 +21,7 @@ h.CASES.clear()  # this file's cases only
 case, check = h.case, h.check
 GDB = os.path.join(HERE, "fake_cuda_gdb.py")
 # write_oob is launch #20 among 40 step launches; record mode's breadcrumbs (every 16th) leave #17..#32 open.
-ENV = {"FAKECUDA_FAULT": "kernel=write_oob", "CULPRIT_CRUMB_EVERY": "", "CULPRIT_CUDA_GDB": GDB}
+ENV = {"FAKECUDA_FAULT": "kernel=write_oob", "CULPRIT_CRUMB_EVERY": "", "CULPRIT_MARK_BUDGET": "0", "CULPRIT_CUDA_GDB": GDB}
 
 
 def flaky(b, env, opts):

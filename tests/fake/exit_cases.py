@@ -116,7 +116,7 @@ def _(b):
     # GPU runs one launch ahead, so launch #9 faults when #10 is queued; the library's default breadcrumb density
     # puts none among 10 launches, so it runs ahead the same way with culprit as without.)
     argv = [b.prog("linked"), "exits", "thread"]
-    env = {"FAKECUDA_FAULT": "launch=9", "FAKECUDA_RUN_AHEAD": "1", "CULPRIT_CRUMB_EVERY": ""}
+    env = {"FAKECUDA_FAULT": "launch=9", "FAKECUDA_RUN_AHEAD": "1", "CULPRIT_CRUMB_EVERY": "", "CULPRIT_MARK_BUDGET": "0"}
     base = h.plain(b, argv, env)
     check(base.rc == 1 and b"cuEventCreate failed (700)" in base.out, "scenario broken\n" + base.describe())
     for via in ("preloaded", "culprit run"):

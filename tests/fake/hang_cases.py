@@ -280,7 +280,7 @@ def _(b):
 def _(b):
     """The same in record mode (a breadcrumb every 16th launch): launch #16's breadcrumb landed and #18 never
     finishes, so the launch in flight is one of #17..#20, and the text says how to name it exactly."""
-    env = dict(HANG18, CULPRIT_CRUMB_EVERY="")
+    env = dict(HANG18, CULPRIT_CRUMB_EVERY="", CULPRIT_MARK_BUDGET="0")
     rdir = b.newdir("reports")
     res = signalled(b, "preload", ["sync", 20], signal.SIGTERM, env, rdir)
     check(res.rc == -signal.SIGTERM, "did not die of SIGTERM\n" + res.describe())
@@ -299,7 +299,7 @@ def _(b):
 def _(b):
     """Record mode, the launch that hangs being the first after a synchronize that completed: it got a breadcrumb
     (one per synchronize), so the hang report names it exactly, not a window with the two queued behind it."""
-    env = dict(FAKECUDA_HANG="launch=11", CULPRIT_CRUMB_EVERY="")
+    env = dict(FAKECUDA_HANG="launch=11", CULPRIT_CRUMB_EVERY="", CULPRIT_MARK_BUDGET="0")
     rdir = b.newdir("reports")
     res = signalled(b, "preload", ["resync", 10], signal.SIGTERM, env, rdir)
     check(res.rc == -signal.SIGTERM, "did not die of SIGTERM\n" + res.describe())
@@ -375,7 +375,7 @@ def _(b):
 def _(b):
     """culprit run --hang-timeout 1: with launch #18 never completing, the report comes without any signal
     (record mode: a window holding #18); the program is left running, and the test kills it."""
-    env = dict(HANG18, CULPRIT_CRUMB_EVERY="")
+    env = dict(HANG18, CULPRIT_CRUMB_EVERY="", CULPRIT_MARK_BUDGET="0")
     rdir = b.newdir("reports")
     p = start(b, "cli", ["sync", 20], env, rdir, opts=("--hang-timeout", "1"))
     p.wait_for(b"ready\n", "culprit run")
@@ -442,7 +442,7 @@ def _(b):
     """--hang-timeout with work that only looks unfinished (record mode, no breadcrumb after the last launches,
     never synchronized): the watcher's query (the simulated driver's trace shows it) finds the stream done, so no
     timeout report comes; a SIGTERM then gets a report that says nothing was in flight."""
-    env = {"CULPRIT_CRUMB_EVERY": "", "CULPRIT_HANG_TIMEOUT": "0.2", "FAKECUDA_TRACE": "1"}
+    env = {"CULPRIT_CRUMB_EVERY": "", "CULPRIT_MARK_BUDGET": "0", "CULPRIT_HANG_TIMEOUT": "0.2", "FAKECUDA_TRACE": "1"}
     rdir = b.newdir("reports")
     p = start(b, "preload", ["quiet", 5], env, rdir)
     p.wait_for(b"ready\n", "preload")

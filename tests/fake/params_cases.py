@@ -97,7 +97,7 @@ def _(b):
         check("word 1 points" not in text, "the int argument got a line\n" + text)
     # record mode's window of candidates: the one passed freed memory is singled out as the likeliest, the
     # others (live buffers) get no such line, and the verdict stays candidates
-    res, rep = run(b, ["buffers", "freed-then"], {"FAKECUDA_FAULT": "kernel=write_oob", "CULPRIT_CRUMB_EVERY": ""})
+    res, rep = run(b, ["buffers", "freed-then"], {"FAKECUDA_FAULT": "kernel=write_oob", "CULPRIT_CRUMB_EVERY": "", "CULPRIT_MARK_BUDGET": "0"})
     p = printed(res)
     text = joined(res.err_text)
     check(rep["verdict"]["certainty"] == "candidates", "verdict %r" % rep["verdict"])

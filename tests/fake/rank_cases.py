@@ -278,7 +278,7 @@ def _(b):
     argv = job_argv(b, extra=["--env", "2:" + FAULT] + sum((["--env", "%d:%s" % (r, HANG)] for r in (0, 1, 3)), [])
                     + ["--wait-for", ready + "-*:4"])
     rdir = b.newdir("reports")
-    res = h.cli_run(b, argv, env_of(b, {"RANKJOB_READY": ready, "CULPRIT_CRUMB_EVERY": ""}), rdir, ("--rerun",))
+    res = h.cli_run(b, argv, env_of(b, {"RANKJOB_READY": ready, "CULPRIT_CRUMB_EVERY": "", "CULPRIT_MARK_BUDGET": "0"}), rdir, ("--rerun",))
     check(res.rc == 1, "the launcher should fail (a worker failed)\n" + res.describe())
     check("each rank its own (CULPRIT_RANK_LAUNCHES=2=" in res.err_text, "no word of the job's rerun\n" +
           res.describe())

@@ -19,7 +19,7 @@ case, check = h.case, h.check
 LINKED_SRC = os.path.join(h.PROG_SRC, "linked.c")
 
 # Record mode's own breadcrumb density (every 16th launch): the fault at launch #20 leaves the window #17..#32.
-SPARSE = {"FAKECUDA_FAULT": "kernel=write_oob", "CULPRIT_CRUMB_EVERY": ""}
+SPARSE = {"FAKECUDA_FAULT": "kernel=write_oob", "CULPRIT_CRUMB_EVERY": "", "CULPRIT_MARK_BUDGET": "0"}
 
 
 def flaky_run(b, later, opts=("--rerun",)):

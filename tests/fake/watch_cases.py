@@ -323,7 +323,7 @@ def _(b):
     # history held it (it lists the launches before its first candidate, whose stream depends on the order of
     # the stream table), and they stay in candidates_before_assert.
     # (streams4_quiet: no event records, whose tail marks would settle every launch before the fault.)
-    env = {"FAKECUDA_FAULT": "kernel=%s,code=710" % BAD, "CULPRIT_CRUMB_EVERY": "16"}
+    env = {"FAKECUDA_FAULT": "kernel=%s,code=710" % BAD, "CULPRIT_CRUMB_EVERY": "16", "CULPRIT_MARK_BUDGET": "0"}
     argv = [b.prog("linked"), "streams4_quiet"]
     rdir = b.newdir("reports")
     res = cli_run(b, argv, env, rdir)

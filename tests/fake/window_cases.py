@@ -39,11 +39,57 @@ def legacy_surface(b, how, api, n=4, env=None):
     return rep
 
 
+@case("plan_young_stream")
+def _(b):
+    """record mode's default mark plan: a young stream (its first 512 launches) gets a breadcrumb after every
+    launch, so the fault at launch 20 of 40 is named exactly, and the report says how marks were spent."""
+    env = {"FAKECUDA_FAULT": "launch=20", "CULPRIT_CRUMB_EVERY": ""}
+    res, rep = fault_run(b, "linked", ["legacy", "ctxsync", "40"], env, "cuCtxSynchronize")
+    expect_exact(rep, kernel=STEP, seq=20, stream_kind="legacy")
+    st = (rep.get("streams") or [{}])[0]
+    marks = st.get("marks") or {}
+    check(marks.get("queued") == 40 and marks.get("spacing") == 1,
+          "a young stream's every launch is marked: %r" % st)
+
+
+@case("plan_dense_stream")
+def _(b):
+    """Past its youth, a dense stream of short launches is marked as sparsely as the widest spacing (16): the
+    fault at launch 1300 of 1400 is a window of at most 16 launches holding it. The budget is made tiny
+    (0.01%: launches would have to be 20 ms apart to be marked each), so how fast this machine launches does not
+    matter."""
+    env = {"FAKECUDA_FAULT": "launch=1300", "CULPRIT_CRUMB_EVERY": ""}
+    res, rep = fault_run(b, "linked", ["legacy", "ctxsync", "1400"], env, "cuCtxSynchronize",
+                         opts=("--mark-budget", "0.01"))
+    seqs = sorted(c.get("seq") for c in rep.get("candidates") or [])
+    check((rep.get("verdict") or {}).get("certainty") == "candidates", "verdict %r" % rep.get("verdict"))
+    check(1300 in seqs and len(seqs) <= 16 and seqs == list(range(seqs[0], seqs[-1] + 1)),
+          "the window must be at most 16 consecutive launches holding #1300: %r" % seqs)
+    marks = (rep.get("streams") or [{}])[0].get("marks") or {}
+    check(marks.get("spacing") == 16, "the plan's spacing %r" % marks)
+    check(512 + (1400 - 512) // 16 <= marks.get("queued", 0) <= 512 + (1400 - 512) // 16 + 2,
+          "512 marks in its youth, then one in 16: %r" % marks)
+
+
+@case("plan_far_apart")
+def _(b):
+    """Past its youth, a stream whose launches come 1 ms apart (long kernels, or a host that does other work)
+    is marked after every launch: a mark is a small share of its time (the default budget, 1%, allows one per
+    200 us). The fault at launch 600 of 620 is named exactly."""
+    env = {"FAKECUDA_FAULT": "launch=600", "CULPRIT_CRUMB_EVERY": ""}
+    res, rep = fault_run(b, "linked", ["legacy", "ctxsync", "620", "1000"], env, "cuCtxSynchronize")
+    expect_exact(rep, kernel=STEP, seq=600, stream_kind="legacy")
+    marks = (rep.get("streams") or [{}])[0].get("marks") or {}
+    check(marks.get("spacing") == 1 and marks.get("queued") == 620, "every launch is marked: %r" % marks)
+    check(0 < marks.get("est_share", 0) < 0.01, "the estimated share of its time: %r" % marks)
+
+
 @case("sparse_window")
 def _(b):
-    """record mode's default density (a breadcrumb every 16th launch of a stream): the fault at launch 20 of 40
-    is reported as a window of at most 16 launches on its stream that holds it, with a rerun that pins it."""
-    env = {"FAKECUDA_FAULT": "launch=20", "CULPRIT_CRUMB_EVERY": ""}   # empty: the library's default
+    """record mode with the budget off (--mark-budget 0: a breadcrumb every 16th launch of a stream, its first
+    and its first after a synchronize): the fault at launch 20 of 40 is reported as a window of at most 16
+    launches on its stream that holds it, with a rerun that pins it."""
+    env = {"FAKECUDA_FAULT": "launch=20", "CULPRIT_CRUMB_EVERY": "", "CULPRIT_MARK_BUDGET": "0"}   # empty: the library's default
     res, rep = fault_run(b, "linked", ["legacy", "ctxsync", "40"], env, "cuCtxSynchronize")
     v = rep.get("verdict") or {}
     seqs = sorted(c.get("seq") for c in rep.get("candidates") or [])
@@ -60,8 +106,8 @@ def _(b):
 
 @case("sparse_crumb_every")
 def _(b):
-    """--crumb-every 4: the window shrinks to the 4 launches after the last completed breadcrumb (#17..#20)."""
-    env = {"FAKECUDA_FAULT": "launch=20", "CULPRIT_CRUMB_EVERY": ""}
+    """--crumb-every 4 with the budget off: the window shrinks to the 4 launches after the last completed breadcrumb (#17..#20)."""
+    env = {"FAKECUDA_FAULT": "launch=20", "CULPRIT_CRUMB_EVERY": "", "CULPRIT_MARK_BUDGET": "0"}
     res, rep = fault_run(b, "linked", ["legacy", "ctxsync", "40"], env, "cuCtxSynchronize",
                          opts=("--crumb-every", "4"))
     seqs = sorted(c.get("seq") for c in rep.get("candidates") or [])
@@ -70,11 +116,11 @@ def _(b):
 
 @case("sparse_stream_marks")
 def _(b):
-    """Record mode's default density, four streams of six launches (none reaches its 16th): each stream's first
+    """Record mode with the budget off (fixed spacing), four streams of six launches (none reaches its 16th): each stream's first
     launch gets a breadcrumb, so the window starts after it (#5..#24, not #1..#24); with an event recorded after
     every launch, each record queues a tail mark first, and every launch the streams ran before the fault is
     known complete (#13..#24 are left: what the round-robin had not run when write_oob faulted)."""
-    env = {"FAKECUDA_FAULT": "kernel=%s" % BAD, "CULPRIT_CRUMB_EVERY": ""}
+    env = {"FAKECUDA_FAULT": "kernel=%s" % BAD, "CULPRIT_CRUMB_EVERY": "", "CULPRIT_MARK_BUDGET": "0"}
     for form, want in (("streams4_quiet", list(range(5, 25))), ("streams4", list(range(13, 25)))):
         res, rep = fault_run(b, "linked", [form], env, "cuCtxSynchronize", cli=False)
         seqs = sorted(c.get("seq") for c in rep.get("candidates") or [])
@@ -85,7 +131,7 @@ def _(b):
 def bounds_case(b, how):
     """Record mode's sparse breadcrumbs leave launches #17..#32 unproven, but the program proved #1..#18 complete
     itself; the window must start after #18 (launches #19..#21 are the only ones left)."""
-    env = {"FAKECUDA_FAULT": "launch=19", "CULPRIT_CRUMB_EVERY": ""}
+    env = {"FAKECUDA_FAULT": "launch=19", "CULPRIT_CRUMB_EVERY": "", "CULPRIT_MARK_BUDGET": "0"}
     res, rep = fault_run(b, "bounds", [how], env, "cuCtxSynchronize", src="bounds")
     seqs = sorted(c.get("seq") for c in rep.get("candidates") or [])
     check(seqs == [19, 20, 21], "candidates %r, expected #19..#21 after the %s bound" % (seqs, how))
@@ -156,7 +202,7 @@ def _(b):
     argv = [b.prog("bounds"), "graphglobal"]
     base = plain(b, argv)
     check(base.rc == 0, "scenario broken\n" + base.describe())
-    for env in ({"CULPRIT_CRUMB_EVERY": ""}, {"CULPRIT_MODE": "precise"}, {"CULPRIT_MODE": "blocking"}):
+    for env in ({"CULPRIT_CRUMB_EVERY": "", "CULPRIT_MARK_BUDGET": "0"}, {"CULPRIT_MODE": "precise"}, {"CULPRIT_MODE": "blocking"}):
         res = preloaded(b, argv, env, b.newdir("reports"))
         same_as_plain(base, res, "capture under %s" % env)
 
@@ -176,7 +222,7 @@ def _(b):
     """A stream query that answered "done" is a synchronize: the stream's first launch after it gets a breadcrumb
     (one mark per synchronize, where the GPU starts a new burst), so the fault in #19 is named exactly; the
     event bounds above leave the window #19..#21 (an event's completion is not a synchronize)."""
-    env = {"FAKECUDA_FAULT": "launch=19", "CULPRIT_CRUMB_EVERY": ""}
+    env = {"FAKECUDA_FAULT": "launch=19", "CULPRIT_CRUMB_EVERY": "", "CULPRIT_MARK_BUDGET": "0"}
     res, rep = fault_run(b, "bounds", ["streamquery"], env, "cuCtxSynchronize", src="bounds")
     expect_exact(rep, seq=19, stream_kind="legacy")
     # the same with the fault in #20: the window is what follows #19's completed mark

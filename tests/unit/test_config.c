@@ -67,6 +67,20 @@ int main(void) {
   CHECK(parse(nosig, &c, err) == 0 && c.report_signal == 0 && c.exit_wait_ms == 0);
 
   CHECK(parse(none, &c, err) == 0 && c.mark == CP_MARK_MEMSET, "the 32-bit memset is the default breadcrumb");
+  CHECK(c.mark_budget_bp == 100 && c.crumb_every == 16, "record mode's marks: 1%% of a stream's time, every 16th");
+  const char *budget[] = {"CULPRIT_MARK_BUDGET", "0.25", NULL};
+  CHECK(parse(budget, &c, err) == 0 && c.mark_budget_bp == 25, "0.25%% is 25 basis points: %u", c.mark_budget_bp);
+  const char *budget_pct[] = {"CULPRIT_MARK_BUDGET", "2.5%", NULL};
+  CHECK(parse(budget_pct, &c, err) == 0 && c.mark_budget_bp == 250);
+  const char *budget_off[] = {"CULPRIT_MARK_BUDGET", "0", NULL};
+  CHECK(parse(budget_off, &c, err) == 0 && c.mark_budget_bp == 0, "0 turns the budget off");
+  const char *budget_all[] = {"CULPRIT_MARK_BUDGET", "100", NULL};
+  CHECK(parse(budget_all, &c, err) == 0 && c.mark_budget_bp == 10000);
+  const char *bad_budgets[] = {"100.5", "-1", "0.004", "1%%", "x", "%", ".5", "1.2345"};
+  for (size_t i = 0; i < sizeof bad_budgets / sizeof *bad_budgets; i++) {
+    const char *bad[] = {"CULPRIT_MARK_BUDGET", bad_budgets[i], NULL};
+    CHECK(parse(bad, &c, err) != 0 && strstr(err, "CULPRIT_MARK_BUDGET"), "'%s' must be refused", bad_budgets[i]);
+  }
   const char *memset_mark[] = {"CULPRIT_MARK", "memset", NULL};
   CHECK(parse(memset_mark, &c, err) == 0 && c.mark == CP_MARK_MEMSET);
   const char *write_mark[] = {"CULPRIT_MARK", "write", NULL};

@@ -46,14 +46,17 @@ static pid_t thread_id(void)
 
 /* `count` launches of step on the legacy default stream (fault scripted as launch=N), then the error is made to
  * surface at the call named by `how`. */
-static int legacy(const char *how, int count)
+static int legacy(const char *how, int count, int pace_us)
 {
     float host[NELEM];
     CUevent ev;
     setup();
     CK(cuEventCreate(&ev, CU_EVENT_DEFAULT));
-    for (int i = 0; i < count; i++)
+    for (int i = 0; i < count; i++) {
+        if (pace_us > 0)
+            usleep((useconds_t)pace_us);                                                 /* launches far apart, as long kernels make them */
         CK(cuLaunchKernel(f_step, 4, 1, 1, 64, 1, 1, 0, NULL, args, NULL)); /* legacy */ /* CULPRIT-LAUNCH */
+    }
     if (strcmp(how, "ctxsync") == 0) {
         CK(cuCtxSynchronize());
     } else if (strcmp(how, "dtoh") == 0) {
@@ -424,7 +427,7 @@ int main(int argc, char **argv)
     const char *what = argc > 1 ? argv[1] : "";
     int n = argc > 2 ? atoi(argv[2]) : 0;
     if (strcmp(what, "legacy") == 0 && argc > 2)
-        return legacy(argv[2], argc > 3 ? atoi(argv[3]) : 10);
+        return legacy(argv[2], argc > 3 ? atoi(argv[3]) : 10, argc > 4 ? atoi(argv[4]) : 0);
     if (strcmp(what, "exits") == 0 && argc > 2)
         return exits(argv[2], argc > 3 ? atoi(argv[3]) : 10);
     if (strcmp(what, "flaky") == 0)
@@ -441,7 +444,7 @@ int main(int argc, char **argv)
         return phases(n > 0 ? n : 10);
     if (strcmp(what, "healthy") == 0)
         return healthy();
-    fprintf(stderr, "usage: linked legacy ctxsync|dtoh|streamsync|memfree|eventsync|nextlaunch|abort|exit [COUNT]\n"
+    fprintf(stderr, "usage: linked legacy ctxsync|dtoh|streamsync|memfree|eventsync|nextlaunch|abort|exit [COUNT [PACE_US]]\n"
                     "       linked exits return0|otherctx|thread [COUNT] | flaky [COUNT]\n"
                     "       linked streams4 | devices2 | threads N | phases [COUNT] | healthy\n");
     return 2;

@@ -1,0 +1,43 @@
+/* A stream in a report (emit_streams.h). "marks" says how breadcrumbs were spent on the stream: how many were
+ * queued, the spacing record mode's plan had come to (core/markplan.h) and the share of the stream's time they
+ * are estimated to have taken, so a reader can tell a window left by a dense stream from one the plan chose. */
+#include "emit_streams.h"
+
+#include "emit.h"
+
+#include "../core/crumb.h"
+#include "../core/markplan.h"
+#include "../report/jsonw.h"
+
+void emit_stream_fields(struct jw *w, const struct cp_stream *st, uint64_t last) {
+  jw_key(w, "stream");
+  jw_hex(w, (uintptr_t)st->handle);
+  jw_key(w, "kind");
+  jw_str(w, emit_stream_kind_name(st->kind));
+  jw_key(w, "ctx");
+  jw_hex(w, (uintptr_t)st->ctx);
+  jw_key(w, "device");
+  jw_int(w, st->device);
+  jw_key(w, "launches");
+  jw_uint(w, atomic_load_explicit(&st->launches, memory_order_relaxed));
+  jw_key(w, "last_launched");
+  jw_uint(w, last);
+  jw_key(w, "crumbs");
+  jw_bool(w, st->slot != NULL);
+  if (!st->slot) return;
+  jw_key(w, "marks");
+  jw_obj_begin(w);
+  jw_key(w, "queued");
+  jw_uint(w, atomic_load_explicit(&st->marks, memory_order_relaxed));
+  uint32_t gap = atomic_load_explicit(&st->plan_gap, memory_order_relaxed);
+  if (gap) {
+    jw_key(w, "spacing");
+    jw_uint(w, gap);
+  }
+  int64_t bp = markplan_share_bp(st);
+  if (bp >= 0) {
+    jw_key(w, "est_share");
+    jw_double(w, (double)bp / 10000.0);
+  }
+  jw_obj_end(w);
+}
