@@ -129,6 +129,12 @@ CASES = [
          coredump=True, verdict_says=r"word 0 points to offset 0 of memory freed before this launch \(a use after "
          r"free\): the allocation of 268435456 bytes",
          note="reads a large buffer after cudaFree: the verdict calls its argument a use after free"),
+    Case("young", "young", "normalize_rows", api=r"Synchronize|Launch", stream_kind="created",
+         note="a fault among a new stream's first six launches: exact in one record run (a young stream's marks)"),
+    Case("longk", "longk", "relax_sweep", api=r"Memcpy|Launch|Synchronize", stream_kind="legacy",
+         note="a fault at launch 667 among 250 us kernels: exact in one record run (long launches are all marked)"),
+    Case("side", "side", "apply_mask", codes=(710,), api=r"Synchronize|Launch", stream_kind="created",
+         note="an assert in one of three launches of one kernel on a side stream beside a dense main stream"),
     Case("healthy", "healthy", healthy=True, note="no fault: same stdout, exit 0, no report"),
     Case("nosync", "nosync", "bump_counter", api=r"^exit$|Ctx|Unload", stream_kind="legacy", kind="nosync",
          note="faulty kernel, no synchronize, main returns 0: still exit 0, a report, --error-exitcode 9 exits 9"),
