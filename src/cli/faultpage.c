@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #endif
 #include "faultpage.h"
+#include "kernlog.h"
 #include "promote.h"
 #include "../report/addr.h"
 #include "../report/argmatch.h"
@@ -31,8 +32,14 @@ int faultpage_narrow(struct json *doc, int *narrowed)
     uint64_t page;
     int n = 0;
     *narrowed = 0;
+    const char *matched = json_get_str(json_get(doc, "gpu_fault_log"), "matched");
     if (!verdict || !certainty || strcmp(certainty, "candidates") != 0 || !src || strcmp(src, "kernel log") != 0 ||
         granule <= 0 || !at || addr_parse(at, &page) != 0)
+        return 0;
+    /* a line tied by the process's name alone may be another process's (a pid namespace: another python), and a
+     * page is this error's only when the error is the memory unit's (an assert logs none): neither narrows */
+    if (!matched || strcmp(matched, "pid") != 0 ||
+        !kernlog_code_logs_page(json_get_int(json_get(doc, "error"), "code", -1)))
         return 0;
     /* the allocations the page lies against, as fault_address answered it (the table as the report has it: the
      * verdict names no culprit yet) */

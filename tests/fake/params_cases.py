@@ -299,6 +299,30 @@ def _(b):
         check(words_ in text, "%r is not in the verdict\n%s" % (words_, text))
 
 
+@case("params_fault_page_assert")
+def _(b):
+    """A device assert (710) logs no page: a memory-fault line of the process's pid (written here as another
+    fault would) is not tied to it and narrows nothing; both launches stay candidates."""
+    log = os.path.join(b.newdir("assert-log"), "kern.log")
+    open(log, "w").close()
+    env = {"FAKECUDA_FAULT": "kernel=write_oob,nth=2,code=710,offset=16384", "FAKECUDA_KMSG": log,
+           "CULPRIT_KERNEL_LOG": log, "FAKECUDA_KMSG_ANY": "1"}
+    rdir = b.newdir("assert")
+    res = h.cli_run(b, [b.prog("params"), "streams"], env, rdir)
+    rep = h.load_report(rdir)
+    with open(log) as f:
+        lines = f.read().splitlines()
+    check(len(lines) == 1 and "Xid (PCI:0000:00:06): 31, pid=%d," % rep["process"]["pid"] in lines[0],
+          "the log holds a line of the process: %r" % lines)
+    v = rep.get("verdict") or {}
+    check((rep.get("error") or {}).get("code") == 710 and "gpu_fault_log" not in rep and
+          "fault_address" not in rep and "named by the page" not in res.err_text,
+          "no page tied to an assert: %r %r\n%s" % (rep.get("gpu_fault_log"), rep.get("fault_address"),
+                                                       res.describe()))
+    check(v.get("certainty") in ("candidates", "exact") and not (rep.get("culprit") or {}).get("by") == "fault page",
+          "the verdict is the assert's: %r" % v)
+
+
 @case("params_fault_page_ambiguous")
 def _(b):
     """Both launches on buffer a: both point next to the page, the verdict stays candidates; a page far from
