@@ -58,12 +58,13 @@ void kernlog_begin(struct kernlog *k)
      * no file of /proc is a log the kernel appends to) */
     struct statfs fs;
     if (fstatfs(k->fd, &fs) == 0 && fs.f_type == PROC_SUPER_MAGIC) {
-        snprintf(k->why, sizeof k->why,
-                 "the kernel's log %.300s is a file of /proc, which culprit does not read: /proc/kmsg gives each message "
-                 "to one reader only, so reading it would take the kernel's messages from the system's logger; leave "
-                 "CULPRIT_KERNEL_LOG unset (the kernel's record device /dev/kmsg, which every reader reads whole) or "
-                 "name a file the messages are appended to (/var/log/kern.log)",
-                 k->path);
+        snprintf(
+            k->why, sizeof k->why,
+            "the kernel's log %.300s is a file of /proc, which culprit does not read: /proc/kmsg gives each message "
+            "to one reader only, so reading it would take the kernel's messages from the system's logger; leave "
+            "CULPRIT_KERNEL_LOG unset (the kernel's record device /dev/kmsg, which every reader reads whole) or "
+            "name a file the messages are appended to (/var/log/kern.log)",
+            k->path);
         close(k->fd);
         k->fd = -1;
         return;
