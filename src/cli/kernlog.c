@@ -12,15 +12,19 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#ifndef KERNLOG_READ_MAX
 #define KERNLOG_READ_MAX (64ll << 20) /* bytes of a log file read after a run (a runaway log is cut) */
-#define KERNLOG_RECORDS_MAX 4000000   /* records of /dev/kmsg read after a run */
+#endif
+#define KERNLOG_RECORDS_MAX 4000000 /* records of /dev/kmsg read after a run */
 
 static const char kernlog_device[] = "/dev/kmsg";
 
@@ -48,6 +52,21 @@ void kernlog_begin(struct kernlog *k)
                      k->path);
         else
             snprintf(k->why, sizeof k->why, "the kernel's log %s cannot be opened: %s", k->path, strerror(e));
+        return;
+    }
+    /* /proc/kmsg hands each message to one reader only: reading it would take them from the system's logger (and
+     * no file of /proc is a log the kernel appends to) */
+    struct statfs fs;
+    if (fstatfs(k->fd, &fs) == 0 && fs.f_type == PROC_SUPER_MAGIC) {
+        snprintf(
+            k->why, sizeof k->why,
+            "the kernel's log %.300s is a file of /proc, which culprit does not read: /proc/kmsg gives each message "
+            "to one reader only, so reading it would take the kernel's messages from the system's logger; leave "
+            "CULPRIT_KERNEL_LOG unset (the kernel's record device /dev/kmsg, which every reader reads whole) or "
+            "name a file the messages are appended to (/var/log/kern.log)",
+            k->path);
+        close(k->fd);
+        k->fd = -1;
         return;
     }
     /* a character device other than the kernel's record device (1,11) could be read without end (/dev/zero) */
@@ -166,8 +185,13 @@ int kernlog_parse(const char *line, size_t len, struct kernlog_xid *x)
 static void kernlog_take(struct kernlog *k, const char *s, size_t len)
 {
     struct kernlog_xid x;
-    if (!kernlog_parse(s, len, &x))
+    /* only a process's first memory fault (Xid 31) can be tied to a report, the first with a page and the first
+     * without one (kernlog_attach): other Xids and a process's later faults take no place of the KERNLOG_KEEP */
+    if (!kernlog_parse(s, len, &x) || x.xid != 31)
         return;
+    for (size_t i = 0; i < k->n; i++)
+        if (k->xid[i].pid == x.pid && k->xid[i].has_address == x.has_address && !strcmp(k->xid[i].name, x.name))
+            return;
     if (k->n >= KERNLOG_KEEP) {
         k->dropped++;
         return;
@@ -183,12 +207,18 @@ static void kernlog_take(struct kernlog *k, const char *s, size_t len)
 static void kernlog_read_records(struct kernlog *k)
 {
     char buf[8192];
-    for (long records = 0; records < KERNLOG_RECORDS_MAX; records++) {
+    long long bytes = 0;
+    for (long records = 0;; records++) {
+        if (records >= KERNLOG_RECORDS_MAX) {
+            k->cut = bytes > 0 ? bytes : 1; /* records may be left: what they hold is not known */
+            break;
+        }
         ssize_t got = read(k->fd, buf, sizeof buf);
         if (got < 0 && (errno == EINTR || errno == EPIPE))
             continue;
         if (got <= 0)
             break; /* EAGAIN: no record left */
+        bytes += got;
         kernlog_take(k, buf, (size_t)got);
     }
 }
@@ -234,6 +264,9 @@ static void kernlog_read_file(struct kernlog *k)
             break;
         }
     }
+    /* stopped at the cap with more in the file: what was not read is not known */
+    if (total >= KERNLOG_READ_MAX && fstat(k->fd, &sb) == 0 && (long long)sb.st_size > k->start + total)
+        k->cut = total;
     free(buf);
 }
 
@@ -259,6 +292,13 @@ void kernlog_free(struct kernlog *k)
     free(k->xid);
     k->xid = NULL;
     k->n = 0;
+}
+
+int kernlog_code_logs_page(long long code)
+{
+    /* CUDA_ERROR_ILLEGAL_ADDRESS. Not 710 (an assert: Xid 43), 716 (a misaligned address: Xid 13) nor 715 (an
+     * illegal instruction: Xid 13); 719 (a launch failure) has many causes and none was seen with Xid 31. */
+    return code == 700;
 }
 
 /* Whether the kernel's name of a process (at most 15 bytes of it) is the name nm, a path's last part or a
@@ -320,7 +360,10 @@ int kernlog_attach(const struct kernlog *k, struct json *doc, int *added)
     const struct kernlog_xid *by_pid = NULL, *by_name = NULL;
     size_t named = 0;
     *added = 0;
-    if (k->off || (kind && strcmp(kind, "fault") != 0) || pid < 0 || json_get(doc, "gpu_fault_log"))
+    /* Xid 31 is the memory unit's fault: it is this report's only when the report's error is one the memory unit
+     * raises (a device assert logs no Xid 31, a misaligned address logs Xid 13), whatever process logged it */
+    if (k->off || (kind && strcmp(kind, "fault") != 0) || pid < 0 || !kernlog_code_logs_page(code) ||
+        json_get(doc, "gpu_fault_log"))
         return 0;
     /* a report another node wrote into a shared directory: this host's log says nothing of it */
     if (host && gethostname(me, sizeof me - 1) == 0 && strcmp(host, me) != 0)
@@ -354,8 +397,6 @@ int kernlog_attach(const struct kernlog *k, struct json *doc, int *added)
         *added = 1;
         return kernlog_put_line(k, doc, by_pid ? by_pid : by_name, by_pid ? "pid" : "name");
     }
-    if (code != 700) /* other faults log no address: nothing to say */
-        return 0;
     if (k->why[0])
         snprintf(why, sizeof why, "%s", k->why);
     else if (garbled)
@@ -370,9 +411,15 @@ int kernlog_attach(const struct kernlog *k, struct json *doc, int *added)
                  "%lld (it writes the pid the host sees: another pid namespace), so which one was this process is not "
                  "known",
                  named, by_name->name, pid);
+    else if (k->cut)
+        snprintf(why, sizeof why,
+                 "culprit stopped reading the kernel's log after the first %lld %s the run added to it (a log that "
+                 "grows more than that during one run is cut), and no memory fault (Xid 31) of this process was in "
+                 "what it read",
+                 k->cut >= 1 << 20 ? k->cut >> 20 : k->cut, k->cut >= 1 << 20 ? "MiB" : "bytes");
     else
         snprintf(why, sizeof why, "the kernel logged no memory fault (Xid 31) of this process during the run%s",
-                 k->dropped ? " among the lines kept (the run logged more than culprit keeps)" : "");
+                 k->dropped ? " among the processes' faults kept (the run logged more than culprit keeps)" : "");
     *added = 1;
     return kernlog_put_why(k, doc, why);
 }

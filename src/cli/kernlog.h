@@ -14,8 +14,10 @@
 
 struct json;
 
-#define KERNLOG_PAGE 4096     /* the GPU logs the page of the faulting address, not the byte */
-#define KERNLOG_KEEP 256      /* Xid lines a run keeps (the first ones: a process's first fault is its own) */
+#define KERNLOG_PAGE 4096 /* the GPU logs the page of the faulting address, not the byte */
+#define KERNLOG_KEEP                                                                                                   \
+    256                       /* Xid 31 lines a run keeps: the first of each process with a page and without one
+                               * (a process's first fault is its own), the first processes' */
 #define KERNLOG_LINE_MAX 1024 /* a longer line is cut */
 #define KERNLOG_NAME_MAX 16   /* the kernel's name of a process: 15 characters and the NUL */
 
@@ -41,9 +43,10 @@ struct kernlog {
     int host_pids;           /* culprit runs in the host's pid namespace: the log's pids are its processes' own,
                               * so a line is never tied by name alone (another process of that name is another) */
     char why[800];           /* when the log cannot be read: why, and what to do about it ("" otherwise) */
-    struct kernlog_xid *xid; /* the Xid lines the run added, oldest first */
+    struct kernlog_xid *xid; /* the Xid 31 lines the run added that a report may be given, oldest first */
     size_t n;                /* how many */
-    size_t dropped;          /* Xid lines past KERNLOG_KEEP, not kept */
+    size_t dropped;          /* Xid 31 lines past KERNLOG_KEEP, not kept */
+    long long cut;           /* bytes read when culprit stopped reading with more left (the read's cap), else 0 */
 };
 
 /* Before the command starts: opens the log (CULPRIT_KERNEL_LOG: unset the kernel's record device /dev/kmsg, "off"
@@ -58,10 +61,15 @@ void kernlog_free(struct kernlog *k);
  * a syslog file's "Dec  3 20:22:30 host kernel: ..."): 1 and *x filled when it is an NVRM Xid line, else 0. */
 int kernlog_parse(const char *line, size_t len, struct kernlog_xid *x);
 
+/* Whether a report's CUDA error (its "error.code") is one the GPU's memory unit raises, which the kernel logs as
+ * Xid 31 with the page: 700 (an illegal address) alone; asserts and misaligned addresses log no page. */
+int kernlog_code_logs_page(long long code);
+
 /* Gives a fault report of this host the Xid 31 line of its process as "gpu_fault_log" (docs/report.md): the
  * line whose pid is the report's, else, when culprit runs in a pid namespace of its own (a container: the kernel
- * writes the pid the host sees), the only one whose process name is the report's. A report of an
- * illegal address without such a line gets "gpu_fault_log" saying why (the log unreadable, no line, several).
+ * writes the pid the host sees), the only one whose process name is the report's ("matched": "name": a hint, never
+ * enough to narrow a verdict). Only a report whose error kernlog_code_logs_page gets a line at all; one without
+ * such a line gets "gpu_fault_log" saying why (the log unreadable, no line, several).
  * *added says whether doc changed. Returns 0, or ENOMEM. */
 int kernlog_attach(const struct kernlog *k, struct json *doc, int *added);
 

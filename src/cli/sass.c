@@ -84,6 +84,16 @@ static int sass_reg(const char **p, char out[SASS_REG_NAME])
     return 0;
 }
 
+/* offset + sign * v, as the 64-bit address arithmetic the GPU does: modulo 2^64 ("[R2-0x8000000000000000]" has no
+ * signed value, and a sum of immediates may pass INT64_MAX), never a signed overflow. */
+static int64_t sass_add(int64_t offset, int sign, unsigned long long v)
+{
+    uint64_t sum = (uint64_t)offset + (sign < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v);
+    int64_t out;
+    memcpy(&out, &sum, sizeof out); /* the same bits, without an out-of-range conversion */
+    return out;
+}
+
 int sass_parse(const char *insn, struct sass_access *a)
 {
     memset(a, 0, sizeof *a);
@@ -169,12 +179,12 @@ int sass_parse(const char *insn, struct sass_access *a)
         } else if (q[0] == '0' && (q[1] == 'x' || q[1] == 'X')) {
             char *end;
             unsigned long long v = strtoull(q, &end, 16);
-            a->offset += sign * (int64_t)v;
+            a->offset = sass_add(a->offset, sign, v);
             q = end;
         } else if (isdigit((unsigned char)*q)) {
             char *end;
             unsigned long long v = strtoull(q, &end, 10);
-            a->offset += sign * (int64_t)v;
+            a->offset = sass_add(a->offset, sign, v);
             q = end;
         } else {
             goto not_memory; /* an operand form the decoder does not know */

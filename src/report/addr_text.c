@@ -306,10 +306,16 @@ void addr_render(struct render_buf *b, const struct json *doc)
         const char *kind = json_get_str(json_get(doc, "fault_address"), "access");
         if (!kind)
             kind = json_get_str(json_get(doc, "gpu_fault_log"), "access");
+        /* a line the kernel's log ties to this process by its name alone is a hint: it may be another's */
+        const char *matched = json_get_str(json_get(doc, "gpu_fault_log"), "matched");
+        int by_name = matched && !strcmp(matched, "name");
         snprintf(text, sizeof text,
-                 "the faulting address lies in the %" PRIu64 "-byte page at 0x%" PRIx64 " (%s%s%sthe kernel's log of "
-                 "the GPU's memory fault gives the page, not the byte):",
-                 granule, address, kind ? "a " : "", kind ? kind : "", kind ? "; " : "");
+                 "the faulting address %s in the %" PRIu64 "-byte page at 0x%" PRIx64 " (%s%s%sthe kernel's log of "
+                 "the GPU's memory fault gives the page, not the byte%s):",
+                 by_name ? "may lie" : "lies", granule, address, kind ? "a " : "", kind ? kind : "", kind ? "; " : "",
+                 by_name ? "; only a hint: the log's line names no pid of this process, only its name, and may be "
+                           "another process's of that name, so it settles nothing"
+                         : "");
         render_para(b, "", "  ", text);
     } else {
         render_line(b, "the faulting address 0x%" PRIx64 " (%s%s):", address, acc,

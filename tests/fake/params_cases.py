@@ -251,13 +251,14 @@ def _(b):
         check("named by its arguments" not in res.err_text, "%s: named by arguments\n%s" % (how, res.err_text))
 
 
-def page_run(b, args, tag, spec="kernel=write_oob,nth=2,offset=16384"):
+def page_run(b, args, tag, spec="kernel=write_oob,nth=2,offset=16384", more=None):
     """params ARGS under `culprit run`, the simulated driver logging the faulting write's page (arg0 + offset) as
     the kernel logs a GPU memory fault (FAKECUDA_KMSG) into the file culprit reads (CULPRIT_KERNEL_LOG); (result,
     reports by pid, the log's path)."""
     log = os.path.join(b.newdir(tag + "-log"), "kern.log")
     open(log, "w").close()
     env = {"FAKECUDA_FAULT": spec, "FAKECUDA_KMSG": log, "CULPRIT_KERNEL_LOG": log}
+    env.update(more or {})
     rdir = b.newdir(tag)
     res = h.cli_run(b, [b.prog("params")] + list(args), env, rdir)
     reps = {}
@@ -297,6 +298,80 @@ def _(b):
                    "the page begins %d bytes after the end of the allocation of 4096 bytes at 0x%x" % (
                        page - p["b"] - 4096, p["b"])):
         check(words_ in text, "%r is not in the verdict\n%s" % (words_, text))
+
+
+SPARSE = {"CULPRIT_CRUMB_EVERY": ""}  # record mode's own spacing: no breadcrumb among a few launches
+
+
+@case("params_fault_page_one_stream")
+def _(b):
+    """One kernel on two streams: stream 2 ran it four times on b, then stream 1 six times on a, and a launch on stream 2
+    faulted 16 KiB past b. Only stream 2's unfinished launches were passed b: the candidates shrink to them (which
+    of them is not known: no breadcrumb was spent among them), stream 1's go to candidates_before_fault_page."""
+    res, reps, log = page_run(b, ["streams", "several"], "one-stream", "kernel=write_oob,nth=2,offset=16384", SPARSE)
+    p = printed(res)
+    check(len(reps) == 1, "one report: %r\n%s" % (list(reps), res.describe()))
+    rep = list(reps.values())[0]
+    v = rep.get("verdict") or {}
+    cands, before = rep.get("candidates") or [], rep.get("candidates_before_fault_page") or []
+    check(v.get("certainty") == "candidates" and not rep.get("culprit") and len(cands) >= 2 and
+          all(l.get("params") == words(p["b"], 16) for l in cands) and len({l.get("stream") for l in cands}) == 1,
+          "stream 2's launches: verdict %r candidates %r\n%s" % (v, cands, res.describe()))
+    check(before and all(l.get("params") == words(p["a"], 16) for l in before),
+          "stream 1's launches set aside: %r" % before)
+    seqs = sorted(l["seq"] for l in cands)
+    check(v.get("window") == {"first": seqs[0], "last": seqs[-1]} and "likeliest" not in v,
+          "the window is stream 2's: %r" % v)
+    text = joined(res.err_text)
+    page = (p["b"] + 16384) & ~0xfff
+    said = ("narrowed by the page of the faulting address to the unfinished launches of one stream: the kernel's "
+            "log puts the GPU's memory fault in the page at 0x%x, just past the end of the allocation 0x%x" %
+            (page, p["b"]))
+    check(said in text and "which only launches of stream %s were passed" % cands[0]["stream"] in text,
+          "%r is not in the verdict\n%s" % (said, text))
+
+
+@case("params_fault_page_likeliest")
+def _(b):
+    """The same, stream 2's launch of write_oob between two of a kernel whose parameters are not kept: the window
+    shrinks to stream 2's launches, and the one that was passed b is the likeliest, not proven."""
+    res, reps, log = page_run(b, ["streams", "likely"], "likeliest", "kernel=write_oob,nth=1,offset=16384", SPARSE)
+    p = printed(res)
+    rep = list(reps.values())[0] if len(reps) == 1 else {}
+    v = rep.get("verdict") or {}
+    cands = rep.get("candidates") or []
+    hit = [l for l in cands if l.get("params") == words(p["b"], 16)]
+    before = rep.get("candidates_before_fault_page") or []
+    check(v.get("certainty") == "candidates" and len(cands) >= 2 and len(hit) == 1 and
+          v.get("likeliest") == hit[0]["seq"] and len({l.get("stream") for l in cands}) == 1 and
+          before and all(l.get("params") == words(p["a"], 16) for l in before),
+          "the likeliest: verdict %r candidates %r\n%s" % (v, cands, res.describe()))
+    check("of them launch #%d is the likeliest, not proven" % hit[0]["seq"] in joined(res.err_text),
+          "the verdict says so\n" + joined(res.err_text))
+
+
+@case("params_fault_page_assert")
+def _(b):
+    """A device assert (710) logs no page: a memory-fault line of the process's pid (written here as another
+    fault would) is not tied to it and narrows nothing; both launches stay candidates."""
+    log = os.path.join(b.newdir("assert-log"), "kern.log")
+    open(log, "w").close()
+    env = {"FAKECUDA_FAULT": "kernel=write_oob,nth=2,code=710,offset=16384", "FAKECUDA_KMSG": log,
+           "CULPRIT_KERNEL_LOG": log, "FAKECUDA_KMSG_ANY": "1"}
+    rdir = b.newdir("assert")
+    res = h.cli_run(b, [b.prog("params"), "streams"], env, rdir)
+    rep = h.load_report(rdir)
+    with open(log) as f:
+        lines = f.read().splitlines()
+    check(len(lines) == 1 and "Xid (PCI:0000:00:06): 31, pid=%d," % rep["process"]["pid"] in lines[0],
+          "the log holds a line of the process: %r" % lines)
+    v = rep.get("verdict") or {}
+    check((rep.get("error") or {}).get("code") == 710 and "gpu_fault_log" not in rep and
+          "fault_address" not in rep and "named by the page" not in res.err_text,
+          "no page tied to an assert: %r %r\n%s" % (rep.get("gpu_fault_log"), rep.get("fault_address"),
+                                                       res.describe()))
+    check(v.get("certainty") in ("candidates", "exact") and not (rep.get("culprit") or {}).get("by") == "fault page",
+          "the verdict is the assert's: %r" % v)
 
 
 @case("params_fault_page_ambiguous")

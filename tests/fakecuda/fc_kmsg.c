@@ -16,7 +16,9 @@ void fc_kmsg(const struct fc_op *op)
     const char *path = getenv("FAKECUDA_KMSG");
     char comm[32] = "", line[600];
     struct timespec ts;
-    if (!path || !*path || !op->spec || !op->spec->has_offset || op->fault != CUDA_ERROR_ILLEGAL_ADDRESS)
+    const char *any = getenv("FAKECUDA_KMSG_ANY"); /* a line whatever the fault: one that is not the error's */
+    if (!path || !*path || !op->spec || !op->spec->has_offset ||
+        (op->fault != CUDA_ERROR_ILLEGAL_ADDRESS && !(any && !strcmp(any, "1"))))
         return;
     int fd = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
     ssize_t n = fd >= 0 ? read(fd, comm, sizeof comm - 1) : 0;

@@ -51,7 +51,7 @@ class Case:
     def __init__(self, name, prog, kernel=None, codes=(700,), api=r"Launch", args=(), env=None, mode=None,
                  stream_kind=None, rerun=None, same_as=None, healthy=False, src=None, graph=False, kind="fault",
                  group="c", trigger=None, hang_timeout=None, queued_kernel=None, coredump=False, fault_src=None,
-                 verdict_says=None, note=""):
+                 verdict_says=None, page_stream=False, note=""):
         self.name = name            # case name in the table
         self.prog = prog            # program gpu_<prog>_<cudart>, source tests/gpu/<prog>.cu
         self.src = src or prog + ".cu"  # source file holding the CULPRIT-LAUNCH marker
@@ -84,6 +84,8 @@ class Case:
         self.sanitize = coredump and kind == "fault" and set(self.codes) <= {700, 716}
         self.fault_line = 0         # that line, filled in by the suite
         self.verdict_says = verdict_says  # a pattern a paragraph of an exact verdict's printed text must hold
+        self.page_stream = page_stream  # one kernel on several streams: the kernel log's page must keep the
+                                        # candidates to the faulting stream's (or name the launch)
         self.note = note            # what the case is about
 
 
@@ -135,6 +137,10 @@ CASES = [
          note="a fault at launch 667 among 250 us kernels: exact in one record run (long launches are all marked)"),
     Case("side", "side", "apply_mask", codes=(710,), api=r"Synchronize|Launch", stream_kind="created",
          note="an assert in one of three launches of one kernel on a side stream beside a dense main stream"),
+    Case("page_streams", "page_streams", "add_rows", api=r"Synchronize|Launch|Memcpy", stream_kind="created",
+         rerun="window", page_stream=True,
+         note="one kernel on two streams, a launch on one writes past its buffer: the kernel log's page keeps that "
+         "stream's launches"),
     Case("healthy", "healthy", healthy=True, note="no fault: same stdout, exit 0, no report"),
     Case("nosync", "nosync", "bump_counter", api=r"^exit$|Ctx|Unload", stream_kind="legacy", kind="nosync",
          note="faulty kernel, no synchronize, main returns 0: still exit 0, a report, --error-exitcode 9 exits 9"),
@@ -385,6 +391,30 @@ def judge_exact(out, case, culprit, where, problems):
     out.path = "exact"
 
 
+def judge_page_stream(out, report):
+    """One kernel on several streams, the page of the kernel's log just past the faulting stream's buffer (a case
+    with page_stream): a verdict of candidates must keep that stream's launches alone, the others set aside in
+    candidates_before_fault_page; an exact one is left to judge_exact. Where the log gave no line tied by pid (not
+    readable: not root), it is only noted."""
+    log = report.get("gpu_fault_log") or {}
+    verdict = report.get("verdict") or {}
+    if log.get("matched") != "pid":
+        out.notes.append("page not judged: the kernel's log gave no line tied by pid (%s)" %
+                         shorten(str(log.get("unknown") or log.get("matched")), 100))
+        return
+    if verdict.get("certainty") != "candidates":
+        return
+    candidates = [c for c in report.get("candidates") or [] if isinstance(c, dict)]
+    streams = {c.get("stream") for c in candidates}
+    if len(streams) != 1 or not report.get("candidates_before_fault_page"):
+        out.fail("the page did not keep one stream's candidates: %d candidates on %d streams, %d set aside" % (
+            len(candidates), len(streams), len(report.get("candidates_before_fault_page") or [])))
+    elif "narrowed by the page of the faulting address" not in str(verdict.get("reason")):
+        out.fail("the reason does not say the page narrowed the candidates: %r" % verdict.get("reason"))
+    else:
+        out.notes.append("the page kept %d launches of stream %s" % (len(candidates), streams.pop()))
+
+
 def judge(case, cudart, want_line, base, run, ref_seq=None):
     """Judges one case from its run without culprit (base) and under culprit (run)."""
     out = Outcome(case, cudart)
@@ -412,6 +442,8 @@ def judge(case, cudart, want_line, base, run, ref_seq=None):
         return out
     out.report = report  # its --coredump row compares the page of its kernel's log with compute-sanitizer
     judge_fault_page(out, report)
+    if case.page_stream:
+        judge_page_stream(out, report)
 
     verdict = report.get("verdict") or {}
     certainty = verdict.get("certainty")

@@ -312,6 +312,25 @@ def address_selftests():
         judge_fault_page(o, report)
         said = " ".join(o.reasons + o.notes)
         results.append(("fault page rule: " + title, o.status == status and words in said, said))
+    b2 = {"seq": 9, "stream": "0x2"}
+    kept = {"certainty": "candidates", "reason": "2 stream(s) had unfinished work; narrowed by the page of the "
+            "faulting address to the unfinished launches of one stream: ..."}
+    for title, report, status, words in (
+            ("one stream's candidates kept is a note",
+             {"gpu_fault_log": page, "verdict": kept, "candidates": [b2, dict(b2, seq=11)],
+              "candidates_before_fault_page": [{"seq": 10, "stream": "0x1"}]}, "pass", "kept 2 launches of stream 0x2"),
+            ("both streams still candidates fails",
+             {"gpu_fault_log": page, "verdict": {"certainty": "candidates", "reason": "2 stream(s)"},
+              "candidates": [b2, {"seq": 10, "stream": "0x1"}]}, "fail", "on 2 streams"),
+            ("a line tied by name is a note only",
+             {"gpu_fault_log": dict(page, matched="name"), "verdict": {"certainty": "candidates"},
+              "candidates": [b2, {"seq": 10, "stream": "0x1"}]}, "pass", "page not judged"),
+            ("an exact verdict is left to the exact judge",
+             {"gpu_fault_log": page, "verdict": {"certainty": "exact"}, "culprit": b2}, "pass", "")):
+        o = Outcome(CASE_BY_NAME["page_streams"], "static")
+        judge_page_stream(o, report)
+        said = " ".join(o.reasons + o.notes)
+        results.append(("page stream rule: " + title, o.status == status and words in said, said))
     o = judge_address(Outcome(CASE_BY_NAME["oob"], "static"), _lane_report(lane=0, thread=(96, 0, 0)), SAN_OOB)
     results.append(("sanitizer agreement: a disagreement fails the row", o.status == "fail", " ".join(o.reasons)))
     o = judge_address(Outcome(CASE_BY_NAME["oob"], "static"), _lane_report(), SAN_OOB)

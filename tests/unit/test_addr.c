@@ -560,6 +560,25 @@ static void test_kernel_log(void) {
         "annotated again, the same");
   json_free(doc);
 
+  /* a line tied by the process's name alone (culprit in a pid namespace of its own) is said as a hint */
+  snprintf(text, sizeof text,
+           "{\"kind\": \"fault\", \"culprit\": {\"seq\": 4}, %s, \"gpu_fault_log\": {\"address\": "
+           "\"0x7f0000003000\", \"granule\": 4096, \"access\": \"write\", \"matched\": \"name\"}}",
+           table);
+  doc = parse(text);
+  CHECK(addr_annotate_fault(doc, &changed) == 0 && changed, "annotated");
+  t = text_of(doc);
+  for (char *w; (w = strstr(t, "\nculprit:   ")) != NULL;) { /* the headline's own wrapping, joined */
+    *w = ' ';
+    memmove(w + 1, w + 12, strlen(w + 12) + 1);
+  }
+  CHECK(strstr(t, "the faulting address may lie in the 4096-byte page at 0x7f0000003000 (a write;") &&
+            strstr(t, "only a hint: the log's line names no pid of this process, only its name, and may be "
+                      "another process's of that name, so it settles nothing"),
+        "a hint:\n%s", t);
+  free(t);
+  json_free(doc);
+
   snprintf(text, sizeof text,
            "{\"kind\": \"fault\", \"culprit\": {\"seq\": 4}, %s, \"coredump\": {\"address\": "
            "\"0x7f0000000ff0\", \"access_size\": 4}, \"gpu_fault_log\": {\"address\": \"0x7f0000003000\", "

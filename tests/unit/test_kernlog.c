@@ -107,7 +107,7 @@ static void attach_tests(const char *dir) {
          "ACCESS_TYPE_VIRT_READ\n"
          "NVRM: Xid (PCI:0): 31, pid=7, name=trainer, x. MMU Fault: faulted @ 0xa000. Fault is of type FAULT_PDE "
          "ACCESS_TYPE_VIRT_READ"); /* the last line has no newline: it is read all the same */
-  CHECK(k.n == 4, "the lines the run added, not the one before it: %zu", k.n);
+  CHECK(k.n == 3, "the lines the run added, not the one before it, and of pid 7 its first alone: %zu", k.n);
   k.host_pids = 0; /* as in a container: the log's pids are the host's, not the reports' */
   struct json *doc = report(7, "trainer", NULL, 700);
   const char *a = attached(&k, doc, "address");
@@ -144,7 +144,69 @@ static void attach_tests(const char *dir) {
   doc = report(12, "solver", NULL, 710);
   CHECK(attached(&k, doc, "unknown") == NULL && !json_get(doc, "gpu_fault_log"), "an assert: nothing to say");
   json_free(doc);
+  /* an assert (710) or a misaligned address (716) logs no Xid 31: a line of its pid, or of its name in another pid
+   * namespace, is another fault's (or another process's), never this report's */
+  for (int ns = 0; ns < 2; ns++) {
+    k.host_pids = ns;
+    for (int code = 710; code <= 716; code += 6) {
+      doc = report(ns ? 7 : 99, ns ? "trainer" : "loader", NULL, code);
+      CHECK(attached(&k, doc, "address") == NULL && !json_get(doc, "gpu_fault_log"),
+            "error %d (%s): no Xid 31 line tied to it", code, ns ? "by pid" : "by name");
+      json_free(doc);
+    }
+  }
+  CHECK(kernlog_code_logs_page(700) && !kernlog_code_logs_page(710) && !kernlog_code_logs_page(716) &&
+        !kernlog_code_logs_page(715) && !kernlog_code_logs_page(-1));
   kernlog_free(&k);
+
+  /* the keep limit counts the lines a report may be given: another process faulting over and over, and other
+   * Xids, do not push this process's first fault out */
+  {
+    size_t cap = 700 * 2 * 200, used = 0;
+    char *text = malloc(cap);
+    CHECK(text != NULL);
+    for (int i = 0; i < 2 * KERNLOG_KEEP; i++) {
+      used += (size_t)snprintf(text + used, cap - used,
+                               "NVRM: Xid (PCI:0): 31, pid=4000, name=busy, x. MMU Fault: faulted @ 0x%x000. Fault is "
+                               "of type FAULT_PDE ACCESS_TYPE_VIRT_READ\n",
+                               i + 1);
+      used += (size_t)snprintf(text + used, cap - used,
+                               "NVRM: Xid (PCI:0): 13, pid=4001, name=busy, Graphics SM Warp Exception\n");
+    }
+    snprintf(text + used, cap - used,
+             "NVRM: Xid (PCI:0): 31, pid=42, name=mine, x. MMU Fault: faulted @ 0xb000. Fault is of type FAULT_PDE "
+             "ACCESS_TYPE_VIRT_WRITE\n");
+    log_of(&k, path, text);
+    free(text);
+    CHECK(k.n == 2 && k.dropped == 0, "kept %zu, dropped %zu", k.n, k.dropped);
+    doc = report(42, "mine", NULL, 700);
+    a = attached(&k, doc, "address");
+    CHECK(a && !strcmp(a, "0xb000"), "the process's line after a busy one's: %s", a ? a : "none");
+    json_free(doc);
+    kernlog_free(&k);
+  }
+
+  /* a log that grew past the read's cap: the line beyond it is not seen, and the report says culprit stopped
+   * reading rather than that the kernel logged nothing */
+  {
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    CHECK(fd >= 0);
+    setenv("CULPRIT_KERNEL_LOG", path, 1);
+    kernlog_begin(&k);
+    CHECK(ftruncate(fd, (off_t)(64ll << 20) + 4096) == 0); /* sparse: 64 MiB of NUL bytes, no line */
+    CHECK(lseek(fd, 0, SEEK_END) > 0);
+    static const char late[] = "NVRM: Xid (PCI:0): 31, pid=7, name=trainer, x. MMU Fault: faulted @ 0x7000. Fault "
+                               "is of type FAULT_PDE ACCESS_TYPE_VIRT_WRITE\n";
+    CHECK(write(fd, late, strlen(late)) == (ssize_t)strlen(late));
+    close(fd);
+    kernlog_end(&k);
+    doc = report(7, "trainer", NULL, 700);
+    const char *cut = attached(&k, doc, "unknown");
+    CHECK(k.cut > 0 && cut && strstr(cut, "stopped reading") && strstr(cut, "64 MiB") && !strstr(cut, "logged no"),
+          "%s", cut ? cut : "none");
+    json_free(doc);
+    kernlog_free(&k);
+  }
 
   log_of(&k, path, garbled);
   doc = report(2720, "gpu_threads8_st", NULL, 700);
@@ -185,6 +247,17 @@ static void attach_tests(const char *dir) {
     CHECK(k.why[0] != '\0', "an unreadable log says why");
   }
   kernlog_free(&k);
+  /* /proc/kmsg gives each message to one reader: reading it would take them from the system's logger. It is
+   * refused when it opens (as root), not read; another file of /proc is no log either. */
+  static const char *const procs[] = {"/proc/kmsg", "/proc/self/status"};
+  for (size_t i = 0; i < sizeof procs / sizeof procs[0]; i++) {
+    setenv("CULPRIT_KERNEL_LOG", procs[i], 1);
+    kernlog_begin(&k);
+    CHECK(k.fd < 0 && (strstr(k.why, "a file of /proc") || (i == 0 && strstr(k.why, "cannot be opened"))), "%s: %s",
+          procs[i], k.why);
+    CHECK(i != 0 || getuid() != 0 || strstr(k.why, "system's logger"), "%s", k.why);
+    kernlog_free(&k);
+  }
   setenv("CULPRIT_KERNEL_LOG", "/dev/zero", 1); /* a device that never ends is no log either */
   kernlog_begin(&k);
   CHECK(k.fd < 0 && strstr(k.why, "neither a file"), "%s", k.why);

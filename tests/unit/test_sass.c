@@ -47,6 +47,10 @@ int main(void) {
   expect("STL.64 [R1+0x8], R4", SASS_STORE, SASS_LOCAL, 8, 0xfffc68);
   expect("LD.E R0, [R2.64]", SASS_LOAD, SASS_GENERIC, 4, 0x7fcb71e00000ull);
   expect("STG.E [RZ+0x40], R5", SASS_STORE, SASS_GLOBAL, 4, 0x40);
+  /* immediates add as the GPU's 64-bit addresses do, modulo 2^64, even where no signed value holds them */
+  expect("STG.E desc[UR4][R2.64-0x8000000000000000],R5", SASS_STORE, SASS_GLOBAL, 4, 0x80007fcb71e00000ull);
+  expect("STG.E desc[UR4][R2.64+0x7fffffffffffffff+0x7fffffffffffffff+0x2],R5", SASS_STORE, SASS_GLOBAL, 4,
+         0x7fcb71e00000ull);
 
   /* a load into its own address register (recorded on the H200: a misaligned LDG whose destination R5 is the
    * high half of its address R4:R5): the registers no longer give the address */

@@ -153,6 +153,34 @@ static int streams(int same)
     return 0;
 }
 
+/* One kernel on two streams, the second stream's launches several: stream 2 runs write_oob four times on b ("several"), or on b between launches of a kernel the driver does not describe ("likely": their
+ * parameters are not kept), then stream 1 six times on a; the test makes a launch on stream 2 fault past b. */
+static int streams_several(int likely)
+{
+    CUstream s1, s2;
+    CUdeviceptr a, b;
+    setup();
+    CK(cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING));
+    CK(cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING));
+    CK(cuMemAlloc(&a, 4096));
+    CK(cuMemAlloc(&b, 4096));
+    say("a", a);
+    say("b", b);
+    void *unknown_args[] = {&b};
+    for (int i = 0; i < 4; i++) {
+        if (likely && i != 2)
+            CK(cuLaunchKernel(f_unknown, 1, 1, 1, 32, 1, 1, 0, s2, unknown_args, NULL));
+        else
+            bad(s2, b, 16);
+    }
+    /* more than a synchronize runs on stream 1 before stream 2's fault (streams are drained one op each in turn):
+     * some are left unfinished, candidates too */
+    for (int i = 0; i < 6; i++)
+        bad(s1, a, 16);
+    CK(cuCtxSynchronize());
+    return 0;
+}
+
 /* The parent launches on its buffer, then forks; the child launches on its own and faults. */
 static int forked(void)
 {
@@ -262,6 +290,8 @@ int main(int argc, char **argv)
         image = PLAIN_IMAGE;
     if (!strcmp(s, "record"))
         return record();
+    if (!strcmp(s, "streams") && (!strcmp(how, "several") || !strcmp(how, "likely")))
+        return streams_several(!strcmp(how, "likely"));
     if (!strcmp(s, "streams"))
         return streams(!strcmp(how, "same"));
     if (!strcmp(s, "fork"))
@@ -274,6 +304,6 @@ int main(int argc, char **argv)
         return library();
     if (!strcmp(s, "buffers"))
         return buffers(!strncmp(how, "freed", 5), !strcmp(how, "freed-then"));
-    fprintf(stderr, "usage: params record|streams|fork|threads|graph|library|buffers [nolayout|same|freed|freed-then]\n");
+    fprintf(stderr, "usage: params record|streams|fork|threads|graph|library|buffers [nolayout|same|several|likely|freed|freed-then]\n");
     return 2;
 }
