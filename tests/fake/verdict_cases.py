@@ -1,0 +1,196 @@
+#!/usr/bin/env python3
+"""Scenario tests of culprit over the simulated CUDA driver: the verdict where users already look. The text of the
+sticky error (the CUDA runtime's cudaGetErrorString, the driver's cuGetErrorString however it was reached) gets the
+verdict's line once the report is written, the code and every other text untouched; torchrun's error file is
+written for a worker that wrote none. The harness is cases.py's.
+
+    python3 verdict_cases.py --build BUILD CASE     run one case: exit 0 pass, 1 fail (with the reason), 77 skip
+    python3 verdict_cases.py --list                 the case names, one a line
+    python3 verdict_cases.py --check-list NAME...   check NAME... (CMake's list) is exactly the list of cases
+
+Standard library only.
+"""
+
+import json
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cases  # noqa: E402
+from cases import CaseSkipped, check, cli_run, load_report, no_report, plain, preloaded, same_as_plain  # noqa: E402
+
+cases.CASES.clear()  # this file's cases only
+case = cases.case
+
+DOC = {700: "an illegal memory access was encountered", 710: "device-side assert triggered"}
+TEXTS = ("runtime", "driver", "driver-procaddr", "driver-dlsym")
+
+
+def texts(res):
+    """The program's labelled texts (errtext.c prints each between << and >>, newlines as \\n)."""
+    return {m.group(1): m.group(2).replace("\\n", "\n")
+            for m in re.finditer(r"^([\w-]+): <<(.*)>>$", res.out_text, re.M)}
+
+
+def fault_env(code):
+    return {"FAKECUDA_FAULT": "launch=2,code=%d" % code}
+
+
+def verdict_line(rep):
+    """What the line must say for this report: the culprit's kernel, and the report's path."""
+    return "culprit: the kernel that faulted: write_oob(int*, int), launched at ", "; report: " + rep["_path"]
+
+
+def check_decorated(text, code, rep, what):
+    head, tail = verdict_line(rep)
+    first, _, line = text.partition("\n")
+    check(first == DOC[code], "%s: the first line must stay the documented text %r: %r" % (what, DOC[code], text))
+    check(line.startswith(head) and line.endswith(tail) and "\n" not in line,
+          "%s: the second line must name write_oob and the report %s: %r" % (what, rep["_path"], line))
+
+
+@case("errtext_print")
+def _(b):
+    """Every way a framework reads the error's text gives the documented text and the verdict's line, for a device
+    assert (the runtime's own table) and an illegal address (the runtime asks the driver: the line comes once); the
+    error's name, the code and other codes' texts stay as they were; the text is static (the same pointer twice)."""
+    argv = [b.prog("errtext"), "print"]
+    for code in (710, 700):
+        base = plain(b, argv, fault_env(code))
+        got = texts(base)
+        check(base.rc == 1 and all(got.get(k) == DOC[code] for k in TEXTS),
+              "without culprit the texts must be the documented ones\n%s" % base.describe())
+        rdir = b.newdir("reports")
+        res = preloaded(b, argv, fault_env(code), rdir)
+        check(res.rc == base.rc and ("rc=%d" % code) in res.out_text, "the program's error changed\n%s" %
+              res.describe())
+        rep = load_report(rdir)
+        got = texts(res)
+        for k in TEXTS:
+            check_decorated(got.get(k, ""), code, rep, "%s (%d)" % (k, code))
+        check(got.get("name") == texts(base).get("name"), "the error's name changed: %r" % got.get("name"))
+        check(got.get("runtime-other") == "invalid argument", "another code's text changed: %r" %
+              got.get("runtime-other"))
+        check("same pointer: 1" in res.out_text, "the text is not static\n%s" % res.describe())
+
+
+@case("errtext_compare")
+def _(b):
+    """Comparisons programs make: the first line and a prefix comparison with the documented text hold; an exact
+    strcmp holds only with the text off (CULPRIT_EXCEPTION_TEXT=0, culprit run --no-exception-text), which leaves
+    every text as the runtime and the driver word it."""
+    argv = [b.prog("errtext"), "compare"]
+    base = plain(b, argv, fault_env(710))
+    for k in ("runtime equal", "runtime prefix", "driver equal", "driver prefix"):
+        check("%s: 1" % k in base.out_text, "without culprit, %s must hold\n%s" % (k, base.describe()))
+    res = preloaded(b, argv, fault_env(710), b.newdir("reports"))
+    for k, want in (("runtime equal", 0), ("runtime prefix", 1), ("runtime first line", 1), ("driver equal", 0),
+                    ("driver prefix", 1)):
+        check("%s: %d" % (k, want) in res.out_text, "under culprit, %s must be %d\n%s" % (k, want, res.describe()))
+    off = preloaded(b, argv, dict(fault_env(710), CULPRIT_EXCEPTION_TEXT="0"), b.newdir("reports"))
+    check(off.out_text == base.out_text, "CULPRIT_EXCEPTION_TEXT=0 must leave the texts alone\n%s" % off.describe())
+    rdir = b.newdir("reports")
+    cli = cli_run(b, [b.prog("errtext"), "print"], fault_env(710), rdir, ["--no-exception-text"])
+    got = texts(cli)
+    check(cli.rc == 1 and all(got.get(k) == DOC[710] for k in TEXTS),
+          "--no-exception-text must leave the texts alone\n%s" % cli.describe())
+    bad = preloaded(b, argv, dict(fault_env(710), CULPRIT_EXCEPTION_TEXT="maybe"), b.newdir("reports"))
+    check("CULPRIT_EXCEPTION_TEXT" in bad.err_text and "use 1 or 0" in bad.err_text,
+          "a bad CULPRIT_EXCEPTION_TEXT must be named\n%s" % bad.describe())
+
+
+@case("errtext_healthy")
+def _(b):
+    """A program without a fault gets every text as before, and its output is unchanged."""
+    argv = [b.prog("errtext"), "print"]
+    base = plain(b, argv)
+    check(base.rc == 0 and texts(base).get("runtime-710") == DOC[710], "the healthy run\n%s" % base.describe())
+    rdir = b.newdir("reports")
+    res = preloaded(b, argv, None, rdir)
+    same_as_plain(base, res, "a healthy program under culprit")
+    no_report(rdir, "a healthy program")
+
+
+@case("errtext_threads_fork")
+def _(b):
+    """Threads asking at once all get the whole text; a child forked after the error gets the runtime's own text
+    (the verdict was its parent's, and its own culprit saw no fault)."""
+    res = preloaded(b, [b.prog("errtext"), "threads"], fault_env(700), b.newdir("reports"))
+    check("threads agree: 1" in res.out_text and "\nculprit: " in texts(res).get("runtime", ""),
+          "threads must all get the decorated text\n%s" % res.describe())
+    res = preloaded(b, [b.prog("errtext"), "fork"], fault_env(700), b.newdir("reports"))
+    got = texts(res)
+    check("\nculprit: " in got.get("parent", "") and got.get("child") == DOC[700] and "child status 0" in res.out_text,
+          "the parent's text names the culprit, the child's is the runtime's\n%s" % res.describe())
+
+
+# torchrun's error file -------------------------------------------------------------------------------------------
+
+def torchrun_summary(path):
+    """What torchrun's summary shows of a worker's error file: its reading (ProcessFailure) and its formatting of
+    the root cause (ChildFailedError), done the way torch does them."""
+    with open(path) as f:
+        data = json.load(f)
+    message = data["message"]
+    if isinstance(message, str):
+        int(data.get("timestamp", 0))
+        return message
+    int(message["extraInfo"]["timestamp"])
+    return message.get("extraInfo", {}).get("py_callstack", message.get("message", "<N/A>")).replace("\n", "\n  ")
+
+
+def fake_torchrun(b, rdir, errfile, env=None, opts=()):
+    """A launcher as torchrun starts a worker: its rank variables and TORCHELASTIC_ERROR_FILE; the worker runs
+    under culprit run."""
+    e = {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1", "TORCHELASTIC_RUN_ID": "job42",
+         "TORCHELASTIC_ERROR_FILE": errfile}
+    e.update(fault_env(700))
+    e.update(env or {})
+    return cli_run(b, [b.prog("errtext"), "print"], e, rdir, opts)
+
+
+@case("errfile_torchrun")
+def _(b):
+    """A worker without @record that dies with a verdict: culprit writes its error file in torch's format, and the
+    summary torchrun builds from it names the culprit and the report. A file already there (the worker's @record
+    wrote it) is left alone; a link there is not followed; a healthy worker or one off culprit writes none."""
+    work = b.newdir("torchrun")
+    errfile = os.path.join(work, "error.json")
+    rdir = b.newdir("reports")
+    res = fake_torchrun(b, rdir, errfile)
+    check(res.rc == 1, "the worker's exit status changed\n%s" % res.describe())
+    check(os.path.isfile(errfile), "no error file was written\n%s" % res.describe())
+    report = [f for f in os.listdir(rdir) if f.startswith("culprit-") and f.endswith(".json")]
+    check(len(report) == 1, "one report expected: %r" % report)
+    summary = torchrun_summary(errfile)
+    with open(errfile) as f:
+        message = json.load(f)["message"]["message"]
+    check(message.startswith("CUDA_ERROR_ILLEGAL_ADDRESS (700): " + DOC[700] + "\nculprit: the kernel that faulted: "
+                             "write_oob(int*, int)") and report[0] in message,
+          "the error file's message must name the error, the culprit and the report: %r" % message)
+    check("write_oob" in summary and "the kernel that faulted" in summary and report[0] in summary,
+          "torchrun's summary must name the culprit and the report:\n%s" % summary)
+    # the worker's own @record wrote the file first: it stays as it was
+    with open(errfile, "w") as f:
+        f.write('{"message": "the worker\'s own"}')
+    fake_torchrun(b, b.newdir("reports"), errfile)
+    with open(errfile) as f:
+        check(f.read() == '{"message": "the worker\'s own"}', "an existing error file was overwritten")
+    # a link where the file would be: not followed
+    target = os.path.join(work, "target.json")
+    link = os.path.join(work, "link.json")
+    os.symlink(target, link)
+    fake_torchrun(b, b.newdir("reports"), link)
+    check(not os.path.exists(target) and os.path.islink(link), "culprit followed a link to write the error file")
+    # a healthy worker, and a faulting one with culprit off, write none
+    healthy = os.path.join(work, "healthy.json")
+    fake_torchrun(b, b.newdir("reports"), healthy, {"FAKECUDA_FAULT": ""})
+    check(not os.path.exists(healthy), "a healthy worker got an error file")
+    off = os.path.join(work, "off.json")
+    fake_torchrun(b, b.newdir("reports"), off, None, ["--mode", "off"])
+    check(not os.path.exists(off), "a worker with culprit off got an error file")
+
+
+if __name__ == "__main__":
+    sys.exit(cases.main())
