@@ -2,7 +2,8 @@
 """Scenario tests of culprit over the simulated CUDA driver: the verdict where users already look. The text of the
 sticky error (the CUDA runtime's cudaGetErrorString, the driver's cuGetErrorString however it was reached) gets the
 verdict's line once the report is written, the code and every other text untouched; torchrun's error file is
-written for a worker that wrote none. The harness is cases.py's.
+written for a worker that wrote none; `culprit run --on-report` and `--events` deliver each report. The harness is
+cases.py's.
 
     python3 verdict_cases.py --build BUILD CASE     run one case: exit 0 pass, 1 fail (with the reason), 77 skip
     python3 verdict_cases.py --list                 the case names, one a line
@@ -14,7 +15,11 @@ Standard library only.
 import json
 import os
 import re
+import shutil
+import socket
+import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cases  # noqa: E402
@@ -190,6 +195,143 @@ def _(b):
     off = os.path.join(work, "off.json")
     fake_torchrun(b, b.newdir("reports"), off, None, ["--mode", "off"])
     check(not os.path.exists(off), "a worker with culprit off got an error file")
+
+
+# --on-report and --events ----------------------------------------------------------------------------------------
+
+def run_faulting(b, opts, env=None):
+    rdir = b.newdir("reports")
+    e = dict(fault_env(700))
+    e.update(env or {})
+    base = plain(b, [b.prog("errtext"), "print"], e)
+    res = cli_run(b, [b.prog("errtext"), "print"], e, rdir, opts)
+    check(res.rc == base.rc == 1 and res.out_text.split("\n")[0] == "rc=700",
+          "the program's exit status or output changed\n%s" % res.describe())
+    files = [os.path.join(rdir, f) for f in os.listdir(rdir) if f.startswith("culprit-") and f.endswith(".json")]
+    check(len(files) == 1, "one report expected in %s: %r" % (rdir, files))
+    with open(files[0]) as f:
+        rep = json.load(f)
+    rep["_path"] = files[0]
+    return res, rep
+
+
+@case("on_report")
+def _(b):
+    """--on-report runs the command with the report's path; one that fails is said and changes nothing else; one
+    that hangs (and its children) is stopped at --on-report-timeout and said; bad values are refused."""
+    work = b.newdir("onreport")
+    got = os.path.join(work, "got")
+    res, rep = run_faulting(b, ["--on-report", "sh -c 'printf \"%%s\\n\" \"$1\" >> %s' on-report" % got])
+    with open(got) as f:
+        check(f.read() == rep["_path"] + "\n", "the command did not get the report's path")
+    res, rep = run_faulting(b, ["--on-report", "sh -c 'exit 3' x"])
+    check("--on-report: 'sh -c 'exit 3' x' exited with status 3 (report %s)" % rep["_path"] in res.err_text,
+          "a failing command must be said\n%s" % res.describe())
+    pidfile = os.path.join(work, "pid")
+    res, rep = run_faulting(b, ["--on-report-timeout", "0.2", "--on-report",
+                                "sh -c 'sleep 600 & echo $! > %s; wait' x" % pidfile])
+    check("was still running after 0.200 s and was stopped" in res.err_text,
+          "a hanging command must be stopped and said\n%s" % res.describe())
+    with open(pidfile) as f:
+        child = int(f.read())
+    gone = False
+    for _ in range(500):  # the killed sleep is reaped by init; wait for it to disappear, however long that takes
+        try:
+            with open("/proc/%d/stat" % child) as f:
+                if f.read().split(") ")[-1].startswith("Z"):
+                    gone = True
+                    break
+        except OSError:
+            gone = True
+            break
+        time.sleep(0.02)
+    check(gone, "the hanging command's own child was left running")
+    for opts, why in ((["--on-report", ""], "needs a command"), (["--on-report-timeout", "0"], "seconds from"),
+                      (["--events", ""], "needs a file")):
+        bad = cli_run(b, ["true"], None, b.newdir("reports"), opts)
+        check(bad.rc == 2 and why in bad.err_text, "%r must be refused\n%s" % (opts, bad.describe()))
+
+
+def event_of(line, rep):
+    ev = json.loads(line)
+    for k, want in (("event", "culprit.report"), ("kind", "fault"), ("error", "CUDA_ERROR_ILLEGAL_ADDRESS"),
+                    ("code", 700), ("api", "cuCtxSynchronize"), ("kernel", "write_oob(int*, int)"),
+                    ("report", rep["_path"]), ("pid", rep["process"]["pid"]), ("certainty", "exact")):
+        check(ev.get(k) == want, "the event's %s is %r, not %r: %s" % (k, ev.get(k), want, line))
+    check(ev.get("host") and isinstance(ev.get("time"), int) and ev.get("launched_at"),
+          "the event lacks host, time or launch line: %s" % line)
+    return ev
+
+
+@case("events_file")
+def _(b):
+    """--events appends one line of JSON per report to a file, with the launcher's rank and job; a second run
+    appends; a link there is not followed and is said, the run otherwise unchanged."""
+    work = b.newdir("events")
+    path = os.path.join(work, "events.jsonl")
+    res, rep = run_faulting(b, ["--events", path])
+    res2, rep2 = run_faulting(b, ["--events", path], {"RANK": "3", "LOCAL_RANK": "1", "WORLD_SIZE": "4",
+                                                       "TORCHELASTIC_RUN_ID": "job42"})
+    with open(path) as f:
+        lines = f.read().split("\n")
+    check(len(lines) == 3 and lines[2] == "", "two lines expected: %r" % lines)
+    ev = event_of(lines[0], rep)
+    check("rank" not in ev, "a process without launcher has no rank: %s" % lines[0])
+    ev = event_of(lines[1], rep2)
+    check(ev.get("rank") == 3 and ev.get("local_rank") == 1 and ev.get("world_size") == 4 and
+          ev.get("launcher") == "torchrun" and ev.get("job") == "torchrun:job42", "the rank fields: %s" % lines[1])
+    target = os.path.join(work, "target")
+    link = os.path.join(work, "link")
+    os.symlink(target, link)
+    res, rep = run_faulting(b, ["--events", link])
+    check(not os.path.exists(target) and "--events: cannot deliver" in res.err_text,
+          "a link must not be followed, and the failure said\n%s" % res.describe())
+
+
+@case("events_socket")
+def _(b):
+    """--events to a unix datagram socket a collector reads: the line arrives whole."""
+    work = b.newdir("events")
+    path = os.path.join(work, "events.sock")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    try:
+        sock.bind(path)
+        res, rep = run_faulting(b, ["--events", path])
+        sock.settimeout(30)
+        data = sock.recv(65536).decode()
+    finally:
+        sock.close()
+    check(data.endswith("\n") and data.count("\n") == 1, "one line expected: %r" % data)
+    event_of(data, rep)
+
+
+@case("events_socat")
+def _(b):
+    """The documented recipe (docs/usage.md): socat receives the events on a unix socket and appends them to a file
+    a log shipper tails."""
+    if not shutil.which("socat"):
+        raise CaseSkipped("socat is not installed (Debian package socat)")
+    work = b.newdir("events")
+    sockpath = os.path.join(work, "events.sock")
+    logpath = os.path.join(work, "events.log")
+    collector = subprocess.Popen(["socat", "-u", "UNIX-RECV:%s,unlink-early" % sockpath,
+                                  "OPEN:%s,creat,append" % logpath], stdin=subprocess.DEVNULL)
+    try:
+        for _ in range(1500):  # until the collector listens, however long it takes to start
+            if os.path.exists(sockpath) or collector.poll() is not None:
+                break
+            time.sleep(0.02)
+        check(os.path.exists(sockpath), "socat did not start")
+        res, rep = run_faulting(b, ["--events", sockpath])
+        for _ in range(1500):  # until the collector wrote the line out
+            if os.path.exists(logpath) and open(logpath).read().endswith("\n"):
+                break
+            time.sleep(0.02)
+        with open(logpath) as f:
+            event_of(f.read(), rep)
+    finally:
+        collector.kill()
+        collector.wait()
 
 
 if __name__ == "__main__":
