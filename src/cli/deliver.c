@@ -62,6 +62,7 @@ char *deliver_event_line(const char *path, const struct json *doc)
     const struct json *proc = json_get(doc, "process"), *err = json_get(doc, "error"), *launch;
     const struct json *verdict = json_get(doc, "verdict");
     char host[256], site[256], *owned = NULL, *line = NULL;
+    long long seq;
     struct jw w;
 
     if (!kind || (strcmp(kind, "fault") && strcmp(kind, "hang")))
@@ -93,7 +94,10 @@ char *deliver_event_line(const char *path, const struct json *doc)
     deliver_str(&w, "certainty", json_get_str(verdict, "certainty"));
     if (json_is(launch, JSON_OBJ)) {
         deliver_str(&w, "kernel", render_launch_name(launch, &owned));
-        deliver_int(&w, "launch", launch);
+        if (json_int(json_get(launch, "seq"), &seq) == 0) {
+            jw_key(&w, "launch");
+            jw_int(&w, seq);
+        }
         deliver_str(&w, "launched_at", render_launch_site(launch, site, sizeof site));
     }
     jw_key(&w, "report");

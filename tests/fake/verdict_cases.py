@@ -258,6 +258,7 @@ def event_of(line, rep):
                     ("code", 700), ("api", "cuCtxSynchronize"), ("kernel", "write_oob(int*, int)"),
                     ("report", rep["_path"]), ("pid", rep["process"]["pid"]), ("certainty", "exact")):
         check(ev.get(k) == want, "the event's %s is %r, not %r: %s" % (k, ev.get(k), want, line))
+    check(ev.get("launch") == rep["culprit"]["seq"], "the event's launch is %r: %s" % (ev.get("launch"), line))
     check(ev.get("host") and isinstance(ev.get("time"), int) and ev.get("launched_at"),
           "the event lacks host, time or launch line: %s" % line)
     return ev
