@@ -1,8 +1,9 @@
 /* `--on-report CMD` and `--events PATH` (see deliver.h). The command is run through /bin/sh with the report's path
  * as its last argument, in a process group of its own, stdin from /dev/null and its output on culprit's stderr (so
- * the program's own stdout stays the program's); past its time it is killed, group and all. The event line is one
- * write: appended (O_APPEND, a line at a time, so writers sharing the file do not interleave) to a file created
- * without following a link, or sent to a unix socket (a stream or a datagram one). */
+ * the program's own stdout stays the program's); past its time it is killed, group and all, and so it is when a
+ * signal ends culprit while it waits. The event line is one write: appended (O_APPEND, a line at a time,
+ * so writers sharing the file do not interleave) to a file created without following a link, or sent to a unix
+ * socket (a stream or a datagram one). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -19,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -162,6 +164,19 @@ static int deliver_event(const char *path, const char *line)
     return e;
 }
 
+static volatile sig_atomic_t deliver_group; /* the running command's process group, 0 when none */
+static const int deliver_signals[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM};
+
+/* A signal that ends culprit while the command runs ends the command's whole group first, then culprit as the
+ * signal would have. */
+static void deliver_stop(int sig)
+{
+    if (deliver_group > 0)
+        kill(-(pid_t)deliver_group, SIGKILL);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
 /* Runs `sh -c 'CMD "$@"' sh PATH` bounded by ms; says on stderr how it went when it did not end well. */
 static void deliver_command(const char *cmd, const char *path, unsigned ms)
 {
@@ -173,9 +188,14 @@ static void deliver_command(const char *cmd, const char *path, unsigned ms)
         return;
     }
     fflush(NULL);
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid == 0) {
         int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        /* culprit killed while it waits (SIGKILL, which deliver_stop cannot see): the command goes too */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(127);
         setpgid(0, 0);
         if (devnull >= 0)
             dup2(devnull, 0);
@@ -190,6 +210,16 @@ static void deliver_command(const char *cmd, const char *path, unsigned ms)
         return;
     }
     setpgid(pid, pid); /* also here, so that the kill below finds the group whichever runs first */
+    struct sigaction sa, old[sizeof deliver_signals / sizeof deliver_signals[0]];
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = deliver_stop;
+    sigemptyset(&sa.sa_mask);
+    deliver_group = pid;
+    for (size_t i = 0; i < sizeof deliver_signals / sizeof deliver_signals[0]; i++) {
+        sigaction(deliver_signals[i], NULL, &old[i]);
+        if (old[i].sa_handler != SIG_IGN) /* a signal culprit's caller ignores (nohup) stays ignored */
+            sigaction(deliver_signals[i], &sa, NULL);
+    }
     for (;;) {
         pid_t r = waitpid(pid, &st, WNOHANG);
         if (r == pid)
@@ -203,14 +233,20 @@ static void deliver_command(const char *cmd, const char *path, unsigned ms)
             kill(pid, SIGKILL);
             while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
                 ;
-            cli_err("--on-report: '%s' was still running after %u.%03u s and was stopped (report %s)", cmd, ms / 1000,
-                    ms % 1000, path);
-            return;
+            st = -2;
+            break;
         }
         nanosleep(&tick, NULL);
         waited++;
     }
-    if (st == -1)
+    deliver_group = 0;
+    for (size_t i = 0; i < sizeof deliver_signals / sizeof deliver_signals[0]; i++)
+        if (old[i].sa_handler != SIG_IGN)
+            sigaction(deliver_signals[i], &old[i], NULL);
+    if (st == -2)
+        cli_err("--on-report: '%s' was still running after %u.%03u s and was stopped (report %s)", cmd, ms / 1000,
+                ms % 1000, path);
+    else if (st == -1)
         cli_err("--on-report: lost track of '%s' (report %s)", cmd, path);
     else if (WIFEXITED(st) && WEXITSTATUS(st) != 0)
         cli_err("--on-report: '%s' exited with status %d (report %s)", cmd, WEXITSTATUS(st), path);

@@ -252,6 +252,49 @@ def _(b):
         check(bad.rc == 2 and why in bad.err_text, "%r must be refused\n%s" % (opts, bad.describe()))
 
 
+@case("on_report_signal")
+def _(b):
+    """culprit run ended by a signal while its --on-report command runs: the command goes with it, rather than
+    outlive the bound culprit was keeping."""
+    work = b.newdir("onreport")
+    pidfile = os.path.join(work, "pid")
+    rdir = b.newdir("reports")
+    env = cases._base_env(b, fault_env(700))
+    cmd = [b.cli, "run", "--dir", rdir, "--on-report-timeout", "3600", "--on-report",
+           "sh -c 'echo $$ > %s.tmp; mv %s.tmp %s; exec sleep 600' x" % (pidfile, pidfile, pidfile), "--",
+           b.prog("errtext"), "print"]
+    proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(3000):  # until the command runs, however long the program takes
+            if os.path.exists(pidfile) or proc.poll() is not None:
+                break
+            time.sleep(0.01)
+        check(os.path.exists(pidfile), "the --on-report command never started")
+        with open(pidfile) as f:
+            child = int(f.read())
+        proc.terminate()
+        proc.wait(timeout=cases.RUN_TIMEOUT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    gone = False
+    for _ in range(3000):  # the kernel kills it when culprit ends; wait for that, however long it takes
+        try:
+            with open("/proc/%d/stat" % child) as f:
+                if f.read().split(") ")[-1].startswith("Z"):
+                    gone = True
+                    break
+        except OSError:
+            gone = True
+            break
+        time.sleep(0.01)
+    if not gone:
+        os.kill(child, 9)
+    check(gone, "the --on-report command outlived culprit run")
+
+
 def event_of(line, rep):
     ev = json.loads(line)
     for k, want in (("event", "culprit.report"), ("kind", "fault"), ("error", "CUDA_ERROR_ILLEGAL_ADDRESS"),
