@@ -21,12 +21,12 @@ def main():
         loss.backward()
         opt.step()
         print("step %d loss %.6f" % (step, loss.item()))
-    rt = torch.cuda.cudart()  # PyTorch's binding of the runtime: culprit's definition under culprit
     for code in (700, 710):
-        try:
-            print("text %d: %s" % (code, rt.cudaGetErrorString(code)))
-        except (AttributeError, TypeError):
-            print("text %d: no binding" % code)
+        try:  # PyTorch's binding of the runtime (culprit's definition under culprit), where it takes a number
+            text = torch.cuda.cudart().cudaGetErrorString(torch.cuda.cudart().cudaError(code))
+        except Exception:
+            text = "no binding"
+        print("text %d: %s" % (code, text))
 
 
 if __name__ == "__main__":
