@@ -9,6 +9,7 @@
 #include "hang.h"
 #include "lastlook.h"
 #include "rank.h"
+#include "signals.h"
 #include "../core/allocs.h"
 #include "../core/config.h"
 #include "../core/core.h"
@@ -24,6 +25,7 @@ static void started(const struct cp_config *cfg) {
   fault_start(cfg);
   errtext_start(cfg);
   errfile_start();
+  signals_last_words(errfile_at_exit); /* an abort() after the fault runs no exit handler */
 }
 
 /* The last look (lastlook.c). The program may meet a sticky error in a call culprit does not wrap (the CUDA

@@ -11,15 +11,16 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-static char g_file[PATH_MAX]; /* TORCHELASTIC_ERROR_FILE as the process started with it; "" none */
-static pid_t g_pid;           /* the process torchrun started: a forked child is not the worker */
-static char *g_content;       /* the file's content once a report was written; NULL before */
+static char g_file[PATH_MAX];     /* TORCHELASTIC_ERROR_FILE as the process started with it; "" none */
+static pid_t g_pid;               /* the process torchrun started: a forked child is not the worker */
+static _Atomic(char *) g_content; /* the file's content once a report was written; NULL before */
 
 void errfile_start(void) {
   const char *f = getenv("TORCHELASTIC_ERROR_FILE");
@@ -30,7 +31,7 @@ void errfile_start(void) {
 void errfile_verdict(int code, const char *name, const char *text, const char *json, size_t len, const char *path) {
   char head[512], stamp[32];
   struct jw w;
-  if (!g_file[0] || g_content || getpid() != g_pid) return;
+  if (!g_file[0] || atomic_load(&g_content) || getpid() != g_pid) return;
   const char *line = errtext_line();
   snprintf(head, sizeof head, "%s (%d): %s", name ? name : "sticky CUDA error", code, text ? text : "");
   struct render_opts ro = {.brief = 0, .path = path && *path ? path : NULL};
@@ -58,7 +59,9 @@ void errfile_verdict(int code, const char *name, const char *text, const char *j
     jw_obj_end(&w);
     jw_obj_end(&w);
     if (!w.err) {
-      g_content = w.buf; /* kept for exit; the process ends soon after */
+      /* release: the whole content before a reader's acquire (at exit, or in a signal handler) sees it; kept
+       * for the rest of the process, which ends soon after */
+      atomic_store_explicit(&g_content, w.buf, memory_order_release);
       w.buf = NULL;
     }
     jw_free(&w);
@@ -69,12 +72,13 @@ void errfile_verdict(int code, const char *name, const char *text, const char *j
 }
 
 void errfile_at_exit(void) {
-  if (!g_content || getpid() != g_pid) return;
+  char *content = atomic_load_explicit(&g_content, memory_order_acquire);
+  if (!content || getpid() != g_pid) return;
   int fd = open(g_file, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) return; /* it exists (the worker's own @record wrote it), or it cannot be made: leave it */
-  size_t len = strlen(g_content), off = 0;
+  size_t len = strlen(content), off = 0;
   while (off < len) {
-    ssize_t n = write(fd, g_content + off, len - off);
+    ssize_t n = write(fd, content + off, len - off);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     off += (size_t)n;

@@ -13,8 +13,9 @@ void errfile_start(void);
 /* The fault report was written (json[0..len), the sticky code and its name and text): composes the file's
  * content, when the process has an error file to write. Report time only (it allocates). */
 void errfile_verdict(int code, const char *name, const char *text, const char *json, size_t len, const char *path);
-/* At exit: writes the composed content into the error file, created without following a link and never over an
- * existing file (the worker's own @record wrote it, or another process did). */
+/* At exit, or when a stop signal ends the process (signals.c: an abort() after the fault): writes the composed
+ * content into the error file, created without following a link and never over an existing file (the worker's own
+ * @record wrote it, or another process did). Async-signal-safe. */
 void errfile_at_exit(void);
 
 #endif

@@ -188,6 +188,13 @@ def _(b):
     os.symlink(target, link)
     fake_torchrun(b, b.newdir("reports"), link)
     check(not os.path.exists(target) and os.path.islink(link), "culprit followed a link to write the error file")
+    # a worker that aborts after the fault (no exit handlers run): written as the signal ends it
+    aborted = os.path.join(work, "aborted.json")
+    res = cli_run(b, [b.prog("errtext"), "abort"], {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1",
+                                                      "TORCHELASTIC_ERROR_FILE": aborted, "FAKECUDA_FAULT": "launch=2"},
+                  b.newdir("reports"))
+    check(res.rc == -6 and os.path.isfile(aborted) and "the kernel that faulted" in torchrun_summary(aborted),
+          "a worker aborted after its fault must leave the error file\n%s" % res.describe())
     # a healthy worker, and a faulting one with culprit off, write none
     healthy = os.path.join(work, "healthy.json")
     fake_torchrun(b, b.newdir("reports"), healthy, {"FAKECUDA_FAULT": ""})

@@ -9,6 +9,7 @@
  *   errtext threads   8 threads ask for both texts at once, 2000 times each: "threads agree: 1" when every answer
  *                     was the first one's text
  *   errtext fork      a child forked after the error prints the runtime's text of it ("child: <<...>>")
+ *   errtext abort     prints the runtime's text and aborts, as a program that cannot go on after the error does
  * Without a fault the texts of no error, 700 and 710 are printed and it exits 0.
  */
 #define _GNU_SOURCE
@@ -105,6 +106,10 @@ int main(int argc, char **argv)
         for (int i = 0; i < 8; i++)
             pthread_join(t[i], NULL);
         printf("threads agree: %d\n", !g_disagree);
+    } else if (strcmp(argv[1], "abort") == 0) {
+        show("runtime", cudaGetErrorString((int)rc));
+        fflush(stdout);
+        abort();
     } else if (strcmp(argv[1], "fork") == 0) {
         show("parent", cudaGetErrorString((int)rc));
         fflush(stdout);
