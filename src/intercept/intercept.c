@@ -612,7 +612,7 @@ __attribute__((visibility("hidden"))) void *cp__dlsym_hook(void *handle, const c
   pthread_once(&g_wrap_once, fill_wrappers);
   int id = -1, gpa = 0;
   if (!strcmp(name, "cuGetErrorString"))
-    gpa = 3;
+    gpa = 3; /* no lookup function, but answered the same way: a wrapper of one kept real function */
   else if (!strcmp(name, "cuGetProcAddress"))
     gpa = 1;
   else if (!strcmp(name, "cuGetProcAddress_v2"))
