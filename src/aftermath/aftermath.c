@@ -1,12 +1,15 @@
 /* The floor above the launch path: core's upcalls (core/upcalls.h), each handing one moment of the process's life
  * to the room that deals with it: start (the process's place in a job, the fault report's set-up), the first
  * launch (the hang watcher and its signal handlers), a sticky error (the fault report), a context going away and
- * exit (the last look for an error, then the exit record). */
+ * exit (the last look for an error, then the exit record and torchrun's error file). */
+#include "errfile.h"
+#include "errtext.h"
 #include "exitrec.h"
 #include "fault.h"
 #include "hang.h"
 #include "lastlook.h"
 #include "rank.h"
+#include "signals.h"
 #include "../core/allocs.h"
 #include "../core/config.h"
 #include "../core/core.h"
@@ -20,6 +23,9 @@ static void started(const struct cp_config *cfg) {
   rank_init();
   exitrec_start(cfg);
   fault_start(cfg);
+  errtext_start(cfg);
+  errfile_start();
+  signals_last_words(errfile_at_exit); /* an abort() after the fault runs no exit handler */
 }
 
 /* The last look (lastlook.c). The program may meet a sticky error in a call culprit does not wrap (the CUDA
@@ -45,6 +51,7 @@ static void at_exit(void) {
   last_look(NULL, -1, "exit");
   cp_view(&v);
   exitrec_at_exit(fault_state(), v.seq - v.after_seq);
+  errfile_at_exit();
 }
 
 const struct cp_upcalls cp_upcalls = {

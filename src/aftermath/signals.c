@@ -35,12 +35,15 @@ struct sig_state {
 };
 
 static struct sig_state g_sig[NSIGS];
-static _Atomic int g_installed; /* signals_install ran in this process or an ancestor */
-static signals_ask_fn g_ask;    /* asks for the report; set before any handler is installed */
+static _Atomic int g_installed;         /* signals_install ran in this process or an ancestor */
+static signals_ask_fn g_ask;            /* asks for the report; set before any handler is installed */
+static _Atomic(signals_last_fn) g_last; /* runs before a stop signal's default ends the process, or NULL */
 signals_sigaction_fn signals_real_sigaction;
 
 static int is_dfl(const struct sigaction *a) { return a->sa_handler == SIG_DFL; }
 static int is_ign(const struct sigaction *a) { return a->sa_handler == SIG_IGN; }
+
+void signals_last_words(signals_last_fn fn) { atomic_store_explicit(&g_last, fn, memory_order_release); }
 
 int signals_owned(int sig) {
   return sig > 0 && sig < NSIGS && atomic_load_explicit(&g_sig[sig].owned, memory_order_acquire);
@@ -159,7 +162,11 @@ static void on_signal(int sig, siginfo_t *si, void *uc) {
     publish(st, &dfl);
   }
   if (is_dfl(&prog)) {
-    if (stop) die_of(sig, st);
+    if (stop) {
+      signals_last_fn last = atomic_load_explicit(&g_last, memory_order_acquire);
+      if (last) last(); /* the process dies of it: what must be written before (torchrun's error file) */
+      die_of(sig, st);
+    }
   } else if (!is_ign(&prog)) {
     if (prog.sa_flags & SA_SIGINFO)
       prog.sa_sigaction(sig, si, uc);

@@ -22,6 +22,10 @@ typedef void (*signals_ask_fn)(int sig, int sender_pid, int stop, const void *uc
  * calls ask, then does what the program asked for. A signal the program ignores (SIG_IGN) is left alone. Returns
  * 0, or -1 when libc's sigaction is unknown. */
 int signals_install(const struct cp_config *cfg, signals_ask_fn ask);
+/* What a stop signal's handler runs (async-signal-safe) just before the signal's default ends the process: the
+ * last words of a dying process that exit handlers would otherwise have written (aftermath.c gives errfile's). */
+typedef void (*signals_last_fn)(void);
+void signals_last_words(signals_last_fn fn);
 /* Whether culprit stands in front of the program's disposition of sig (async-signal-safe, lock-free). */
 int signals_owned(int sig);
 /* The program's sigaction for an owned signal: act (if any) becomes the disposition culprit's handler chains to

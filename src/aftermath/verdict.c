@@ -14,6 +14,8 @@
 #include "emit_allocs.h"
 #include "../core/names.h"
 #include "emit_ops.h"
+#include "errfile.h"
+#include "errtext.h"
 #include "../core/ring.h"
 #include "suspects.h"
 #include "../report/demangle.h"
@@ -305,6 +307,10 @@ int verdict_emit(const struct verdict_input *in, char *path, unsigned pathlen) {
 
   if (!w.err) rc = emit_write_file(in->cfg->dir, "", w.buf, w.len, path, pathlen);
   if (rc) path[0] = '\0';
+  if (!w.err) { /* the verdict where the program's own error handling looks: its error text, torchrun's file */
+    errtext_verdict(in->code, w.buf, w.len, path);
+    errfile_verdict(in->code, ename, estr, w.buf, w.len, path);
+  }
 
   struct render_opts ro = {.brief = in->cfg->quiet, .path = rc ? NULL : path};
   char *text = w.err ? NULL : render_text_opts(w.buf, w.len, &ro, NULL, 0);

@@ -44,6 +44,10 @@ struct cli_run_opts {
     int verbose;               /* let the library print its own full verdict too */
     int stats;                 /* CULPRIT_STATS=1 */
     int no_watch;              /* let the command inherit stdout/stderr instead of watching them for asserts */
+    int no_exception_text;     /* CULPRIT_EXCEPTION_TEXT=0: the error's text stays the runtime's and driver's own */
+    const char *on_report;     /* --on-report: a shell command run with each new report's path, or NULL */
+    unsigned on_report_ms;     /* how long it may run before it is killed */
+    const char *events;        /* --events: a file or unix socket that gets a line of JSON per report, or NULL */
     const char *ld_path;       /* directory to prepend to LD_LIBRARY_PATH (the simulated driver), or NULL */
     int simulated;             /* CMD runs on culprit's simulated driver: no cuda-gdb command in the verdict */
     char **argv;               /* the command and its arguments, NULL-terminated */

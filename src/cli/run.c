@@ -7,6 +7,7 @@
 #endif
 #include "cli.h"
 #include "coredump.h"
+#include "deliver.h"
 #include "../report/addr.h"
 #include "faultpage.h"
 #include "kernlog.h"
@@ -121,6 +122,7 @@ static void cli_settings_make(const struct cli_run_opts *o, const char *dir)
     cli_setting("CULPRIT_HANG_TIMEOUT", o->hang_timeout, "--hang-timeout");
     cli_setting("CULPRIT_REPORT_SIGNAL", o->report_signal, "--report-signal");
     cli_setting("CULPRIT_STATS", o->stats ? "1" : NULL, "--stats");
+    cli_setting("CULPRIT_EXCEPTION_TEXT", o->no_exception_text ? "0" : NULL, "--no-exception-text");
     cli_setting("CULPRIT_RUN_ID", cli_run_id, NULL);
 }
 
@@ -625,6 +627,8 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus, int *faulted)
         }
         /* exit records say no error was seen; a report that could not be shown may still hold one */
         shown = verdicts < 0 ? nmine : (size_t)verdicts;
+        for (i = 0; !o->is_rerun && i < nmine; i++) /* --on-report, --events */
+            deliver_report(o, mine[i].path, mine[i].doc);
         for (i = 0; i < nmine; i++)
             json_free((struct json *)mine[i].doc);
         free(mine);
@@ -728,6 +732,7 @@ int cli_run_main(int argc, char **argv)
 
     memset(&o, 0, sizeof o);
     o.error_exitcode = -1;
+    o.on_report_ms = 10000;
     for (i = 1; i < argc; i++) {
         const char *a = argv[i], *val, *missing = NULL;
         if (strcmp(a, "--") == 0) {
@@ -754,6 +759,10 @@ int cli_run_main(int argc, char **argv)
         }
         if (strcmp(a, "--no-watch") == 0) {
             o.no_watch = 1;
+            continue;
+        }
+        if (strcmp(a, "--no-exception-text") == 0) {
+            o.no_exception_text = 1;
             continue;
         }
         if (strcmp(a, "--coredump") == 0) {
@@ -831,6 +840,25 @@ int cli_run_main(int argc, char **argv)
                 return CLI_EXIT_USAGE;
             }
             o.exit_wait = val;
+        } else if ((val = cli_optval(argc, argv, &i, "--on-report", &missing)) != NULL) {
+            if (!*val) {
+                cli_err("--on-report needs a command, run with each report's path as its last argument");
+                return CLI_EXIT_USAGE;
+            }
+            o.on_report = val;
+        } else if ((val = cli_optval(argc, argv, &i, "--on-report-timeout", &missing)) != NULL) {
+            uint32_t ms;
+            if (cfg_parse_seconds(val, 3600, &ms) != 0 || ms == 0) {
+                cli_err("--on-report-timeout must be seconds from 0.001 to 3600 (e.g. 10 or 0.5), not '%s'", val);
+                return CLI_EXIT_USAGE;
+            }
+            o.on_report_ms = ms;
+        } else if ((val = cli_optval(argc, argv, &i, "--events", &missing)) != NULL) {
+            if (!*val) {
+                cli_err("--events needs a file or a unix socket to deliver a line of JSON per report to");
+                return CLI_EXIT_USAGE;
+            }
+            o.events = val;
         } else if ((val = cli_optval(argc, argv, &i, "--hang-timeout", &missing)) != NULL) {
             uint32_t ms;
             if (cfg_parse_seconds(val, CFG_SECONDS_MAX, &ms) != 0) {

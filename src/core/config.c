@@ -200,6 +200,7 @@ int cfg_parse(struct cp_config *c, cfg_getenv_fn get, char *err, size_t errlen) 
   c->exit_wait_ms = 2000;
   c->report_signal = SIGUSR1;
   c->hang_signals = 1;
+  c->exception_text = 1;
 
   if ((v = get("CULPRIT_MODE")) && *v) {
     if (!strcmp(v, "record"))
@@ -276,6 +277,8 @@ int cfg_parse(struct cp_config *c, cfg_getenv_fn get, char *err, size_t errlen) 
       return bad(err, errlen, "CULPRIT_RANK_LAUNCHES", v, "use R=A:B for each rank, comma-separated, e.g. 2=17:32");
     strcpy(c->rank_launches, v);
   }
+  if ((v = get("CULPRIT_EXCEPTION_TEXT")) && parse_bool(v, &c->exception_text))
+    return bad(err, errlen, "CULPRIT_EXCEPTION_TEXT", v, "use 1 or 0");
   if ((v = get("CULPRIT_HANG_SIGNALS")) && parse_bool(v, &c->hang_signals))
     return bad(err, errlen, "CULPRIT_HANG_SIGNALS", v, "use 1 or 0");
   return 0;

@@ -33,6 +33,7 @@ struct cp_config {
   int hang_signals;                    /* a hang report when SIGTERM, SIGINT, SIGQUIT or SIGABRT stops the process */
   char rank_launches[CFG_PATTERN_MAX]; /* CULPRIT_RANK_LAUNCHES "R=A:B,...": blocking windows by rank, "" none */
   int mark;                            /* enum cp_mark: how a breadcrumb is written */
+  int exception_text;                  /* the verdict's line in the sticky error's text (CULPRIT_EXCEPTION_TEXT) */
 };
 
 /* CULPRIT_MARK: the breadcrumb a stream gets after a launch. memset (the default): a cuMemsetD32Async of the

@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "../aftermath/errtext.h"
 #include "../core/allocs.h"
 #include "../core/core.h"
 #include "../core/driver.h"
@@ -158,6 +159,39 @@ static inline void driver_ready(void) {
 #define NOTHING(sym, base, ptds, minver, P, A)
 CP_HOOKS(SURFACE, NOTHING)
 #undef SURFACE
+
+/* ---- the error's text ---- */
+
+static _Atomic(void *) g_real_errstr; /* the driver's cuGetErrorString */
+
+/* The text of a sticky error carries the verdict's line once culprit decided (aftermath/errtext.c); the code and
+ * every other text are the driver's. Triton, CuPy and JAX put this text into their exceptions. */
+CP_EXPORT CUresult CUDAAPI cuGetErrorString(CUresult e, const char **s) {
+  typedef CUresult (*fn)(CUresult, const char **);
+  fn real = (fn)atomic_load(&g_real_errstr);
+  if (!real) real = (fn)cuda_sym("cuGetErrorString");
+  if (!real) return CUDA_ERROR_NOT_FOUND;
+  CUresult rc = real(e, s);
+  if (rc == CUDA_SUCCESS && s) *s = errtext_decorate(ERRTEXT_DRIVER, (int)e, *s);
+  return rc;
+}
+
+/* Whether name is the error-text function; its real one is kept when given. */
+static int errstr_answer(const char *name, void *real) {
+  if (strcmp(name, "cuGetErrorString")) return 0;
+  void *e = NULL;
+  if (real && !is_ours(real)) atomic_compare_exchange_strong(&g_real_errstr, &e, real);
+  return 1;
+}
+
+/* The next definition of a symbol after libculprit in the global search order (glibc's dlsym, called from here,
+ * so RTLD_NEXT means "after libculprit"), never one of culprit's own. */
+__attribute__((visibility("hidden"))) void *cp__next_sym(void *scope, const char *name) {
+  init_real_dlsym();
+  if (!cp__real_dlsym) return NULL;
+  void *p = ((dlsym_fn)cp__real_dlsym)(scope ? scope : RTLD_NEXT, name);
+  return is_ours(p) ? NULL : p;
+}
 
 /* ---- launches ---- */
 
@@ -528,6 +562,10 @@ static void wrap_answer(const char *symbol, void **pfn, int version, cuuint64_t 
     }
     return;
   }
+  if (errstr_answer(symbol, *pfn)) {
+    *pfn = (void *)&cuGetErrorString;
+    return;
+  }
   int id = row_for_answer(*pfn, symbol, (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0, version);
   if (id < 0) return;
   void *e = NULL;
@@ -573,7 +611,9 @@ __attribute__((visibility("hidden"))) void *cp__dlsym_hook(void *handle, const c
   if (!cp_active()) return NULL;
   pthread_once(&g_wrap_once, fill_wrappers);
   int id = -1, gpa = 0;
-  if (!strcmp(name, "cuGetProcAddress"))
+  if (!strcmp(name, "cuGetErrorString"))
+    gpa = 3; /* no lookup function, but answered the same way: a wrapper of one kept real function */
+  else if (!strcmp(name, "cuGetProcAddress"))
     gpa = 1;
   else if (!strcmp(name, "cuGetProcAddress_v2"))
     gpa = 2;
@@ -596,6 +636,10 @@ __attribute__((visibility("hidden"))) void *cp__dlsym_hook(void *handle, const c
   if (gpa == 2) {
     atomic_compare_exchange_strong(&g_real_gpa2, &e, real);
     return (void *)&cuGetProcAddress_v2;
+  }
+  if (gpa == 3) {
+    errstr_answer(name, real);
+    return (void *)&cuGetErrorString;
   }
   atomic_compare_exchange_strong(&g_real[id], &e, real);
   return g_wrapper[id];

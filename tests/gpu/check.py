@@ -182,8 +182,10 @@ from jobs_group import (  # noqa: E402,F401 - the suite and its self-test use th
     judge_job_fault, merged_view_problems, nccl_problems, rank_problems, run_job_case, torchrun_cmd, JOB_FAULT,
     LAUNCHER_ENV, NCCL_KERNEL, RANK_LINE)
 import diagnose_group  # noqa: E402
-DIAG_CASES = diagnose_group.DIAG_CASES
-DIAG_CASE_BY_NAME = diagnose_group.DIAG_CASE_BY_NAME
+import verdict_group  # noqa: E402
+# the verdict group (the exception's text, torchrun's Root Cause, verdict_group.py) is run and listed with it
+DIAG_CASES = diagnose_group.DIAG_CASES + verdict_group.VERDICT_CASES
+DIAG_CASE_BY_NAME = dict(diagnose_group.DIAG_CASE_BY_NAME, **verdict_group.VERDICT_CASE_BY_NAME)
 GROUPS = {}
 for _c in CASES + PY_CASES + JOB_CASES + DIAG_CASES:
     GROUPS.setdefault(_c.group, []).append(_c.name)
@@ -192,7 +194,7 @@ assert len(CASE_BY_NAME) + len(PY_CASE_BY_NAME) + len(JOB_CASE_BY_NAME) + len(DI
     "case names must be unique across groups"
 # The order run.sh --jobs starts the groups in: the longest first (on an H200, four suites at once: frameworks
 # about 340 s, jobs with diagnose 280 s, c with hangs 60-70 s a mode), so the last to start is a short one.
-GROUP_ORDER = ["frameworks", "diagnose", "jobs", "c", "hangs"]
+GROUP_ORDER = ["frameworks", "diagnose", "jobs", "verdict", "c", "hangs"]
 assert not set(GROUPS) & (set(CASE_BY_NAME) | set(PY_CASE_BY_NAME) | set(JOB_CASE_BY_NAME) | set(DIAG_CASE_BY_NAME))
 
 
@@ -1090,8 +1092,10 @@ def suite(args):
 
     outcomes += frameworks_suite(args, py_cases, culprit, logs, deadline, len(outcomes), total, gdb)
     outcomes += jobs_suite(args, job_cases, culprit, logs, deadline, len(outcomes), total)
-    outcomes += diagnose_group.suite(sys.modules[__name__], args, diag_cases, culprit, logs, deadline,
-                                     len(outcomes), total)
+    outcomes += diagnose_group.suite(sys.modules[__name__], args, [c for c in diag_cases if c.group == "diagnose"],
+                                     culprit, logs, deadline, len(outcomes), total)
+    outcomes += verdict_group.suite(sys.modules[__name__], args, [c for c in diag_cases if c.group == "verdict"],
+                                    culprit, logs, deadline, len(outcomes), total)
 
     print("\nlogs and reports: %s\n" % logs)
     for line in table(outcomes, args.mode):
@@ -1321,7 +1325,8 @@ def main(argv):
                    choices=sorted(CASE_BY_NAME) + sorted(PY_CASE_BY_NAME) + sorted(JOB_CASE_BY_NAME) +
                    sorted(DIAG_CASE_BY_NAME) + sorted(GROUPS),
                    help="run only these cases, or groups: c (the C programs), hangs (the spinning C program), "
-                        "frameworks (the Python scripts), jobs (the torchrun jobs), diagnose (--diagnose)")
+                        "frameworks (the Python scripts), jobs (the torchrun jobs), diagnose (--diagnose), verdict (the "
+                        "exception's text, torchrun's Root Cause)")
     s.add_argument("--mode", choices=("record", "precise"),
                    help="culprit mode for cases that set none (default: culprit's own default, record)")
     s.add_argument("--group", choices=sorted(GROUPS),

@@ -307,8 +307,25 @@ def run_py_selftests():
         c_names | {"torch_gather"} and selected(["hangs"]) == {"spin_timeout", "spin_sigterm"} and \
         selected(["jobs", "nosync"]) == set(JOB_CASE_BY_NAME) | {"nosync"} and "nosync" in c_names and \
         not c_names & set(GROUPS["hangs"]) and selected([]) == set(CASE_BY_NAME) | set(PY_CASE_BY_NAME) | \
-        set(JOB_CASE_BY_NAME) | set(DIAG_CASE_BY_NAME) and selected(["diagnose"]) == set(DIAG_CASE_BY_NAME)
-    results.append(("--only takes groups (c, hangs, frameworks, jobs, diagnose) and case names", ok, ""))
+        set(JOB_CASE_BY_NAME) | set(DIAG_CASE_BY_NAME) and \
+        selected(["diagnose", "verdict"]) == set(DIAG_CASE_BY_NAME) and \
+        selected(["verdict"]) == {"exc_python", "exc_pool", "exc_torchrun", "exc_torchrun_record", "exc_healthy"}
+    results.append(("--only takes groups (c, hangs, frameworks, jobs, diagnose, verdict) and case names", ok, ""))
+    # the verdict group finds culprit's line after the runtime's text: in Python's traceback, and indented in
+    # torchrun's Root Cause summary; not in the library's own notice or a line elsewhere
+    import verdict_group
+    exc = ("torch.AcceleratorError: CUDA error: device-side assert triggered\nculprit: the kernel that faulted: "
+           "void at::native::nll_loss_forward_reduce_cuda_kernel_2d<float, float, long>(...), launched at "
+           "rank_fault.py:14; report: /r/culprit-1.json\nCUDA kernel errors might be asynchronously reported\n")
+    root = ("  traceback : CUDA_ERROR_ASSERT (710): device-side assert triggered\n  culprit: one of 2 candidate "
+            "launches faulted (the first: k(int), launched at rank_fault.py:14); report: /r/x.json\n")
+    notice = ("culprit: CUDA_ERROR_ASSERT (710) surfaced in cuStreamSynchronize; report: /r/x.json\n"
+              "culprit: the kernel that faulted: k(int), launched at a.py:1; report: /r/x.json\n")
+    a, b = verdict_group.exception_lines(exc), verdict_group.exception_lines(root)
+    ok = len(a) == 1 and a[0].group("site") == "rank_fault.py:14" and a[0].group("path") == "/r/culprit-1.json" and \
+        "nll_loss" in a[0].group("k") and len(b) == 1 and b[0].group("k2") == "k(int)" and \
+        not verdict_group.exception_lines(notice)
+    results.append(("the verdict group reads culprit's line in an exception and in torchrun's Root Cause", ok, ""))
     return results
 
 

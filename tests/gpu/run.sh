@@ -4,7 +4,8 @@
 # and kill it at a bound), then the frameworks group (the Python scripts in tests/gpu/frameworks: torch, Triton,
 # CuPy, JAX, Lightning, torch.profiler, compute-sanitizer, transformers), the jobs group (torchrun jobs of
 # those scripts; a case whose module is missing is skipped) and the diagnose group (PyTorch faults under
-# `culprit run --diagnose`, diagnose_group.py), each without and under `culprit run`, and prints
+# `culprit run --diagnose`, diagnose_group.py) and the verdict group (a PyTorch fault's exception text and
+# torchrun's Root Cause naming the culprit, verdict_group.py), each without and under `culprit run`, and prints
 # one table ending in "N passed, N failed[, N skipped]".
 # Needs an NVIDIA GPU; where there is none every case is skipped.
 #
@@ -32,14 +33,14 @@
 #                    the lane culprit names must be one of its threads, with the same access, size and kind
 #                    ("address agrees with compute-sanitizer" under the table, or why not)
 #   --jobs N         run the suite in parts at the same time, N at most: each group (c, hangs, frameworks,
-#                    jobs, diagnose) of each mode in a check.py process of its own, the longest first (the
+#                    jobs, diagnose, verdict) of each mode in a check.py process of its own, the longest first (the
 #                    hangs group last, alone: its spinning kernels would slow the others' GPU work); every
 #                    part's table is printed when all have ended, then one line adding them up (default 1: one
 #                    process, its table as it goes). The cases share the GPU; the groups' timings hold: on an
 #                    H200 four suites at once passed (frameworks about 340 s, jobs and diagnose 280 s, c and
 #                    hangs 60-70 s a mode)
 #   --only CASE...   run only these cases (names as in the table) or groups: c, hangs, frameworks, jobs,
-#                    diagnose
+#                    diagnose, verdict
 # CULPRIT_MARK=write in the environment runs every case under culprit with that breadcrumb (--mark write; the
 # default is memset).
 set -u
