@@ -832,9 +832,9 @@ int cli_run_main(int argc, char **argv)
         } else if ((val = cli_optval(argc, argv, &i, "--report-signal", &missing)) != NULL) {
             int sig = 0, bad = cfg_parse_signal(val, &sig);
             if (bad == -2) {
-                cli_err("--report-signal %s: SIG%s ends or stops the program that gets it, so it cannot ask for a hang "
-                        "report and let the program go on; use USR1, USR2 or another signal CMD does not use, or none",
-                        val, cfg_signal_name(sig) ? cfg_signal_name(sig) : "?");
+                char why[300];
+                cfg_signal_why(sig, why, sizeof why);
+                cli_err("--report-signal %s: %s; use USR1, USR2 or another signal CMD does not use, or none", val, why);
                 return CLI_EXIT_USAGE;
             }
             if (bad) {

@@ -52,10 +52,12 @@ int cfg_parse_window(const char *s, uint64_t *lo, uint64_t *hi);
  * returns 0 or -1. */
 int cfg_parse_seconds(const char *s, uint32_t max_s, uint32_t *ms);
 /* Parses a report signal: a name (USR1, SIGUSR1, usr1) or number (1..64) into its number; "none", "off" or "0"
- * give 0 (no report signal). Returns 0; -1 when s is not a signal; -2 with *sig set when it is one that ends or
- * stops the program (SIGKILL, SIGSTOP, SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS, SIGABRT), which cannot
- * ask for a report and let the program go on. */
+ * give 0 (no report signal). Returns 0; -1 when s is not a signal; -2 with *sig set when it is one that cannot
+ * serve (cfg_signal_why says why): one that ends or stops the program, one the system sends for its own reasons
+ * (SIGCHLD, SIGCONT, SIGPIPE), the C library's own (32, 33) or culprit's (SIGRTMAX-3). */
 int cfg_parse_signal(const char *s, int *sig);
+/* One sentence naming sig and why it cannot be a report signal ("SIGSEGV ends or stops the program ..."). */
+void cfg_signal_why(int sig, char *buf, size_t len);
 /* The name of a signal the parser knows, without "SIG" ("USR1"), or NULL. */
 const char *cfg_signal_name(int sig);
 /* The window spec gives rank (CULPRIT_RANK_LAUNCHES "R=A:B[,R=A:B...]", each A:B as in CULPRIT_LAUNCHES):
