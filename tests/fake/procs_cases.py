@@ -81,5 +81,33 @@ def _(b):
     h.check_error(hang_cases.read_json(faults[0]), 700, "cuCtxSynchronize")
 
 
+@case("fork_child_quiet")
+def _(b):
+    # A child forked after the first launches that never launches does no culprit work: its fork handlers write
+    # next to nothing (they used to empty megabytes of tables page by page: about 8 ms and 750 page faults a
+    # child, paid by every program that forks per task), it starts no thread and writes no report, neither at
+    # its fork nor at its exit. Page faults are counted, not timed: the child counts them first thing.
+    argv = [b.prog("procs"), "child-threads"]
+    base = h.plain(b, argv)
+    rdir = b.newdir("reports")
+    res = h.preloaded(b, argv, {"CULPRIT_HANG_TIMEOUT": "60"}, rdir)
+    check(res.rc == 0 and b"child status 0" in res.out, "the child\n" + res.describe())
+    check(fds_line(res)[1] > fds_line(base)[1], "no watcher in the parent: the case proves nothing\n" +
+          res.describe())
+
+    def faults(r):
+        m = re.search(rb"procs: page faults at fork (\d+)", r.out)
+        check(m, "the child did not count its page faults\n" + r.describe())
+        return int(m.group(1))
+    check(faults(res) < faults(base) + 300, "the child's fork handlers took %d page faults (%d without culprit)\n%s" %
+          (faults(res), faults(base), res.describe()))
+    check(b"the child runs 1 thread(s)" in res.out, "the child started a thread\n" + res.describe())
+    h.no_report(rdir, "a healthy parent and a child that never launched")
+    # many children: all of them end, none leaves anything behind
+    res = h.preloaded(b, [b.prog("procs"), "forks", "50"], {}, rdir)
+    check(res.rc == 0 and b"50 children ended" in res.out, "the forks\n" + res.describe())
+    h.no_report(rdir, "50 children that never launched")
+
+
 if __name__ == "__main__":
     sys.exit(h.main())

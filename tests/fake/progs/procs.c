@@ -6,7 +6,8 @@
  *                              tables) and read the pipe back
  *   procs closefds-signal DIR  close fds 3..1023, open 16 files in DIR, send itself SIGUSR1, check the files
  *   procs forks N              fork N children that _exit at once, one after the other
- *   procs child-threads        fork a child that reports its threads and the files it holds, then exits
+ *   procs child-threads        fork a child that reports its threads, the files it holds and the page faults its
+ *                              fork handlers took, then exits
  * Each variant launches 3 kernels and synchronizes first; the closefds variants launch 2 more and synchronize
  * at the end (a fault scripted at launch 4 or 5 surfaces there). */
 #define _GNU_SOURCE
@@ -15,6 +16,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -161,10 +163,13 @@ static int child_threads(void)
         return 1;
     pid = fork();
     if (pid == 0) {
-        char line[128];
+        char line[160];
+        struct rusage ru;
         int len;
+        getrusage(RUSAGE_SELF, &ru); /* first: the pages the fork handlers wrote, and nothing of the child's own */
         close(p[0]);
-        len = snprintf(line, sizeof line, "procs: the child runs %d thread(s) and holds %d descriptor(s)\n", count_threads(), count_fds() - 1);
+        len = snprintf(line, sizeof line, "procs: the child runs %d thread(s) and holds %d descriptor(s)\nprocs: page faults at fork %ld\n", count_threads(),
+                       count_fds() - 1, ru.ru_minflt);
         if (write(p[1], line, (size_t)len) < 0)
             _exit(1);
         exit(0); /* through the exit handlers: a child that launched nothing has nothing to look at */
