@@ -28,7 +28,9 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -136,6 +138,35 @@ static const char *cli_child_getenv(const char *name)
 {
     const struct cli_setting *s = cli_setting_of(name);
     return s ? s->value : getenv(name);
+}
+
+/* Whether cmd (found as execvp finds it) runs in the loader's secure mode, which ignores LD_PRELOAD: set-user-ID
+ * or set-group-ID to someone else, or with file capabilities, on a file system that honours them. Says why in
+ * why, which is left alone otherwise. */
+static void cli_secure_exec(const char *cmd, char *why, size_t len)
+{
+    char path[PATH_MAX];
+    const char *dirs = getenv("PATH");
+    struct stat sb;
+    struct statvfs vfs;
+    int found = 0;
+    if (strchr(cmd, '/'))
+        found = snprintf(path, sizeof path, "%s", cmd) < (int)sizeof path && stat(path, &sb) == 0;
+    for (const char *d = dirs ? dirs : "/usr/bin:/bin"; !found && d;) {
+        const char *end = strchr(d, ':');
+        int n = end ? (int)(end - d) : (int)strlen(d);
+        found = snprintf(path, sizeof path, "%.*s/%s", n, n ? d : ".", cmd) < (int)sizeof path &&
+                stat(path, &sb) == 0 && S_ISREG(sb.st_mode) && access(path, X_OK) == 0;
+        d = end ? end + 1 : NULL;
+    }
+    if (!found || !S_ISREG(sb.st_mode) || (statvfs(path, &vfs) == 0 && (vfs.f_flag & ST_NOSUID)))
+        return;
+    if ((sb.st_mode & S_ISUID) && sb.st_uid != geteuid())
+        snprintf(why, len, "it is set-user-ID, and the dynamic loader ignores LD_PRELOAD for such a program");
+    else if ((sb.st_mode & S_ISGID) && sb.st_gid != getegid())
+        snprintf(why, len, "it is set-group-ID, and the dynamic loader ignores LD_PRELOAD for such a program");
+    else if (getxattr(path, "security.capability", NULL, 0) > 0)
+        snprintf(why, len, "it has file capabilities, and the dynamic loader ignores LD_PRELOAD for such a program");
 }
 
 /* Reads CMD's environment with the library's own parser before CMD starts. A value it refuses would leave
@@ -483,6 +514,8 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus, int *faulted)
         cli_remove_dir(abs, created, created_parent);
         return rc;
     }
+    if (!off[0])
+        cli_secure_exec(o->argv[0], off, sizeof off);
     if (cli_snapshot(abs, &seen, &nseen) != 0) {
         cli_err("out of memory");
         goto not_started;
@@ -635,7 +668,15 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus, int *faulted)
     /* "no sticky CUDA error" is true only where culprit was there to see one */
     if (!off[0] && w->preload_error[0])
         snprintf(off, sizeof off, "the dynamic loader could not preload %s (%s)", render_base(lib), w->preload_error);
-    if (!shown && off[0]) {
+    if (w->unwritten) {
+        /* a fault was met and its verdict printed by the library, but no file holds it: it counts as one */
+        *faulted = 1;
+        if (!shown)
+            cli_err("%s met a sticky CUDA error whose report culprit could not write (the verdict and why are "
+                    "printed above)",
+                    o->argv[0]);
+        cli_remove_dir(abs, created, created_parent);
+    } else if (!shown && off[0]) {
         cli_err("culprit was off in %s: %s; a fault there would not show here", o->argv[0], off);
         cli_remove_dir(abs, created, created_parent);
     } else if (!shown && w->load_error[0]) {

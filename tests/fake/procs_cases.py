@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
 """Scenario tests of what a program does to its own process, over the simulated CUDA driver (progs/procs.c):
-it closes every descriptor it did not open and opens its own, or forks children that never launch. culprit holds
-no descriptor in the program, and a child that does no CUDA work does no culprit work.
+it closes every descriptor it did not open and opens its own, or forks children that never launch; and of what
+culprit knows when it could not see or keep a fault: a report it could not write, a program it was not loaded in.
+culprit uses no descriptor it does not own, a child that does no CUDA work does no culprit work, and a fault
+culprit met is never called "no sticky CUDA error".
 
 Same harness and command line as cases.py (`--build BUILD CASE`, `--list`, `--check-list NAME...`).
 """
 
 import os
 import re
+import resource
+import shutil
 import signal
 import sys
 
@@ -107,6 +111,78 @@ def _(b):
     res = h.preloaded(b, [b.prog("procs"), "forks", "50"], {}, rdir)
     check(res.rc == 0 and b"50 children ended" in res.out, "the forks\n" + res.describe())
     h.no_report(rdir, "50 children that never launched")
+
+
+# Launch #10 runs for 300 ms from the moment it is queued and faults when it completes: the program returns 0 from
+# main before, and culprit finds the fault at exit (exit_cases.py's SLOW_FAULT).
+SLOW_FAULT = {"FAKECUDA_HANG": "launch=10,ms=300", "FAKECUDA_FAULT": "launch=10"}
+
+
+def file_limit(size):
+    """A preexec function that sets the file size limit (ulimit -f) to size bytes."""
+    def set_limit():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+    return set_limit
+
+
+@case("report_unwritten")
+def _(b):
+    # A fault whose report could not be written (a full disk, ulimit -f) used to end in "no sticky CUDA error", and
+    # --error-exitcode did not fire; under ulimit -f the write raised SIGXFSZ, which killed the program (status
+    # 153) and left the temporary file. The write now fails with EFBIG, the library prints the verdict whole and
+    # says why no file holds it, and culprit run counts the fault.
+    argv = [b.prog("linked"), "exits", "return0"]
+    rdir = b.newdir("reports")
+    res = h._execute(b, argv, dict(h._base_env(b, SLOW_FAULT), LD_PRELOAD=b.lib, CULPRIT_DIR=rdir),
+                     b.newdir("preload"), preexec=file_limit(1024))
+    check(res.rc == 0, "the program did not end as it would have (SIGXFSZ?)\n" + res.describe())
+    check("could not write the report into %s: File too large" % rdir in res.err_text and
+          "it surfaced later, in exit" in res.err_text, "no verdict and no reason\n" + res.describe())
+    check(not os.listdir(rdir), "files left in the report directory: %r" % os.listdir(rdir))
+    for opts, rc in (((), 0), (("--error-exitcode", "9"), 9)):
+        rdir = b.newdir("reports")
+        cmd = [b.cli, "run", "--dir", rdir] + list(opts) + ["--"] + argv
+        res = h._execute(b, cmd, h._base_env(b, SLOW_FAULT), b.newdir("cli"), preexec=file_limit(1024))
+        check(res.rc == rc and "no sticky CUDA error" not in res.err_text and
+              "met a sticky CUDA error whose report culprit could not write" in res.err_text and
+              "exited with status 0 although a kernel faulted" in res.err_text and
+              "it surfaced later, in exit" in res.err_text,
+              "culprit run %s: the unwritten fault was not counted\n%s" % (" ".join(opts), res.describe()))
+        check(not os.path.exists(rdir) or not os.listdir(rdir), "files left: %r" % os.listdir(rdir))
+    # the program's own SIGXFSZ is left as it was: ignored, it stays ignored and the write still fails cleanly
+    rdir = b.newdir("reports")
+
+    def limit_and_ignore():
+        file_limit(1024)()
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    res = h._execute(b, argv, dict(h._base_env(b, SLOW_FAULT), LD_PRELOAD=b.lib, CULPRIT_DIR=rdir),
+                     b.newdir("preload"), preexec=limit_and_ignore)
+    check(res.rc == 0 and "File too large" in res.err_text, "SIGXFSZ ignored\n" + res.describe())
+
+
+@case("setuid_off")
+def _(b):
+    # A set-user-ID program runs without LD_PRELOAD (the loader's secure mode): culprit run said "no sticky CUDA
+    # error" of a program that faulted. It now says culprit was off in it, and why. Needs root to give the copy
+    # another owner, and a file system that honours set-user-ID.
+    if os.geteuid() != 0:
+        raise h.CaseSkipped("needs root to make a set-user-ID program of another owner")
+    d = b.newdir("setuid")
+    if os.statvfs(d).f_flag & os.ST_NOSUID:
+        raise h.CaseSkipped("the test directory's file system ignores set-user-ID")
+    prog = os.path.join(d, "linked")
+    shutil.copy(b.prog("linked"), prog)
+    os.chmod(d, 0o755)
+    os.chown(prog, 65534, -1)
+    os.chmod(prog, 0o4755)
+    res = h.cli_run(b, [prog, "legacy", "ctxsync", "5"], {"FAKECUDA_FAULT": "launch=4"}, b.newdir("reports"))
+    check("culprit was off in %s: it is set-user-ID, and the dynamic loader ignores LD_PRELOAD" % prog in
+          res.err_text and "no sticky CUDA error" not in res.err_text, "the set-user-ID program\n" + res.describe())
+    # set-user-ID to the caller itself is no secure mode: culprit runs in it
+    os.chown(prog, 0, -1)
+    os.chmod(prog, 0o4755)
+    res = h.cli_run(b, [prog, "legacy", "ctxsync", "5"], {"FAKECUDA_FAULT": "launch=4"}, b.newdir("reports"))
+    check("the kernel that faulted: step" in res.err_text, "set-user-ID to root, run by root\n" + res.describe())
 
 
 if __name__ == "__main__":
