@@ -19,6 +19,7 @@
 #include "../report/render.h"
 #include "../report/symbolize.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -323,6 +324,27 @@ static void cli_remove_dir(const char *abs, int created, int created_parent)
         rmdir("culprit-reports");
 }
 
+/* Counts and removes the files by which the run's processes said they launched kernels with culprit loaded
+ * (cfg_launched_prefix): how many processes of the run culprit saw launch. */
+static int cli_take_launched(const char *dir)
+{
+    char prefix[96];
+    struct dirent *e;
+    int n = 0, dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+    if (!d) {
+        if (dfd >= 0)
+            close(dfd);
+        return 0;
+    }
+    cfg_launched_prefix(cli_run_id, prefix, sizeof prefix);
+    while ((e = readdir(d)) != NULL)
+        if (strncmp(e->d_name, prefix, strlen(prefix)) == 0 && unlinkat(dirfd(d), e->d_name, 0) == 0)
+            n++;
+    closedir(d);
+    return n;
+}
+
 static int cli_snapshot(const char *dir, struct cli_seen **seen, size_t *nseen)
 {
     char **paths;
@@ -495,7 +517,7 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus, int *faulted)
     char **reports = NULL;
     struct merge_report *mine = NULL;
     sigset_t block, oldmask;
-    int created = 0, created_parent = 0, errpipe[2], rc, e = 0, status = 0, verdicts;
+    int created = 0, created_parent = 0, errpipe[2], rc, e = 0, status = 0, verdicts, launched;
     ssize_t got;
     pid_t pid;
     struct kernlog klog = {.fd = -1};
@@ -665,6 +687,7 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus, int *faulted)
     }
     if (created)
         nccllog_tidy(abs);
+    launched = cli_take_launched(abs);
     /* "no sticky CUDA error" is true only where culprit was there to see one */
     if (!off[0] && w->preload_error[0])
         snprintf(off, sizeof off, "the dynamic loader could not preload %s (%s)", render_base(lib), w->preload_error);
@@ -682,6 +705,12 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus, int *faulted)
     } else if (!shown && w->load_error[0]) {
         cli_err("the dynamic loader stopped %s before it ran (%s), so culprit never ran in it", o->argv[0],
                 w->load_error);
+        cli_remove_dir(abs, created, created_parent);
+    } else if (!shown && !launched) {
+        cli_err("no sticky CUDA error in %s, and culprit saw no kernel launched in it: if it launches kernels, they "
+                "ran in a process culprit was not loaded in (one started without culprit's LD_PRELOAD, as `env -u "
+                "LD_PRELOAD` starts one, or a set-user-ID program)",
+                o->argv[0]);
         cli_remove_dir(abs, created, created_parent);
     } else if (!shown) {
         cli_err("no sticky CUDA error in %s", o->argv[0]);

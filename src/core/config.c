@@ -117,6 +117,12 @@ static const char *cfg_signal_refusal(int sig) {
   return NULL;
 }
 
+void cfg_launched_prefix(const char *run_id, char *out, size_t len) {
+  uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a: the run id holds a host name, kept out of file names */
+  for (const char *p = run_id; *p; p++) h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
+  snprintf(out, len, ".culprit-launched-%016llx-", (unsigned long long)h);
+}
+
 const char *cfg_signal_name(int sig) {
   for (size_t i = 0; i < sizeof cfg_signals / sizeof cfg_signals[0]; i++)
     if (cfg_signals[i].sig == sig) return cfg_signals[i].name;

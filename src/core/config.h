@@ -58,6 +58,10 @@ int cfg_parse_seconds(const char *s, uint32_t max_s, uint32_t *ms);
 int cfg_parse_signal(const char *s, int *sig);
 /* One sentence naming sig and why it cannot be a report signal ("SIGSEGV ends or stops the program ..."). */
 void cfg_signal_why(int sig, char *buf, size_t len);
+/* The name prefix of the empty files that say a process of culprit run's run launched a kernel with culprit
+ * loaded (".culprit-launched-<16 hex digits of the run id's hash>-"; the library adds its pid): the library
+ * makes one at its first launch, culprit run counts and removes them. */
+void cfg_launched_prefix(const char *run_id, char *out, size_t len);
 /* The name of a signal the parser knows, without "SIG" ("USR1"), or NULL. */
 const char *cfg_signal_name(int sig);
 /* The window spec gives rank (CULPRIT_RANK_LAUNCHES "R=A:B[,R=A:B...]", each A:B as in CULPRIT_LAUNCHES):

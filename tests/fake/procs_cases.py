@@ -185,5 +185,30 @@ def _(b):
     check("the kernel that faulted: step" in res.err_text, "set-user-ID to root, run by root\n" + res.describe())
 
 
+@case("preload_dropped")
+def _(b):
+    # A program started without culprit's LD_PRELOAD (`env -u LD_PRELOAD prog`) faulted, and culprit run said
+    # "no sticky CUDA error". Each process that launches with culprit loaded now leaves an empty file in the run
+    # directory at its first launch; culprit run counts and removes them, and with none says it saw no kernel
+    # launched, rather than vouch for a program it never watched.
+    prog = [b.prog("linked"), "legacy", "ctxsync", "5"]
+    rdir = b.newdir("reports")
+    os.rmdir(rdir)  # culprit run makes it, and removes it when it holds nothing
+    res = h.cli_run(b, ["env", "-u", "LD_PRELOAD"] + prog, {"FAKECUDA_FAULT": "launch=4"}, rdir)
+    check(res.rc == 1 and "culprit: no sticky CUDA error in env, and culprit saw no kernel launched in it" in
+          res.err_text and "env -u LD_PRELOAD" in res.err_text, "LD_PRELOAD dropped\n" + res.describe())
+    check(not os.path.exists(rdir), "the run directory was left: %r" % (os.path.exists(rdir) and os.listdir(rdir)))
+    # a healthy program culprit watched: the plain line, and nothing left behind
+    res = h.cli_run(b, prog, {}, rdir)
+    lines = h.culprit_lines(res)
+    check(res.rc == 0 and "culprit: no sticky CUDA error in %s" % prog[0] in lines, "healthy\n" + res.describe())
+    check(not os.path.exists(rdir), "the run directory was left: %r" % (os.path.exists(rdir) and os.listdir(rdir)))
+    # a fault: the report, and no marker beside it
+    rdir = b.newdir("reports")
+    res = h.cli_run(b, prog, {"FAKECUDA_FAULT": "launch=4"}, rdir)
+    check("the kernel that faulted: step" in res.err_text, "fault\n" + res.describe())
+    check([f for f in os.listdir(rdir) if f.startswith(".")] == [], "left in the directory: %r" % os.listdir(rdir))
+
+
 if __name__ == "__main__":
     sys.exit(h.main())
