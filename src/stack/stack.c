@@ -71,15 +71,24 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *data) {
  * closes every descriptor it did not open (a daemon, a task runner) and opens its own would hand libunwind its
  * pipe or file under the same numbers: libunwind would eat the program's bytes and write bytes of memory into
  * its file. So the pipe is learned at the first walk (the lowest two free numbers, where pipe2 puts it) and
- * checked before every walk; once it is not libunwind's any more, glibc's backtrace (no descriptor) is used. */
+ * checked before every walk; once it is not libunwind's any more, glibc's backtrace (no descriptor) is used.
+ * The first walk comes with the first stack culprit takes, never at start (a process that launches nothing gets
+ * no pipe), and a closed stdin, stdout or stderr is held meanwhile, so the pipe never takes their numbers. */
 static int unwinder_pipe_learn(void) {
-  int probe[2], fl[2];
+  int probe[2], fl[2], held[3] = {-1, -1, -1};
   void *pcs[4];
   struct stat a, b;
-  if (pipe2(probe, O_CLOEXEC) != 0) return -1; /* no descriptor free now: libunwind would open one later, anywhere */
-  close(probe[0]);
-  close(probe[1]);
-  g_unw_backtrace(pcs, 4);
+  for (int fd = 0; fd < 3; fd++)
+    if (fcntl(fd, F_GETFD) < 0) held[fd] = open("/dev/null", O_RDWR | O_CLOEXEC | O_NOCTTY);
+  int rc = pipe2(probe, O_CLOEXEC);
+  if (rc == 0) {
+    close(probe[0]);
+    close(probe[1]);
+    g_unw_backtrace(pcs, 4);
+  }
+  for (int k = 0; k < 3; k++)
+    if (held[k] >= 0) close(held[k]);
+  if (rc != 0) return -1; /* no descriptor free now: libunwind would open one later, anywhere */
   int open0 = fstat(probe[0], &a) == 0, open1 = fstat(probe[1], &b) == 0;
   if (!open0 && !open1) return 0; /* this libunwind keeps no pipe */
   fl[0] = fcntl(probe[0], F_GETFL);
@@ -94,11 +103,18 @@ static int unwinder_pipe_learn(void) {
   return 0;
 }
 
-/* Whether libunwind's pipe is still its own (two fstat calls, on a walk that costs microseconds anyway). */
+static pthread_once_t g_learn_once = PTHREAD_ONCE_INIT;
+static void learn_once(void) {
+  if (unwinder_pipe_learn() != 0) atomic_store_explicit(&g_unw_lost, 1, memory_order_relaxed);
+}
+
+/* Whether libunwind may walk: its pipe is still its own (two fstat calls, on a walk that costs microseconds
+ * anyway). The first call makes libunwind's first walk. */
 static int unwinder_pipe_kept(void) {
   struct stat a, b;
-  if (g_unw_pipe[0] < 0) return 1;
+  pthread_once(&g_learn_once, learn_once);
   if (atomic_load_explicit(&g_unw_lost, memory_order_relaxed)) return 0;
+  if (g_unw_pipe[0] < 0) return 1;
   if (fstat(g_unw_pipe[0], &a) == 0 && fstat(g_unw_pipe[1], &b) == 0 && a.st_ino == g_unw_pipe_ino &&
       b.st_ino == g_unw_pipe_ino && a.st_dev == g_unw_pipe_dev && b.st_dev == g_unw_pipe_dev)
     return 1;
@@ -121,7 +137,6 @@ static void open_unwinder(void) {
   }
   if (!h) h = dlopen(CULPRIT_UNWIND_SONAME, RTLD_NOW | RTLD_LOCAL);
   if (h) *(void **)&g_unw_backtrace = dlsym(h, "unw_backtrace");
-  if (g_unw_backtrace && unwinder_pipe_learn() != 0) g_unw_backtrace = NULL;
 }
 
 static pthread_key_t g_cache_key; /* unmaps a thread's chain cache when it exits */
