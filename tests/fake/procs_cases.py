@@ -63,6 +63,16 @@ def _(b):
     check("the kernel that faulted: step" in res.err_text, "no verdict under culprit run\n" + res.describe())
 
 
+@case("stdout_closed")
+def _(b):
+    # A program started with stdout closed: after its first launches (a stack taken for each, and for its
+    # allocation) fd 1 is still closed; libunwind's pipe, opened at the first stack, used to take its number.
+    res = h._execute(b, [b.prog("procs"), "stdout-closed", "-"], dict(h._base_env(b, {}), LD_PRELOAD=b.lib,
+                     CULPRIT_DIR=b.newdir("reports")), b.newdir("preload"), preexec=lambda: os.close(1),
+                     stdout=None)
+    check(b"procs: fd 1 is still closed" in res.err, "culprit took fd 1\n" + res.describe())
+
+
 @case("closefds_signal")
 def _(b):
     # The same program, then 16 files opened and the report signal sent: the handler used to write its wake-up

@@ -6,6 +6,8 @@
  *                              tables) and read the pipe back
  *   procs closefds-signal DIR  close fds 3..1023, open 16 files in DIR, send itself SIGUSR1, check the files
  *   procs forks N              fork N children that _exit at once, one after the other
+ *   procs stdout-closed -      started with fd 1 closed: says on stderr whether fd 1 is still closed after the
+ *                              first launches (nothing of culprit's may take its number)
  *   procs child-threads        fork a child that reports its threads, the files it holds and the page faults its
  *                              fork handlers took, then exits
  * Each variant launches 3 kernels and synchronizes first; the closefds variants launch 2 more and synchronize
@@ -212,6 +214,10 @@ int main(int argc, char **argv)
     CK_DRIVER(cuCtxSynchronize());
     printf("procs: %d descriptor(s) above 2 after the first launches, %d thread(s)\n", count_fds(), count_threads());
 
+    if (!strcmp(v, "stdout-closed")) {
+        fprintf(stderr, "procs: fd 1 is %s\n", fcntl(1, F_GETFD) < 0 ? "still closed" : "open");
+        return 0;
+    }
     if (!strcmp(v, "forks"))
         return forks(atoi(argv[2]));
     if (!strcmp(v, "child-threads"))
