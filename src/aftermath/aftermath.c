@@ -15,6 +15,11 @@
 #include "../core/core.h"
 #include "../core/upcalls.h"
 
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
 static const struct cp_config *g_cfg; /* the process's configuration (core's, lives forever) */
 
 static void started(const struct cp_config *cfg) {
@@ -26,6 +31,26 @@ static void started(const struct cp_config *cfg) {
   errtext_start(cfg);
   errfile_start();
   signals_last_words(errfile_at_exit); /* an abort() after the fault runs no exit handler */
+}
+
+/* The process's first launch: the hang watcher, and under `culprit run` an empty file in the report directory
+ * saying a process of the run launched kernels with culprit loaded. A run that ends with no report and no such
+ * file ran its kernels, if any, where culprit was not (a process started without LD_PRELOAD), and culprit run
+ * says so instead of "no sticky CUDA error". Made like a report (no link followed, nothing clobbered); an
+ * existing one (a pid of an earlier process of the run) says the same. */
+static void first_launch(const struct cp_config *cfg) {
+  hang_start(cfg);
+  const char *run = rank_run_id();
+  if (!run[0]) return;
+  char name[96];
+  cfg_launched_prefix(run, name, sizeof name);
+  size_t n = strlen(name);
+  snprintf(name + n, sizeof name - n, "%d", (int)getpid());
+  int dfd = open(cfg->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) return;
+  int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd >= 0) close(fd);
+  close(dfd);
 }
 
 /* The last look (lastlook.c). The program may meet a sticky error in a call culprit does not wrap (the CUDA
@@ -56,7 +81,7 @@ static void at_exit(void) {
 
 const struct cp_upcalls cp_upcalls = {
     .started = started,
-    .first_launch = hang_start,
+    .first_launch = first_launch,
     .sticky = fault_report,
     .ctx_going = ctx_going,
     .at_exit = at_exit,

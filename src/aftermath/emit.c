@@ -22,6 +22,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -327,7 +329,7 @@ static void temp_name(char *out, size_t n, const char *who, const char *tag) {
   snprintf(out, n, ".culprit-%s%s.%016llx.tmp", who, tag, (unsigned long long)r);
 }
 
-int emit_write_file(const char *dir, const char *tag, const char *text, size_t len, char *path, unsigned pathlen) {
+static int write_file(const char *dir, const char *tag, const char *text, size_t len, char *path, unsigned pathlen) {
   char tmp[160], name[160];
   int rc = mkdirs(dir);
   if (rc) return rc;
@@ -371,6 +373,26 @@ int emit_write_file(const char *dir, const char *tag, const char *text, size_t l
   if (!rc && renameat(dfd, tmp, dfd, name)) rc = errno;
   if (rc) unlinkat(dfd, tmp, 0);
   close(dfd);
+  return rc;
+}
+
+/* A write past the file size limit (ulimit -f) raises SIGXFSZ, whose default ends the program with a core (status
+ * 153 under a shell): the report's write would kill the process it reports on and leave its temporary file. So
+ * SIGXFSZ is blocked in this thread while culprit writes; the write then fails with EFBIG, the temporary file is
+ * removed, and a SIGXFSZ the write raised is taken back before the program's mask is restored. */
+int emit_write_file(const char *dir, const char *tag, const char *text, size_t len, char *path, unsigned pathlen) {
+  sigset_t xfsz, old, before, after;
+  sigemptyset(&xfsz);
+  sigaddset(&xfsz, SIGXFSZ);
+  pthread_sigmask(SIG_BLOCK, &xfsz, &old);
+  sigpending(&before);
+  int rc = write_file(dir, tag, text, len, path, pathlen);
+  sigpending(&after);
+  if (sigismember(&after, SIGXFSZ) && !sigismember(&before, SIGXFSZ)) {
+    struct timespec none = {0, 0};
+    sigtimedwait(&xfsz, NULL, &none);
+  }
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
   return rc;
 }
 

@@ -1,10 +1,17 @@
 /* The hang watcher and the hang report (hang.h). The watcher is a detached thread that blocks every signal and
- * sleeps on a pipe: culprit's signal handlers write one byte into it (the only thing they do besides waiting,
- * bounded, for the report), and with CULPRIT_HANG_TIMEOUT it also wakes a few times a second to look for
- * progress. Requests and reports are counted:
+ * sleeps on a futex word: culprit's signal handlers bump it and wake the watcher (the only thing they do besides
+ * waiting, bounded, for the report), and with CULPRIT_HANG_TIMEOUT it also wakes a few times a second to look
+ * for progress. No file descriptor: a program that closes every descriptor it did not open (fds 3..1023 before
+ * an exec or a daemon's start) and opens pipes and files of its own would get the numbers of a pipe, whose bytes
+ * the watcher would then eat and into which a handler would write. Requests and reports are counted:
  *
- *     handler: ticket = ++requested (acq_rel), write(pipe), wait until served >= ticket (acquire), bounded
- *     watcher: wake, report, served = requested (release)   (requests made meanwhile share that report)
+ *     handler: ticket = ++requested (acq_rel), ++wake (release), futex wake, wait until served >= ticket
+ *              (acquire), bounded
+ *     watcher: w = wake (acquire); if requested == served: futex wait while wake == w (a tick at most);
+ *              report, served = requested (release)   (requests made meanwhile share that report)
+ *
+ * A handler's ++wake comes after its ++requested, so a watcher that read w before it either sees the request or
+ * finds the word changed (the kernel compares it before sleeping) or is woken.
  *
  * so a report being written is never cut short by the signal that asked for it, and two signals at once get
  * one report. Progress is any move of a stream's breadcrumb, synchronized mark or last launch, or a new launch;
@@ -35,13 +42,12 @@
 #include "../stack/threads.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -61,8 +67,8 @@
 
 static _Atomic int hang_started;      /* hang_start ran in this process (a forked child starts at 0 again) */
 static const struct cp_config *g_cfg; /* the process's configuration (core's, lives forever) */
-static _Atomic int g_wfd = -1;        /* write end of the watcher's pipe; -1 while there is no watcher */
-static int g_rfd = -1;                /* read end, the watcher's */
+static _Atomic int g_watching;        /* a watcher runs in this process (release by hang_start, acquire by handlers) */
+static _Atomic uint32_t g_wake;       /* the futex word the watcher sleeps on: bumped by each request (release) */
 static _Atomic int g_watcher_tid;     /* the watcher's thread id; 0 before it runs */
 static _Atomic uint64_t g_requested;  /* reports asked for by signal handlers */
 static _Atomic uint64_t g_served;     /* requests up to this one were answered (release by the watcher) */
@@ -82,8 +88,7 @@ static void nap_ms(long ms) {
 /* ---- requests from signal handlers (async-signal-safe) ---- */
 
 void hang_request(int sig, int sender_pid, int stop, const void *uc) {
-  int fd = atomic_load_explicit(&g_wfd, memory_order_acquire);
-  if (fd < 0) return;
+  if (!atomic_load_explicit(&g_watching, memory_order_acquire)) return;
   if ((int)syscall(SYS_gettid) == atomic_load_explicit(&g_watcher_tid, memory_order_relaxed)) return;
   uint64_t until = cp_mono_ns() + FAULT_WAIT_MS * 1000000ull;
   if (fault_state() == 1) {
@@ -107,9 +112,10 @@ void hang_request(int sig, int sender_pid, int stop, const void *uc) {
   atomic_store_explicit(&g_req_pid, sender_pid, memory_order_relaxed);
   /* acq_rel: the watcher, acquiring requested, sees the signal and sender stored above */
   uint64_t ticket = atomic_fetch_add_explicit(&g_requested, 1, memory_order_acq_rel) + 1;
-  char c = 1;
-  ssize_t w = write(fd, &c, 1); /* EAGAIN: the pipe is full of wake-ups already */
-  (void)w;
+  /* release: a watcher that reads the new word (acquire) sees the request; the wake is a system call, which a
+   * signal handler may make */
+  atomic_fetch_add_explicit(&g_wake, 1, memory_order_release);
+  syscall(SYS_futex, &g_wake, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
   while (atomic_load_explicit(&g_served, memory_order_acquire) < ticket && cp_mono_ns() < until) nap_ms(2);
   threads_handler_leave();
   if (stop) atomic_store_explicit(&g_stop_state, 2, memory_order_release);
@@ -673,9 +679,14 @@ static int tick_ms(void) {
   return t < TICK_MIN_MS ? TICK_MIN_MS : (int)t;
 }
 
+/* Sleeps until a handler bumps the wake word from seen, or ms pass. */
+static void sleep_on_wake(uint32_t seen, int ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  syscall(SYS_futex, &g_wake, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
+}
+
 static void *watch(void *arg) {
   (void)arg;
-  int rfd = g_rfd;
   uint64_t timeout_ns = (uint64_t)g_cfg->hang_timeout_ms * 1000000ull;
   struct cp_view v;
   int pending = 0, stall_reported = 0;
@@ -685,11 +696,11 @@ static void *watch(void *arg) {
   progressed(&g_follow, v.after_seq, &pending);
   uint64_t last_progress = cp_mono_ns();
   for (;;) {
-    struct pollfd pf = {rfd, POLLIN, 0};
-    char drain[64];
-    if (poll(&pf, 1, tick_ms()) > 0)
-      while (read(rfd, drain, sizeof drain) > 0) {
-      }
+    /* acquire: pairs with the handlers' bump; read before requested, so no request falls between the two */
+    uint32_t seen = atomic_load_explicit(&g_wake, memory_order_acquire);
+    if (atomic_load_explicit(&g_requested, memory_order_acquire) <=
+        atomic_load_explicit(&g_served, memory_order_relaxed))
+      sleep_on_wake(seen, tick_ms());
     cp_view(&v);
     uint64_t now = cp_mono_ns();
     if (progressed(&g_follow, v.after_seq, &pending)) {
@@ -717,10 +728,8 @@ static void *watch(void *arg) {
 
 static void after_fork_child(void) {
   /* the watcher did not come along: the child starts its own at its first launch */
-  int w = atomic_exchange_explicit(&g_wfd, -1, memory_order_relaxed);
-  if (w >= 0) close(w);
-  if (g_rfd >= 0) close(g_rfd);
-  g_rfd = -1;
+  atomic_store_explicit(&g_watching, 0, memory_order_relaxed);
+  atomic_store_explicit(&g_wake, 0, memory_order_relaxed);
   atomic_store_explicit(&g_watcher_tid, 0, memory_order_relaxed);
   atomic_store_explicit(&g_requested, 0, memory_order_relaxed);
   atomic_store_explicit(&g_served, 0, memory_order_relaxed);
@@ -741,12 +750,10 @@ void hang_start(const struct cp_config *cfg) {
   pthread_once(&g_fork_once, register_fork);
   demangle_ready(); /* a hang report must not need the loader (hang_write) */
   if (!cfg->hang_signals && !cfg->report_signal && !cfg->hang_timeout_ms) return; /* nothing to watch */
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) == 0) {
+  {
     pthread_attr_t attr;
     pthread_t t;
     sigset_t all, old;
-    g_rfd = fds[0];
     /* the watcher blocks every signal (it inherits this mask): they are the program's threads' business */
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -755,14 +762,8 @@ void hang_start(const struct cp_config *cfg) {
     int rc = pthread_create(&t, &attr, watch, NULL);
     pthread_attr_destroy(&attr);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (rc == 0) {
-      /* release: a handler that sees the pipe sees the watcher's state set up */
-      atomic_store_explicit(&g_wfd, fds[1], memory_order_release);
-    } else {
-      close(fds[0]);
-      close(fds[1]);
-      g_rfd = -1;
-    }
+    /* release: a handler that sees the watcher sees its state set up */
+    if (rc == 0) atomic_store_explicit(&g_watching, 1, memory_order_release);
   }
   /* the handlers come after the watcher: one that runs now finds someone to ask */
   signals_install(cfg, hang_request);

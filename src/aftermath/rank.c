@@ -31,6 +31,8 @@ void rank_init(void) {
   if (!g_host[0]) snprintf(g_host, sizeof g_host, "unknown-host");
 }
 
+const char *rank_run_id(void) { return g_li.run_id; }
+
 long long rank_of_process(void) { return g_li.launcher ? g_li.rank : -1; }
 
 const char *rank_file_host(void) { return g_li.launcher ? g_host : NULL; }

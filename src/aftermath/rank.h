@@ -17,6 +17,8 @@ const char *rank_file_host(void);
 /* The fields of "process" that say where in a job the process is: rank, local_rank, world_size, launcher, job
  * (the launcher's), and run_id (the `culprit run` command's), each only when known. */
 void rank_emit(struct jw *w);
+/* The `culprit run` command this process runs under (CULPRIT_RUN_ID, cleaned), or "" when none. */
+const char *rank_run_id(void);
 /* The process's rank from its launcher, or -1 (not started by one, or rank unknown). */
 long long rank_of_process(void);
 

@@ -312,7 +312,8 @@ int verdict_emit(const struct verdict_input *in, char *path, unsigned pathlen) {
     errfile_verdict(in->code, ename, estr, w.buf, w.len, path);
   }
 
-  struct render_opts ro = {.brief = in->cfg->quiet, .path = rc ? NULL : path};
+  /* a verdict no file holds is printed whole, even where culprit run asked for the one-line notice */
+  struct render_opts ro = {.brief = in->cfg->quiet && !rc, .path = rc ? NULL : path};
   char *text = w.err ? NULL : render_text_opts(w.buf, w.len, &ro, NULL, 0);
   if (text) {
     emit_stderr(text);

@@ -20,6 +20,7 @@
 #include "../report/render.h"
 #include "../report/symbolize.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -29,7 +30,9 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -139,6 +142,35 @@ static const char *cli_child_getenv(const char *name)
 {
     const struct cli_setting *s = cli_setting_of(name);
     return s ? s->value : getenv(name);
+}
+
+/* Whether cmd (found as execvp finds it) runs in the loader's secure mode, which ignores LD_PRELOAD: set-user-ID
+ * or set-group-ID to someone else, or with file capabilities, on a file system that honours them. Says why in
+ * why, which is left alone otherwise. */
+static void cli_secure_exec(const char *cmd, char *why, size_t len)
+{
+    char path[PATH_MAX];
+    const char *dirs = getenv("PATH");
+    struct stat sb;
+    struct statvfs vfs;
+    int found = 0;
+    if (strchr(cmd, '/'))
+        found = snprintf(path, sizeof path, "%s", cmd) < (int)sizeof path && stat(path, &sb) == 0;
+    for (const char *d = dirs ? dirs : "/usr/bin:/bin"; !found && d;) {
+        const char *end = strchr(d, ':');
+        int n = end ? (int)(end - d) : (int)strlen(d);
+        found = snprintf(path, sizeof path, "%.*s/%s", n, n ? d : ".", cmd) < (int)sizeof path &&
+                stat(path, &sb) == 0 && S_ISREG(sb.st_mode) && access(path, X_OK) == 0;
+        d = end ? end + 1 : NULL;
+    }
+    if (!found || !S_ISREG(sb.st_mode) || (statvfs(path, &vfs) == 0 && (vfs.f_flag & ST_NOSUID)))
+        return;
+    if ((sb.st_mode & S_ISUID) && sb.st_uid != geteuid())
+        snprintf(why, len, "it is set-user-ID, and the dynamic loader ignores LD_PRELOAD for such a program");
+    else if ((sb.st_mode & S_ISGID) && sb.st_gid != getegid())
+        snprintf(why, len, "it is set-group-ID, and the dynamic loader ignores LD_PRELOAD for such a program");
+    else if (getxattr(path, "security.capability", NULL, 0) > 0)
+        snprintf(why, len, "it has file capabilities, and the dynamic loader ignores LD_PRELOAD for such a program");
 }
 
 /* Reads CMD's environment with the library's own parser before CMD starts. A value it refuses would leave
@@ -293,6 +325,27 @@ static void cli_remove_dir(const char *abs, int created, int created_parent)
 {
     if (created && rmdir(abs) == 0 && created_parent)
         rmdir("culprit-reports");
+}
+
+/* Counts and removes the files by which the run's processes said they launched kernels with culprit loaded
+ * (cfg_launched_prefix): how many processes of the run culprit saw launch. */
+static int cli_take_launched(const char *dir)
+{
+    char prefix[96];
+    struct dirent *e;
+    int n = 0, dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+    if (!d) {
+        if (dfd >= 0)
+            close(dfd);
+        return 0;
+    }
+    cfg_launched_prefix(cli_run_id, prefix, sizeof prefix);
+    while ((e = readdir(d)) != NULL)
+        if (strncmp(e->d_name, prefix, strlen(prefix)) == 0 && unlinkat(dirfd(d), e->d_name, 0) == 0)
+            n++;
+    closedir(d);
+    return n;
 }
 
 static int cli_snapshot(const char *dir, struct cli_seen **seen, size_t *nseen)
@@ -467,7 +520,7 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus, int *faulted)
     char **reports = NULL;
     struct merge_report *mine = NULL;
     sigset_t block, oldmask;
-    int created = 0, created_parent = 0, errpipe[2], rc, e = 0, status = 0, verdicts;
+    int created = 0, created_parent = 0, errpipe[2], rc, e = 0, status = 0, verdicts, launched;
     ssize_t got;
     pid_t pid;
     struct kernlog klog = {.fd = -1};
@@ -486,6 +539,8 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus, int *faulted)
         cli_remove_dir(abs, created, created_parent);
         return rc;
     }
+    if (!off[0])
+        cli_secure_exec(o->argv[0], off, sizeof off);
     if (cli_snapshot(abs, &seen, &nseen) != 0) {
         cli_err("out of memory");
         goto not_started;
@@ -637,15 +692,30 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus, int *faulted)
     }
     if (created)
         nccllog_tidy(abs);
+    launched = cli_take_launched(abs);
     /* "no sticky CUDA error" is true only where culprit was there to see one */
     if (!off[0] && w->preload_error[0])
         snprintf(off, sizeof off, "the dynamic loader could not preload %s (%s)", render_base(lib), w->preload_error);
-    if (!shown && off[0]) {
+    if (w->unwritten) {
+        /* a fault was met and its verdict printed by the library, but no file holds it: it counts as one */
+        *faulted = 1;
+        if (!shown)
+            cli_err("%s met a sticky CUDA error whose report culprit could not write (the verdict and why are "
+                    "printed above)",
+                    o->argv[0]);
+        cli_remove_dir(abs, created, created_parent);
+    } else if (!shown && off[0]) {
         cli_err("culprit was off in %s: %s; a fault there would not show here", o->argv[0], off);
         cli_remove_dir(abs, created, created_parent);
     } else if (!shown && w->load_error[0]) {
         cli_err("the dynamic loader stopped %s before it ran (%s), so culprit never ran in it", o->argv[0],
                 w->load_error);
+        cli_remove_dir(abs, created, created_parent);
+    } else if (!shown && !launched) {
+        cli_err("no sticky CUDA error in %s, and culprit saw no kernel launched in it: if it launches kernels, they "
+                "ran in a process culprit was not loaded in (one started without culprit's LD_PRELOAD, as `env -u "
+                "LD_PRELOAD` starts one, or a set-user-ID program)",
+                o->argv[0]);
         cli_remove_dir(abs, created, created_parent);
     } else if (!shown) {
         cli_err("no sticky CUDA error in %s", o->argv[0]);
@@ -870,9 +940,9 @@ int cli_run_main(int argc, char **argv)
         } else if ((val = cli_optval(argc, argv, &i, "--report-signal", &missing)) != NULL) {
             int sig = 0, bad = cfg_parse_signal(val, &sig);
             if (bad == -2) {
-                cli_err("--report-signal %s: SIG%s ends or stops the program that gets it, so it cannot ask for a hang "
-                        "report and let the program go on; use USR1, USR2 or another signal CMD does not use, or none",
-                        val, cfg_signal_name(sig) ? cfg_signal_name(sig) : "?");
+                char why[300];
+                cfg_signal_why(sig, why, sizeof why);
+                cli_err("--report-signal %s: %s; use USR1, USR2 or another signal CMD does not use, or none", val, why);
                 return CLI_EXIT_USAGE;
             }
             if (bad) {

@@ -336,6 +336,11 @@ static void watch_keep(struct cli_watch *w, struct watch_chan *c)
     /* the library's one-line notice of a report (what it prints under culprit run), which -q need not repeat */
     if (c->llen > 9 && memcmp(c->line, "culprit: ", 9) == 0 && memmem(c->line, c->llen, "report: ", 8))
         watch_note_said(w, c->line, c->llen);
+    /* the library's word that a fault's report could not be written (a full disk, ulimit -f): no file will show
+     * that fault, so culprit run must not say there was none */
+    static const char unwritten[] = "culprit: could not write the report into ";
+    if (c->llen > sizeof unwritten - 1 && memcmp(c->line, unwritten, sizeof unwritten - 1) == 0)
+        w->unwritten++;
     if (!memmem(c->line, c->llen, "Assertion `", 11))
         return;
     asserts_add(&w->asserts, c->line, c->llen, c->name);

@@ -54,6 +54,8 @@ struct cli_watch {
     char preload_error[200];    /* why the dynamic loader could not preload lib into a process, "" if it never said */
     char load_error[200];       /* why the loader stopped a process before it ran ("error while loading shared
                                  * libraries: ..."), "" if it never said */
+    int unwritten;              /* the library's lines saying a fault's report could not be written (its verdict
+                                 * printed instead): a fault no report in the directory shows */
 };
 
 /* Before fork: sets up a channel for fd 1 and fd 2 where they are open (a pty for a terminal, else a pipe;

@@ -22,6 +22,7 @@
 
 #include "core.h"
 #include "driver.h"
+#include "zero.h"
 #include "../stack/stack.h"
 
 #include <pthread.h>
@@ -73,7 +74,7 @@ static int self_tid(void) {
 static void after_fork_child(void) {
   t_tid = 0;
   atomic_store_explicit(&g_owner, 0, memory_order_relaxed);
-  if (atomic_load_explicit(&g_used, memory_order_relaxed)) memset(g_index, 0, sizeof g_index);
+  if (atomic_load_explicit(&g_used, memory_order_relaxed)) cp_zero_table(g_index, sizeof g_index);
   atomic_store_explicit(&g_used, 0, memory_order_relaxed);
   g_fifo_head = g_fifo_tail = 0;
   g_order = 0;

@@ -103,21 +103,52 @@ static const struct {
 } cfg_signals[] = {{"HUP", SIGHUP},   {"INT", SIGINT},   {"QUIT", SIGQUIT}, {"USR1", SIGUSR1}, {"USR2", SIGUSR2},
                    {"TERM", SIGTERM}, {"ALRM", SIGALRM}, {"PWR", SIGPWR},   {"URG", SIGURG},   {"WINCH", SIGWINCH},
                    {"KILL", SIGKILL}, {"STOP", SIGSTOP}, {"SEGV", SIGSEGV}, {"BUS", SIGBUS},   {"FPE", SIGFPE},
-                   {"ILL", SIGILL},   {"TRAP", SIGTRAP}, {"SYS", SIGSYS},   {"ABRT", SIGABRT}, {"IOT", SIGABRT}};
+                   {"ILL", SIGILL},   {"TRAP", SIGTRAP}, {"SYS", SIGSYS},   {"ABRT", SIGABRT}, {"IOT", SIGABRT},
+                   {"TSTP", SIGTSTP}, {"TTIN", SIGTTIN}, {"TTOU", SIGTTOU}, {"CHLD", SIGCHLD}, {"CLD", SIGCHLD},
+                   {"CONT", SIGCONT}, {"PIPE", SIGPIPE}};
 
-/* A report signal must let the program go on after its report. Not so: SIGKILL and SIGSTOP, which cannot be
- * caught; the signals the kernel sends for an instruction that cannot go on (SIGSEGV, SIGBUS, SIGFPE, SIGILL,
- * SIGTRAP, SIGSYS: returning from the handler runs the instruction again, and a segfaulting program looped,
- * writing hang report after hang report); and SIGABRT, abort()'s, which ends the process after its handler. */
-static int cfg_fatal_signal(int sig) {
-  return sig == SIGKILL || sig == SIGSTOP || sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL ||
-         sig == SIGTRAP || sig == SIGSYS || sig == SIGABRT;
+/* Why sig cannot be a report signal, or NULL when it can. A report signal must let the program go on after its
+ * report, and come only from whoever asks for one. Not so: SIGKILL and SIGSTOP, which cannot be caught; the
+ * signals the kernel sends for an instruction that cannot go on (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP,
+ * SIGSYS: returning from the handler runs the instruction again, and a segfaulting program looped, writing hang
+ * report after hang report); SIGABRT, abort()'s, which ends the process after its handler; the job-control stops
+ * (SIGTSTP, SIGTTIN, SIGTTOU: Ctrl-Z would write a report instead of stopping the program); the signals the
+ * system sends for its own reasons (SIGCHLD at every child's end or stop, SIGCONT at every resume, SIGPIPE at a
+ * write into a closed pipe, which would no longer end the program); the C library's own (32 and 33, below
+ * SIGRTMIN: thread cancellation and set*id broadcasts) and culprit's own (SIGRTMAX-3, threads.c's capture
+ * signal). */
+static const char *cfg_signal_refusal(int sig) {
+  if (sig == SIGKILL || sig == SIGSTOP || sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL ||
+      sig == SIGTRAP || sig == SIGSYS || sig == SIGABRT || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU)
+    return "ends or stops the program that gets it, so it cannot ask for a hang report and let the program go on";
+  if (sig == SIGCHLD || sig == SIGCONT || sig == SIGPIPE)
+    return "is sent by the system for its own reasons (a child's end, a resume, a write into a closed pipe), so it "
+           "cannot ask for hang reports";
+  if (sig >= 32 && sig < SIGRTMIN)
+    return "is the C library's own (its threads signal each other with it), so it cannot ask for a hang report";
+  if (sig == SIGRTMAX - 3)
+    return "is culprit's own (a hang report asks every thread for its stack with it), so it cannot ask for one";
+  return NULL;
+}
+
+void cfg_launched_prefix(const char *run_id, char *out, size_t len) {
+  uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a: the run id holds a host name, kept out of file names */
+  for (const char *p = run_id; *p; p++) h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
+  snprintf(out, len, ".culprit-launched-%016llx-", (unsigned long long)h);
 }
 
 const char *cfg_signal_name(int sig) {
   for (size_t i = 0; i < sizeof cfg_signals / sizeof cfg_signals[0]; i++)
     if (cfg_signals[i].sig == sig) return cfg_signals[i].name;
   return NULL;
+}
+
+void cfg_signal_why(int sig, char *buf, size_t len) {
+  const char *name = cfg_signal_name(sig), *why = cfg_signal_refusal(sig);
+  if (name)
+    snprintf(buf, len, "SIG%s %s", name, why ? why : "can serve");
+  else
+    snprintf(buf, len, "signal %d %s", sig, why ? why : "can serve");
 }
 
 int cfg_parse_signal(const char *s, int *sig) {
@@ -129,7 +160,7 @@ int cfg_parse_signal(const char *s, int *sig) {
     return 0;
   }
   if (s[0] >= '0' && s[0] <= '9') {
-    if (parse_u64(s, &n) || n > 64) return -1;
+    if (parse_u64(s, &n) || n > 64 || (int)n > SIGRTMAX) return -1;
     found = (int)n;
   } else {
     if (!strncasecmp(s, "SIG", 3)) s += 3;
@@ -138,7 +169,7 @@ int cfg_parse_signal(const char *s, int *sig) {
     if (found < 0) return -1;
   }
   *sig = found;
-  return cfg_fatal_signal(found) ? -2 : 0;
+  return cfg_signal_refusal(found) ? -2 : 0;
 }
 
 int cfg_rank_window(const char *spec, long long rank, uint64_t *lo, uint64_t *hi) {
@@ -259,12 +290,12 @@ int cfg_parse(struct cp_config *c, cfg_getenv_fn get, char *err, size_t errlen) 
     return bad(err, errlen, "CULPRIT_HANG_TIMEOUT", v, "seconds from 0 (off) to 86400, e.g. 60");
   if ((v = get("CULPRIT_REPORT_SIGNAL")) && *v) {
     int sig = 0, rc = cfg_parse_signal(v, &sig);
-    char why[200];
+    char why[300];
     if (rc == -2) {
-      snprintf(why, sizeof why,
-               "SIG%s ends or stops the program that gets it, so it cannot ask for a hang report "
-               "and let the program go on; use USR1, USR2 or another signal the program does not use, or none",
-               cfg_signal_name(sig) ? cfg_signal_name(sig) : "?");
+      size_t k;
+      cfg_signal_why(sig, why, sizeof why);
+      k = strlen(why);
+      snprintf(why + k, sizeof why - k, "; use USR1, USR2 or another signal the program does not use, or none");
       return bad(err, errlen, "CULPRIT_REPORT_SIGNAL", v, why);
     }
     if (rc)

@@ -57,10 +57,16 @@ int cfg_parse_seconds(const char *s, uint32_t max_s, uint32_t *ms);
 /* A percentage from 0 to 100 ("1", "0.5", "2.5%") as basis points (1% = 100); 0 or -1. */
 int cfg_parse_percent(const char *s, uint32_t *bp);
 /* Parses a report signal: a name (USR1, SIGUSR1, usr1) or number (1..64) into its number; "none", "off" or "0"
- * give 0 (no report signal). Returns 0; -1 when s is not a signal; -2 with *sig set when it is one that ends or
- * stops the program (SIGKILL, SIGSTOP, SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS, SIGABRT), which cannot
- * ask for a report and let the program go on. */
+ * give 0 (no report signal). Returns 0; -1 when s is not a signal; -2 with *sig set when it is one that cannot
+ * serve (cfg_signal_why says why): one that ends or stops the program, one the system sends for its own reasons
+ * (SIGCHLD, SIGCONT, SIGPIPE), the C library's own (32, 33) or culprit's (SIGRTMAX-3). */
 int cfg_parse_signal(const char *s, int *sig);
+/* One sentence naming sig and why it cannot be a report signal ("SIGSEGV ends or stops the program ..."). */
+void cfg_signal_why(int sig, char *buf, size_t len);
+/* The name prefix of the empty files that say a process of culprit run's run launched a kernel with culprit
+ * loaded (".culprit-launched-<16 hex digits of the run id's hash>-"; the library adds its pid): the library
+ * makes one at its first launch, culprit run counts and removes them. */
+void cfg_launched_prefix(const char *run_id, char *out, size_t len);
 /* The name of a signal the parser knows, without "SIG" ("USR1"), or NULL. */
 const char *cfg_signal_name(int sig);
 /* The window spec gives rank (CULPRIT_RANK_LAUNCHES "R=A:B[,R=A:B...]", each A:B as in CULPRIT_LAUNCHES):

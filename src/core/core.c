@@ -143,9 +143,9 @@ static void report(int code, const char *api, uint64_t exact_seq) {
 }
 
 static void init_once(void) {
-  char err[300];
+  char err[400];
   if (cfg_parse(&g_cfg, env_get, err, sizeof err)) {
-    char msg[400];
+    char msg[460];
     snprintf(msg, sizeof msg, "%s; culprit is off for this process", err);
     say(msg);
     cp_state = -1;

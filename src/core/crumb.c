@@ -10,6 +10,7 @@
 #include "driver.h"
 #include "markplan.h"
 #include "ring.h"
+#include "zero.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -487,12 +488,12 @@ void crumb_stream_destroyed(void *handle) {
 
 void crumb_after_fork(void) {
   /* Single-threaded here. The parent's host-mapped memory means nothing to a child's driver state. */
-  memset(g_tab, 0, sizeof g_tab);
+  cp_zero_table(g_tab, sizeof g_tab);
   memset(g_pools, 0, sizeof g_pools);
   atomic_store(&g_written, 0); /* CULPRIT_STATS counts the child's own */
   atomic_store(&g_failures, 0);
   memset(g_ctx_synced, 0, sizeof g_ctx_synced);
-  memset(g_events, 0, sizeof g_events);
+  cp_zero_table(g_events, sizeof g_events);
   for (uint32_t i = 0; i < RECENT_STREAMS; i++) atomic_store(&g_recent[i], 0);
   pthread_mutex_init(&g_event_lock, NULL);
   g_npools = 0;

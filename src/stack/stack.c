@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <unwind.h>
@@ -37,6 +38,10 @@
 
 static uintptr_t g_self_lo, g_self_hi;       /* address range of libculprit's loaded segments */
 static int (*g_unw_backtrace)(void **, int); /* libunwind's, opened RTLD_LOCAL; NULL: glibc's backtrace */
+static int g_unw_pipe[2] = {-1, -1};         /* the pipe libunwind keeps (see unwinder_pipe_kept), or -1 */
+static dev_t g_unw_pipe_dev;                 /* ...its device */
+static ino_t g_unw_pipe_ino;                 /* ...and inode, one for both ends */
+static _Atomic int g_unw_lost;               /* the program closed or reused the pipe: libunwind is not used */
 static uintptr_t g_main_base;                /* lowest mapped address of the main program */
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
@@ -58,6 +63,62 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *data) {
     g_self_hi = hi;
     return 1;
   }
+  return 0;
+}
+
+/* libunwind keeps a non-blocking pipe for its whole life (opened at its first walk): when a frame has no unwind
+ * information it checks an address by writing the byte there into the pipe and reading one back. A program that
+ * closes every descriptor it did not open (a daemon, a task runner) and opens its own would hand libunwind its
+ * pipe or file under the same numbers: libunwind would eat the program's bytes and write bytes of memory into
+ * its file. So the pipe is learned at the first walk (the lowest two free numbers, where pipe2 puts it) and
+ * checked before every walk; once it is not libunwind's any more, glibc's backtrace (no descriptor) is used.
+ * The first walk comes with the first stack culprit takes, never at start (a process that launches nothing gets
+ * no pipe), and a closed stdin, stdout or stderr is held meanwhile, so the pipe never takes their numbers. */
+static int unwinder_pipe_learn(void) {
+  int probe[2], fl[2], held[3] = {-1, -1, -1};
+  void *pcs[4];
+  struct stat a, b;
+  for (int fd = 0; fd < 3; fd++)
+    if (fcntl(fd, F_GETFD) < 0) held[fd] = open("/dev/null", O_RDWR | O_CLOEXEC | O_NOCTTY);
+  int rc = pipe2(probe, O_CLOEXEC);
+  if (rc == 0) {
+    close(probe[0]);
+    close(probe[1]);
+    g_unw_backtrace(pcs, 4);
+  }
+  for (int k = 0; k < 3; k++)
+    if (held[k] >= 0) close(held[k]);
+  if (rc != 0) return -1; /* no descriptor free now: libunwind would open one later, anywhere */
+  int open0 = fstat(probe[0], &a) == 0, open1 = fstat(probe[1], &b) == 0;
+  if (!open0 && !open1) return 0; /* this libunwind keeps no pipe */
+  fl[0] = fcntl(probe[0], F_GETFL);
+  fl[1] = fcntl(probe[1], F_GETFL);
+  if (!open0 || !open1 || !S_ISFIFO(a.st_mode) || a.st_ino != b.st_ino || a.st_dev != b.st_dev || fl[0] < 0 ||
+      fl[1] < 0 || !(fl[0] & O_NONBLOCK) || (fl[0] & O_ACCMODE) != O_RDONLY || (fl[1] & O_ACCMODE) != O_WRONLY)
+    return -1; /* another thread opened something there meanwhile: which is libunwind's cannot be told */
+  g_unw_pipe[0] = probe[0];
+  g_unw_pipe[1] = probe[1];
+  g_unw_pipe_dev = a.st_dev;
+  g_unw_pipe_ino = a.st_ino;
+  return 0;
+}
+
+static pthread_once_t g_learn_once = PTHREAD_ONCE_INIT;
+static void learn_once(void) {
+  if (unwinder_pipe_learn() != 0) atomic_store_explicit(&g_unw_lost, 1, memory_order_relaxed);
+}
+
+/* Whether libunwind may walk: its pipe is still its own (two fstat calls, on a walk that costs microseconds
+ * anyway). The first call makes libunwind's first walk. */
+static int unwinder_pipe_kept(void) {
+  struct stat a, b;
+  pthread_once(&g_learn_once, learn_once);
+  if (atomic_load_explicit(&g_unw_lost, memory_order_relaxed)) return 0;
+  if (g_unw_pipe[0] < 0) return 1;
+  if (fstat(g_unw_pipe[0], &a) == 0 && fstat(g_unw_pipe[1], &b) == 0 && a.st_ino == g_unw_pipe_ino &&
+      b.st_ino == g_unw_pipe_ino && a.st_dev == g_unw_pipe_dev && b.st_dev == g_unw_pipe_dev)
+    return 1;
+  atomic_store_explicit(&g_unw_lost, 1, memory_order_relaxed);
   return 0;
 }
 
@@ -90,7 +151,7 @@ static void init_self(void) {
 
 const char *stack_unwinder(void) {
   pthread_once(&g_once, init_self);
-  return g_unw_backtrace ? "libunwind" : "glibc-backtrace";
+  return g_unw_backtrace && !atomic_load_explicit(&g_unw_lost, memory_order_relaxed) ? "libunwind" : "glibc-backtrace";
 }
 
 void stack_init(void) { pthread_once(&g_once, init_self); }
@@ -101,7 +162,7 @@ int stack_capture(void **pcs, int max) {
   if (max <= 0) return 0;
   pthread_once(&g_once, init_self);
   if (want > (int)(sizeof buf / sizeof buf[0])) want = (int)(sizeof buf / sizeof buf[0]);
-  n = g_unw_backtrace ? g_unw_backtrace(buf, want) : backtrace(buf, want);
+  n = g_unw_backtrace && unwinder_pipe_kept() ? g_unw_backtrace(buf, want) : backtrace(buf, want);
   if (n < 0) n = 0;
   while (skip < n && (uintptr_t)buf[skip] >= g_self_lo && (uintptr_t)buf[skip] < g_self_hi) skip++;
   n -= skip;

@@ -172,15 +172,31 @@ def _(b):
     # printing "hang report (SIGSEGV)" thousands of times. Refused by the option and by the library alike.
     env = h._base_env(b, FAULT4)
     prog = [b.prog("linked"), "legacy", "ctxsync", "5"]
-    for val, name in (("11", "SIGSEGV"), ("SEGV", "SIGSEGV"), ("sigbus", "SIGBUS"), ("FPE", "SIGFPE"),
-                      ("ILL", "SIGILL"), ("ABRT", "SIGABRT"), ("KILL", "SIGKILL"), ("19", "SIGSTOP"),
-                      ("TRAP", "SIGTRAP"), ("SYS", "SIGSYS")):
+    # Nor can one that something else sends or owns: the system's (SIGCHLD at every child's end, SIGCONT, SIGPIPE;
+    # the job-control stops), the C library's own (32, 33) and the one culprit asks threads for their stacks with.
+    ends = "ends or stops the program that gets it"
+    for val, name, why in (("11", "SIGSEGV", ends), ("SEGV", "SIGSEGV", ends), ("sigbus", "SIGBUS", ends),
+                           ("FPE", "SIGFPE", ends), ("ILL", "SIGILL", ends), ("ABRT", "SIGABRT", ends),
+                           ("KILL", "SIGKILL", ends), ("19", "SIGSTOP", ends), ("TRAP", "SIGTRAP", ends),
+                           ("SYS", "SIGSYS", ends), ("TSTP", "SIGTSTP", ends),
+                           ("CHLD", "SIGCHLD", "is sent by the system for its own reasons"),
+                           ("18", "SIGCONT", "is sent by the system for its own reasons"),
+                           ("PIPE", "SIGPIPE", "is sent by the system for its own reasons"),
+                           ("32", "signal 32", "is the C library's own"), ("33", "signal 33", "is the C library's own"),
+                           (str(signal.SIGRTMAX - 3), "signal %d" % (signal.SIGRTMAX - 3), "is culprit's own")):
         cwd = b.newdir("cwd")
         res = culprit(b, "run", "--report-signal", val, "--", *prog, env=env, cwd=cwd)
         err = res.stderr.decode()
-        check(res.returncode == 2 and ("%s ends or stops the program that gets it" % name) in err and
+        check(res.returncode == 2 and ("%s %s" % (name, why)) in err and
               len(err.splitlines()) == 1 and not os.listdir(cwd),
               "--report-signal %s was not refused with one line\n%s" % (val, err))
+    for val in ("CHLD", "32"):
+        rdir = b.newdir("reports")
+        res = h.preloaded(b, prog, dict(FAULT4, CULPRIT_REPORT_SIGNAL=val), rdir)
+        check(("CULPRIT_REPORT_SIGNAL='%s' is not valid (" % val) in res.err_text and
+              "culprit is off for this process" in res.err_text,
+              "the library took CULPRIT_REPORT_SIGNAL=%s\n%s" % (val, res.describe()))
+        h.no_report(rdir, "CULPRIT_REPORT_SIGNAL=" + val)
     # 0 is no signal: taken as none, and said so
     res = h.cli_run(b, prog, FAULT4, b.newdir("reports"), ("--report-signal", "0"))
     check(res.rc == 1 and "--report-signal 0 means none: no signal asks CMD for a hang report" in res.err_text and

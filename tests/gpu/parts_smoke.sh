@@ -29,19 +29,21 @@ for name in record-c precise-c record-hangs precise-hangs; do
   grep -q "^=== $name$" "$tmp/parts.txt" && [ -d "$tmp/parts/$name" ]
   check $? "the part $name has no table or no logs of its own"
 done
-order=$(grep " started$" "$tmp/parts.txt" | head -n 2 | tr '\n' ' ')
-[ "$order" = "run.sh: record-c started run.sh: precise-c started " ]
-check $? "the c group (the longer of the two) must start first, in both modes: $order"
+# The order and the hangs group's solitude are read from what run.sh's own shell wrote at each start (the part's
+# place in the start order and the parts that had ended then), not from where lines of parts running at once
+# landed in the output.
+start_of() { cat "$tmp/parts/suite-$1.txt.start" 2>/dev/null; }
+[ "$(start_of record-c)" = 1 ] && [ "$(start_of precise-c | cut -d' ' -f1)" = 2 ]
+check $? "the c group (the longer of the two) must start first, in both modes: record-c '$(start_of record-c)', precise-c '$(start_of precise-c)'"
 # the hangs group last and alone: each of its parts starts after every part before it ended
-line_of() { grep -n "^run.sh: $1" "$tmp/parts.txt" | head -n 1 | cut -d: -f1; }
-rc=0
-for before in "record-c ended" "precise-c ended"; do
-  a=$(line_of "$before") b=$(line_of "record-hangs started")
-  [ -n "$a" ] && [ -n "$b" ] && [ "$a" -lt "$b" ] || rc=1
-done
-a=$(line_of "record-hangs ended") b=$(line_of "precise-hangs started")
-[ -n "$a" ] && [ -n "$b" ] && [ "$a" -lt "$b" ] || rc=1
-check $rc "the hangs parts must start alone, after the others ended: $(grep -E ' (started|ended)' "$tmp/parts.txt" | tr '\n' ';')"
+ended_before() { # PART SEQ NAME...: PART started SEQ-th, after every NAME had ended
+  local line=" $(start_of "$1") " n
+  case "$line" in " $2 "*) ;; *) return 1 ;; esac
+  shift 2
+  for n in "$@"; do case "$line" in *" $n "*) ;; *) return 1 ;; esac; done
+}
+ended_before record-hangs 3 record-c precise-c && ended_before precise-hangs 4 record-c precise-c record-hangs
+check $? "the hangs parts must start alone, after the others ended: record-hangs '$(start_of record-hangs)', precise-hangs '$(start_of precise-hangs)'"
 for bad in 0 x -1; do
   bash "$here/run.sh" --build "$build" --jobs "$bad" "${sel[@]}" >/dev/null 2>&1
   [ $? -eq 2 ]

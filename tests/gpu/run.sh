@@ -38,7 +38,8 @@
 #                    part's table is printed when all have ended, then one line adding them up (default 1: one
 #                    process, its table as it goes). The cases share the GPU; the groups' timings hold: on an
 #                    H200 four suites at once passed (frameworks about 340 s, jobs and diagnose 280 s, c and
-#                    hangs 60-70 s a mode)
+#                    hangs 60-70 s a mode). LOGS/suite-PART.txt.start says the part's place in the start
+#                    order and the parts that had ended when it started
 #   --only CASE...   run only these cases (names as in the table) or groups: c, hangs, frameworks, jobs,
 #                    diagnose, verdict
 # CULPRIT_MARK=write in the environment runs every case under culprit with that breadcrumb (--mark write; the
@@ -174,10 +175,16 @@ if [ "$jobs" -le 1 ]; then
     echo
   done
 else
-  started=$(date +%s) running=0
+  started=$(date +%s) running=0 seq=0
+  for out in "${outs[@]}"; do rm -f "$out.rc" "$out.start"; done # a reused --logs: no earlier run's ends
   for i in "${!names[@]}"; do
     name=${names[$i]} out=${outs[$i]}
     if [ "${part_groups[$i]}" = hangs ]; then wait; running=0; fi
+    # OUT.start: the part's place in the start order and the parts that had ended by then (their .rc files),
+    # written by this shell alone, so what it says does not depend on how the parts' output lines interleave
+    seq=$((seq + 1)) ended=""
+    for j in "${!names[@]}"; do [ -f "${outs[$j]}.rc" ] && ended+=" ${names[$j]}"; done
+    echo "$seq$ended" >"$out.start"
     echo "run.sh: $name started"
     (
       part "${part_modes[$i]}" "${part_groups[$i]}" "$name" >"$out" 2>&1

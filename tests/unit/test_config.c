@@ -150,9 +150,33 @@ int main(void) {
     sig = 0;
     CHECK(cfg_parse_signal(fatal[i], &sig) == -2 && sig > 0 && cfg_signal_name(sig), "%s refused as fatal", fatal[i]);
   }
+  /* ... and so are those something else sends or owns: the system (a child's end, a resume, a closed pipe), the
+   * C library (32 and 33, below SIGRTMIN), culprit's thread capture (SIGRTMAX-3); each says why, by name */
+  static const char *const owned[] = {"CHLD", "SIGCLD", "17", "CONT", "18", "PIPE", "13", "32", "33", "TTIN", "tstp"};
+  char num[16], why[300];
+  for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++) {
+    sig = 0;
+    CHECK(cfg_parse_signal(owned[i], &sig) == -2 && sig > 0, "%s refused", owned[i]);
+    cfg_signal_why(sig, why, sizeof why);
+    CHECK(strstr(why, "cannot ask for") != NULL, "%s: %s", owned[i], why);
+  }
+  cfg_signal_why(32, why, sizeof why);
+  CHECK(!strcmp(why, "signal 32 is the C library's own (its threads signal each other with it), so it cannot ask "
+                     "for a hang report"),
+        "%s", why);
+  cfg_signal_why(SIGCHLD, why, sizeof why);
+  CHECK(!strncmp(why, "SIGCHLD is sent by the system for its own reasons", 49), "%s", why);
+  snprintf(num, sizeof num, "%d", SIGRTMAX - 3);
+  CHECK(cfg_parse_signal(num, &sig) == -2 && sig == SIGRTMAX - 3);
+  snprintf(num, sizeof num, "%d", SIGRTMIN);
+  CHECK(cfg_parse_signal(num, &sig) == 0 && sig == SIGRTMIN && cfg_parse_signal("WINCH", &sig) == 0);
   CHECK(cfg_parse_signal("0", &sig) == 0 && sig == 0 && cfg_parse_signal("none", &sig) == 0 && sig == 0);
   CHECK(cfg_parse_signal("65", &sig) == -1 && cfg_parse_signal("SIGNOPE", &sig) == -1);
   CHECK(cfg_parse_signal("USR2", &sig) == 0 && sig == SIGUSR2 && cfg_parse_signal("TERM", &sig) == 0);
+  const char *chld[] = {"CULPRIT_REPORT_SIGNAL", "CHLD", NULL};
+  CHECK(parse(chld, &c, err) == -1 && strstr(err, "CULPRIT_REPORT_SIGNAL='CHLD'") &&
+            strstr(err, "SIGCHLD is sent by the system") && strstr(err, "or none)"),
+        "%s", err);
   const char *segv[] = {"CULPRIT_REPORT_SIGNAL", "SIGSEGV", NULL};
   CHECK(parse(segv, &c, err) == -1 && strstr(err, "CULPRIT_REPORT_SIGNAL='SIGSEGV'") &&
             strstr(err, "SIGSEGV ends or stops the program"),
