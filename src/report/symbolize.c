@@ -102,7 +102,9 @@ static int sym_elf_base(const char *path, unsigned long long *base)
     size_t i, phnum, phentsize;
     off_t phoff;
 
-    fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* non-blocking: a report may name a FIFO or a terminal as a module, whose open would wait for a writer;
+     * only a regular file goes on (to addr2line too) */
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0)
         return -1;
     if (fstat(fd, &sb) || !S_ISREG(sb.st_mode))
