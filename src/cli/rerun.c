@@ -39,7 +39,7 @@ static struct json *rerun_answer(const char *dir, const struct json *first, char
     for (i = 0; i < n; i++) {
         struct json *doc = NULL;
         const char *kind;
-        if (symbolize_load(reports[i], &doc, why, sizeof why) != 0)
+        if (symbolize_load_own(reports[i], &doc, why, sizeof why) != 0)
             continue;
         kind = json_get_str(doc, "kind");
         if ((kind && strcmp(kind, "fault") != 0) ||
@@ -206,7 +206,7 @@ int rerun_settle(const struct cli_run_opts *o, const char *path, const char *run
     long long lo, hi;
     int wstatus = 0, faulted = 0, rc;
 
-    if (symbolize_load(path, &doc, why, sizeof why) != 0) {
+    if (symbolize_load_own(path, &doc, why, sizeof why) != 0) {
         cli_err("%s", why);
         return CLI_EXIT_FAIL;
     }
@@ -254,7 +254,7 @@ int rerun_settle_job(const struct cli_run_opts *o, char **paths, size_t n, const
     for (size_t i = 0; i < n && k < RERUN_MAX_RANKS; i++) {
         struct json *doc = NULL;
         long long lo, hi, rank;
-        if (symbolize_load(paths[i], &doc, why, sizeof why) != 0)
+        if (symbolize_load_own(paths[i], &doc, why, sizeof why) != 0)
             continue;
         rank = json_get_int(json_get(doc, "process"), "rank", -1);
         if (rank < 0 || !rerun_needed(doc, &lo, &hi)) {

@@ -23,6 +23,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -236,6 +237,16 @@ static void cli_child_exec(const struct cli_run_opts *o, const char *lib, const 
     _exit(e == ENOENT ? CLI_EXIT_NOTFOUND : CLI_EXIT_NOEXEC);
 }
 
+/* Whether path is a directory of this user's: itself, or a link of this user's to one. */
+static int cli_own_dir(const char *path)
+{
+    struct stat ls, sb;
+    uid_t me = geteuid();
+    if (lstat(path, &ls) != 0 || ls.st_uid != me || (!S_ISDIR(ls.st_mode) && !S_ISLNK(ls.st_mode)))
+        return 0;
+    return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode) && sb.st_uid == me;
+}
+
 /* Creates (or checks) the report directory and returns its absolute path in abs. */
 static int cli_prepare_dir(const struct cli_run_opts *o, char *abs, size_t abssz, int *created, int *created_parent,
                            char *rel, size_t relsz)
@@ -271,13 +282,21 @@ static int cli_prepare_dir(const struct cli_run_opts *o, char *abs, size_t abssz
         else if (errno != EEXIST) {
             cli_err("cannot create the report directory culprit-reports in the current directory: %s", strerror(errno));
             return CLI_EXIT_USAGE;
+        } else if (!cli_own_dir("culprit-reports")) {
+            /* in a directory others write into (/tmp), a culprit-reports of theirs, or a link of theirs, would
+             * send the run's reports and dumps where they chose */
+            cli_err("culprit-reports in the current directory is not a directory of yours (another user's, or a link "
+                    "of another user's): reports are not written there; remove it, or give --dir");
+            return CLI_EXIT_USAGE;
         }
-        if ((err = cli_mkdirs(rel, 0700, created)) != 0) {
-            cli_err("cannot create the report directory %s: %s", rel, strerror(err));
+        /* the run's own directory is made here, never one found already there under its name */
+        if (mkdir(rel, 0700) != 0) {
+            cli_err("cannot create the report directory %s: %s", rel, strerror(errno));
             if (*created_parent)
                 rmdir("culprit-reports");
             return CLI_EXIT_USAGE;
         }
+        *created = 1;
     }
     if (!realpath(rel, abs) || strlen(abs) >= abssz) {
         cli_err("cannot resolve the report directory %s: %s", rel, strerror(errno));
@@ -347,27 +366,67 @@ static int cli_report_has_ops(const struct json *doc)
     return 0;
 }
 
+/* Files named like reports in the run directory that `culprit run` did not show, said once at the end. */
+struct cli_skipped {
+    size_t foreign;               /* reports that carry no run id (written outside culprit run's environment) */
+    size_t unowned;               /* links, and files of another user */
+    char first_foreign[PATH_MAX]; /* the first of each, to name */
+    char first_unowned[PATH_MAX];
+};
+
+/* Counts a report symbolize_load_own refused for being a link or another user's; 0 when why is another reason. */
+static int cli_skip_note(struct cli_skipped *skip, const char *path, const char *why)
+{
+    if (!strstr(why, "not a report culprit wrote"))
+        return 0;
+    if (!skip->unowned++)
+        snprintf(skip->first_unowned, sizeof skip->first_unowned, "%s", path);
+    return 1;
+}
+
+/* Says what cli_show_report passed over, in at most two lines. */
+static void cli_skip_say(const struct cli_skipped *skip)
+{
+    if (skip->unowned)
+        cli_err("%zu file(s) named like reports were not read (symbolic links, or files of another user: nothing "
+                "culprit wrote for this run), such as %s",
+                skip->unowned, skip->first_unowned);
+    if (skip->foreign)
+        cli_err("%zu report(s) carry no run id of this culprit run (written outside its environment, or put there "
+                "by someone else) and are not shown as its verdict; 'culprit report %s' shows one",
+                skip->foreign, skip->first_foreign);
+}
+
 /* Symbolizes a report, adds the device asserts the watch saw (w may be NULL), settles a verdict of candidates
  * by a rerun when o asks for one (o NULL: never; run_dir is the run's report directory), and prints it on
  * stderr. Returns 0 when it was shown. With keep, the report also gets the end of its process's NCCL log and
  * is not printed but handed back in *keep (for cli_show_reports). */
 static int cli_show_report(const char *path, int brief, struct cli_watch *w, int *faulted, const struct cli_run_opts *o,
-                           const char *run_dir, const struct kernlog *klog, struct json **keep)
+                           const char *run_dir, const struct kernlog *klog, struct json **keep,
+                           struct cli_skipped *skip)
 {
     long long lo, hi;
     struct render_opts ro = {.brief = brief, .path = brief ? path : NULL, .no_debugger = o && o->simulated};
     struct json *doc = NULL;
     char why[1024];
     char *text;
+    const char *run;
     int changed = 0, asserts = 0, nccl = 0, addr = 0, klogged = 0, narrowed = 0;
 
-    if (symbolize_load(path, &doc, why, sizeof why) != 0) {
+    /* the run directory may be shared: a link or another user's file named like a report is no report of this
+     * run's (reading it followed the link: another file's content was shown as the verdict) */
+    if ((keep ? symbolize_load_own : symbolize_load)(path, &doc, why, sizeof why) != 0) {
+        if (keep && skip && cli_skip_note(skip, path, why))
+            return 1;
         cli_err("%s", why);
         return -1;
     }
-    /* a report of another culprit command sharing the directory is that command's to show and annotate */
-    if (keep && json_get_str(json_get(doc, "process"), "run_id") &&
-        strcmp(json_get_str(json_get(doc, "process"), "run_id"), cli_run_id) != 0) {
+    /* A report of another culprit command sharing the directory is that command's to show and annotate. One
+     * without this command's run id was written outside its environment, or planted: not shown as its verdict. */
+    run = json_get_str(json_get(doc, "process"), "run_id");
+    if (keep && (!run || strcmp(run, cli_run_id) != 0)) {
+        if (!run && skip && !skip->foreign++)
+            snprintf(skip->first_foreign, sizeof skip->first_foreign, "%s", path);
         json_free(doc);
         return 1;
     }
@@ -402,7 +461,7 @@ static int cli_show_report(const char *path, int brief, struct cli_watch *w, int
         json_free(doc);
         doc = NULL;
         rerun_settle(o, path, run_dir);
-        if (symbolize_load(path, &doc, why, sizeof why) != 0) {
+        if (symbolize_load_own(path, &doc, why, sizeof why) != 0) {
             cli_err("%s", why);
             return -1;
         }
@@ -431,18 +490,28 @@ static int cli_show_report(const char *path, int brief, struct cli_watch *w, int
     return 0;
 }
 
-/* This command's run id: host, pid and start time, in the characters the library accepts for one. */
+/* This command's run id: host, pid, start time and 64 random bits, in the characters the library accepts for one.
+ * Host, pid and start time can be read from /proc by anyone; the random part cannot (the variable is in CMD's
+ * environment, which only its user may read, and in reports of mode 0600), so a report planted in a shared
+ * directory cannot pass for one of this run's. */
 static void cli_make_run_id(void)
 {
     char host[64] = "";
+    unsigned long long token = 0;
     size_t i;
     gethostname(host, sizeof host - 1);
     for (i = 0; host[i]; i++)
         if (!((host[i] >= 'a' && host[i] <= 'z') || (host[i] >= 'A' && host[i] <= 'Z') ||
               (host[i] >= '0' && host[i] <= '9') || host[i] == '.' || host[i] == '-'))
             host[i] = '_';
-    snprintf(cli_run_id, sizeof cli_run_id, "%s-%ld-%lld", host[0] ? host : "host", (long)getpid(),
-             (long long)time(NULL));
+    if (cli_random(&token, sizeof token) != 0) {
+        /* no source of random bytes: the clock's nanoseconds and addresses, far weaker, but never none */
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        token = (unsigned long long)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^ (unsigned long long)(uintptr_t)&ts;
+    }
+    snprintf(cli_run_id, sizeof cli_run_id, "%s-%ld-%lld-%016llx", host[0] ? host : "host", (long)getpid(),
+             (long long)time(NULL), token);
 }
 
 /* Puts back the dispositions cli_run_command found for the forwarded signals and SIGCHLD. */
@@ -595,14 +664,16 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus, int *faulted)
         n = 0;
     }
     if (cli_list_reports(abs, &reports, &n) == 0 && n && (mine = calloc(n, sizeof *mine)) != NULL) {
+        struct cli_skipped skip = {0};
         for (i = 0; i < n; i++) {
             struct json *doc = NULL;
             if (cli_is_old(seen, nseen, reports[i]) ||
-                cli_show_report(reports[i], o->quiet, w, faulted, o, abs, &klog, &doc) != 0)
+                cli_show_report(reports[i], o->quiet, w, faulted, o, abs, &klog, &doc, &skip) != 0)
                 continue;
             mine[nmine].path = reports[i];
             mine[nmine++].doc = doc;
         }
+        cli_skip_say(&skip);
         fflush(stdout);
         verdicts = cli_show_reports(mine, nmine, o->quiet, stderr, "culprit:\n", rel, o->simulated, w, faulted);
         /* --diagnose that named nothing: say why it may not have, rather than leave the user to wonder */

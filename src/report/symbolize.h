@@ -32,6 +32,9 @@ int symbolize_file(const char *path, char *why, size_t whylen);
 /* The pieces, for callers that also want the tree (culprit report): load and check a report, fill in a tree
  * (*changed tells whether anything was added), and write a tree back atomically. */
 int symbolize_load(const char *path, struct json **doc, char *why, size_t whylen);
+/* symbolize_load for a report read back from a directory others may write into (`culprit run`'s): only a regular
+ * file owned by this user, never through a symbolic link (SYMBOLIZE_EREAD with why otherwise). */
+int symbolize_load_own(const char *path, struct json **doc, char *why, size_t whylen);
 int symbolize_doc(struct json *doc, int *changed);
 /* The same for several reports at once, one addr2line per module for all of them (the reports of a job share
  * their modules and most addresses); changed[i] tells whether docs[i] gained anything. */
