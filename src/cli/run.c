@@ -201,9 +201,9 @@ static int cli_diagnose_env(void)
 }
 
 /* Child side of fork: set the environment and exec. On failure the errno goes back through errfd. */
-static void cli_child_exec(const struct cli_run_opts *o, const char *lib, const char *dir, int errfd,
-                           const sigset_t *oldmask, const struct sigaction *old, const struct sigaction *oldchld,
-                           const struct cli_watch *w)
+static void cli_child_exec(const struct cli_run_opts *o, const char *lib, const char *dir, const char *core_dir,
+                           int errfd, const sigset_t *oldmask, const struct sigaction *old,
+                           const struct sigaction *oldchld, const struct cli_watch *w)
 {
     size_t i;
     int e;
@@ -223,7 +223,7 @@ static void cli_child_exec(const struct cli_run_opts *o, const char *lib, const 
         if (setenv(cli_settings[i].name, cli_settings[i].value, 1) != 0)
             e = errno ? errno : ENOMEM;
     if (e == 0 && (cli_prepend_env("LD_PRELOAD", lib) || nccllog_env(dir) ||
-                   (o->coredump && (errno = coredump_setenv(dir)) != 0) ||
+                   (o->coredump && (errno = coredump_setenv(core_dir)) != 0) ||
                    (o->boot && (cli_diagnose_env() || cli_prepend_env("PYTHONPATH", o->boot))) ||
                    (o->ld_path && cli_prepend_env("LD_LIBRARY_PATH", o->ld_path)))) {
         e = errno ? errno : ENOMEM;
@@ -525,7 +525,7 @@ static void cli_restore_signals(const struct sigaction *old, const struct sigact
 
 int cli_run_command(const struct cli_run_opts *o, int *wstatus, int *faulted)
 {
-    char lib[PATH_MAX], abs[PATH_MAX], rel[PATH_MAX], off[400];
+    char lib[PATH_MAX], abs[PATH_MAX], rel[PATH_MAX], off[400], core_dir[PATH_MAX] = "";
     struct sigaction sa, old[CLI_NFWD], oldchld, dfl;
     struct cli_watch *w = NULL;
     struct cli_seen *seen = NULL;
@@ -554,6 +554,10 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus, int *faulted)
     }
     if (cli_snapshot(abs, &seen, &nseen) != 0) {
         cli_err("out of memory");
+        goto not_started;
+    }
+    if (o->coredump && (e = coredump_prepare(abs, core_dir, sizeof core_dir)) != 0) {
+        cli_err("cannot create the directory for GPU core dumps in %s: %s", abs, strerror(e));
         goto not_started;
     }
     /* Device asserts reach only the process's own stdout/stderr, so culprit stands between them and the
@@ -607,7 +611,7 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus, int *faulted)
     pid = fork();
     if (pid == 0) {
         close(errpipe[0]);
-        cli_child_exec(o, lib, abs, errpipe[1], &oldmask, old, &oldchld, w);
+        cli_child_exec(o, lib, abs, core_dir, errpipe[1], &oldmask, old, &oldchld, w);
     }
     close(errpipe[1]);
     if (pid < 0) {
@@ -640,14 +644,17 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus, int *faulted)
 
     if (got == (ssize_t)sizeof e) {
         cli_err("cannot run '%s': %s", o->argv[0], strerror(e));
+        if (core_dir[0])
+            rmdir(core_dir);
         cli_remove_dir(abs, created, created_parent);
         rc = e == ENOENT ? CLI_EXIT_NOTFOUND : CLI_EXIT_NOEXEC;
         goto out;
     }
     *wstatus = status;
     *faulted = 0;
+    /* before the reports are shown: a dump may make a verdict exact */
     if (o->coredump)
-        coredump_attach_all(abs); /* before the reports are shown: a dump may make a verdict exact */
+        coredump_attach_all(core_dir, abs, cli_run_id);
 
     if (o->rerun && cli_list_reports(abs, &reports, &n) == 0 && n) {
         /* a job's ranks are rerun together, each over its own window, before any report is shown */
@@ -726,6 +733,8 @@ not_started:
     /* the command never ran: release the watch and the report directory made for it */
     if (w)
         watch_finish(w);
+    if (core_dir[0])
+        rmdir(core_dir);
     cli_remove_dir(abs, created, created_parent);
     rc = CLI_EXIT_FAIL;
 out:

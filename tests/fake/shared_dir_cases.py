@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Scenario tests of a report directory others may write into, over the simulated CUDA driver: what culprit run
-reads back from it (its reports, NCCL's logs) is only what this run wrote, and nothing
+reads back from it (its reports, NCCL's logs, the GPU core dumps) is only what this run wrote, and nothing
 planted there (a link, another user's file, a report carrying a run id read from /proc) is written through,
 read, or shown as the run's verdict; the default report directory is not redirected by a planted link either.
 
@@ -25,6 +25,7 @@ h.CASES.clear()  # this file's cases only
 case, check = h.case, h.check
 FAULT4 = {"FAKECUDA_FAULT": "launch=4"}
 NOBODY = 65534
+GDB = os.path.join(HERE, "fake_cuda_gdb.py")
 ROOT = os.geteuid() == 0
 
 
@@ -49,6 +50,14 @@ def wrapper(b, script, then):
     `then` in the same process (so the pid the script sees is the program's)."""
     code = "import os, json, sys, socket\n%s\nsys.stdout.flush()\nos.execv(%r, %r)\n" % (script, then[0], list(then))
     return [sys.executable, "-c", code]
+
+
+def only_report(rdir, res):
+    """The one report in rdir (under --coredump a hang report, named so, that the dump made a fault)."""
+    files = glob.glob(os.path.join(rdir, "culprit-*.json"))
+    check(len(files) == 1, "expected one report, found %s\n%s" % (files, res.describe()))
+    with open(files[0]) as f:
+        return json.load(f)
 
 
 def fault_report(b):
@@ -197,6 +206,69 @@ def _(b):
           glob.glob(os.path.join(mine, runs[0], "culprit-*.json")),
           "the user's own culprit-reports link was not used: %s\n%s" % (runs, res.describe()))
     check(os.stat(os.path.join(mine, runs[0])).st_mode & 0o777 == 0o700, "the run's directory is not 0700")
+
+
+@case("shared_coredump")
+def _(b):
+    # --coredump pointed the driver at DIR/gpucore-%h-%p.nvcudmp, with none of the checks reports get: a link
+    # planted there had the dump written into another file (the simulated driver opens it O_CREAT|O_TRUNC), and
+    # every gpucore-*.nvcudmp in the directory, old or planted, was given to the debugger. The driver now writes
+    # into a directory culprit made for the run (0700, inside the run directory), and only this run's dumps, at
+    # most COREDUMP_MAX_DUMPS, are read.
+    env = {"FAKECUDA_FAULT": "kernel=write_oob", "CULPRIT_CRUMB_EVERY": "", "CULPRIT_CUDA_GDB": GDB,
+           "FLAKY_STATE": os.path.join(b.newdir("state"), "runs")}
+    rdir = shared_dir(b, "shared")
+    victim = os.path.join(b.newdir("victim"), "precious")
+    with open(victim, "w") as f:
+        f.write("precious\n")
+    planted = os.path.join(rdir, "gpucore-planted-1.nvcudmp")
+    with open(planted, "wb") as f:
+        f.write(b"not a dump\n")
+    script = r"""
+os.symlink(%(victim)r, os.path.join(%(rdir)r, "gpucore-%%s-%%d.nvcudmp" %% (socket.gethostname(), os.getpid())))
+print("dump file [%%s]" %% os.environ.get("CUDA_COREDUMP_FILE"))
+""" % {"victim": victim, "rdir": rdir}
+    res = h.cli_run(b, wrapper(b, script, [b.prog("linked"), "flaky", "40"]), env, rdir, ("--coredump",))
+    check(open(victim, "rb").read() == b"precious\n",
+          "the dump was written through a planted link\n" + res.describe())
+    m = re.search(r"dump file \[(.*)\]", res.out_text)
+    core = os.path.dirname(m.group(1)) if m else ""
+    check(m and os.path.dirname(core) == os.path.realpath(rdir) and os.path.basename(core).startswith(
+        "coredumps-"), "the driver's dump file is not in a directory of the run's own: %r" % (m and m.group(1)))
+    st = os.lstat(core)
+    check(st.st_mode & 0o777 == 0o700 and st.st_uid == os.geteuid(), "the dump directory is mode %o, uid %d" % (
+        st.st_mode & 0o777, st.st_uid))
+    dumps = glob.glob(os.path.join(core, "gpucore-*.nvcudmp"))
+    check(len(dumps) == 1, "no dump in the run's dump directory: %s" % os.listdir(core))
+    rep = only_report(rdir, res)
+    check((rep.get("coredump") or {}).get("file") == dumps[0], "the dump was not tied to the report: %r" %
+          rep.get("coredump"))
+    check(planted not in res.err_text and "gpucore-planted" not in res.err_text,
+          "a planted dump was given to the debugger\n" + res.describe())
+
+    # the run's own processes filling its dump directory: the debugger reads at most 16, the process's own first
+    env["FLAKY_STATE"] = os.path.join(b.newdir("state"), "runs")
+    rdir = b.newdir("reports")
+    script = r"""
+d = os.path.dirname(os.environ["CUDA_COREDUMP_FILE"])
+for i in range(40):
+    open(os.path.join(d, "gpucore-other-%d.nvcudmp" % (1000 + i)), "wb").write(b"not a dump\n")
+"""
+    res = h.cli_run(b, wrapper(b, script, [b.prog("linked"), "flaky", "40"]), env, rdir, ("--coredump",))
+    rep = only_report(rdir, res)
+    check((rep.get("coredump") or {}).get("exception") == "Warp Illegal Address",
+          "the process's own dump was not read first: %r\n%s" % (rep.get("coredump"), res.describe()))
+    read = set(re.findall(r"gpucore-other-(\d+)\.nvcudmp", res.err_text))
+    check(len(read) == 15, "%d of the other dumps were given to the debugger, not 15\n%s" % (len(read),
+                                                                                           res.describe()))
+    check("25 more GPU core dump(s) in" in h.joined(res.err_text) and "culprit reads at most 16 of one run" in
+          h.joined(res.err_text), "the dumps left unread are not counted\n" + res.describe())
+
+    # a run without a dump leaves no dump directory behind
+    rdir = b.newdir("reports")
+    res = h.cli_run(b, [b.prog("linked"), "healthy"], None, rdir, ("--coredump",))
+    check(res.rc == 0 and not glob.glob(os.path.join(rdir, "coredumps-*")),
+          "an empty dump directory was left: %s" % os.listdir(rdir))
 
 
 if __name__ == "__main__":
