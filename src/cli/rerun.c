@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <sys/wait.h>
 
 /* The fault report of the rerun that answers the first run's report: the one of the process with the same rank
@@ -198,6 +199,22 @@ static void rerun_diagnose(struct cli_run_opts *r, int python)
         r->boot = boot;
 }
 
+/* Makes the rerun's report directory, or takes one already there only when it is this user's and no one else may
+ * write into it: in a shared run directory, a rerun-PID made beforehand by someone else would be theirs to fill
+ * (and their core dump directory's parent). Returns 0, or -1 after saying why. */
+static int rerun_own_dir(const char *dir)
+{
+    struct stat sb;
+    if (mkdir(dir, 0700) == 0)
+        return 0;
+    if (errno == EEXIST && lstat(dir, &sb) == 0 && S_ISDIR(sb.st_mode) && sb.st_uid == geteuid() &&
+        !(sb.st_mode & (S_IWGRP | S_IWOTH)))
+        return 0;
+    cli_err("the rerun's report directory %s %s: no rerun", dir,
+            errno == EEXIST ? "is already there and not a private directory of yours" : strerror(errno));
+    return -1;
+}
+
 int rerun_settle(const struct cli_run_opts *o, const char *path, const char *run_dir)
 {
     struct cli_run_opts r = *o;
@@ -219,6 +236,10 @@ int rerun_settle(const struct cli_run_opts *o, const char *path, const char *run
         sizeof dir) {
         json_free(doc);
         cli_err("the rerun's report directory would be too long a path");
+        return CLI_EXIT_FAIL;
+    }
+    if (rerun_own_dir(dir) != 0) {
+        json_free(doc);
         return CLI_EXIT_FAIL;
     }
     rerun_diagnose(&r, rerun_ran_python(doc));
@@ -276,6 +297,10 @@ int rerun_settle_job(const struct cli_run_opts *o, char **paths, size_t n, const
         return 0;
     if ((size_t)snprintf(dir, sizeof dir, "%s/rerun-job", run_dir) >= sizeof dir) {
         cli_err("the rerun's report directory would be too long a path");
+        rc = CLI_EXIT_FAIL;
+        goto out;
+    }
+    if (rerun_own_dir(dir) != 0) {
         rc = CLI_EXIT_FAIL;
         goto out;
     }

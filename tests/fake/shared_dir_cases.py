@@ -271,5 +271,30 @@ for i in range(40):
           "an empty dump directory was left: %s" % os.listdir(rdir))
 
 
+@case("shared_rerun_dir")
+def _(b):
+    # --rerun puts the rerun's reports (and, with --coredump, its dump directory) into rerun-PID below the run
+    # directory: in a shared one, a rerun-PID made beforehand by another user was taken as it was.
+    if not ROOT:
+        raise h.CaseSkipped("not run as root: a directory of another user cannot be made here")
+    env = {"FAKECUDA_FAULT": "kernel=write_oob", "CULPRIT_CRUMB_EVERY": "",
+           "FLAKY_STATE": os.path.join(b.newdir("state"), "runs")}
+    rdir = shared_dir(b, "shared")
+    script = r"""
+d = os.path.join(%(rdir)r, "rerun-%%d" %% os.getpid())
+if not os.path.exists(d):
+    os.mkdir(d)
+    os.chmod(d, 0o777)
+    os.lchown(d, %(nobody)d, %(nobody)d)
+    print("planted [%%s]" %% d)
+""" % {"rdir": rdir, "nobody": NOBODY}
+    res = h.cli_run(b, wrapper(b, script, [b.prog("linked"), "flaky", "40"]), env, rdir, ("--rerun",))
+    m = re.search(r"planted \[(.*)\]", res.out_text)
+    check(m, "nothing planted\n" + res.describe())
+    check(os.listdir(m.group(1)) == [], "the rerun wrote into another user's directory: %s" % os.listdir(m.group(1)))
+    check("is already there and not a private directory of yours: no rerun" in h.joined(res.err_text),
+          "the refused rerun directory is not said\n" + res.describe())
+
+
 if __name__ == "__main__":
     sys.exit(h.main())
