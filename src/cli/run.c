@@ -374,16 +374,6 @@ struct cli_skipped {
     char first_unowned[PATH_MAX];
 };
 
-/* Counts a report symbolize_load_own refused for being a link or another user's; 0 when why is another reason. */
-static int cli_skip_note(struct cli_skipped *skip, const char *path, const char *why)
-{
-    if (!strstr(why, "not a report culprit wrote"))
-        return 0;
-    if (!skip->unowned++)
-        snprintf(skip->first_unowned, sizeof skip->first_unowned, "%s", path);
-    return 1;
-}
-
 /* Says what cli_show_report passed over, in at most two lines. */
 static void cli_skip_say(const struct cli_skipped *skip)
 {
@@ -411,13 +401,17 @@ static int cli_show_report(const char *path, int brief, struct cli_watch *w, int
     char why[1024];
     char *text;
     const char *run;
-    int changed = 0, asserts = 0, nccl = 0, addr = 0, klogged = 0, narrowed = 0;
+    int changed = 0, asserts = 0, nccl = 0, addr = 0, klogged = 0, narrowed = 0, rc;
 
     /* the run directory may be shared: a link or another user's file named like a report is no report of this
      * run's (reading it followed the link: another file's content was shown as the verdict) */
-    if ((keep ? symbolize_load_own : symbolize_load)(path, &doc, why, sizeof why) != 0) {
-        if (keep && skip && cli_skip_note(skip, path, why))
-            return 1;
+    rc = (keep ? symbolize_load_own : symbolize_load)(path, &doc, why, sizeof why);
+    if (rc == SYMBOLIZE_EFOREIGN && skip) {
+        if (!skip->unowned++)
+            snprintf(skip->first_unowned, sizeof skip->first_unowned, "%s", path);
+        return 1;
+    }
+    if (rc != 0) {
         cli_err("%s", why);
         return -1;
     }

@@ -647,7 +647,7 @@ static int symbolize_read(const char *path, struct json **doc, char *why, size_t
     fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | (own ? O_NOFOLLOW : 0));
     if (fd < 0 && own && errno == ELOOP) {
         snprintf(why, whylen, "%s is a symbolic link, not a report culprit wrote: not read", path);
-        rc = SYMBOLIZE_EREAD;
+        rc = SYMBOLIZE_EFOREIGN;
         goto out;
     }
     if (fd < 0 || fstat(fd, &sb) != 0) {
@@ -663,7 +663,7 @@ static int symbolize_read(const char *path, struct json **doc, char *why, size_t
     if (own && sb.st_uid != geteuid()) {
         snprintf(why, whylen, "%s belongs to another user (uid %lu), not a report culprit wrote: not read", path,
                  (unsigned long)sb.st_uid);
-        rc = SYMBOLIZE_EREAD;
+        rc = SYMBOLIZE_EFOREIGN;
         goto out;
     }
     if ((unsigned long long)sb.st_size > SYMBOLIZE_MAX_REPORT) {
