@@ -132,6 +132,58 @@ print("run id [%%s]" %% rid)
         m.group(1), m2 and m2.group(1)))
 
 
+# An unprivileged user's process, as the program below plants: what can it learn of the run id, and what does a
+# report forged with it do? It reads /proc for culprit's pid and start time (anyone may), tries the run's
+# environment (the kernel refuses another user), and plants a report for each start second it may have been.
+ATTACKER = r"""
+import json, os, socket, sys
+cpid, ppid = int(sys.argv[1]), int(sys.argv[2])
+rep = json.loads(sys.stdin.read())
+try:
+    env = open("/proc/%d/environ" % ppid, "rb").read().split(b"\0")
+    rid = [e[15:].decode() for e in env if e.startswith(b"CULPRIT_RUN_ID=")]
+    print("the run id was read: %r" % rid)
+except OSError:
+    rid = []
+host = "".join(c if c.isalnum() or c in ".-" else "_" for c in socket.gethostname()[:63]) or "host"
+ticks = os.sysconf("SC_CLK_TCK")
+start = int(open("/proc/%d/stat" % cpid).read().rsplit(")", 1)[1].split()[19]) // ticks
+btime = [int(l.split()[1]) for l in open("/proc/stat") if l.startswith("btime")][0]
+for n, t in enumerate(range(btime + start - 2, btime + start + 3)):
+    for k, run_id in enumerate(rid + ["%s-%d-%d" % (host, cpid, t)]):
+        rep["process"]["run_id"] = run_id
+        with open(os.path.join(sys.argv[3], "culprit-%d.json" % (99100 + 10 * n + k)), "w") as f:
+            json.dump(rep, f)
+"""
+
+
+@case("shared_forged_unprivileged")
+def _(b):
+    # The same forgery by a process of another user, as it would be on a shared machine: it sees culprit's pid and
+    # start time in /proc, not the run's environment, and its reports are not shown as the run's verdict.
+    setpriv = "/usr/bin/setpriv"
+    if not ROOT or not os.access(setpriv, os.X_OK) or not os.access("/usr/bin/python3", os.X_OK):
+        raise h.CaseSkipped("needs root, %s and /usr/bin/python3 to run a process as another user" % setpriv)
+    rep = fault_report(b)
+    os.chmod(b.work, 0o711)  # the other user reaches the shared directory, as under /tmp
+    rdir = shared_dir(b, "shared")
+    script = r"""
+import subprocess
+res = subprocess.run([%(setpriv)r, "--reuid=%(nobody)d", "--regid=%(nobody)d", "--clear-groups",
+                      "/usr/bin/python3", "-c", %(attacker)r, str(os.getppid()), str(os.getpid()), %(rdir)r],
+                     input=%(rep)r, text=True, capture_output=True, env={"PATH": "/usr/bin:/bin"})
+print("attacker: %%d %%s %%s" %% (res.returncode, res.stdout, res.stderr))
+""" % {"setpriv": setpriv, "nobody": NOBODY, "attacker": ATTACKER, "rdir": rdir, "rep": json.dumps(rep)}
+    res = h.cli_run(b, wrapper(b, script, [b.prog("linked"), "healthy"]), None, rdir, ("--error-exitcode", "9"))
+    check("attacker: 0 " in res.out_text and "the run id was read" not in res.out_text,
+          "the other user's process did not run as it should\n" + res.describe())
+    check(len(glob.glob(os.path.join(rdir, "culprit-991*.json"))) >= 5, "nothing was planted: %s" % os.listdir(rdir))
+    check("forged" not in res.err_text, "another user's forged report was shown as the run's verdict\n" +
+          res.describe())
+    check(res.rc == 0 and "no sticky CUDA error" in res.err_text,
+          "another user's report decided the run's end (exit %s)\n%s" % (res.rc, res.describe()))
+
+
 @case("shared_nccl_log")
 def _(b):
     # NCCL's log of a process is read back from the run directory into its report: a link planted under its name
