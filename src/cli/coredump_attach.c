@@ -292,6 +292,8 @@ static int coredump_name(const char *name, long *pid, char *host, size_t hostsz)
 }
 
 /* A dump of the run's directory waiting to be read. */
+#define COREDUMP_SCAN_MAX 4096 /* dump names of one run looked at to choose from; more are only counted */
+
 struct coredump_found {
     char name[NAME_MAX + 1]; /* its file name in the dump directory */
     long pid;                /* the pid its name gives */
@@ -335,6 +337,7 @@ int coredump_attach_all(const char *dump_dir, const char *run_dir, const char *r
     struct coredump_found *found = NULL;
     char **reports = NULL;
     size_t nrep = 0, nfound = 0, cap = 0, over = 0;
+    long long *pids = NULL;
     int tied = 0, dfd;
 
     if (!dump_dir || !*dump_dir)
@@ -353,16 +356,6 @@ int coredump_attach_all(const char *dump_dir, const char *run_dir, const char *r
         close(dfd);
         return 0;
     }
-    if (cli_list_reports(run_dir, &reports, &nrep) != 0)
-        nrep = 0;
-    long long *pids = malloc((nrep ? nrep : 1) * sizeof *pids);
-    if (!pids) {
-        cli_err("out of memory reading the GPU core dumps");
-        closedir(d);
-        cli_free_list(reports, nrep);
-        return 0;
-    }
-    nrep = coredump_run_reports(run_id, reports, nrep, pids);
     while ((de = readdir(d)) != NULL) {
         char host[256];
         long pid;
@@ -374,7 +367,7 @@ int coredump_attach_all(const char *dump_dir, const char *run_dir, const char *r
             continue;
         if (nfound == cap) {
             struct coredump_found *nf;
-            if (cap >= 4 * COREDUMP_MAX_DUMPS) { /* enough to choose from: the rest are only counted */
+            if (cap >= COREDUMP_SCAN_MAX) { /* the rest are only counted */
                 over++;
                 continue;
             }
@@ -390,9 +383,20 @@ int coredump_attach_all(const char *dump_dir, const char *run_dir, const char *r
         snprintf(f->name, sizeof f->name, "%s", de->d_name);
         f->pid = pid;
         f->reported = 0;
-        for (size_t i = 0; i < nrep && !f->reported; i++)
-            f->reported = pids[i] == pid;
     }
+    /* the run's reports, only when there is a dump to tie to them */
+    if (nfound && cli_list_reports(run_dir, &reports, &nrep) != 0)
+        nrep = 0;
+    if (!(pids = malloc((nrep ? nrep : 1) * sizeof *pids))) {
+        cli_err("out of memory reading the GPU core dumps");
+        cli_free_list(reports, nrep);
+        reports = NULL;
+        nfound = nrep = 0;
+    }
+    nrep = coredump_run_reports(run_id, reports, nrep, pids);
+    for (size_t k = 0; k < nfound; k++)
+        for (size_t i = 0; i < nrep && !found[k].reported; i++)
+            found[k].reported = pids[i] == found[k].pid;
     /* the dumps of processes that left a report first, then by name; at most COREDUMP_MAX_DUMPS are read */
     if (nfound)
         qsort(found, nfound, sizeof *found, coredump_cmp_found);
