@@ -94,6 +94,9 @@ int cli_find_boot(char *out, size_t outsz, int quiet);
  * *created_leaf tells whether the last component was made here. Returns 0 or an errno value. */
 int cli_mkdirs(const char *path, mode_t leaf_mode, int *created_leaf);
 
+/* Fills buf[0..n) with random bytes from the kernel. Returns 0, or an errno value when there are none. */
+int cli_random(void *buf, size_t n);
+
 /* Lists the culprit-*.json files directly in dir, sorted by name, as malloc'd "dir/name" paths. Returns 0 and
  * the list (free with cli_free_list), or an errno value. */
 int cli_list_reports(const char *dir, char ***paths, size_t *n);

@@ -19,14 +19,41 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define COREDUMP_OUTPUT_MAX (1 << 20) /* bytes of the debugger's output kept (32 lanes' registers: ~140 KB) */
 #define COREDUMP_FLAGS "skip_global_memory,skip_shared_memory,skip_local_memory,skip_constbank_memory"
 
+/* Whether the user chose core dump settings of their own, which culprit leaves alone. */
+static int coredump_users_own(void)
+{
+    return getenv("CUDA_ENABLE_COREDUMP_ON_EXCEPTION") || getenv("CUDA_COREDUMP_FILE");
+}
+
+int coredump_prepare(const char *run_dir, char *out, size_t outsz)
+{
+    struct stat sb;
+    out[0] = '\0';
+    if (coredump_users_own())
+        return 0;
+    if ((size_t)snprintf(out, outsz, "%s/coredumps-XXXXXX", run_dir) >= outsz) {
+        out[0] = '\0';
+        return ENAMETOOLONG;
+    }
+    /* mkdtemp makes a new directory (never one already there), mode 0700 */
+    if (!mkdtemp(out) || lstat(out, &sb) != 0 || !S_ISDIR(sb.st_mode) || sb.st_uid != geteuid()) {
+        int e = errno ? errno : EEXIST;
+        out[0] = '\0';
+        return e;
+    }
+    return 0;
+}
+
 int coredump_setenv(const char *dir)
 {
     char path[PATH_MAX];
-    if (getenv("CUDA_ENABLE_COREDUMP_ON_EXCEPTION") || getenv("CUDA_COREDUMP_FILE"))
+    if (coredump_users_own() || !dir || !*dir)
         return 0; /* the user's own settings win */
     if ((size_t)snprintf(path, sizeof path, "%s/gpucore-%%h-%%p.nvcudmp", dir) >= sizeof path)
         return ENAMETOOLONG;

@@ -64,9 +64,17 @@ struct coredump_info {
     long warps_in_dump;         /* warps whose state the dump file holds (coredump_elf.h), -1 not counted */
 };
 
-/* In the child before exec, for --coredump: the driver writes a small GPU core dump into dir on an exception
- * (global, shared, local and constant memory left out), unless the user chose settings of their own. Returns 0
- * or an errno value. */
+#define COREDUMP_MAX_DUMPS 16 /* dumps of one run given to the debugger; more are named in one line, not read */
+
+/* Before the command starts, for --coredump: a directory of the run's own for the driver's dumps, made here
+ * (mode 0700) inside run_dir as coredumps-XXXXXX, so that no link or file planted in a shared run directory is
+ * written through or read. out gets its path, or "" when the user chose core dump settings of their own (then
+ * culprit neither sets nor reads any). Returns 0 or an errno value. */
+int coredump_prepare(const char *run_dir, char *out, size_t outsz);
+
+/* In the child before exec, for --coredump: the driver writes a small GPU core dump into dir (coredump_prepare's)
+ * on an exception (global, shared, local and constant memory left out), unless the user chose settings of their
+ * own. Returns 0 or an errno value. */
 int coredump_setenv(const char *dir);
 
 /* Parses cuda-gdb's batch output for one dump. Returns 0 when it named at least the exception or the kernel. */
@@ -85,11 +93,13 @@ struct json *coredump_json(const struct coredump_info *ci, const char *dump_path
 /* " at FILE:LINE" of the faulting instruction for sentences, or "" when the dump does not say. */
 void coredump_where(const struct coredump_info *ci, char *out, size_t n);
 
-/* After the run: reads every dump in dir (cuda-gdb from PATH, or CULPRIT_CUDA_GDB), adds "coredump" to the
- * report of the process that wrote it (a fault or hang report of that pid) and, when the verdict is not exact,
- * narrows it to the one candidate the dump singles out. Prints one line per dump it could not read. Returns
- * how many dumps were tied to a report. */
-int coredump_attach_all(const char *dir);
+/* After the run: reads the dumps in dump_dir (coredump_prepare's; cuda-gdb from PATH, or CULPRIT_CUDA_GDB): only
+ * regular files of this user's named gpucore-HOST-PID.nvcudmp, never through a link, those of the processes with
+ * a report of run run_id first, at most COREDUMP_MAX_DUMPS. Adds "coredump" to the report in run_dir of the
+ * process that wrote it (a fault or hang report of that pid carrying run_id) and, when the verdict is not exact,
+ * narrows it to the one candidate the dump singles out. Prints one line per dump it could not read. Removes
+ * dump_dir when it is empty. Returns how many dumps were tied to a report. */
+int coredump_attach_all(const char *dump_dir, const char *run_dir, const char *run_id);
 
 /* Ties a parsed dump to report doc (see coredump_attach_all); *changed is set when doc was modified. Returns 0
  * or ENOMEM. */

@@ -19,11 +19,14 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* A launch's grid or block as three positive numbers (a graph launch has none): 1, else 0. */
 static int coredump_dims(const struct json *arr, long long v[3])
@@ -288,27 +291,135 @@ static int coredump_name(const char *name, long *pid, char *host, size_t hostsz)
     return 0;
 }
 
-int coredump_attach_all(const char *dir)
-{
-    DIR *d = opendir(dir);
-    struct dirent *de;
-    char **reports = NULL;
-    size_t nrep = 0;
-    int tied = 0;
+/* A dump of the run's directory waiting to be read. */
+#define COREDUMP_SCAN_MAX 4096 /* dump names of one run looked at to choose from; more are only counted */
 
-    if (!d)
+struct coredump_found {
+    char name[NAME_MAX + 1]; /* its file name in the dump directory */
+    long pid;                /* the pid its name gives */
+    int reported;            /* a process of that pid left a report of this run */
+};
+
+static int coredump_cmp_found(const void *a, const void *b)
+{
+    const struct coredump_found *x = a, *y = b;
+    if (x->reported != y->reported)
+        return x->reported ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+/* Keeps of reports[0..n) those of run run_id that are this user's regular files (the others are no report of this
+ * run's), and each one's pid in pids (n entries). Returns how many were kept. */
+static size_t coredump_run_reports(const char *run_id, char **reports, size_t n, long long *pids)
+{
+    size_t kept = 0;
+    char why[1024];
+    for (size_t i = 0; i < n; i++) {
+        struct json *doc = NULL;
+        const char *run;
+        if (symbolize_load_own(reports[i], &doc, why, sizeof why) == 0 &&
+            (run = json_get_str(json_get(doc, "process"), "run_id")) != NULL && strcmp(run, run_id) == 0) {
+            pids[kept] = json_get_int(json_get(doc, "process"), "pid", -1);
+            reports[kept++] = reports[i];
+        } else {
+            free(reports[i]);
+        }
+        json_free(doc);
+    }
+    return kept;
+}
+
+int coredump_attach_all(const char *dump_dir, const char *run_dir, const char *run_id)
+{
+    DIR *d;
+    struct dirent *de;
+    struct stat sb;
+    struct coredump_found *found = NULL;
+    char **reports = NULL;
+    size_t nrep = 0, nfound = 0, cap = 0, over = 0;
+    long long *pids = NULL;
+    int tied = 0, dfd;
+
+    if (!dump_dir || !*dump_dir)
         return 0;
-    if (cli_list_reports(dir, &reports, &nrep) != 0)
-        nrep = 0;
+    /* the directory coredump_prepare made: still a directory of this user's that no one else may write into */
+    dfd = open(dump_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd < 0 || fstat(dfd, &sb) != 0 || sb.st_uid != geteuid() || (sb.st_mode & (S_IWGRP | S_IWOTH))) {
+        cli_err("the run's directory of GPU core dumps %s is no longer the private directory culprit made: its dumps "
+                "are not read",
+                dump_dir);
+        if (dfd >= 0)
+            close(dfd);
+        return 0;
+    }
+    if (!(d = fdopendir(dfd))) {
+        close(dfd);
+        return 0;
+    }
     while ((de = readdir(d)) != NULL) {
+        char host[256];
+        long pid;
+        if (fnmatch("gpucore-*.nvcudmp", de->d_name, FNM_PERIOD) != 0 ||
+            coredump_name(de->d_name, &pid, host, sizeof host) || strlen(de->d_name) > NAME_MAX)
+            continue;
+        /* a regular file of this user's (the driver writes it as the process's user), not a link */
+        if (fstatat(dfd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(sb.st_mode) || sb.st_uid != geteuid())
+            continue;
+        if (nfound == cap) {
+            struct coredump_found *nf;
+            if (cap >= COREDUMP_SCAN_MAX) { /* the rest are only counted */
+                over++;
+                continue;
+            }
+            cap = cap ? cap * 2 : COREDUMP_MAX_DUMPS;
+            if (!(nf = realloc(found, cap * sizeof *nf))) {
+                over++;
+                cap = nfound;
+                continue;
+            }
+            found = nf;
+        }
+        struct coredump_found *f = &found[nfound++];
+        snprintf(f->name, sizeof f->name, "%s", de->d_name);
+        f->pid = pid;
+        f->reported = 0;
+    }
+    /* the run's reports, only when there is a dump to tie to them */
+    if (nfound && cli_list_reports(run_dir, &reports, &nrep) != 0)
+        nrep = 0;
+    if (!(pids = malloc((nrep ? nrep : 1) * sizeof *pids))) {
+        cli_err("out of memory reading the GPU core dumps");
+        cli_free_list(reports, nrep);
+        reports = NULL;
+        nfound = nrep = 0;
+    }
+    nrep = coredump_run_reports(run_id, reports, nrep, pids);
+    for (size_t k = 0; k < nfound; k++)
+        for (size_t i = 0; i < nrep && !found[k].reported; i++)
+            found[k].reported = pids[i] == found[k].pid;
+    /* the dumps of processes that left a report first, then by name; at most COREDUMP_MAX_DUMPS are read */
+    if (nfound)
+        qsort(found, nfound, sizeof *found, coredump_cmp_found);
+    if (nfound > COREDUMP_MAX_DUMPS) {
+        over += nfound - COREDUMP_MAX_DUMPS;
+        nfound = COREDUMP_MAX_DUMPS;
+    }
+    for (size_t k = 0; k < nfound; k++) {
         char dump[PATH_MAX], host[256], why[1024];
         long pid;
         struct coredump_info ci;
         char *out;
-        int found = 0;
-        if (fnmatch("gpucore-*.nvcudmp", de->d_name, 0) != 0 || coredump_name(de->d_name, &pid, host, sizeof host))
+        int found_rep = 0, fd;
+        coredump_name(found[k].name, &pid, host, sizeof host);
+        snprintf(dump, sizeof dump, "%s/%s", dump_dir, found[k].name);
+        /* opened once more without following a link, as the debugger is about to read it */
+        fd = openat(dfd, found[k].name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0 || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_uid != geteuid()) {
+            if (fd >= 0)
+                close(fd);
             continue;
-        snprintf(dump, sizeof dump, "%s/%s", dir, de->d_name);
+        }
+        close(fd);
         if (!(out = coredump_run_gdb(dump, why, sizeof why))) {
             cli_err("GPU core dump %s not read: %s", dump, why);
             continue;
@@ -324,17 +435,17 @@ int coredump_attach_all(const char *dir)
         struct coredump_census cs;
         if (coredump_census(dump, &cs) == 0)
             coredump_note_census(&ci, &cs);
-        for (size_t i = 0; i < nrep && !found; i++) {
+        for (size_t i = 0; i < nrep && !found_rep; i++) {
             struct json *doc = NULL;
             const struct json *proc;
             int changed = 0;
-            if (symbolize_load(reports[i], &doc, why, sizeof why) != 0)
+            if (pids[i] != pid || symbolize_load_own(reports[i], &doc, why, sizeof why) != 0)
                 continue;
             proc = json_get(doc, "process");
             const char *h = json_get_str(proc, "hostname"), *kind = json_get_str(doc, "kind");
             if (json_get_int(proc, "pid", -1) == pid && (!h || !strcmp(h, host)) &&
                 (!kind || strcmp(kind, "exit") != 0)) {
-                found = 1;
+                found_rep = 1;
                 if (coredump_attach(doc, &ci, dump, &changed) != 0)
                     cli_err("out of memory tying %s to %s", dump, reports[i]);
                 else if (changed && symbolize_save(reports[i], doc, why, sizeof why) != 0)
@@ -344,7 +455,7 @@ int coredump_attach_all(const char *dir)
             }
             json_free(doc);
         }
-        if (!found) {
+        if (!found_rep) {
             char where[PATH_MAX + 32];
             coredump_where(&ci, where, sizeof where);
             cli_err("GPU core dump %s (process %ld on %s): %s faulted%s (%s); culprit wrote no report for that "
@@ -354,7 +465,13 @@ int coredump_attach_all(const char *dir)
         }
         coredump_free(&ci);
     }
+    if (over)
+        cli_err("%zu more GPU core dump(s) in %s were not read: culprit reads at most %d of one run", over, dump_dir,
+                COREDUMP_MAX_DUMPS);
     closedir(d);
+    free(found);
+    free(pids);
     cli_free_list(reports, nrep);
+    rmdir(dump_dir); /* only when the run left no dump there */
     return tied;
 }

@@ -47,7 +47,10 @@ int nccllog_env(const char *dir)
  * *oom tells whether memory ran out). */
 static struct json *nccllog_tail(const char *path, int *oom)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* The run directory may be one others write into: a link planted under a log's name would put another file's
+     * lines into the report, a FIFO would block. Only a regular file of this user's, opened without following a
+     * link, is NCCL's log of this run. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
     struct stat sb;
     struct json *arr = NULL;
     char *buf = NULL;
@@ -55,7 +58,7 @@ static struct json *nccllog_tail(const char *path, int *oom)
     *oom = 0;
     if (fd < 0)
         return NULL;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size == 0)
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_uid != geteuid() || sb.st_size == 0)
         goto out;
     if (sb.st_size > NCCLLOG_TAIL && lseek(fd, sb.st_size - NCCLLOG_TAIL, SEEK_SET) < 0)
         goto out;

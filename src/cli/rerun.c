@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <sys/wait.h>
 
 /* The fault report of the rerun that answers the first run's report: the one of the process with the same rank
@@ -39,7 +40,7 @@ static struct json *rerun_answer(const char *dir, const struct json *first, char
     for (i = 0; i < n; i++) {
         struct json *doc = NULL;
         const char *kind;
-        if (symbolize_load(reports[i], &doc, why, sizeof why) != 0)
+        if (symbolize_load_own(reports[i], &doc, why, sizeof why) != 0)
             continue;
         kind = json_get_str(doc, "kind");
         if ((kind && strcmp(kind, "fault") != 0) ||
@@ -198,6 +199,22 @@ static void rerun_diagnose(struct cli_run_opts *r, int python)
         r->boot = boot;
 }
 
+/* Makes the rerun's report directory, or takes one already there only when it is this user's and no one else may
+ * write into it: in a shared run directory, a rerun-PID made beforehand by someone else would be theirs to fill
+ * (and their core dump directory's parent). Returns 0, or -1 after saying why. */
+static int rerun_own_dir(const char *dir)
+{
+    struct stat sb;
+    if (mkdir(dir, 0700) == 0)
+        return 0;
+    if (errno == EEXIST && lstat(dir, &sb) == 0 && S_ISDIR(sb.st_mode) && sb.st_uid == geteuid() &&
+        !(sb.st_mode & (S_IWGRP | S_IWOTH)))
+        return 0;
+    cli_err("the rerun's report directory %s %s: no rerun", dir,
+            errno == EEXIST ? "is already there and not a private directory of yours" : strerror(errno));
+    return -1;
+}
+
 int rerun_settle(const struct cli_run_opts *o, const char *path, const char *run_dir)
 {
     struct cli_run_opts r = *o;
@@ -206,7 +223,7 @@ int rerun_settle(const struct cli_run_opts *o, const char *path, const char *run
     long long lo, hi;
     int wstatus = 0, faulted = 0, rc;
 
-    if (symbolize_load(path, &doc, why, sizeof why) != 0) {
+    if (symbolize_load_own(path, &doc, why, sizeof why) != 0) {
         cli_err("%s", why);
         return CLI_EXIT_FAIL;
     }
@@ -219,6 +236,10 @@ int rerun_settle(const struct cli_run_opts *o, const char *path, const char *run
         sizeof dir) {
         json_free(doc);
         cli_err("the rerun's report directory would be too long a path");
+        return CLI_EXIT_FAIL;
+    }
+    if (rerun_own_dir(dir) != 0) {
+        json_free(doc);
         return CLI_EXIT_FAIL;
     }
     rerun_diagnose(&r, rerun_ran_python(doc));
@@ -254,7 +275,7 @@ int rerun_settle_job(const struct cli_run_opts *o, char **paths, size_t n, const
     for (size_t i = 0; i < n && k < RERUN_MAX_RANKS; i++) {
         struct json *doc = NULL;
         long long lo, hi, rank;
-        if (symbolize_load(paths[i], &doc, why, sizeof why) != 0)
+        if (symbolize_load_own(paths[i], &doc, why, sizeof why) != 0)
             continue;
         rank = json_get_int(json_get(doc, "process"), "rank", -1);
         if (rank < 0 || !rerun_needed(doc, &lo, &hi)) {
@@ -276,6 +297,10 @@ int rerun_settle_job(const struct cli_run_opts *o, char **paths, size_t n, const
         return 0;
     if ((size_t)snprintf(dir, sizeof dir, "%s/rerun-job", run_dir) >= sizeof dir) {
         cli_err("the rerun's report directory would be too long a path");
+        rc = CLI_EXIT_FAIL;
+        goto out;
+    }
+    if (rerun_own_dir(dir) != 0) {
         rc = CLI_EXIT_FAIL;
         goto out;
     }

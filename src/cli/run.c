@@ -25,6 +25,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -235,9 +236,9 @@ static int cli_diagnose_env(void)
 }
 
 /* Child side of fork: set the environment and exec. On failure the errno goes back through errfd. */
-static void cli_child_exec(const struct cli_run_opts *o, const char *lib, const char *dir, int errfd,
-                           const sigset_t *oldmask, const struct sigaction *old, const struct sigaction *oldchld,
-                           const struct cli_watch *w)
+static void cli_child_exec(const struct cli_run_opts *o, const char *lib, const char *dir, const char *core_dir,
+                           int errfd, const sigset_t *oldmask, const struct sigaction *old,
+                           const struct sigaction *oldchld, const struct cli_watch *w)
 {
     size_t i;
     int e;
@@ -257,7 +258,7 @@ static void cli_child_exec(const struct cli_run_opts *o, const char *lib, const 
         if (setenv(cli_settings[i].name, cli_settings[i].value, 1) != 0)
             e = errno ? errno : ENOMEM;
     if (e == 0 && (cli_prepend_env("LD_PRELOAD", lib) || nccllog_env(dir) ||
-                   (o->coredump && (errno = coredump_setenv(dir)) != 0) ||
+                   (o->coredump && (errno = coredump_setenv(core_dir)) != 0) ||
                    (o->boot && (cli_diagnose_env() || cli_prepend_env("PYTHONPATH", o->boot))) ||
                    (o->ld_path && cli_prepend_env("LD_LIBRARY_PATH", o->ld_path)))) {
         e = errno ? errno : ENOMEM;
@@ -269,6 +270,16 @@ static void cli_child_exec(const struct cli_run_opts *o, const char *lib, const 
         /* nothing more can be said; the exit code still tells the parent */
     }
     _exit(e == ENOENT ? CLI_EXIT_NOTFOUND : CLI_EXIT_NOEXEC);
+}
+
+/* Whether path is a directory of this user's: itself, or a link of this user's to one. */
+static int cli_own_dir(const char *path)
+{
+    struct stat ls, sb;
+    uid_t me = geteuid();
+    if (lstat(path, &ls) != 0 || ls.st_uid != me || (!S_ISDIR(ls.st_mode) && !S_ISLNK(ls.st_mode)))
+        return 0;
+    return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode) && sb.st_uid == me;
 }
 
 /* Creates (or checks) the report directory and returns its absolute path in abs. */
@@ -306,13 +317,21 @@ static int cli_prepare_dir(const struct cli_run_opts *o, char *abs, size_t abssz
         else if (errno != EEXIST) {
             cli_err("cannot create the report directory culprit-reports in the current directory: %s", strerror(errno));
             return CLI_EXIT_USAGE;
+        } else if (!cli_own_dir("culprit-reports")) {
+            /* in a directory others write into (/tmp), a culprit-reports of theirs, or a link of theirs, would
+             * send the run's reports and dumps where they chose */
+            cli_err("culprit-reports in the current directory is not a directory of yours (another user's, or a link "
+                    "of another user's): reports are not written there; remove it, or give --dir");
+            return CLI_EXIT_USAGE;
         }
-        if ((err = cli_mkdirs(rel, 0700, created)) != 0) {
-            cli_err("cannot create the report directory %s: %s", rel, strerror(err));
+        /* the run's own directory is made here, never one found already there under its name */
+        if (mkdir(rel, 0700) != 0) {
+            cli_err("cannot create the report directory %s: %s", rel, strerror(errno));
             if (*created_parent)
                 rmdir("culprit-reports");
             return CLI_EXIT_USAGE;
         }
+        *created = 1;
     }
     if (!realpath(rel, abs) || strlen(abs) >= abssz) {
         cli_err("cannot resolve the report directory %s: %s", rel, strerror(errno));
@@ -403,27 +422,61 @@ static int cli_report_has_ops(const struct json *doc)
     return 0;
 }
 
+/* Files named like reports in the run directory that `culprit run` did not show, said once at the end. */
+struct cli_skipped {
+    size_t foreign;               /* reports that carry no run id (written outside culprit run's environment) */
+    size_t unowned;               /* links, and files of another user */
+    char first_foreign[PATH_MAX]; /* the first of each, to name */
+    char first_unowned[PATH_MAX];
+};
+
+/* Says what cli_show_report passed over, in at most two lines. */
+static void cli_skip_say(const struct cli_skipped *skip)
+{
+    if (skip->unowned)
+        cli_err("%zu file(s) named like reports were not read (symbolic links, or files of another user: nothing "
+                "culprit wrote for this run), such as %s",
+                skip->unowned, skip->first_unowned);
+    if (skip->foreign)
+        cli_err("%zu report(s) carry no run id of this culprit run (written outside its environment, or put there "
+                "by someone else) and are not shown as its verdict; 'culprit report %s' shows one",
+                skip->foreign, skip->first_foreign);
+}
+
 /* Symbolizes a report, adds the device asserts the watch saw (w may be NULL), settles a verdict of candidates
  * by a rerun when o asks for one (o NULL: never; run_dir is the run's report directory), and prints it on
  * stderr. Returns 0 when it was shown. With keep, the report also gets the end of its process's NCCL log and
  * is not printed but handed back in *keep (for cli_show_reports). */
 static int cli_show_report(const char *path, int brief, struct cli_watch *w, int *faulted, const struct cli_run_opts *o,
-                           const char *run_dir, const struct kernlog *klog, struct json **keep)
+                           const char *run_dir, const struct kernlog *klog, struct json **keep,
+                           struct cli_skipped *skip)
 {
     long long lo, hi;
     struct render_opts ro = {.brief = brief, .path = brief ? path : NULL, .no_debugger = o && o->simulated};
     struct json *doc = NULL;
     char why[1024];
     char *text;
-    int changed = 0, asserts = 0, nccl = 0, addr = 0, klogged = 0, narrowed = 0;
+    const char *run;
+    int changed = 0, asserts = 0, nccl = 0, addr = 0, klogged = 0, narrowed = 0, rc;
 
-    if (symbolize_load(path, &doc, why, sizeof why) != 0) {
+    /* the run directory may be shared: a link or another user's file named like a report is no report of this
+     * run's (reading it followed the link: another file's content was shown as the verdict) */
+    rc = (keep ? symbolize_load_own : symbolize_load)(path, &doc, why, sizeof why);
+    if (rc == SYMBOLIZE_EFOREIGN && skip) {
+        if (!skip->unowned++)
+            snprintf(skip->first_unowned, sizeof skip->first_unowned, "%s", path);
+        return 1;
+    }
+    if (rc != 0) {
         cli_err("%s", why);
         return -1;
     }
-    /* a report of another culprit command sharing the directory is that command's to show and annotate */
-    if (keep && json_get_str(json_get(doc, "process"), "run_id") &&
-        strcmp(json_get_str(json_get(doc, "process"), "run_id"), cli_run_id) != 0) {
+    /* A report of another culprit command sharing the directory is that command's to show and annotate. One
+     * without this command's run id was written outside its environment, or planted: not shown as its verdict. */
+    run = json_get_str(json_get(doc, "process"), "run_id");
+    if (keep && (!run || strcmp(run, cli_run_id) != 0)) {
+        if (!run && skip && !skip->foreign++)
+            snprintf(skip->first_foreign, sizeof skip->first_foreign, "%s", path);
         json_free(doc);
         return 1;
     }
@@ -458,7 +511,7 @@ static int cli_show_report(const char *path, int brief, struct cli_watch *w, int
         json_free(doc);
         doc = NULL;
         rerun_settle(o, path, run_dir);
-        if (symbolize_load(path, &doc, why, sizeof why) != 0) {
+        if (symbolize_load_own(path, &doc, why, sizeof why) != 0) {
             cli_err("%s", why);
             return -1;
         }
@@ -487,18 +540,28 @@ static int cli_show_report(const char *path, int brief, struct cli_watch *w, int
     return 0;
 }
 
-/* This command's run id: host, pid and start time, in the characters the library accepts for one. */
+/* This command's run id: host, pid, start time and 64 random bits, in the characters the library accepts for one.
+ * Host, pid and start time can be read from /proc by anyone; the random part cannot (the variable is in CMD's
+ * environment, which only its user may read, and in reports of mode 0600), so a report planted in a shared
+ * directory cannot pass for one of this run's. */
 static void cli_make_run_id(void)
 {
     char host[64] = "";
+    unsigned long long token = 0;
     size_t i;
     gethostname(host, sizeof host - 1);
     for (i = 0; host[i]; i++)
         if (!((host[i] >= 'a' && host[i] <= 'z') || (host[i] >= 'A' && host[i] <= 'Z') ||
               (host[i] >= '0' && host[i] <= '9') || host[i] == '.' || host[i] == '-'))
             host[i] = '_';
-    snprintf(cli_run_id, sizeof cli_run_id, "%s-%ld-%lld", host[0] ? host : "host", (long)getpid(),
-             (long long)time(NULL));
+    if (cli_random(&token, sizeof token) != 0) {
+        /* no source of random bytes: the clock's nanoseconds and addresses, far weaker, but never none */
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        token = (unsigned long long)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^ (unsigned long long)(uintptr_t)&ts;
+    }
+    snprintf(cli_run_id, sizeof cli_run_id, "%s-%ld-%lld-%016llx", host[0] ? host : "host", (long)getpid(),
+             (long long)time(NULL), token);
 }
 
 /* Puts back the dispositions cli_run_command found for the forwarded signals and SIGCHLD. */
@@ -512,7 +575,7 @@ static void cli_restore_signals(const struct sigaction *old, const struct sigact
 
 int cli_run_command(const struct cli_run_opts *o, int *wstatus, int *faulted)
 {
-    char lib[PATH_MAX], abs[PATH_MAX], rel[PATH_MAX], off[400];
+    char lib[PATH_MAX], abs[PATH_MAX], rel[PATH_MAX], off[400], core_dir[PATH_MAX] = "";
     struct sigaction sa, old[CLI_NFWD], oldchld, dfl;
     struct cli_watch *w = NULL;
     struct cli_seen *seen = NULL;
@@ -543,6 +606,10 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus, int *faulted)
         cli_secure_exec(o->argv[0], off, sizeof off);
     if (cli_snapshot(abs, &seen, &nseen) != 0) {
         cli_err("out of memory");
+        goto not_started;
+    }
+    if (o->coredump && (e = coredump_prepare(abs, core_dir, sizeof core_dir)) != 0) {
+        cli_err("cannot create the directory for GPU core dumps in %s: %s", abs, strerror(e));
         goto not_started;
     }
     /* Device asserts reach only the process's own stdout/stderr, so culprit stands between them and the
@@ -596,7 +663,7 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus, int *faulted)
     pid = fork();
     if (pid == 0) {
         close(errpipe[0]);
-        cli_child_exec(o, lib, abs, errpipe[1], &oldmask, old, &oldchld, w);
+        cli_child_exec(o, lib, abs, core_dir, errpipe[1], &oldmask, old, &oldchld, w);
     }
     close(errpipe[1]);
     if (pid < 0) {
@@ -629,14 +696,17 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus, int *faulted)
 
     if (got == (ssize_t)sizeof e) {
         cli_err("cannot run '%s': %s", o->argv[0], strerror(e));
+        if (core_dir[0])
+            rmdir(core_dir);
         cli_remove_dir(abs, created, created_parent);
         rc = e == ENOENT ? CLI_EXIT_NOTFOUND : CLI_EXIT_NOEXEC;
         goto out;
     }
     *wstatus = status;
     *faulted = 0;
+    /* before the reports are shown: a dump may make a verdict exact */
     if (o->coredump)
-        coredump_attach_all(abs); /* before the reports are shown: a dump may make a verdict exact */
+        coredump_attach_all(core_dir, abs, cli_run_id);
 
     if (o->rerun && cli_list_reports(abs, &reports, &n) == 0 && n) {
         /* a job's ranks are rerun together, each over its own window, before any report is shown */
@@ -653,14 +723,16 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus, int *faulted)
         n = 0;
     }
     if (cli_list_reports(abs, &reports, &n) == 0 && n && (mine = calloc(n, sizeof *mine)) != NULL) {
+        struct cli_skipped skip = {0};
         for (i = 0; i < n; i++) {
             struct json *doc = NULL;
             if (cli_is_old(seen, nseen, reports[i]) ||
-                cli_show_report(reports[i], o->quiet, w, faulted, o, abs, &klog, &doc) != 0)
+                cli_show_report(reports[i], o->quiet, w, faulted, o, abs, &klog, &doc, &skip) != 0)
                 continue;
             mine[nmine].path = reports[i];
             mine[nmine++].doc = doc;
         }
+        cli_skip_say(&skip);
         fflush(stdout);
         verdicts = cli_show_reports(mine, nmine, o->quiet, stderr, "culprit:\n", rel, o->simulated, w, faulted);
         /* --diagnose that named nothing: say why it may not have, rather than leave the user to wonder */
@@ -730,6 +802,8 @@ not_started:
     /* the command never ran: release the watch and the report directory made for it */
     if (w)
         watch_finish(w);
+    if (core_dir[0])
+        rmdir(core_dir);
     cli_remove_dir(abs, created, created_parent);
     rc = CLI_EXIT_FAIL;
 out:

@@ -9,10 +9,13 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* One line of the file as the scanner sees it. */
 struct ts_line {
@@ -332,15 +335,26 @@ int tritonsrc_find_text(const char *text, size_t len, long line, struct tritonsr
 
 int tritonsrc_find(const char *path, long line, struct tritonsrc_found *out, char *why, size_t whylen)
 {
-    FILE *fp = fopen(path, "rb");
+    /* the path comes from a program's output: non-blocking, so that a FIFO or a terminal named there is refused
+     * below rather than waited on, and only a regular file is read */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    struct stat sb;
+    FILE *fp = NULL;
     char *text;
     long size;
     size_t got;
     int rc;
 
     memset(out, 0, sizeof *out);
-    if (!fp) {
+    if (fd >= 0 && (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode))) {
+        close(fd);
+        ts_why(why, whylen, "it is not a regular file");
+        return EINVAL;
+    }
+    if (fd < 0 || !(fp = fdopen(fd, "rb"))) {
         rc = errno;
+        if (fd >= 0)
+            close(fd);
         ts_why(why, whylen, "it could not be read (%s)", strerror(rc));
         return rc;
     }

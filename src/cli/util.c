@@ -16,6 +16,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -250,6 +251,20 @@ int cli_mkdirs(const char *path, mode_t leaf_mode, int *created_leaf)
         }
         if (!last)
             buf[i] = '/';
+    }
+    return 0;
+}
+
+int cli_random(void *buf, size_t n)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = getrandom((char *)buf + got, n - got, 0);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return r < 0 ? errno : EIO;
+        got += (size_t)r;
     }
     return 0;
 }

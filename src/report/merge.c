@@ -302,9 +302,26 @@ int merge_rank_shared(const struct merge_job *j, const struct merge_proc *p)
     return p->rank >= 0 && p->rank_shared;
 }
 
+/* The ranks an entry stands for: a run of missing ranks all of them, anything else one. */
+static size_t merge_span(const struct merge_proc *p)
+{
+    return p->status == MERGE_MISSING && p->rank >= 0 && p->rank_last > p->rank ? (size_t)(p->rank_last - p->rank) + 1
+                                                                                : 1;
+}
+
+size_t merge_count(const struct merge_job *j, const size_t *sel, size_t n)
+{
+    size_t c = 0;
+    for (size_t i = 0; i < n; i++)
+        c += merge_span(&j->procs[sel[i]]);
+    return c;
+}
+
 void merge_label(const struct merge_job *j, const struct merge_proc *p, char *out, size_t outsz)
 {
-    if (p->rank >= 0 && p->pid >= 0 && merge_rank_shared(j, p))
+    if (merge_span(p) > 1)
+        snprintf(out, outsz, "ranks %d%s%d", p->rank, merge_span(p) == 2 ? ", " : "-", p->rank_last);
+    else if (p->rank >= 0 && p->pid >= 0 && merge_rank_shared(j, p))
         snprintf(out, outsz, "rank %d (pid %lld)", p->rank, p->pid);
     else if (p->rank >= 0)
         snprintf(out, outsz, "rank %d", p->rank);
@@ -326,23 +343,25 @@ void merge_list(struct render_buf *b, const struct merge_job *j, const size_t *s
             render_add(b, "%s%s", i ? ", " : "", l);
         }
     } else {
-        render_add(b, "rank%s ", n == 1 ? "" : "s");
+        render_add(b, "rank%s ", merge_count(j, sel, n) == 1 ? "" : "s");
+        /* runs of consecutive ranks, a run of missing ranks being one already */
         while (i < n && pieces < MERGE_LIST_MAX) {
             size_t k = i;
-            while (k + 1 < n && j->procs[sel[k + 1]].rank == j->procs[sel[k]].rank + 1)
+            while (k + 1 < n && j->procs[sel[k + 1]].rank == j->procs[sel[k]].rank_last + 1)
                 k++;
-            if (k - i >= 2) {
-                render_add(b, "%s%d-%d", i ? ", " : "", j->procs[sel[i]].rank, j->procs[sel[k]].rank);
+            int lo = j->procs[sel[i]].rank, hi = j->procs[sel[k]].rank_last;
+            if (hi - lo >= 2) {
+                render_add(b, "%s%d-%d", i ? ", " : "", lo, hi);
                 pieces++;
             } else {
-                for (size_t m = i; m <= k; m++, pieces++)
-                    render_add(b, "%s%d", m ? ", " : "", j->procs[sel[m]].rank);
+                for (int r = lo; r <= hi; r++, pieces++)
+                    render_add(b, "%s%d", i || r > lo ? ", " : "", r);
             }
             i = k + 1;
         }
     }
     if (i < n)
-        render_add(b, " and %zu more", n - i);
+        render_add(b, " and %zu more", merge_count(j, sel + i, n - i));
 }
 
 /* Processes of one status grouped by their short phrase: sel (indexes into procs) sorted by why, then by
@@ -526,7 +545,7 @@ static void merge_verdict_line(struct merge_job *j)
     if (n) {
         render_add(&b, "%s", nparts ? "; " : "");
         merge_list(&b, j, sel, n);
-        render_add(&b, " %s missing (no report)", n == 1 ? "is" : "are");
+        render_add(&b, " %s missing (no report)", merge_count(j, sel, n) == 1 ? "is" : "are");
     }
 out:
     if (b.p && !b.oom)
@@ -544,36 +563,41 @@ static int merge_cmp_int(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Adds the ranks below the world size that no report names, as missing. */
+/* Adds the ranks below the world size that no report names, as missing: one entry per run of them between the
+ * ranks present, so that memory and time follow the reports, not the world size one of them claims. */
 static int merge_add_missing(struct merge_job *j)
 {
-    size_t missing = 0, nr = 0, have_n = j->nprocs;
+    size_t nr = 0, have_n = j->nprocs;
+    struct merge_proc *np;
+    long long next = 0; /* the lowest rank not yet known present or missing */
     int *ranks;
     if (!j->ranked || j->world_size <= 0)
         return 0;
     ranks = malloc((have_n ? have_n : 1) * sizeof *ranks);
-    if (!ranks)
+    /* at most one run before each rank present and one after the last */
+    np = realloc(j->procs, (have_n + have_n + 1) * sizeof *np);
+    if (!ranks || !np) {
+        free(ranks);
+        if (np)
+            j->procs = np;
         return ENOMEM;
+    }
+    j->procs = np;
     for (size_t k = 0; k < have_n; k++)
         if (j->procs[k].rank >= 0)
             ranks[nr++] = j->procs[k].rank;
     qsort(ranks, nr, sizeof *ranks, merge_cmp_int);
-    for (int pass = 0; pass < 2; pass++) {
-        size_t at = 0;
-        for (long long r = 0; r < j->world_size; r++) {
-            while (at < nr && ranks[at] < r)
-                at++;
-            if (at < nr && ranks[at] == r)
-                continue;
-            if (pass == 0) {
-                missing++;
-                continue;
-            }
+    for (size_t at = 0; at <= nr && next < j->world_size; at++) {
+        long long upto = at < nr ? ranks[at] : j->world_size; /* the run is [next, upto) */
+        if (upto > j->world_size)
+            upto = j->world_size;
+        if (upto > next) {
             struct merge_proc *p = &j->procs[j->nprocs++];
             memset(p, 0, sizeof *p);
             p->host = "";
             p->pid = -1;
-            p->rank = (int)r;
+            p->rank = (int)next;
+            p->rank_last = (int)(upto - 1);
             p->local_rank = -1;
             p->status = MERGE_MISSING;
             snprintf(p->what, sizeof p->what,
@@ -581,17 +605,8 @@ static int merge_add_missing(struct merge_job *j)
                      "or _exit)");
             snprintf(p->why, sizeof p->why, "missing");
         }
-        if (pass == 0) {
-            struct merge_proc *np;
-            if (!missing)
-                break;
-            np = realloc(j->procs, (j->nprocs + missing) * sizeof *np);
-            if (!np) {
-                free(ranks);
-                return ENOMEM;
-            }
-            j->procs = np;
-        }
+        if (at < nr && ranks[at] + 1 > next)
+            next = ranks[at] + 1;
     }
     free(ranks);
     return 0;
@@ -719,12 +734,12 @@ static int merge_one(struct merge_job *j, const struct merge_report *reps, const
             p = &j->procs[j->nprocs++];
             p->host = host;
             p->pid = pid;
-            p->rank = p->local_rank = -1;
+            p->rank = p->rank_last = p->local_rank = -1;
             p->rep_first = i;
         }
         p->rep_count++;
         if (rank >= 0 && rank < 100000000) {
-            p->rank = (int)rank;
+            p->rank = p->rank_last = (int)rank;
             j->ranked = 1;
         }
         if (json_get_int(proc, "local_rank", -1) >= 0 && json_get_int(proc, "local_rank", -1) < 100000000)

@@ -31,14 +31,16 @@ enum merge_status {
     MERGE_FAULTED,    /* it wrote a fault report */
     MERGE_COLLATERAL, /* a hang report: stopped, aborted, timed out, or asked for a snapshot */
     MERGE_CLEAN,      /* an exit record: it saw no fault */
-    MERGE_MISSING,    /* a rank below the world size that left no report */
+    MERGE_MISSING,    /* ranks below the world size that left no report */
 };
 
-/* One process of the job (a rank, or a process without rank fields), or a missing rank. */
+/* One process of the job (a rank, or a process without rank fields), or a run of missing ranks: one entry for
+ * every gap between the ranks present, so that what one report claims as its world size costs no memory. */
 struct merge_proc {
     const char *host;                 /* process.hostname, "" when the report lacks it */
-    long long pid;                    /* process.pid, -1 for a missing rank */
-    int rank;                         /* process.rank, -1 when it has none */
+    long long pid;                    /* process.pid, -1 for missing ranks */
+    int rank;                         /* process.rank, -1 when it has none; missing: the first of the run */
+    int rank_last;                    /* missing: the last rank of the run; otherwise rank */
     int local_rank;                   /* process.local_rank, -1 when it has none */
     const struct merge_report *fault; /* its fault report (the first by time), or NULL */
     const struct merge_report *hang;  /* its hang report (the newest), or NULL */
@@ -83,8 +85,11 @@ int merge_is_job(const struct merge_job *j);
 
 /* Whether another process of the job has p's rank (a forked child inherits its parent's). */
 int merge_rank_shared(const struct merge_job *j, const struct merge_proc *p);
-/* How a process is named in lists: "rank 2", "process 4242"; with its pid when another process has its rank. */
+/* How a process is named in lists: "rank 2", "process 4242"; with its pid when another process has its rank;
+ * missing ranks "ranks 5-9999999". */
 void merge_label(const struct merge_job *j, const struct merge_proc *p, char *out, size_t outsz);
+/* How many ranks (or processes) the entries sel[0..n) of j->procs stand for: a run of missing ranks counts all. */
+size_t merge_count(const struct merge_job *j, const size_t *sel, size_t n);
 
 struct render_buf;
 /* Appends the processes sel[0..n) (indexes into j->procs, in order) as "rank 3", "ranks 0-511, 513-1023", or by

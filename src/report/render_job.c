@@ -141,7 +141,7 @@ static void merge_group_lines(struct render_buf *b, const struct merge_job *j)
             free(hs);
         }
         merge_list(&head, j, sel + s, e - s);
-        render_add(&head, " (%zu %s", e - s, j->ranked ? "ranks" : "processes");
+        render_add(&head, " (%zu %s", merge_count(j, sel + s, e - s), j->ranked ? "ranks" : "processes");
         if (hosts > 1)
             render_add(&head, " on %zu hosts", hosts);
         render_add(&head, "): ");
@@ -338,6 +338,10 @@ void merge_write_json(const struct merge_job *j, const struct merge_report *reps
         if (p->rank >= 0) {
             jw_key(w, "rank");
             jw_int(w, p->rank);
+        }
+        if (p->status == MERGE_MISSING && p->rank_last > p->rank) {
+            jw_key(w, "last_rank"); /* a run of missing ranks: rank .. last_rank */
+            jw_int(w, p->rank_last);
         }
         if (p->local_rank >= 0) {
             jw_key(w, "local_rank");

@@ -102,7 +102,9 @@ static int sym_elf_base(const char *path, unsigned long long *base)
     size_t i, phnum, phentsize;
     off_t phoff;
 
-    fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* non-blocking: a report may name a FIFO or a terminal as a module, whose open would wait for a writer;
+     * only a regular file goes on (to addr2line too) */
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0)
         return -1;
     if (fstat(fd, &sb) || !S_ISREG(sb.st_mode))
@@ -630,7 +632,8 @@ int symbolize_docs(struct json *const *docs, size_t ndocs, int *changed)
 
 /* ---- files ---- */
 
-int symbolize_load(const char *path, struct json **doc, char *why, size_t whylen)
+/* symbolize_load, and with own symbolize_load_own. */
+static int symbolize_read(const char *path, struct json **doc, char *why, size_t whylen, int own)
 {
     struct json_error jerr;
     struct stat sb;
@@ -641,7 +644,12 @@ int symbolize_load(const char *path, struct json **doc, char *why, size_t whylen
 
     *doc = NULL;
     /* non-blocking, so that a FIFO named like a report is refused below instead of waiting for a writer */
-    fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | (own ? O_NOFOLLOW : 0));
+    if (fd < 0 && own && errno == ELOOP) {
+        snprintf(why, whylen, "%s is a symbolic link, not a report culprit wrote: not read", path);
+        rc = SYMBOLIZE_EFOREIGN;
+        goto out;
+    }
     if (fd < 0 || fstat(fd, &sb) != 0) {
         snprintf(why, whylen, "cannot read %s: %s", path, strerror(errno));
         rc = SYMBOLIZE_EREAD;
@@ -650,6 +658,12 @@ int symbolize_load(const char *path, struct json **doc, char *why, size_t whylen
     if (!S_ISREG(sb.st_mode)) {
         snprintf(why, whylen, "cannot read %s: it is not a regular file", path);
         rc = SYMBOLIZE_EREAD;
+        goto out;
+    }
+    if (own && sb.st_uid != geteuid()) {
+        snprintf(why, whylen, "%s belongs to another user (uid %lu), not a report culprit wrote: not read", path,
+                 (unsigned long)sb.st_uid);
+        rc = SYMBOLIZE_EFOREIGN;
         goto out;
     }
     if ((unsigned long long)sb.st_size > SYMBOLIZE_MAX_REPORT) {
@@ -701,6 +715,16 @@ out:
         close(fd);
     free(buf);
     return rc;
+}
+
+int symbolize_load(const char *path, struct json **doc, char *why, size_t whylen)
+{
+    return symbolize_read(path, doc, why, whylen, 0);
+}
+
+int symbolize_load_own(const char *path, struct json **doc, char *why, size_t whylen)
+{
+    return symbolize_read(path, doc, why, whylen, 1);
 }
 
 /* Replaces the report at path (not a symlink) with doc, atomically. Only a regular file of one's own is replaced,

@@ -47,7 +47,7 @@ def _(b):
     check(base.rc == -signal.SIGABRT, "the simulated driver did not abort after its dump\n" + base.describe())
     res, rdir = flaky(b, ENV, ("--coredump",))
     check(res.rc == -signal.SIGABRT, "culprit run did not pass the abort through\n" + res.describe())
-    dumps = glob.glob(os.path.join(rdir, "gpucore-*.nvcudmp"))
+    dumps = glob.glob(os.path.join(rdir, "coredumps-*", "gpucore-*.nvcudmp"))
     check(len(dumps) == 1, "no GPU core dump in the report directory: %s" % os.listdir(rdir))
     rep = only_report(rdir, res)
     check(rep.get("kind") == "fault", "the report of a process the driver aborted after a GPU exception is %r" %
@@ -109,7 +109,7 @@ def _(b):
     # Without a debugger the dump stays, the report keeps record mode's window, and one line says why.
     res, rdir = flaky(b, dict(ENV, CULPRIT_CUDA_GDB=os.path.join(b.newdir("none"), "cuda-gdb")), ("--coredump",))
     check("was not found" in res.err_text, "no word of the missing debugger\n" + res.describe())
-    check(glob.glob(os.path.join(rdir, "gpucore-*.nvcudmp")), "the dump is gone")
+    check(glob.glob(os.path.join(rdir, "coredumps-*", "gpucore-*.nvcudmp")), "the dump is gone")
     rep = only_report(rdir, res)
     check("coredump" not in rep and rep["verdict"]["certainty"] == "candidates", "verdict %r" % rep["verdict"])
 
@@ -119,7 +119,8 @@ def _(b):
     # The user's own core dump settings win: culprit adds none, so the dump goes where the user said.
     mine = os.path.join(b.newdir("mine"), "core-%p")
     res, rdir = flaky(b, dict(ENV, CUDA_ENABLE_COREDUMP_ON_EXCEPTION="1", CUDA_COREDUMP_FILE=mine), ("--coredump",))
-    check(not glob.glob(os.path.join(rdir, "gpucore-*")), "culprit overrode the user's CUDA_COREDUMP_FILE")
+    check(not glob.glob(os.path.join(rdir, "coredumps-*")) and not glob.glob(os.path.join(rdir, "gpucore-*")),
+          "culprit overrode the user's CUDA_COREDUMP_FILE")
     check(glob.glob(os.path.join(os.path.dirname(mine), "core-*")), "the user's dump was not written")
 
 

@@ -330,9 +330,12 @@ def _(b):
     want = "job of 3 ranks (torchrun): no rank faulted; rank 0 saw no fault; ranks 1, 2 are missing (no report)"
     check(res.rc == 0 and verdict_line(res.out_text) == want, "verdict line, expected\n  %s\n%s" % (want,
                                                                                                   res.describe()))
-    check((rank_lines(res.out_text).get(1) or "").startswith("rank 1: missing: no report (it launched no kernels"),
-          "rank 1's line\n" + res.out_text)
-    check_job_json(b, rdir, {0: "clean", 1: "missing", 2: "missing"}, None)
+    # the missing ranks are one run, one line and one JSON entry (rank .. last_rank), whatever their number
+    check("\nculprit:   ranks 1, 2: missing: no report (it launched no kernels" in res.out_text,
+          "the missing ranks' line\n" + res.out_text)
+    job = check_job_json(b, rdir, {0: "clean", 1: "missing"}, None)
+    check([p.get("last_rank") for p in job["processes"]] == [None, 2], "the run of missing ranks in JSON: %r" %
+          job["processes"])
 
 
 @case("rank_exit_record")

@@ -12,9 +12,11 @@
 #include "check.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* A candidate launch: seq, kernel (readable), mangled, grid x, block x. */
@@ -385,6 +387,12 @@ int main(void) {
   CHECK(tritonsrc_find(py, 1, &found, why, sizeof why) == ESRCH && strstr(why, "not inside a function"), "%s", why);
   CHECK(tritonsrc_find(py, 999, &found, why, sizeof why) == ESRCH && strstr(why, "changed after"), "%s", why);
   CHECK(tritonsrc_find("/nonexistent/k.py", 3, &found, why, sizeof why) == ENOENT, "%s", why);
+  /* a FIFO named by an assert line is refused, not waited on for a writer that never comes */
+  char fifo[PATH_MAX];
+  snprintf(fifo, sizeof fifo, "%s/fifo.py", dir);
+  CHECK(mkfifo(fifo, 0600) == 0, "mkfifo: %s", strerror(errno));
+  CHECK(tritonsrc_find(fifo, 3, &found, why, sizeof why) == EINVAL && strstr(why, "not a regular file"), "%s", why);
+  unlink(fifo);
   /* Triton 2 appended the arguments' specialization to the name; nothing else passes for the function's name */
   CHECK(tritonsrc_same_kernel("gather_rows_kernel", 18, "gather_rows_kernel"));
   CHECK(tritonsrc_same_kernel("gather_rows_kernel_0d1d2de", 26, "gather_rows_kernel"));

@@ -446,11 +446,40 @@ int main(void) {
   CHECK(g_nj == 1);
   if (g_nj == 1) {
     const struct merge_job *j = &g_jobs[0];
-    CHECK(j->nprocs == 7, "%zu entries (3 processes, 4 missing ranks)", j->nprocs);
-    CHECK(rank_of(j, 4) && rank_of(j, 4)->status == MERGE_MISSING && rank_of(j, 4)->pid == -1);
+    CHECK(j->nprocs == 4, "%zu entries (3 processes, one run of 4 missing ranks)", j->nprocs);
+    CHECK(rank_of(j, 2) && rank_of(j, 2)->status == MERGE_MISSING && rank_of(j, 2)->pid == -1 &&
+          rank_of(j, 2)->rank_last == 5);
     CHECK(HAS(j->verdict, "ranks 2-5 are missing (no report)"), "%s", j->verdict);
     CHECK(HAS(j->verdict, "rank 1 (pid 301), rank 1 (pid 309) saw no fault"), "%s", j->verdict);
     CHECK(rank_of(j, 1) && HAS(rank_of(j, 1)->what, "status 3"), "%s", rank_of(j, 1)->what);
+  }
+  reset();
+
+  /* one report claiming a world of ten million: the missing ranks are two runs, not ten million entries (which
+   * took 61 s and 12.9 GB), and the text and JSON name them as runs */
+  fault("r/culprit-vm-310.json", proc(p[0], sizeof p[0], 310, "vm", 4, 10000000, run), 10, "k(int)", "a.py", 1);
+  exitrec("r/culprit-vm-311-exit.json", proc(p[1], sizeof p[1], 311, "vm", 2, 3, run), 0);
+  merge();
+  CHECK(g_nj == 1);
+  if (g_nj == 1) {
+    const struct merge_job *j = &g_jobs[0];
+    struct render_opts ro = {.brief = 1};
+    CHECK(j->nprocs == 5, "%zu entries (2 processes, runs 0-1, 3, 5-9999999)", j->nprocs);
+    CHECK(HAS(j->verdict, "job of 10000000 ranks (torchrun): rank 4 faulted first") &&
+              HAS(j->verdict, "; ranks 0, 1, 3, 5-9999999 are missing (no report)"),
+          "%s", j->verdict);
+    char *text = merge_render(j, g_reps, &ro);
+    CHECK(text && HAS(text, "\nculprit:   ranks 5-9999999: missing: no report") &&
+              HAS(text, "\nculprit:   ranks 0, 1: missing: no report") && HAS(text, "\nculprit:   rank 3: missing:"),
+          "%s", text ? text : "(null)");
+    free(text);
+    struct json *doc = job_json(j);
+    const struct json *procs = json_get(doc, "processes");
+    CHECK(json_len(procs) == 5, "%zu JSON entries", json_len(procs));
+    CHECK(json_get_int(json_at(procs, 4), "rank", -1) == 5 &&
+              json_get_int(json_at(procs, 4), "last_rank", -1) == 9999999 && !json_get(json_at(procs, 2), "last_rank"),
+          "the runs in JSON");
+    json_free(doc);
   }
   reset();
 

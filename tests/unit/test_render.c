@@ -642,6 +642,26 @@ static int test_symbolize(void) {
           why);
     unlink(bad);
 
+    /* a report naming a FIFO as a module: the module is passed over at once (opening it blocking waited for a
+     * writer forever), the frame left as it was */
+    {
+      char fifo[1100], rep[1400];
+      struct json *doc = NULL;
+      snprintf(fifo, sizeof fifo, "%s/libfifo.so", dir);
+      CHECK(mkfifo(fifo, 0600) == 0, "mkfifo: %s", strerror(errno));
+      snprintf(rep, sizeof rep,
+               "{\"schema\":\"culprit.report/1\",\"error\":{\"stack\":[{\"module\":\"%s\",\"offset\":\"0x10\"}]}}",
+               fifo);
+      write_file(bad, rep);
+      CHECK(symbolize_file(bad, why, sizeof why) == SYMBOLIZE_OK, "a FIFO as a module: %s", why);
+      CHECK(symbolize_load(bad, &doc, why, sizeof why) == SYMBOLIZE_OK &&
+                !json_get(json_at(json_get(json_get(doc, "error"), "stack"), 0), "line"),
+            "the FIFO's frame got a line");
+      json_free(doc);
+      unlink(fifo);
+      unlink(bad);
+    }
+
     /* a symlink to a report: the report it names is rewritten, the link stays a link */
     {
       struct json *doc = NULL;
