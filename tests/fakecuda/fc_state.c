@@ -493,17 +493,23 @@ void fc_ctx_discard(struct fc_ctx *ctx)
 
 /* ---- faults ----------------------------------------------------------------------------------------------- */
 
-/* The device prints the failed assertion on the process's stdout; one write so lines never interleave. */
-static void fc_print_assert(const struct fc_op *op)
+/* The failed assertion goes into the device's printf buffer, which the driver prints on the process's stdout at
+ * the next synchronize (fc_printf_flush), not when the error surfaces at some other call. */
+static void fc_hold_assert(struct fc_ctx *ctx, const struct fc_op *op)
 {
-    char buf[512];
-    int n = snprintf(buf, sizeof buf,
-                     "fake.cu:8: void %s(...): block: [1,0,0], thread: [3,0,0] Assertion `idx < n` failed.\n",
-                     op->func ? op->func->plain : "kernel");
-    if (n > (int)sizeof buf - 1)
-        n = (int)sizeof buf - 1;
-    if (write(1, buf, (size_t)n) < 0) { /* stdout closed: nothing to report to */
+    snprintf(ctx->held, sizeof ctx->held,
+             "fake.cu:8: void %s(...): block: [1,0,0], thread: [3,0,0] Assertion `idx < n` failed.\n",
+             op->func ? op->func->plain : "kernel");
+}
+
+void fc_printf_flush(struct fc_ctx *ctx)
+{
+    size_t n = ctx ? strlen(ctx->held) : 0;
+    if (!n)
+        return;
+    if (write(1, ctx->held, n) < 0) { /* one write, so lines never interleave; stdout closed: no one to tell */
     }
+    ctx->held[0] = '\0';
 }
 
 static CUresult fc_raise(struct fc_ctx *ctx, const struct fc_op *op)
@@ -512,7 +518,7 @@ static CUresult fc_raise(struct fc_ctx *ctx, const struct fc_op *op)
     fc_coredump(op);
     ctx->sticky = op->fault;
     if (op->fault == CUDA_ERROR_ASSERT)
-        fc_print_assert(op);
+        fc_hold_assert(ctx, op);
     fc_ctx_discard(ctx);
     return ctx->sticky;
 }
