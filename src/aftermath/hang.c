@@ -28,11 +28,14 @@
 #include "../report/demangle.h"
 #include "../stack/threads.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -56,6 +59,9 @@ static _Atomic int g_req_pid;         /* ... and its sender, 0 if unknown */
 static _Atomic int g_stop_state;      /* a stop signal's report: 0 none yet, 1 under way, 2 done */
 static _Atomic int g_written;         /* hang reports written */
 static pthread_once_t g_fork_once = PTHREAD_ONCE_INIT;
+static char g_last_path[CFG_DIR_MAX + 160]; /* the last hang report written (the watcher writes it) */
+static _Atomic uint64_t g_last_ino;         /* its inode while culprit run is to replace it with the device's
+                                             * answer (wait_for_device_query); 0 when there is nothing to wait for */
 
 int hang_written(void) { return atomic_load_explicit(&g_written, memory_order_relaxed); }
 
@@ -65,6 +71,25 @@ static void nap_ms(long ms) {
 }
 
 /* ---- requests from signal handlers (async-signal-safe) ---- */
+
+/* A stop signal's report is the process's last while its context is alive: culprit run, which said it will ask
+ * (CULPRIT_RUN_PID, CULPRIT_DEVICE_WAIT), attaches a debugger to ask the device which kernels are running and
+ * replaces the report with the answer, a new file at the same path. The handler waits for that replacement,
+ * CULPRIT_DEVICE_WAIT at most, and not at all when no such culprit run is there (gone, or never said so), so that
+ * nothing can hold the program's own handling for long. stat, kill and nanosleep are async-signal-safe. */
+static void wait_for_device_query(void) {
+  uint64_t ino = atomic_load_explicit(&g_last_ino, memory_order_acquire);
+  if (!ino) return;
+  int saved = errno;
+  uint64_t until = cp_mono_ns() + (uint64_t)g_cfg->device_wait_ms * 1000000ull;
+  while (cp_mono_ns() < until) {
+    struct stat st;
+    if (stat(g_last_path, &st) != 0 || (uint64_t)st.st_ino != ino) break;
+    if (kill(g_cfg->run_pid, 0) != 0 && errno == ESRCH) break;
+    nap_ms(10);
+  }
+  errno = saved;
+}
 
 void hang_request(int sig, int sender_pid, int stop, const void *uc) {
   int fd = atomic_load_explicit(&g_wfd, memory_order_acquire);
@@ -97,6 +122,7 @@ void hang_request(int sig, int sender_pid, int stop, const void *uc) {
   (void)w;
   while (atomic_load_explicit(&g_served, memory_order_acquire) < ticket && cp_mono_ns() < until) nap_ms(2);
   threads_handler_leave();
+  if (stop && atomic_load_explicit(&g_served, memory_order_acquire) >= ticket) wait_for_device_query();
   if (stop) atomic_store_explicit(&g_stop_state, 2, memory_order_release);
 }
 
@@ -193,6 +219,17 @@ static int confirm_pending(struct followed *f, uint64_t after) {
 
 /* ---- the watcher ---- */
 
+/* After hang_write (rc its result), in the watcher: counts the report and, when culprit run said it will ask the
+ * device about it, keeps its inode for wait_for_device_query (0: nothing to wait for). */
+static void written(int rc) {
+  uint64_t ino = 0;
+  struct stat st;
+  if (rc == 0) atomic_fetch_add_explicit(&g_written, 1, memory_order_relaxed);
+  if (rc == 0 && g_cfg->run_pid > 0 && g_cfg->device_wait_ms && stat(g_last_path, &st) == 0) ino = (uint64_t)st.st_ino;
+  /* release: a handler that acquires the inode sees the path written with it (and served's release follows) */
+  atomic_store_explicit(&g_last_ino, ino, memory_order_release);
+}
+
 static int tick_ms(void) {
   uint32_t t = g_cfg->hang_timeout_ms / 8;
   if (!g_cfg->hang_timeout_ms || t > TICK_MAX_MS) return TICK_MAX_MS;
@@ -226,16 +263,16 @@ static void *watch(void *arg) {
     /* acquire: pairs with the handlers' fetch_add; their signal and sender are visible */
     uint64_t asked = atomic_load_explicit(&g_requested, memory_order_acquire);
     if (asked > atomic_load_explicit(&g_served, memory_order_relaxed)) {
-      if (hang_write(g_cfg, atomic_load_explicit(&g_req_sig, memory_order_relaxed),
-                     atomic_load_explicit(&g_req_pid, memory_order_relaxed), stalled_ms, now) == 0)
-        atomic_fetch_add_explicit(&g_written, 1, memory_order_relaxed);
+      written(hang_write(g_cfg, atomic_load_explicit(&g_req_sig, memory_order_relaxed),
+                         atomic_load_explicit(&g_req_pid, memory_order_relaxed), stalled_ms, now, g_last_path,
+                         sizeof g_last_path));
       /* release: the handlers waiting see the report done; requests made meanwhile share this report */
       atomic_store_explicit(&g_served, atomic_load_explicit(&g_requested, memory_order_acquire), memory_order_release);
       continue;
     }
     if (timeout_ns && pending && !stall_reported && now - last_progress >= timeout_ns && fault_state() == 0 &&
         confirm_pending(&g_follow, v.after_seq) == 1) {
-      if (hang_write(g_cfg, 0, 0, stalled_ms, now) == 0) atomic_fetch_add_explicit(&g_written, 1, memory_order_relaxed);
+      written(hang_write(g_cfg, 0, 0, stalled_ms, now, g_last_path, sizeof g_last_path));
       stall_reported = 1; /* the next one waits for progress and another stall */
     }
   }
@@ -253,6 +290,7 @@ static void after_fork_child(void) {
   atomic_store_explicit(&g_served, 0, memory_order_relaxed);
   atomic_store_explicit(&g_stop_state, 0, memory_order_relaxed);
   atomic_store_explicit(&g_written, 0, memory_order_relaxed);
+  atomic_store_explicit(&g_last_ino, 0, memory_order_relaxed);
   memset(&g_follow, 0, sizeof g_follow);
   threads_after_fork();
   atomic_store_explicit(&hang_started, 0, memory_order_relaxed);
@@ -266,6 +304,9 @@ void hang_start(const struct cp_config *cfg) {
     return;
   g_cfg = cfg;
   pthread_once(&g_fork_once, register_fork);
+  /* where ptrace is restricted to descendants (Yama's ptrace_scope 1), culprit run and the debugger it starts may
+   * attach only if this process says so; without Yama the call fails and changes nothing */
+  if (cfg->run_pid > 0) prctl(PR_SET_PTRACER, (unsigned long)cfg->run_pid, 0, 0, 0);
   demangle_ready(); /* a hang report must not need the loader (hang_write) */
   if (!cfg->hang_signals && !cfg->report_signal && !cfg->hang_timeout_ms) return; /* nothing to watch */
   int fds[2];

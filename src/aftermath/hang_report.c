@@ -168,27 +168,30 @@ static void emit_threads(struct jw *w, const struct taken_threads *tt) {
   }
 }
 
-static int hang_write_report(const struct cp_config *cfg, int sig, int sender, uint64_t stalled_ms, uint64_t now);
+static int hang_write_report(const struct cp_config *cfg, int sig, int sender, uint64_t stalled_ms, uint64_t now,
+                             char *path, size_t pathlen);
 
-int hang_write(const struct cp_config *cfg, int sig, int sender, uint64_t stalled_ms, uint64_t now) {
+int hang_write(const struct cp_config *cfg, int sig, int sender, uint64_t stalled_ms, uint64_t now, char *path,
+               size_t pathlen) {
   /* The request may come from a signal handler whose thread was interrupted inside the dynamic loader (dlsym,
    * dladdr, dlopen), holding its lock until the handler returns, which waits for this report: nothing below may
    * take that lock. Frames are described from /proc/self/maps (module and offset: the command names their
    * functions when it symbolizes the report), the demangler was found at start. */
   struct stack_maps *maps = sig ? stack_maps_read() : NULL; /* a timeout's report interrupted no one */
   emit_use_maps(maps);
-  int rc = hang_write_report(cfg, sig, sender, stalled_ms, now);
+  int rc = hang_write_report(cfg, sig, sender, stalled_ms, now, path, pathlen);
   emit_use_maps(NULL);
   stack_maps_free(maps);
   return rc;
 }
 
-static int hang_write_report(const struct cp_config *cfg, int sig, int sender, uint64_t stalled_ms, uint64_t now) {
+static int hang_write_report(const struct cp_config *cfg, int sig, int sender, uint64_t stalled_ms, uint64_t now,
+                             char *path, size_t pathlen) {
   struct emit_snap s = {0};
   static struct hang_pick p; /* the watcher's */
   struct jw w;
   struct cp_view v;
-  char path[CFG_DIR_MAX + 160], name[32];
+  char name[32];
 
   /* a fault report is the one that counts; none is written beside it (hang_request waited for it) */
   if (fault_state() != 0) return -1;
@@ -266,7 +269,7 @@ static int hang_write_report(const struct cp_config *cfg, int sig, int sender, u
 
   int rc = -1;
   /* a fault report that began meanwhile wins: this one is dropped rather than written beside it */
-  if (!w.err && fault_state() == 0) rc = emit_write_file(cfg->dir, "-hang", w.buf, w.len, path, sizeof path);
+  if (!w.err && fault_state() == 0) rc = emit_write_file(cfg->dir, "-hang", w.buf, w.len, path, (unsigned)pathlen);
   if (!w.err && (rc == 0 || fault_state() == 0)) {
     int err = rc > 0 ? rc : ENOMEM;
     struct render_opts ro = {.brief = cfg->quiet, .path = rc ? NULL : path};

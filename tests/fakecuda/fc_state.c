@@ -8,6 +8,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -547,6 +548,26 @@ static const struct fc_fault *fc_spec_for(struct fc_fault *specs, int n, const s
     return first;
 }
 
+/* FAKECUDA_RUNNING=DIR: a launch that never completes (FAKECUDA_HANG without ms) is what the device runs from now
+ * on; it is added as a line "NAME GX,GY,GZ BX,BY,BZ DEVICE" to DIR/running-PID, which the tests' stand-in for
+ * cuda-gdb reads when it is attached to this process. */
+static void fc_note_running(const struct fc_op *op, int device)
+{
+    const char *dir = getenv("FAKECUDA_RUNNING");
+    char path[4096], line[400];
+    if (!dir || !*dir || !op->func)
+        return;
+    snprintf(path, sizeof path, "%s/running-%ld", dir, (long)getpid());
+    int n = snprintf(line, sizeof line, "%s %u,%u,%u %u,%u,%u %d\n", op->func->plain, op->grid[0], op->grid[1],
+                     op->grid[2], op->block[0], op->block[1], op->block[2], device);
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return;
+    if (n > 0 && write(fd, line, (size_t)n) < 0) { /* a test's file: nothing to do about it */
+    }
+    close(fd);
+}
+
 /* Whether a kernel op will fault when it runs, and from when it can complete (a launch started running when
  * it was queued: a GPU does not wait for the host to ask). */
 static void fc_script(struct fc_op *op)
@@ -680,6 +701,8 @@ CUresult fc_enqueue(struct fc_stream *s, struct fc_op *op)
         fc_g.launches++;
         op->func->launches++;
         fc_script(op);
+        if (op->ready_ns == FC_NEVER)
+            fc_note_running(op, s->ctx->device);
     }
     op->next = NULL;
     if (s->tail)
