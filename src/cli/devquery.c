@@ -449,9 +449,10 @@ static struct json *devq_ask(const struct devq *q, long pid, struct devq_kernel 
     } else {
         snprintf(pidtxt, sizeof pidtxt, "%ld", pid);
         char *argv[] = {(char *)gdb, "-nx", "-batch", "-p", pidtxt, "-ex", "info cuda kernels", NULL};
+        /* in a group of its own: a ^C meant for the program must not stop the question (the launcher's SIGINT case) */
         struct subproc_opts o = {-1, 1, "TERM=dumb", q->timeout_s, DEVQ_OUTPUT_MAX};
         devq_put_str(dq, "debugger", gdb);
-        rc = subproc_capture(argv, &o, &res);
+        rc = subproc_capture_alone(argv, &o, &res);
         if (rc == -2) {
             status = "no debugger";
             snprintf(why, sizeof why, "%s could not be started", gdb);
