@@ -218,6 +218,42 @@ static struct json *devq_stream_of(struct json *doc, const struct json *l)
     return NULL;
 }
 
+#define DEVQ_QUEUED 8 /* launches "queued" lists, as the library's report does */
+
+/* After the device named the launch in flight: the former candidates after it on its stream had not started, so
+ * they are queued behind it, before those the library listed as queued (which came after the last candidate). */
+static int devq_requeue(struct json *doc, struct json *stream)
+{
+    const struct json *culprit = json_get(doc, "culprit"), *before = json_get(doc, "candidates_before_device");
+    const struct json *queued = json_get(doc, "queued");
+    struct json *arr = json_new(JSON_ARR);
+    long long seq = json_get_int(culprit, "seq", -1), n = 0;
+    if (!arr)
+        return ENOMEM;
+    for (size_t i = 0; i < json_len(before) + json_len(queued); i++) {
+        int mine = i < json_len(before);
+        const struct json *l = mine ? json_at(before, i) : json_at(queued, i - json_len(before));
+        if (mine && (!devq_same_stream(l, culprit) || json_get_int(l, "seq", -1) <= seq))
+            continue;
+        n += mine;
+        if (json_len(arr) >= DEVQ_QUEUED)
+            continue;
+        struct json *copy = promote_copy(l);
+        if (!copy || json_append(arr, copy) != 0) {
+            json_free(copy);
+            json_free(arr);
+            return ENOMEM;
+        }
+    }
+    if (!n) {
+        json_free(arr);
+        return 0;
+    }
+    if (json_put(doc, "queued", arr) != 0)
+        return ENOMEM;
+    return stream && json_put(stream, "queued", json_new_int(json_get_int(stream, "queued", 0) + n)) ? ENOMEM : 0;
+}
+
 static int devq_extend_reason(struct json *doc, const char *more)
 {
     struct json *v = (struct json *)json_get(doc, "verdict");
@@ -355,6 +391,8 @@ int devq_tie(struct json *doc, const struct devq_kernel *k, int n, struct json *
                     break;
                 }
         }
+        if (!rc)
+            rc = devq_requeue(doc, stream);
         *changed = rc == 0;
         goto out;
     }

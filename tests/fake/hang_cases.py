@@ -622,7 +622,9 @@ def _(b):
     check([x.get("seq") for x in rep.get("candidates_before_device") or []] == [2, 3, 5, 6] and
           not rep["candidates"], "candidates %r before %r" % (rep["candidates"], rep.get("candidates_before_device")))
     st = rep["streams"][0]
-    check(st.get("in_flight") == 4 and "in_flight_window" not in st, "streams %r" % rep["streams"])
+    check(st.get("in_flight") == 4 and "in_flight_window" not in st and st.get("queued") == 2,
+          "streams %r" % rep["streams"])
+    check([q.get("seq") for q in rep.get("queued") or []] == [5, 6], "queued %r" % rep.get("queued"))
     text = cases.joined(res.err_text)
     check("the launch in flight: vec_fill" in text and "the device was running vec_fill" in text,
           "culprit run did not show the device's answer\n" + res.describe())
