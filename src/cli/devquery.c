@@ -45,6 +45,7 @@ struct devq {
     double timeout_s;                 /* the debugger's time on one process */
     pid_t self;                       /* this command */
     char host[256];                   /* this host, as reports name it */
+    char run_id[160];                 /* culprit run's id for its run (process.run_id of its reports) */
     struct devq_seen seen[DEVQ_SEEN]; /* report versions looked at (the thread's) */
     size_t nseen;                     /* entries in seen */
 };
@@ -118,7 +119,7 @@ static void devq_base(const char *s, char *out, size_t n)
 
 int devq_parse(const char *text, struct devq_kernel *k, int max)
 {
-    int n = 0, table = 0;
+    int n = 0, table = 0, rows = 0;
     for (const char *s = text; *s;) {
         const char *nl = strchr(s, '\n');
         size_t len = nl ? (size_t)(nl - s) : strlen(s);
@@ -131,37 +132,43 @@ int devq_parse(const char *text, struct devq_kernel *k, int max)
             table = 1;
             continue;
         }
-        if (!table || n >= max)
-            continue;
-        /* "*      0      -   0    1 Active 0x00000001 (4,1,1) (64,1,1) step(x=0x7f0000000000, n=20)" */
+        /* a row: "*      0      -   0    1 Active 0x00000001 (4,1,1) (64,1,1) step(x=0x7f0000000000, n=20)",
+         * the focus's marked with "*"; the columns before GridDim are read by position where there are six
+         * (Kernel Parent Dev Grid Status SMs-Mask), and only the two triples and the invocation are required */
         const char *p = line;
         while (*p == ' ' || *p == '*')
             p++;
-        long id, dev, grid_id;
-        char parent[32], status[32], mask[80];
-        int used = 0;
-        if (sscanf(p, "%ld %31s %ld %ld %31s %79s %n", &id, parent, &dev, &grid_id, status, mask, &used) < 6 || !used)
+        if (!table || !isdigit((unsigned char)*p))
             continue;
-        p += used;
+        rows++;
+        const char *g = strchr(p, '(');
+        if (!g || n >= max)
+            continue;
+        char head[256], *tok[8], *save = NULL;
+        int ntok = 0;
+        snprintf(head, sizeof head, "%.*s", (int)(g - p < (long)sizeof head ? g - p : (long)sizeof head - 1), p);
+        for (char *w = strtok_r(head, " \t", &save); w && ntok < 8; w = strtok_r(NULL, " \t", &save))
+            tok[ntok++] = w;
         struct devq_kernel *kk = &k[n];
-        if (cli_parse_triple(&p, kk->grid, '(', ')') != 0)
+        if (cli_parse_triple(&g, kk->grid, '(', ')') != 0)
             continue;
-        while (*p == ' ')
-            p++;
-        if (cli_parse_triple(&p, kk->block, '(', ')') != 0)
+        while (*g == ' ')
+            g++;
+        if (cli_parse_triple(&g, kk->block, '(', ')') != 0)
             continue;
-        while (*p == ' ')
-            p++;
-        snprintf(kk->invocation, sizeof kk->invocation, "%s", p);
+        while (*g == ' ')
+            g++;
+        snprintf(kk->invocation, sizeof kk->invocation, "%s", g);
         for (size_t e = strlen(kk->invocation); e && isspace((unsigned char)kk->invocation[e - 1]);)
             kk->invocation[--e] = '\0';
         devq_base(kk->invocation, kk->name, sizeof kk->name);
-        snprintf(kk->status, sizeof kk->status, "%s", status);
-        kk->device = dev;
+        snprintf(kk->status, sizeof kk->status, "%s", ntok == 6 ? tok[4] : "");
+        kk->device = ntok == 6 && isdigit((unsigned char)tok[2][0]) ? strtol(tok[2], NULL, 10) : -1;
         if (kk->name[0])
             n++;
     }
-    return table ? n : -1;
+    /* a table whose rows could not be read says nothing: that is not "no kernel runs" */
+    return table && !(rows && !n) ? n : -1;
 }
 
 /* ---- the tie ---- */
@@ -310,6 +317,8 @@ int devq_tie(struct json *doc, const struct devq_kernel *k, int n, struct json *
     *changed = 0;
     if (json_put(doc, "device_query", dq) != 0)
         return ENOMEM;
+    if (strcmp(json_get_str(dq, "status") ? json_get_str(dq, "status") : "", "answered") != 0)
+        return 0; /* not asked: the report only says why */
     if (json_is(culprit, JSON_OBJ)) {
         /* already exact from the breadcrumbs: the device confirms it, or says otherwise */
         int which = devq_which(culprit, k, n);
@@ -580,10 +589,12 @@ static void devq_one(struct devq *q, const char *name)
         return;
     const struct json *proc = json_get(doc, "process");
     const char *kind = json_get_str(doc, "kind"), *host = json_get_str(proc, "hostname");
+    const char *run = json_get_str(proc, "run_id");
     long pid = (long)json_get_int(proc, "pid", -1);
-    /* only this run's processes on this host, each report once */
+    /* only this run's processes on this host (a directory may be shared), each report once */
     if (!kind || strcmp(kind, "hang") != 0 || json_get(doc, "device_query") || pid <= 1 ||
-        (host && strcmp(host, q->host) != 0) || (devq_alive(pid) && !devq_descendant(pid, q->self))) {
+        (host && strcmp(host, q->host) != 0) || (run && q->run_id[0] && strcmp(run, q->run_id) != 0) ||
+        (devq_alive(pid) ? !devq_descendant(pid, q->self) : !run)) {
         json_free(doc);
         return;
     }
@@ -639,7 +650,7 @@ static void *devq_main(void *arg)
     }
 }
 
-struct devq *devq_start(const char *dir, double timeout_s)
+struct devq *devq_start(const char *dir, double timeout_s, const char *run_id)
 {
     struct devq *q = calloc(1, sizeof *q);
     pthread_condattr_t ca;
@@ -648,6 +659,7 @@ struct devq *devq_start(const char *dir, double timeout_s)
         return NULL;
     snprintf(q->dir, sizeof q->dir, "%s", dir);
     q->timeout_s = timeout_s;
+    snprintf(q->run_id, sizeof q->run_id, "%s", run_id ? run_id : "");
     q->self = getpid();
     if (gethostname(q->host, sizeof q->host) != 0)
         q->host[0] = '\0';

@@ -33,18 +33,20 @@ const char *devq_debugger(char *why, size_t whylen);
  * (the environment's, else DEVQ_WAIT_S) when a debugger is there to ask; NULL for both otherwise. */
 const char *devq_plan(const char *opt, double *timeout_s, const char **wait);
 
-/* Starts watching dir for hang reports of processes descended from this one (reports already there are left
- * alone); each is asked about within timeout_s. Returns NULL when the watch could not start (nothing is asked). */
-struct devq *devq_start(const char *dir, double timeout_s);
+/* Starts watching dir for hang reports of processes descended from this one, of run run_id (reports already there
+ * are left alone); each is asked about within timeout_s. Returns NULL when the watch could not start (nothing is
+ * asked then). */
+struct devq *devq_start(const char *dir, double timeout_s, const char *run_id);
 /* After the program ended: the reports written meanwhile get their answer (the process being gone, that it could
  * not be asked), then the watch ends and q is freed. NULL is fine. */
 void devq_stop(struct devq *q);
 
 /* Parses the debugger's `info cuda kernels` rows into k (at most max). Returns how many, or -1 when the output
- * holds no kernel table and does not say that no kernel runs. */
+ * holds no kernel table and does not say that no kernel runs, or holds rows none of which could be read. */
 int devq_parse(const char *text, struct devq_kernel *k, int max);
 
-/* Ties the running kernels to hang report doc, whose "device_query" object dq (taken over) gets what was found:
+/* Ties the running kernels to hang report doc, whose "device_query" object dq (taken over) gets what was found (a
+ * dq whose status is not "answered" is only added):
  * among the unfinished launches of each stream, the one in flight is the oldest whose kernel, grid and block are a
  * running kernel's; one such launch in all becomes the culprit ("by": "the device"), several narrow the candidates.
  * *changed is set when the verdict moved. Returns 0 or ENOMEM. */

@@ -558,7 +558,7 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus, int *faulted)
     }
     cli_child_pid = pid;
     sigprocmask(SIG_SETMASK, &oldmask, NULL);
-    struct devq *dq = cli_devq_timeout > 0 ? devq_start(abs, cli_devq_timeout) : NULL;
+    struct devq *dq = cli_devq_timeout > 0 ? devq_start(abs, cli_devq_timeout, cli_run_id) : NULL;
 
     /* The pipe closes on a successful exec; otherwise the child sends its errno first. */
     do

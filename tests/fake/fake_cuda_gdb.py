@@ -19,7 +19,7 @@ active and the switch fails (the focus lane's registers follow).
 it prints cuda-gdb's kernel table with the kernels FAKECUDA_RUNNING/running-PID lists (the launches the driver
 keeps running, tests/fakecuda/SPEC.md), or "No CUDA kernels.", then detaches. A PID that does not exist gets
 gdb's "ptrace: No such process.". FAKE_CUDA_GDB_ATTACH=refuse answers as gdb does where ptrace is refused (Yama),
-=fail prints nothing useful and exits 1, =gone answers as for a process that ended meanwhile, =hang never answers (the caller's time limit must stop it).
+=fail prints nothing useful and exits 1, =gone answers as for a process that ended meanwhile, =garbled prints a table no reader knows, =hang never answers (the caller's time limit must stop it).
 FAKE_CUDA_GDB_LOG=FILE appends the pid of each attach to FILE."""
 import os
 import re
@@ -59,6 +59,10 @@ def attach(pid):
     if how == "gone":
         print("ptrace: No such process.")  # as gdb says of a process that ended while it attached
         return 1
+    if how == "garbled":  # a table of a form this reader does not know
+        print("  Kernel Parent Dev Grid Status                SMs Mask GridDim  BlockDim Invocation ")
+        print("*      0      -   0    1 Active 0x1 <2x1x1> <128x1x1> vec_fill")
+        return 0
     if how == "fail":
         print("warning: something went wrong")
         return 1

@@ -662,12 +662,14 @@ def _(b):
 @case("hang_device_unavailable")
 def _(b):
     """When the device cannot be asked the report says why and keeps the breadcrumbs' window, and the program ends
-    as it would: no debugger (then the program is not told to wait for one), ptrace refused, the debugger failing,
+    as it would: no debugger (then the program is not told to wait for one), ptrace refused, the debugger failing
+    or printing a kernel table of a form culprit does not read (not taken for "no kernel runs"),
     the debugger never answering (stopped at --device-timeout), the process gone when it attached."""
     for what, extra, opts, status in (
             ("no debugger", {"CULPRIT_CUDA_GDB": "/nonexistent/cuda-gdb"}, (), "no debugger"),
             ("refused", {"FAKE_CUDA_GDB_ATTACH": "refuse"}, (), "refused"),
             ("failing", {"FAKE_CUDA_GDB_ATTACH": "fail"}, (), "failed"),
+            ("garbled", {"FAKE_CUDA_GDB_ATTACH": "garbled"}, (), "failed"),
             ("hanging", {"FAKE_CUDA_GDB_ATTACH": "hang"}, ("--device-timeout", "0.5"), "timed out"),
             ("gone", {"FAKE_CUDA_GDB_ATTACH": "gone"}, (), "process gone")):
         env = device_env(b, extra)
@@ -684,6 +686,10 @@ def _(b):
         dq = rep.get("device_query") or {}
         check(dq.get("status") == status and dq.get("why"), "%s: device_query %r" % (what, dq))
         expect_window(rep, what)
+        flat = " ".join(l[len("culprit:"):].strip() for l in res.err_text.splitlines() if l.startswith("culprit:"))
+        check("the device could not be asked which kernels run: " + dq["why"] in flat and
+              "the device was" not in rep["verdict"].get("reason", ""),
+              "%s: culprit run did not say why the device was not asked\n%s" % (what, res.describe()))
 
 
 @case("hang_device_fork")
