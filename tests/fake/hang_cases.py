@@ -692,6 +692,23 @@ def _(b):
               "%s: culprit run did not say why the device was not asked\n%s" % (what, res.describe()))
 
 
+@case("hang_device_wait_bounded")
+def _(b):
+    """The library's wait for culprit run's answer never holds the program for long: with the culprit run it names
+    gone, a stop signal's report does not wait at all (CULPRIT_DEVICE_WAIT=600 would otherwise hold it past the
+    harness's limit); with one that is there but never answers, it waits CULPRIT_DEVICE_WAIT and goes on. Either
+    way the program dies of SIGTERM as it would, with its report."""
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    for what, run_pid, wait in (("gone", gone.pid, "600"), ("silent", os.getpid(), "0.5")):
+        env = dict(HANG18, CULPRIT_RUN_PID=str(run_pid), CULPRIT_DEVICE_WAIT=wait)
+        rdir = b.newdir("reports")
+        res = signalled(b, "preload", ["sync", 20], signal.SIGTERM, env, rdir)
+        check(res.rc == -signal.SIGTERM, "%s: did not die of SIGTERM\n%s" % (what, res.describe()))
+        rep = load_hang(b, rdir, res.pid)
+        check("device_query" not in rep, "%s: no one asked the device, yet %r" % (what, rep.get("device_query")))
+
+
 @case("hang_device_fork")
 def _(b):
     """A forked child of the program hangs: it is culprit run's descendant, so it is the process asked (precise
