@@ -266,8 +266,10 @@ static int devq_extend_reason(struct json *doc, const char *more)
     struct json *v = (struct json *)json_get(doc, "verdict");
     const char *r = json_get_str(v, "reason");
     char *both = NULL;
-    if (!json_is(v, JSON_OBJ) || asprintf(&both, "%s; %s", r ? r : "", more) < 0)
-        return v ? ENOMEM : 0;
+    if (!json_is(v, JSON_OBJ))
+        return 0;
+    if (asprintf(&both, "%s; %s", r ? r : "", more) < 0)
+        return ENOMEM;
     int rc = json_put(v, "reason", json_new_str(both));
     free(both);
     return rc ? ENOMEM : 0;
@@ -284,9 +286,11 @@ static int devq_narrow(struct json *doc, const char *keep)
         if (keep[i])
             cand->kids[kept++] = cand->kids[i];
         else if (json_append(before, cand->kids[i]) != 0) {
-            json_free(cand->kids[i]);
+            /* memory is short: the candidates not kept yet go, with those moved to before */
+            for (size_t k = i; k < cand->len; k++)
+                json_free(cand->kids[k]);
             json_free(before);
-            cand->len = kept; /* what was not looked at yet is lost with it: memory is short anyway */
+            cand->len = kept;
             return ENOMEM;
         }
     }
