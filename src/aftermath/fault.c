@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "fault.h"
 
+#include "printflush.h"
 #include "verdict.h"
 #include "../core/clock.h"
 #include "../core/config.h"
@@ -45,6 +46,8 @@ void fault_report(int code, const char *api, uint64_t exact_seq) {
   }
   void *frames[64];
   struct pystack_ref py[PYSTACK_MAX];
+  struct printflush pf;
+  printflush_after_fault(code, api, &pf); /* first: the command reads the assert's text while the report is made */
   int npy = pystack_capture(py, PYSTACK_MAX);
   struct cp_view v;
   cp_view(&v);
@@ -65,6 +68,7 @@ void fault_report(int code, const char *api, uint64_t exact_seq) {
       .launches = v.seq - v.after_seq,
       .launch_blocking = v.launch_blocking,
       .untracked_pending = cp_untracked_pending(),
+      .printf_flush = &pf,
   };
   verdict_emit(&in, g_path, sizeof g_path);
   atomic_store(&g_state, 2);

@@ -5,6 +5,8 @@
 #define _GNU_SOURCE
 #include "verdict.h"
 
+#include "printflush.h"
+
 #include "../core/config.h"
 #include "../core/crumb.h"
 #include "../core/graphs.h"
@@ -224,6 +226,15 @@ int verdict_emit(const struct verdict_input *in, char *path, unsigned pathlen) {
   jw_key(&w, "stack");
   emit_frames(&w, in->frames, in->nframes);
   jw_obj_end(&w);
+  if (in->printf_flush && in->printf_flush->call) {
+    jw_key(&w, "printf_flush");
+    jw_obj_begin(&w);
+    jw_key(&w, "call");
+    jw_str(&w, in->printf_flush->call);
+    jw_key(&w, "result");
+    jw_int(&w, in->printf_flush->result);
+    jw_obj_end(&w);
+  }
 
   emit_verdict(&w, p.certainty, p.reason, p.win_lo, p.win_hi);
 

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 struct pystack_ref;
+struct printflush;
 
 struct cp_config;
 
@@ -26,6 +27,7 @@ struct verdict_input {
   uint64_t launches;            /* launches recorded */
   int launch_blocking;          /* CUDA_LAUNCH_BLOCKING=1: a launch that returns an error is the one that faulted */
   int untracked_pending;        /* a launch culprit did not track may still have been running (core.c) */
+  const struct printflush *printf_flush; /* the flush of the device's printf buffer made after it, or NULL */
 };
 
 /* Writes the report into cfg->dir and the verdict on stderr; path gets the report's path ("" if it could

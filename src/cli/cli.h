@@ -22,35 +22,36 @@ enum {
 
 /* How to run a command under culprit; filled by `run` from its options and by `demo`. */
 struct cli_run_opts {
-    const char *mode;          /* CULPRIT_MODE, or NULL to leave the library's default */
-    const char *kernels;       /* CULPRIT_KERNELS glob, or NULL */
-    const char *launches;      /* CULPRIT_LAUNCHES "A:B", or NULL */
-    const char *rank_launches; /* CULPRIT_RANK_LAUNCHES "R=A:B,..." (a job's rerun), or NULL */
-    const char *ring;          /* CULPRIT_RING, already validated, or NULL */
-    const char *crumb_every;   /* CULPRIT_CRUMB_EVERY, already validated, or NULL */
-    const char *mark_budget;   /* CULPRIT_MARK_BUDGET, already validated, or NULL */
-    const char *mark;          /* CULPRIT_MARK ("write" or "memset"), or NULL */
-    const char *stack_depth;   /* CULPRIT_STACK_DEPTH, already validated, or NULL */
-    const char *exit_wait;     /* CULPRIT_EXIT_WAIT seconds, already validated, or NULL */
-    const char *hang_timeout;  /* CULPRIT_HANG_TIMEOUT seconds, already validated, or NULL */
-    const char *report_signal; /* CULPRIT_REPORT_SIGNAL, already validated, or NULL */
-    int error_exitcode;        /* exit status when CMD exited 0 although a kernel faulted; -1: CMD's own */
-    int rerun;                 /* settle a verdict of candidates by a blocking rerun over its window (rerun.c) */
-    int is_rerun;              /* this is that rerun: what its reports lack is said by the first run's verdict */
-    int coredump;              /* the driver's GPU core dump on exception, read after the run (coredump.c) */
-    const char *boot;          /* --diagnose: culprit/_boot, put on PYTHONPATH with CULPRIT_DIAGNOSE=1; or NULL */
-    const char *dir;           /* report directory chosen by the user, or NULL for a fresh run directory */
-    int quiet;                 /* print one line per report instead of the full verdict */
-    int verbose;               /* let the library print its own full verdict too */
-    int stats;                 /* CULPRIT_STATS=1 */
-    int no_watch;              /* let the command inherit stdout/stderr instead of watching them for asserts */
-    int no_exception_text;     /* CULPRIT_EXCEPTION_TEXT=0: the error's text stays the runtime's and driver's own */
-    const char *on_report;     /* --on-report: a shell command run with each new report's path, or NULL */
-    unsigned on_report_ms;     /* how long it may run before it is killed */
-    const char *events;        /* --events: a file or unix socket that gets a line of JSON per report, or NULL */
-    const char *ld_path;       /* directory to prepend to LD_LIBRARY_PATH (the simulated driver), or NULL */
-    int simulated;             /* CMD runs on culprit's simulated driver: no cuda-gdb command in the verdict */
-    char **argv;               /* the command and its arguments, NULL-terminated */
+    const char *mode;           /* CULPRIT_MODE, or NULL to leave the library's default */
+    const char *kernels;        /* CULPRIT_KERNELS glob, or NULL */
+    const char *launches;       /* CULPRIT_LAUNCHES "A:B", or NULL */
+    const char *rank_launches;  /* CULPRIT_RANK_LAUNCHES "R=A:B,..." (a job's rerun), or NULL */
+    const char *ring;           /* CULPRIT_RING, already validated, or NULL */
+    const char *crumb_every;    /* CULPRIT_CRUMB_EVERY, already validated, or NULL */
+    const char *mark_budget;    /* CULPRIT_MARK_BUDGET, already validated, or NULL */
+    const char *mark;           /* CULPRIT_MARK ("write" or "memset"), or NULL */
+    const char *stack_depth;    /* CULPRIT_STACK_DEPTH, already validated, or NULL */
+    const char *exit_wait;      /* CULPRIT_EXIT_WAIT seconds, already validated, or NULL */
+    const char *hang_timeout;   /* CULPRIT_HANG_TIMEOUT seconds, already validated, or NULL */
+    const char *report_signal;  /* CULPRIT_REPORT_SIGNAL, already validated, or NULL */
+    const char *device_timeout; /* --device-timeout seconds for the device query at a hang (devquery.c), or NULL */
+    int error_exitcode;         /* exit status when CMD exited 0 although a kernel faulted; -1: CMD's own */
+    int rerun;                  /* settle a verdict of candidates by a blocking rerun over its window (rerun.c) */
+    int is_rerun;               /* this is that rerun: what its reports lack is said by the first run's verdict */
+    int coredump;               /* the driver's GPU core dump on exception, read after the run (coredump.c) */
+    const char *boot;           /* --diagnose: culprit/_boot, put on PYTHONPATH with CULPRIT_DIAGNOSE=1; or NULL */
+    const char *dir;            /* report directory chosen by the user, or NULL for a fresh run directory */
+    int quiet;                  /* print one line per report instead of the full verdict */
+    int verbose;                /* let the library print its own full verdict too */
+    int stats;                  /* CULPRIT_STATS=1 */
+    int no_watch;               /* let the command inherit stdout/stderr instead of watching them for asserts */
+    int no_exception_text;      /* CULPRIT_EXCEPTION_TEXT=0: the error's text stays the runtime's and driver's own */
+    const char *on_report;      /* --on-report: a shell command run with each new report's path, or NULL */
+    unsigned on_report_ms;      /* how long it may run before it is killed */
+    const char *events;         /* --events: a file or unix socket that gets a line of JSON per report, or NULL */
+    const char *ld_path;        /* directory to prepend to LD_LIBRARY_PATH (the simulated driver), or NULL */
+    int simulated;              /* CMD runs on culprit's simulated driver: no cuda-gdb command in the verdict */
+    char **argv;                /* the command and its arguments, NULL-terminated */
 };
 
 /* Verbs: each takes the arguments after the verb name (argv[0] is the verb) and returns the exit status. */

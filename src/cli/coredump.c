@@ -494,14 +494,40 @@ void coredump_note_census(struct coredump_info *ci, const struct coredump_census
     ci->address_unknown = why;
 }
 
+/* Whether dir/name is a file this process may run. */
+static int coredump_runnable(const char *dir, size_t dirlen, const char *name, char *out, size_t n)
+{
+    if ((size_t)snprintf(out, n, "%.*s/%s", (int)dirlen, dir, name) >= n)
+        return 0;
+    return access(out, X_OK) == 0;
+}
+
+const char *coredump_debugger(void)
+{
+    static char found[PATH_MAX];
+    const char *gdb = getenv("CULPRIT_CUDA_GDB"), *path = getenv("PATH"), *home = getenv("CUDA_HOME");
+    if (gdb && *gdb)
+        return gdb;
+    for (const char *p = path ? path : ""; *p;) {
+        size_t len = strcspn(p, ":");
+        if (len && coredump_runnable(p, len, "cuda-gdb", found, sizeof found))
+            return "cuda-gdb"; /* on PATH: named as the user would */
+        p += len + (p[len] == ':');
+    }
+    /* the toolkit's, where PATH does not hold it */
+    if (home && *home && coredump_runnable(home, strlen(home), "bin/cuda-gdb", found, sizeof found))
+        return found;
+    if (coredump_runnable("/usr/local/cuda", 15, "bin/cuda-gdb", found, sizeof found))
+        return found;
+    return "cuda-gdb";
+}
+
 char *coredump_run_gdb(const char *dump, char *why, size_t whylen)
 {
-    const char *gdb = getenv("CULPRIT_CUDA_GDB");
+    const char *gdb = coredump_debugger();
     char target[PATH_MAX + 32];
     struct subproc_result res;
 
-    if (!gdb || !*gdb)
-        gdb = "cuda-gdb";
     snprintf(target, sizeof target, "target cudacore %s", dump);
     /* the faulting instruction and the focus lane's registers last: a dump without an error PC (an assert) makes
      * `x/i $errorpc` fail, and what came before is kept; then every lane of the warp's registers (a lane that is

@@ -85,6 +85,9 @@ struct coredump_census;
  * and the debugger gave no address, why no thread or address can come from it. */
 void coredump_note_census(struct coredump_info *ci, const struct coredump_census *cs);
 
+/* The debugger to run: CULPRIT_CUDA_GDB, else cuda-gdb on PATH, else the toolkit's ($CUDA_HOME/bin, then
+ * /usr/local/cuda/bin), else "cuda-gdb" (which then is not found). */
+const char *coredump_debugger(void);
 /* Runs the debugger on one dump; returns its output (malloc'd, NUL-terminated) or NULL with why filled. What it
  * printed before a time or size limit stopped it is kept: the exception line comes first. */
 char *coredump_run_gdb(const char *dump, char *why, size_t whylen);

@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "coredump.h"
 #include "deliver.h"
+#include "devquery.h"
 #include "../report/addr.h"
 #include "faultpage.h"
 #include "kernlog.h"
@@ -96,7 +97,7 @@ struct cli_setting {
     const char *from;  /* the option that gave it ("--kernels"), or NULL: culprit run sets it itself */
 };
 
-#define CLI_SETTINGS 16
+#define CLI_SETTINGS 20
 /* What culprit run sets for CMD (cli_settings_make): the child puts them into its environment, and the parent reads
  * them, with the rest of the environment, through the library's own parser before CMD starts. */
 static struct cli_setting cli_settings[CLI_SETTINGS];
@@ -108,8 +109,11 @@ static void cli_setting(const char *name, const char *value, const char *from)
         cli_settings[cli_nsettings++] = (struct cli_setting){name, value, from};
 }
 
+static double cli_devq_timeout; /* the device query's bound at a hang, 0 when it is not made */
+
 static void cli_settings_make(const struct cli_run_opts *o, const char *dir)
 {
+    const char *wait = NULL;
     cli_nsettings = 0;
     cli_setting("CULPRIT_DIR", dir, o->dir ? "--dir" : NULL);
     cli_setting("CULPRIT_QUIET", o->verbose ? NULL : "1", NULL);
@@ -128,6 +132,9 @@ static void cli_settings_make(const struct cli_run_opts *o, const char *dir)
     cli_setting("CULPRIT_STATS", o->stats ? "1" : NULL, "--stats");
     cli_setting("CULPRIT_EXCEPTION_TEXT", o->no_exception_text ? "0" : NULL, "--no-exception-text");
     cli_setting("CULPRIT_RUN_ID", cli_run_id, NULL);
+    /* the device query at a hang: the library allows this command to attach, a stopping process waits for it */
+    cli_setting("CULPRIT_RUN_PID", devq_plan(o->device_timeout, &cli_devq_timeout, &wait), NULL);
+    cli_setting("CULPRIT_DEVICE_WAIT", wait, NULL);
 }
 
 static const struct cli_setting *cli_setting_of(const char *name)
@@ -676,6 +683,7 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus, int *faulted)
     }
     cli_child_pid = pid;
     sigprocmask(SIG_SETMASK, &oldmask, NULL);
+    struct devq *dq = cli_devq_timeout > 0 ? devq_start(abs, cli_devq_timeout, cli_run_id) : NULL;
 
     /* The pipe closes on a successful exec; otherwise the child sends its errno first. */
     do
@@ -689,6 +697,7 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus, int *faulted)
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
             ;
     cli_child_pid = 0;
+    devq_stop(dq);
     watch_scan_files(w);
     cli_restore_signals(old, &oldchld);
     watch_finish(w);
@@ -1011,6 +1020,13 @@ int cli_run_main(int argc, char **argv)
                 return CLI_EXIT_USAGE;
             }
             o.hang_timeout = val;
+        } else if ((val = cli_optval(argc, argv, &i, "--device-timeout", &missing)) != NULL) {
+            uint32_t ms;
+            if (cfg_parse_seconds(val, 3600, &ms) != 0) {
+                cli_err("--device-timeout must be seconds from 0 (do not ask) to 3600 (e.g. 60), not '%s'", val);
+                return CLI_EXIT_USAGE;
+            }
+            o.device_timeout = val;
         } else if ((val = cli_optval(argc, argv, &i, "--report-signal", &missing)) != NULL) {
             int sig = 0, bad = cfg_parse_signal(val, &sig);
             if (bad == -2) {

@@ -312,5 +312,13 @@ int cfg_parse(struct cp_config *c, cfg_getenv_fn get, char *err, size_t errlen) 
     return bad(err, errlen, "CULPRIT_EXCEPTION_TEXT", v, "use 1 or 0");
   if ((v = get("CULPRIT_HANG_SIGNALS")) && parse_bool(v, &c->hang_signals))
     return bad(err, errlen, "CULPRIT_HANG_SIGNALS", v, "use 1 or 0");
+  /* set by culprit run when it will ask the device which kernels run at a hang (its pid; how long to wait) */
+  if ((v = get("CULPRIT_RUN_PID")) && *v) {
+    if (parse_u64(v, &n) || n < 1 || n > 4194304)
+      return bad(err, errlen, "CULPRIT_RUN_PID", v, "a process id (culprit run sets it)");
+    c->run_pid = (int)n;
+  }
+  if ((v = get("CULPRIT_DEVICE_WAIT")) && *v && cfg_parse_seconds(v, 600, &c->device_wait_ms))
+    return bad(err, errlen, "CULPRIT_DEVICE_WAIT", v, "seconds from 0 (no wait) to 600, e.g. 10");
   return 0;
 }

@@ -34,6 +34,8 @@ struct cp_config {
   char rank_launches[CFG_PATTERN_MAX]; /* CULPRIT_RANK_LAUNCHES "R=A:B,...": blocking windows by rank, "" none */
   int mark;                            /* enum cp_mark: how a breadcrumb is written */
   int exception_text;                  /* the verdict's line in the sticky error's text (CULPRIT_EXCEPTION_TEXT) */
+  int run_pid;                         /* CULPRIT_RUN_PID: the `culprit run` that asks the device about hangs; 0 none */
+  uint32_t device_wait_ms; /* CULPRIT_DEVICE_WAIT: a stop signal's hang report waits this long at most for it */
 };
 
 /* CULPRIT_MARK: the breadcrumb a stream gets after a launch. memset (the default): a cuMemsetD32Async of the

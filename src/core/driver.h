@@ -30,6 +30,7 @@ struct cp_driver {
   int (*stream_query_ptsz)(void *stream);                                          /* cuStreamQuery_ptsz */
   int (*ctx_push_current)(void *ctx);                                              /* cuCtxPushCurrent_v2 */
   int (*ctx_pop_current)(void **ctx);                                              /* cuCtxPopCurrent_v2 */
+  int (*ctx_sync)(void);                                                           /* cuCtxSynchronize */
 };
 
 extern struct cp_driver cp_drv;

@@ -121,6 +121,7 @@ static void fill_driver(void) {
   GET(stream_query_ptsz, "cuStreamQuery_ptsz");
   GET(ctx_push_current, "cuCtxPushCurrent_v2");
   GET(ctx_pop_current, "cuCtxPopCurrent_v2");
+  GET(ctx_sync, "cuCtxSynchronize");
 #undef GET
 }
 

@@ -238,6 +238,8 @@ static void merge_hang_phrase(struct merge_proc *p)
      * else NCCL's kernel among the launches that may be in flight or are queued */
     const char *py = merge_py_collective(json_get(doc, "threads"));
     int own = json_is(culprit, JSON_OBJ) && !merge_is_nccl(culprit);
+    const char *by = json_get_str(culprit, "by");
+    p->device_stuck = own && by && strcmp(by, "the device") == 0;
     if (!own && merge_nccl_launch(doc, &k)) {
         snprintf(p->collective, sizeof p->collective, "%s", k.collective);
         snprintf(where, sizeof where, " while waiting in %s", nccl_describe(&k, nccl, sizeof nccl));
@@ -485,6 +487,23 @@ static void merge_verdict_line(struct merge_job *j)
             render_add(&b, " faulted first rests on the clocks of %zu hosts", j->order_hosts);
         }
     }
+    /* no fault: a rank the device found running a kernel of its own is what the others wait for */
+    size_t stuck = 0;
+    for (size_t i = 0; !any_fault && i < j->nprocs; i++) {
+        const struct merge_proc *p = &j->procs[i];
+        char l[64], launch[700];
+        if (p->status != MERGE_COLLATERAL || !p->device_stuck || !p->hang)
+            continue;
+        merge_label(j, p, l, sizeof l);
+        merge_launch_phrase(json_get(p->hang->doc, "culprit"), launch, sizeof launch);
+        render_add(&b, "%s%s runs %s (the device says so): look there first",
+                   nparts      ? "; "
+                   : j->ranked ? "no rank faulted; "
+                               : "no process faulted; ",
+                   l, launch);
+        nparts++;
+        stuck++;
+    }
     /* collateral, grouped by what happened to them; past MERGE_VERDICT_GROUPS the rest go together */
     ng = merge_groups(j, MERGE_COLLATERAL, sel, starts, firsts);
     nall = starts[ng];
@@ -518,7 +537,7 @@ static void merge_verdict_line(struct merge_job *j)
         merge_list(&b, j, other, n);
         render_add(&b, " %s %s (for other reasons, below)", n == 1 ? "is" : "are", any_fault ? "collateral" : "hung");
     }
-    if (!any_fault && in_coll && out_coll) {
+    if (!any_fault && in_coll && out_coll && !stuck) {
         /* the others wait in a collective for the ranks that never reached it */
         n = 0;
         for (size_t i = 0; i < j->nprocs; i++)

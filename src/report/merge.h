@@ -56,6 +56,7 @@ struct merge_proc {
                                      * and in the lines of a large job (every status) */
     char collective[40];              /* collateral: the collective it waited in ("AllReduce"); faulted: the one
                                      * whose kernel faulted; "" none known */
+    int device_stuck;                 /* hang: the device said it runs a kernel of its own, not a collective's */
 };
 
 /* One job: reports that share the launcher's job name or `culprit run`'s run id, or (reports written without

@@ -254,6 +254,12 @@ static void render_hang_full(struct render_buf *b, const struct json *doc, const
         render_para(b, "culprit could not name the launch in flight: ", "  ",
                     reason ? reason : "the report gives no reason");
     }
+    /* culprit run asks the device which kernels run (devquery.c); where it could not, say why */
+    const struct json *dq = json_get(doc, "device_query");
+    const char *asked = json_get_str(dq, "status");
+    if (asked && strcmp(asked, "answered") != 0)
+        render_para(b, "the device could not be asked which kernels run: ", "  ",
+                    json_get_str(dq, "why") ? json_get_str(dq, "why") : asked);
     if (json_len(queued)) {
         const char *stream = json_get_str(json_at(queued, 0), "stream");
         render_add(b, "culprit:\n");

@@ -366,6 +366,10 @@ void merge_write_json(const struct merge_job *j, const struct merge_report *reps
         if (p->hang) {
             jw_key(w, "trigger");
             jw_str(w, json_get_str(json_get(p->hang->doc, "hang"), "trigger"));
+            if (p->device_stuck) { /* the device runs a kernel of its own there: the rank to look at */
+                jw_key(w, "stuck_in_kernel");
+                jw_bool(w, 1);
+            }
         }
         if (p->collective[0]) {
             jw_key(w, "collective");

@@ -87,7 +87,7 @@ static int subproc_read(int fd, pid_t pid, const struct subproc_opts *o, struct 
     return 0;
 }
 
-int subproc_capture(char *const argv[], const struct subproc_opts *o, struct subproc_result *res)
+static int subproc_spawn(char *const argv[], const struct subproc_opts *o, struct subproc_result *res, int own_group)
 {
     posix_spawn_file_actions_t fa;
     int pipefd[2] = {-1, -1}, rc = -1, status = 0, fa_ok = 0;
@@ -107,7 +107,21 @@ int subproc_capture(char *const argv[], const struct subproc_opts *o, struct sub
         (o->with_stderr ? posix_spawn_file_actions_adddup2(&fa, pipefd[1], 2)
                         : posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0)))
         goto out;
-    if (posix_spawnp(&pid, argv[0], &fa, NULL, argv, env) != 0) {
+    posix_spawnattr_t attr;
+    int attr_ok = 0, spawned;
+    if (own_group) {
+        if (posix_spawnattr_init(&attr) != 0)
+            goto out;
+        attr_ok = 1;
+        if (posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP) || posix_spawnattr_setpgroup(&attr, 0)) {
+            posix_spawnattr_destroy(&attr);
+            goto out;
+        }
+    }
+    spawned = posix_spawnp(&pid, argv[0], &fa, attr_ok ? &attr : NULL, argv, env);
+    if (attr_ok)
+        posix_spawnattr_destroy(&attr);
+    if (spawned != 0) {
         pid = -1;
         rc = -2;
         goto out;
@@ -148,4 +162,14 @@ out:
         res->len = 0;
     }
     return rc;
+}
+
+int subproc_capture(char *const argv[], const struct subproc_opts *o, struct subproc_result *res)
+{
+    return subproc_spawn(argv, o, res, 0);
+}
+
+int subproc_capture_alone(char *const argv[], const struct subproc_opts *o, struct subproc_result *res)
+{
+    return subproc_spawn(argv, o, res, 1);
 }

@@ -28,5 +28,8 @@ struct subproc_result {
  * the program could not be started (not found, not executable: also when it exits 127 having printed nothing,
  * the shell's code for that). */
 int subproc_capture(char *const argv[], const struct subproc_opts *o, struct subproc_result *res);
+/* subproc_capture with the program in a process group of its own, so that a terminal's ^C to the caller's group
+ * (meant for the program culprit runs) does not reach it. */
+int subproc_capture_alone(char *const argv[], const struct subproc_opts *o, struct subproc_result *res);
 
 #endif

@@ -13,11 +13,19 @@ FAKE_CUDA_GDB_LANES=1 also answers `cuda lane N` and the `info registers` after 
 H200: lanes 0-7 of the warp are active, each at the instruction after errorpc, lane N's R2:R3 the address arg0 +
 4 N (its own element, the instruction's immediate taken off), except lane FAKE_CUDA_GDB_LANE (default 5), whose
 R2:R3 is arg0 plus FAKE_CUDA_GDB_OFFSET; the focus lane (3) answers "CUDA focus unchanged.", lanes 8-31 are not
-active and the switch fails (the focus lane's registers follow)."""
+active and the switch fails (the focus lane's registers follow).
+
+`fake_cuda_gdb.py -nx -batch -p PID -ex "info cuda kernels"` attaches to a live process of the simulated driver:
+it prints cuda-gdb's kernel table with the kernels FAKECUDA_RUNNING/running-PID lists (the launches the driver
+keeps running, tests/fakecuda/SPEC.md), or "No CUDA kernels.", then detaches. A PID that does not exist gets
+gdb's "ptrace: No such process.". FAKE_CUDA_GDB_ATTACH=refuse answers as gdb does where ptrace is refused (Yama),
+=fail prints nothing useful and exits 1, =gone answers as for a process that ended meanwhile, =garbled prints a table no reader knows, =hang never answers (the caller's time limit must stop it).
+FAKE_CUDA_GDB_LOG=FILE appends the pid of each attach to FILE."""
 import os
 import re
 import subprocess
 import sys
+import time
 
 
 def demangle(name):
@@ -28,7 +36,58 @@ def demangle(name):
         return name
 
 
+def attach(pid):
+    """`-p PID`: the live process's running kernels, as `info cuda kernels` prints them."""
+    log = os.environ.get("FAKE_CUDA_GDB_LOG")
+    if log:
+        with open(log, "a") as f:
+            f.write("%d\n" % pid)
+    how = os.environ.get("FAKE_CUDA_GDB_ATTACH", "")
+    if how == "hang":
+        sys.stdout.flush()
+        while True:
+            time.sleep(3600)
+    if not os.path.exists("/proc/%d" % pid):
+        print("ptrace: No such process.")
+        return 1
+    if how == "refuse":
+        print("Could not attach to process.  If your uid matches the uid of the target process, check the setting "
+              "of /proc/sys/kernel/yama/ptrace_scope, or try again as the root user.  For more details, see "
+              "/etc/sysctl.d/10-ptrace.conf")
+        print("ptrace: Operation not permitted.")
+        return 1
+    if how == "gone":
+        print("ptrace: No such process.")  # as gdb says of a process that ended while it attached
+        return 1
+    if how == "garbled":  # a table of a form this reader does not know
+        print("  Kernel Parent Dev Grid Status                SMs Mask GridDim  BlockDim Invocation ")
+        print("*      0      -   0    1 Active 0x1 <2x1x1> <128x1x1> vec_fill")
+        return 0
+    if how == "fail":
+        print("warning: something went wrong")
+        return 1
+    print("Attaching to process %d" % pid)
+    rows = []
+    try:
+        with open(os.path.join(os.environ.get("FAKECUDA_RUNNING", "/nonexistent"), "running-%d" % pid)) as f:
+            rows = [l.split() for l in f.read().splitlines() if l.strip()]
+    except OSError:
+        pass
+    if not rows:
+        print("No CUDA kernels.")
+    else:
+        print("  Kernel Parent Dev Grid Status                SMs Mask GridDim  BlockDim Invocation ")
+        for i, (name, grid, block, dev) in enumerate(rows):
+            print("%s %6d %6s %3s %4d Active 0x%032x (%s) (%s) %s(p=0x7f0000000000, n=20) " % (
+                "*" if i == 0 else " ", i, "-", dev, i + 1, 1, grid, block, name))
+    print("[Inferior 1 (process %d) detached]" % pid)
+    return 0
+
+
 def main(argv):
+    for i, a in enumerate(argv):
+        if a == "-p" and i + 1 < len(argv):
+            return attach(int(argv[i + 1]))
     target = None
     for i, a in enumerate(argv):
         if a == "-ex" and i + 1 < len(argv) and argv[i + 1].startswith("target cudacore "):

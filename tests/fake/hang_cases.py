@@ -546,6 +546,188 @@ def _(b):
     check([t.get("tid") for t in rep["threads"]] == [child], "threads %s" % rep["threads"])
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# The device asked which kernels run (culprit run attaches the debugger; fake_cuda_gdb.py reads what the simulated
+# driver runs from FAKECUDA_RUNNING)
+
+GDB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_cuda_gdb.py")
+
+
+def device_env(b, extra=None):
+    """spin 3: three steps (#1..#3), vec_fill (#4) that never ends, two steps behind it; record mode's breadcrumbs
+    with the fixed spacing leave the window #2..#6 (a breadcrumb after the stream's first launch only)."""
+    d = b.newdir("device")
+    env = {"FAKECUDA_HANG": "kernel=vec_fill", "FAKECUDA_RUNNING": d, "CULPRIT_CUDA_GDB": GDB,
+           "CULPRIT_CRUMB_EVERY": "", "CULPRIT_MARK_BUDGET": "0", "FAKE_CUDA_GDB_LOG": os.path.join(d, "attached")}
+    env.update(extra or {})
+    return env
+
+
+def attached(env):
+    try:
+        with open(env["FAKE_CUDA_GDB_LOG"]) as f:
+            return [int(l) for l in f.read().split()]
+    except OSError:
+        return []
+
+
+def program_of(p):
+    """The pid of culprit run's child (the program), and its environment."""
+    with open("/proc/%d/task/%d/children" % (p.pid, p.pid)) as f:
+        kids = [int(x) for x in f.read().split()]
+    check(len(kids) == 1, "culprit run's children: %r" % kids)
+    with open("/proc/%d/environ" % kids[0], "rb") as f:
+        env = dict(e.split(b"=", 1) for e in f.read().split(b"\0") if b"=" in e)
+    return kids[0], env
+
+
+def expect_window(rep, what):
+    v = rep["verdict"]
+    seqs = [c.get("seq") for c in rep["candidates"]]
+    check(v.get("certainty") == "candidates" and rep.get("culprit") is None and seqs == [2, 3, 4, 5, 6],
+          "%s: verdict %s, candidates %r: expected the breadcrumbs' window #2..#6" % (what, v, seqs))
+
+
+@case("hang_device_sigterm")
+def _(b):
+    """Record mode leaves a window of 5 launches; SIGTERM to culprit run reaches the program, whose report waits
+    (bounded) while culprit run attaches the debugger: the device runs vec_fill, which only #4 of the window runs, so
+    the launch in flight is named exactly, "by" the device, and the report keeps what the debugger said."""
+    env = device_env(b)
+    rdir = b.newdir("reports")
+    p = start(b, "cli", ["spin", 3], env, rdir)
+    p.wait_for(b"ready\n", "culprit run")
+    pid, penv = program_of(p)
+    check(penv.get(b"CULPRIT_RUN_PID") == str(p.pid).encode() and penv.get(b"CULPRIT_DEVICE_WAIT") == b"10",
+          "the program was not told that culprit run asks: %r" % {k: v for k, v in penv.items()
+                                                                  if k.startswith(b"CULPRIT_")})
+    p.send(signal.SIGTERM)
+    res = p.finish()
+    check(res.rc == -signal.SIGTERM, "culprit run did not die of SIGTERM\n" + res.describe())
+    check(attached(env) == [pid], "the debugger attached to %r, expected [%d]" % (attached(env), pid))
+    rep = load_hang(b, rdir, pid)
+    dq = rep.get("device_query") or {}
+    check(dq.get("status") == "answered" and dq.get("by") == "cuda-gdb" and dq.get("running") == [4],
+          "device_query %r" % dq)
+    k = (dq.get("kernels") or [{}])[0]
+    check(k.get("kernel") == "vec_fill" and k.get("grid") == [2, 1, 1] and k.get("block") == [128, 1, 1] and
+          "info cuda kernels" not in dq.get("output", "x") and "vec_fill(" in dq.get("output", ""),
+          "device_query kernels %r output %r" % (dq.get("kernels"), dq.get("output")))
+    v = rep["verdict"]
+    c = rep.get("culprit") or {}
+    check(v.get("certainty") == "exact" and c.get("seq") == 4 and c.get("by") == "the device" and
+          v.get("window") == {"first": 4, "last": 4}, "verdict %s culprit %r" % (v, {k: c.get(k) for k in (
+              "seq", "kernel", "by")}))
+    check("the device was running vec_fill" in v.get("reason", ""), "reason %r" % v.get("reason"))
+    check([x.get("seq") for x in rep.get("candidates_before_device") or []] == [2, 3, 5, 6] and
+          not rep["candidates"], "candidates %r before %r" % (rep["candidates"], rep.get("candidates_before_device")))
+    st = rep["streams"][0]
+    check(st.get("in_flight") == 4 and "in_flight_window" not in st and st.get("queued") == 2,
+          "streams %r" % rep["streams"])
+    check([q.get("seq") for q in rep.get("queued") or []] == [5, 6], "queued %r" % rep.get("queued"))
+    text = cases.joined(res.err_text)
+    check("the launch in flight: vec_fill" in text and "the device was running vec_fill" in text,
+          "culprit run did not show the device's answer\n" + res.describe())
+
+
+@case("hang_device_timeout")
+def _(b):
+    """--hang-timeout: the process goes on after its report, so the debugger attaches to a running program; the
+    launch in flight is named, and the program is left running (not stopped by the attach)."""
+    env = device_env(b)
+    rdir = b.newdir("reports")
+    p = start(b, "cli", ["spin", 3], env, rdir, opts=("--hang-timeout", "0.5"))
+    p.wait_for(b"ready\n", "culprit run")
+    pid, _ = program_of(p)
+    until = time.monotonic() + cases.RUN_TIMEOUT
+    rep = None
+    while time.monotonic() < until and p.alive():
+        files = hang_files(rdir)
+        rep = read_json(files[0]) if files else None
+        if rep and rep.get("device_query"):
+            break
+        time.sleep(0.05)
+    check(rep and rep.get("device_query"), "no hang report with the device's answer appeared\n" + p.err().decode())
+    check((rep.get("culprit") or {}).get("seq") == 4 and rep["culprit"].get("by") == "the device",
+          "verdict %s" % rep.get("verdict"))
+    check(p.alive(), "the program did not keep running")
+    with open("/proc/%d/status" % pid) as f:
+        state = [l for l in f.read().splitlines() if l.startswith("State:")][0]
+    check(" T " not in state + " " and "stopped" not in state and "tracing" not in state,
+          "the program was left %s" % state)
+    p.send(signal.SIGKILL, pid)
+    p.finish()
+
+
+@case("hang_device_unavailable")
+def _(b):
+    """When the device cannot be asked the report says why and keeps the breadcrumbs' window, and the program ends
+    as it would: no debugger (then the program is not told to wait for one), ptrace refused, the debugger failing
+    or printing a kernel table of a form culprit does not read (not taken for "no kernel runs"),
+    the debugger never answering (stopped at --device-timeout), the process gone when it attached."""
+    for what, extra, opts, status in (
+            ("no debugger", {"CULPRIT_CUDA_GDB": "/nonexistent/cuda-gdb"}, (), "no debugger"),
+            ("refused", {"FAKE_CUDA_GDB_ATTACH": "refuse"}, (), "refused"),
+            ("failing", {"FAKE_CUDA_GDB_ATTACH": "fail"}, (), "failed"),
+            ("garbled", {"FAKE_CUDA_GDB_ATTACH": "garbled"}, (), "failed"),
+            ("hanging", {"FAKE_CUDA_GDB_ATTACH": "hang"}, ("--device-timeout", "0.5"), "timed out"),
+            ("gone", {"FAKE_CUDA_GDB_ATTACH": "gone"}, (), "process gone")):
+        env = device_env(b, extra)
+        rdir = b.newdir("reports")
+        p = start(b, "cli", ["spin", 3], env, rdir, opts=opts)
+        p.wait_for(b"ready\n", "culprit run")
+        pid, penv = program_of(p)
+        check((b"CULPRIT_RUN_PID" in penv) == (status != "no debugger"),
+              "%s: CULPRIT_RUN_PID %r" % (what, penv.get(b"CULPRIT_RUN_PID")))
+        p.send(signal.SIGTERM)
+        res = p.finish()
+        check(res.rc == -signal.SIGTERM, "%s: culprit run did not die of SIGTERM\n%s" % (what, res.describe()))
+        rep = load_hang(b, rdir, pid)
+        dq = rep.get("device_query") or {}
+        check(dq.get("status") == status and dq.get("why"), "%s: device_query %r" % (what, dq))
+        expect_window(rep, what)
+        flat = " ".join(l[len("culprit:"):].strip() for l in res.err_text.splitlines() if l.startswith("culprit:"))
+        check("the device could not be asked which kernels run: " + dq["why"] in flat and
+              "the device was" not in rep["verdict"].get("reason", ""),
+              "%s: culprit run did not say why the device was not asked\n%s" % (what, res.describe()))
+
+
+@case("hang_device_wait_bounded")
+def _(b):
+    """The library's wait for culprit run's answer never holds the program for long: with the culprit run it names
+    gone, a stop signal's report does not wait at all (CULPRIT_DEVICE_WAIT=600 would otherwise hold it past the
+    harness's limit); with one that is there but never answers, it waits CULPRIT_DEVICE_WAIT and goes on. Either
+    way the program dies of SIGTERM as it would, with its report."""
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    for what, run_pid, wait in (("gone", gone.pid, "600"), ("silent", os.getpid(), "0.5")):
+        env = dict(HANG18, CULPRIT_RUN_PID=str(run_pid), CULPRIT_DEVICE_WAIT=wait)
+        rdir = b.newdir("reports")
+        res = signalled(b, "preload", ["sync", 20], signal.SIGTERM, env, rdir)
+        check(res.rc == -signal.SIGTERM, "%s: did not die of SIGTERM\n%s" % (what, res.describe()))
+        rep = load_hang(b, rdir, res.pid)
+        check("device_query" not in rep, "%s: no one asked the device, yet %r" % (what, rep.get("device_query")))
+
+
+@case("hang_device_fork")
+def _(b):
+    """A forked child of the program hangs: it is culprit run's descendant, so it is the process asked (precise
+    mode had named the launch in flight already: the device confirms it)."""
+    env = device_env(b, {"FAKECUDA_HANG": "launch=4", "CULPRIT_MODE": "precise"})
+    rdir = b.newdir("reports")
+    p = start(b, "cli", ["fork", 5], env, rdir)
+    p.wait_for(b"ready\n", "culprit run")
+    child = int(p.out().split(b"child pid ")[1].split(b"\n")[0])
+    p.send(signal.SIGTERM, child)
+    res = p.finish()
+    check(res.rc == 0, "the program's parent should end normally\n" + res.describe())
+    check(attached(env) == [child], "the debugger attached to %r, expected the child %d" % (attached(env), child))
+    rep = load_hang(b, rdir, child)
+    dq = rep.get("device_query") or {}
+    check(dq.get("status") == "answered" and dq.get("confirms") is True, "device_query %r" % dq)
+    expect_in_flight(rep, 4, False)
+
+
 def untouched(b, env, what):
     """With env, culprit installs no handler and starts no thread: the process looks as without culprit, and
     SIGTERM ends it the same way, with no report."""

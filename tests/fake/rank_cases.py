@@ -15,6 +15,8 @@ import shutil
 import socket
 import subprocess
 import sys
+import time
+import signal
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cases as h  # noqa: E402  (the harness: running programs, loading and checking reports)
@@ -267,6 +269,53 @@ def _(b):
     job = check_job_json(b, rdir, {0: "collateral", 1: "collateral", 2: "faulted", 3: "collateral"}, 2)
     check(all(p.get("collective") == "AllReduce" and p.get("trigger") == "SIGTERM"
               for p in job["processes"] if p.get("status") == "collateral"), "collateral entries %r" % job)
+
+
+@case("rank_job_stuck_kernel")
+def _(b):
+    """2 ranks: rank 0 is stuck in its own kernel (the loss kernel never ends), rank 1 waits for it in the
+    all-reduce. Stopped by SIGTERM, each rank's report is asked of the device, which names the kernel each runs;
+    record mode alone could not tell (each had two launches unfinished, the all-reduce among them), and the merged
+    view names rank 0, with its kernel, as the rank to look at, first."""
+    ready = os.path.join(b.newdir("ready"), "rank")
+    running = b.newdir("device")
+    argv = job_argv(b, nproc=2, steps=3, extra=["--env", "0:FAKECUDA_HANG=kernel=%s" % h.BAD,
+                                                "--env", "1:" + HANG])
+    rdir = b.newdir("reports")
+    env = env_of(b, {"RANKJOB_READY": ready, "CULPRIT_CRUMB_EVERY": "", "CULPRIT_MARK_BUDGET": "0", "FAKECUDA_RUNNING": running,
+                     "CULPRIT_CUDA_GDB": os.path.join(HERE, "fake_cuda_gdb.py")})
+    p = subprocess.Popen([b.cli, "run", "--dir", rdir, "--"] + argv, env=env, cwd=b.newdir("cwd"),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + h.RUN_TIMEOUT
+        while not all(os.path.exists("%s-%d" % (ready, r)) for r in (0, 1)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        with open(ready + "-1") as f:
+            rank1 = int(f.read().split()[0])
+        os.kill(rank1, signal.SIGTERM)  # the launcher then stops rank 0 with SIGTERM, as torchrun does
+        out, err = p.communicate(timeout=h.RUN_TIMEOUT)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    text = err.decode("utf-8", "replace")
+    check(p.returncode == 1, "the launcher should fail (a worker was stopped): %r\n%s" % (p.returncode, text))
+    ranks = by_rank(reports(rdir))
+    check(sorted(ranks) == [0, 1] and all(len(v) == 1 for v in ranks.values()), "reports %r" % ranks)
+    r0, r1 = ranks[0][0][1], ranks[1][0][1]
+    for r, rep, kernel in ((0, r0, h.BAD), (1, r1, ALLREDUCE)):
+        dq = rep.get("device_query") or {}
+        c = rep.get("culprit") or {}
+        check(rep.get("kind") == "hang" and dq.get("status") == "answered" and c.get("by") == "the device" and
+              c.get("mangled") == kernel, "rank %d: device_query %r, culprit %r" % (r, dq, {
+                  k: c.get(k) for k in ("seq", "mangled", "by")}))
+    line = verdict_line(text)
+    want = "job of 2 ranks (torchrun): no rank faulted; rank 0 runs write_oob(int*, int) launched at " \
+           "rankjob.c:%d (the device says so): look there first; rank 0 hung (stopped by SIGTERM); rank 1 hung " \
+           "(stopped by SIGTERM while waiting in AllReduce)" % loss_line()
+    check(line == want, "verdict line\n  %s\nexpected\n  %s" % (line, want))
+    job = check_job_json(b, rdir, {0: "collateral", 1: "collateral"}, None)
+    check([p.get("rank") for p in job["processes"] if p.get("stuck_in_kernel")] == [0], "job JSON %r" % job)
 
 
 @case("rank_job_rerun")

@@ -267,7 +267,7 @@ def _(b):
     # every gpucore-*.nvcudmp in the directory, old or planted, was given to the debugger. The driver now writes
     # into a directory culprit made for the run (0700, inside the run directory), and only this run's dumps, at
     # most COREDUMP_MAX_DUMPS, are read.
-    env = {"FAKECUDA_FAULT": "kernel=write_oob", "CULPRIT_CRUMB_EVERY": "", "CULPRIT_CUDA_GDB": GDB,
+    env = {"FAKECUDA_FAULT": "kernel=write_oob", "CULPRIT_CRUMB_EVERY": "", "CULPRIT_MARK_BUDGET": "0", "CULPRIT_CUDA_GDB": GDB,
            "FLAKY_STATE": os.path.join(b.newdir("state"), "runs")}
     rdir = shared_dir(b, "shared")
     victim = os.path.join(b.newdir("victim"), "precious")
@@ -329,7 +329,7 @@ def _(b):
     # directory: in a shared one, a rerun-PID made beforehand by another user was taken as it was.
     if not ROOT:
         raise h.CaseSkipped("not run as root: a directory of another user cannot be made here")
-    env = {"FAKECUDA_FAULT": "kernel=write_oob", "CULPRIT_CRUMB_EVERY": "",
+    env = {"FAKECUDA_FAULT": "kernel=write_oob", "CULPRIT_CRUMB_EVERY": "", "CULPRIT_MARK_BUDGET": "0",
            "FLAKY_STATE": os.path.join(b.newdir("state"), "runs")}
     rdir = shared_dir(b, "shared")
     script = r"""

@@ -125,6 +125,45 @@ def _(b):
           "device assert\n" + out.describe())
 
 
+@case("watch_assert_at_launch")
+def _(b):
+    # The assert's error surfaces at a launch (the GPU ran ahead) and the program exits on it without
+    # synchronizing: the device's printf buffer is never emptied, and without culprit the text never appears (as on
+    # the GPU). The library makes the driver flush it (a context synchronize, which returns the error at once), so
+    # the line reaches the program's stdout, the command reads it, and the report says what was called.
+    env = {"FAKECUDA_FAULT": "launch=3,code=710", "FAKECUDA_RUN_AHEAD": "1"}
+    argv = [b.prog("linked"), "legacy", "nextlaunch", "3"]
+    base = plain(b, argv, env)
+    check(base.rc != 0 and b"Assertion" not in base.out and "cuLaunchKernel" in base.err_text,
+          "scenario broken: the error must surface at a launch, with no assert text\n" + base.describe())
+    rdir = b.newdir("reports")
+    res = cli_run(b, argv, env, rdir)
+    check(res.rc == base.rc, "exit status %s, %s without culprit" % (res.rc, base.rc))
+    check(res.out.count((ASSERT_LINE % "step").encode()) == 1, "the assert text did not reach stdout once\n" +
+          res.describe())
+    rep = load_report(rdir)
+    check(rep["error"].get("api") == "cuLaunchKernel", "error.api %r" % rep["error"].get("api"))
+    check(rep.get("printf_flush") == {"call": "cuCtxSynchronize", "result": 710},
+          "printf_flush %r" % rep.get("printf_flush"))
+    asserts = rep.get("device_asserts")
+    check(isinstance(asserts, list) and len(asserts) == 1, "device_asserts is %r" % asserts)
+    expect_assert(asserts[0], "void step(...)", "stdout", "710 at a launch")
+    # an assert that surfaced at a synchronize was flushed by it: nothing more is called
+    env = {"FAKECUDA_FAULT": "launch=3,code=710"}
+    rdir = b.newdir("reports")
+    res = cli_run(b, [b.prog("linked"), "legacy", "ctxsync"], env, rdir)
+    rep = load_report(rdir)
+    check("printf_flush" not in rep and res.out.count(b"Assertion") == 1,
+          "a synchronize's assert: printf_flush %r\n%s" % (rep.get("printf_flush"), res.describe()))
+    # nor for an error that is not an assert
+    env = {"FAKECUDA_FAULT": "launch=3", "FAKECUDA_RUN_AHEAD": "1"}
+    rdir = b.newdir("reports")
+    cli_run(b, argv, env, rdir)
+    rep = load_report(rdir)
+    check(rep["error"].get("code") == 700 and "printf_flush" not in rep, "a 700: printf_flush %r" % rep.get(
+        "printf_flush"))
+
+
 @case("watch_assert_stderr")
 def _(b):
     # On the real GPU the assert came on stderr. A shell prints two assert lines there, one naming another

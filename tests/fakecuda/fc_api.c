@@ -301,7 +301,11 @@ static CUresult fc_ctx_sync(CUcontext ctx)
 {
     struct fc_ctx *c;
     CUresult rc = fc_ctx_or_current(ctx, &c);
-    return rc ? rc : fc_drain_ctx(c);
+    if (rc)
+        return rc;
+    rc = fc_drain_ctx(c);
+    fc_printf_flush(c);
+    return rc;
 }
 
 FC_API CUresult cuCtxGetDevice(CUdevice *device)
@@ -366,13 +370,15 @@ static CUresult fc_stream_destroy(CUstream h)
  * running (FAKECUDA_HANG) makes a synchronize wait and a query (wait 0) answer CUDA_ERROR_NOT_READY. */
 static CUresult fc_stream_sync(CUstream h, int pt, int wait)
 {
-    struct fc_stream *s;
+    struct fc_stream *s = NULL;
     CUresult rc = fc_work_stream(h, pt, &s);
-    if (rc)
-        return rc;
-    if (s->capture)
+    if (!rc && s->capture)
         return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-    return fc_drain_stream(s, wait);
+    if (!rc)
+        rc = fc_drain_stream(s, wait);
+    if (wait && s)
+        fc_printf_flush(s->ctx); /* a synchronize, faulted or not, empties the printf buffer */
+    return rc;
 }
 
 static CUresult fc_stream_ctx(CUstream h, int pt, CUcontext *pctx, CUgreenCtx *pgreen)
@@ -719,9 +725,13 @@ static CUresult fc_event_live(CUevent h, struct fc_event **ev)
 /* Query and synchronize both run the recording stream up to the event (a query does not wait, wait 0). */
 static CUresult fc_event_sync(CUevent h, int wait)
 {
-    struct fc_event *ev;
+    struct fc_event *ev = NULL;
     CUresult rc = fc_event_live(h, &ev);
-    return rc ? rc : fc_drain_event(ev, wait);
+    if (!rc)
+        rc = fc_drain_event(ev, wait);
+    if (wait && ev)
+        fc_printf_flush(ev->ctx);
+    return rc;
 }
 
 static CUresult fc_event_destroy(CUevent h)

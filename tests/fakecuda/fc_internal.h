@@ -100,6 +100,8 @@ struct fc_ctx {
     CUresult sticky;           /* sticky error, 0 while healthy */
     struct fc_stream *legacy;  /* legacy default stream */
     struct fc_stream *streams; /* every stream of this context, including the default ones */
+    char held[512];            /* a device assert's text not yet printed: the device's printf buffer, which the
+                                * driver empties at a synchronize (fc_printf_flush), "" when empty */
 };
 
 struct fc_event {
@@ -232,6 +234,8 @@ CUresult fc_enqueue(struct fc_stream *s, struct fc_op *op);
  * the global lock released meanwhile; with wait 0 they stop there instead and answer CUDA_ERROR_NOT_READY. */
 CUresult fc_drain_stream(struct fc_stream *s, int wait);
 CUresult fc_drain_ctx(struct fc_ctx *ctx);
+/* At a synchronize of ctx: prints what its device printf buffer holds (a device assert's text) and empties it. */
+void fc_printf_flush(struct fc_ctx *ctx);
 CUresult fc_drain_event(struct fc_event *ev, int wait);
 CUresult fc_graph_enqueue(struct fc_stream *s, const struct fc_graph *g);
 CUresult fc_drain_all(void);

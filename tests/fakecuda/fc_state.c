@@ -8,6 +8,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -493,17 +494,23 @@ void fc_ctx_discard(struct fc_ctx *ctx)
 
 /* ---- faults ----------------------------------------------------------------------------------------------- */
 
-/* The device prints the failed assertion on the process's stdout; one write so lines never interleave. */
-static void fc_print_assert(const struct fc_op *op)
+/* The failed assertion goes into the device's printf buffer, which the driver prints on the process's stdout at
+ * the next synchronize (fc_printf_flush), not when the error surfaces at some other call. */
+static void fc_hold_assert(struct fc_ctx *ctx, const struct fc_op *op)
 {
-    char buf[512];
-    int n = snprintf(buf, sizeof buf,
-                     "fake.cu:8: void %s(...): block: [1,0,0], thread: [3,0,0] Assertion `idx < n` failed.\n",
-                     op->func ? op->func->plain : "kernel");
-    if (n > (int)sizeof buf - 1)
-        n = (int)sizeof buf - 1;
-    if (write(1, buf, (size_t)n) < 0) { /* stdout closed: nothing to report to */
+    snprintf(ctx->held, sizeof ctx->held,
+             "fake.cu:8: void %s(...): block: [1,0,0], thread: [3,0,0] Assertion `idx < n` failed.\n",
+             op->func ? op->func->plain : "kernel");
+}
+
+void fc_printf_flush(struct fc_ctx *ctx)
+{
+    size_t n = ctx ? strlen(ctx->held) : 0;
+    if (!n)
+        return;
+    if (write(1, ctx->held, n) < 0) { /* one write, so lines never interleave; stdout closed: no one to tell */
     }
+    ctx->held[0] = '\0';
 }
 
 static CUresult fc_raise(struct fc_ctx *ctx, const struct fc_op *op)
@@ -512,7 +519,7 @@ static CUresult fc_raise(struct fc_ctx *ctx, const struct fc_op *op)
     fc_coredump(op);
     ctx->sticky = op->fault;
     if (op->fault == CUDA_ERROR_ASSERT)
-        fc_print_assert(op);
+        fc_hold_assert(ctx, op);
     fc_ctx_discard(ctx);
     return ctx->sticky;
 }
@@ -539,6 +546,26 @@ static const struct fc_fault *fc_spec_for(struct fc_fault *specs, int n, const s
         }
     }
     return first;
+}
+
+/* FAKECUDA_RUNNING=DIR: a launch that never completes (FAKECUDA_HANG without ms) is what the device runs from now
+ * on; it is added as a line "NAME GX,GY,GZ BX,BY,BZ DEVICE" to DIR/running-PID, which the tests' stand-in for
+ * cuda-gdb reads when it is attached to this process. */
+static void fc_note_running(const struct fc_op *op, int device)
+{
+    const char *dir = getenv("FAKECUDA_RUNNING");
+    char path[4096], line[400];
+    if (!dir || !*dir || !op->func)
+        return;
+    snprintf(path, sizeof path, "%s/running-%ld", dir, (long)getpid());
+    int n = snprintf(line, sizeof line, "%s %u,%u,%u %u,%u,%u %d\n", op->func->plain, op->grid[0], op->grid[1],
+                     op->grid[2], op->block[0], op->block[1], op->block[2], device);
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return;
+    if (n > 0 && write(fd, line, (size_t)n) < 0) { /* a test's file: nothing to do about it */
+    }
+    close(fd);
 }
 
 /* Whether a kernel op will fault when it runs, and from when it can complete (a launch started running when
@@ -674,6 +701,8 @@ CUresult fc_enqueue(struct fc_stream *s, struct fc_op *op)
         fc_g.launches++;
         op->func->launches++;
         fc_script(op);
+        if (op->ready_ns == FC_NEVER)
+            fc_note_running(op, s->ctx->device);
     }
     op->next = NULL;
     if (s->tail)

@@ -295,6 +295,34 @@ static void t_assert(void)
     CHECK(file_has(out, "void write_oob(...): block: [1,0,0], thread: [3,0,0] Assertion `idx < n` failed."));
 }
 
+/* FAKECUDA_FAULT=kernel=write_oob,code=710 with FAKECUDA_RUN_AHEAD=1: the assert fires when the next launch makes
+ * the queue run ahead, and the error surfaces there; its text stays in the device's printf buffer (no launch,
+ * query or copy prints it) until a synchronize of the faulted context, which prints it once. */
+static void t_assert_held(void)
+{
+    struct env e;
+    setup(&e);
+    FILE *out = capture_fd(1);
+    OK(launch(e.bad, NULL));
+    CUresult rc = launch(e.good, NULL);
+    if (rc == CUDA_SUCCESS)
+        rc = launch(e.good, NULL);
+    EXPECT(rc, CUDA_ERROR_ASSERT);
+    EXPECT(cuStreamQuery(NULL), CUDA_ERROR_ASSERT);
+    EXPECT(launch(e.good, NULL), CUDA_ERROR_ASSERT);
+    CHECK(!file_has(out, "Assertion"));
+    EXPECT(cuCtxSynchronize(), CUDA_ERROR_ASSERT);
+    CHECK(file_has(out, "void write_oob(...): block: [1,0,0], thread: [3,0,0] Assertion `idx < n` failed."));
+    EXPECT(cuStreamSynchronize(NULL), CUDA_ERROR_ASSERT);
+    fflush(NULL);
+    char buf[8192];
+    rewind(out);
+    size_t n = fread(buf, 1, sizeof buf - 1, out);
+    buf[n] = '\0';
+    char *first = strstr(buf, "Assertion");
+    CHECK(first && !strstr(first + 1, "Assertion")); /* printed once */
+}
+
 /* FAKECUDA_FAULT=launch=2: launches are counted in enqueue order across streams; other streams' ops are dropped. */
 static void t_fault_streams(void)
 {
@@ -773,6 +801,7 @@ static const struct {
     {"lazy", "", t_lazy},
     {"fault", "FAKECUDA_FAULT=launch=3", t_fault},
     {"assert", "FAKECUDA_FAULT=kernel=write_oob,nth=2,code=710", t_assert},
+    {"assert_held", "FAKECUDA_FAULT=kernel=write_oob,code=710|FAKECUDA_RUN_AHEAD=1", t_assert_held},
     {"fault_streams", "FAKECUDA_FAULT=launch=2", t_fault_streams},
     {"run_ahead", "FAKECUDA_RUN_AHEAD=1|FAKECUDA_FAULT=launch=3", t_run_ahead},
     {"graph", "FAKECUDA_FAULT=launch=2", t_graph},

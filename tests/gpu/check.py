@@ -51,7 +51,7 @@ class Case:
     def __init__(self, name, prog, kernel=None, codes=(700,), api=r"Launch", args=(), env=None, mode=None,
                  stream_kind=None, rerun=None, same_as=None, healthy=False, src=None, graph=False, kind="fault",
                  group="c", trigger=None, hang_timeout=None, queued_kernel=None, coredump=False, fault_src=None,
-                 verdict_says=None, page_stream=False, note=""):
+                 verdict_says=None, page_stream=False, by_device=False, note=""):
         self.name = name            # case name in the table
         self.prog = prog            # program gpu_<prog>_<cudart>, source tests/gpu/<prog>.cu
         self.src = src or prog + ".cu"  # source file holding the CULPRIT-LAUNCH marker
@@ -86,6 +86,8 @@ class Case:
         self.verdict_says = verdict_says  # a pattern a paragraph of an exact verdict's printed text must hold
         self.page_stream = page_stream  # one kernel on several streams: the kernel log's page must keep the
                                         # candidates to the faulting stream's (or name the launch)
+        self.by_device = by_device  # hang cases: culprit run must have asked the device (cuda-gdb attached to the
+                                    # live process) and named the launch in flight by its answer
         self.note = note            # what the case is about
 
 
@@ -150,6 +152,10 @@ CASES = [
     Case("spin_sigterm", "spin", "spin_until_flag", stream_kind="created", kind="hang", group="hangs",
          trigger="SIGTERM", queued_kernel="consume_after_flag",
          note="the same stopped by SIGTERM: it dies of SIGTERM, the hang report names the launch in flight"),
+    Case("spin_device", "spin", "spin_until_flag", stream_kind="created", kind="hang", group="hangs",
+         trigger="SIGTERM", queued_kernel="consume_after_flag", mode="record", by_device=True,
+         note="record mode, stopped by SIGTERM: culprit run attaches cuda-gdb to the live process, the device runs "
+              "spin_until_flag, and the spinning launch behind the queue is named exactly, by the device"),
 ]
 CASE_BY_NAME = {c.name: c for c in CASES}
 CUDARTS = ("static", "shared")
@@ -179,7 +185,8 @@ from frameworks_group import (  # noqa: E402,F401 - the suite, its self-test and
 import jobs_group  # noqa: E402
 from jobs_group import (  # noqa: E402,F401 - the suite and its self-test use them by these names
     JOB_CASE_BY_NAME, JOB_CASES, JobCase, culprit_paragraphs, job_env, job_skip_reason, jobs_suite, judge_job,
-    judge_job_fault, merged_view_problems, nccl_problems, rank_problems, run_job_case, torchrun_cmd, JOB_FAULT,
+    judge_job_fault, judge_stuck, merged_view_problems, nccl_problems, rank_problems, run_job_case, run_stuck_case,
+    torchrun_cmd, JOB_FAULT, STUCK_READY,
     LAUNCHER_ENV, NCCL_KERNEL, RANK_LINE)
 import diagnose_group  # noqa: E402
 import verdict_group  # noqa: E402
@@ -572,6 +579,17 @@ def in_flight_problems(out, case, report, want_line, mode, what):
     verdict = report.get("verdict") or {}
     certainty = verdict.get("certainty")
     out.certainty = str(certainty)
+    if case.by_device:
+        dq = report.get("device_query") if isinstance(report.get("device_query"), dict) else {}
+        by = (report.get("culprit") or {}).get("by") if isinstance(report.get("culprit"), dict) else None
+        out.notes.append("%s: the device was asked: %s in %s ms (%s)" % (
+            what, dq.get("status"), dq.get("ms"), "; ".join(shorten(str(k.get("invocation")), 60)
+                                                        for k in dq.get("kernels") or [] if isinstance(k, dict))))
+        if dq.get("status") != "answered":
+            out.fail("%s: device_query status %r (%s), expected answered" % (what, dq.get("status"), dq.get("why")))
+        elif by != "the device" and dq.get("confirms") is not True:
+            out.fail("%s: the launch in flight was not named by the device (verdict %s, running %r)" % (
+                what, certainty, dq.get("running")))
     if certainty == "exact":
         culprit = report.get("culprit")
         out.named = str((culprit or {}).get("kernel", "-"))

@@ -304,7 +304,7 @@ def run_py_selftests():
     results.append(("every framework script exists and has its markers", not bad, "; ".join(bad)))
     c_names = {c.name for c in CASES if c.group == "c"}
     ok = selected(["frameworks"]) == set(PY_CASE_BY_NAME) and selected(["c", "torch_gather"]) == \
-        c_names | {"torch_gather"} and selected(["hangs"]) == {"spin_timeout", "spin_sigterm"} and \
+        c_names | {"torch_gather"} and selected(["hangs"]) == {"spin_timeout", "spin_sigterm", "spin_device"} and \
         selected(["jobs", "nosync"]) == set(JOB_CASE_BY_NAME) | {"nosync"} and "nosync" in c_names and \
         not c_names & set(GROUPS["hangs"]) and selected([]) == set(CASE_BY_NAME) | set(PY_CASE_BY_NAME) | \
         set(JOB_CASE_BY_NAME) | set(DIAG_CASE_BY_NAME) and \
@@ -371,7 +371,28 @@ def hang_selftests():
         return fixture_at(fixture_name, name, change)[1]
 
     no_wait = _set("threads.0.stack", [])
+    device = copy.copy(CASE_BY_NAME["spin_device"])
+    device.wait_line = 58
+    answered = {"by": "cuda-gdb", "status": "answered", "ms": 900, "running": [6],
+                "kernels": [{"kernel": "spin_until_flag", "invocation": "spin_until_flag(flag=0x7f0000000000)"}]}
+
+    def asked(dq, by):
+        def change(report):
+            report["device_query"] = dq
+            if by and isinstance(report.get("culprit"), dict):
+                report["culprit"]["by"] = by
+        return change
     return [
+        ("hang: the device named the spinning launch", device, base,
+         under("spin_hang_sigterm.json", change=asked(answered, "the device")), None, "record", "pass",
+         "the device was asked: answered in 900 ms (spin_until_flag(flag=0x7f0000000000))"),
+        ("hang: the device could not be asked", device, base,
+         under("spin_hang_candidates.json", change=asked({"status": "no debugger", "why": "cuda-gdb was not found"},
+                                                         None)), None, "record", "fail",
+         "device_query status 'no debugger' (cuda-gdb was not found), expected answered"),
+        ("hang: exact, but not by the device", device, base,
+         under("spin_hang_sigterm.json", change=asked(dict(answered, running=[]), None)), None, "record", "fail",
+         "the launch in flight was not named by the device"),
         ("hang: SIGTERM, the spinning launch exactly in flight", term, base, under("spin_hang_sigterm.json"), None,
          "precise", "pass", "the main thread waits at spin.cu:58"),
         ("hang: record mode's candidates hold the spinning launch", term, base, under("spin_hang_candidates.json"),
@@ -489,6 +510,51 @@ MERGED = ("culprit: job of 3 ranks (torchrun): rank 1 faulted first: void at::na
           "culprit:\n"
           "culprit: rank 1, the first to fault:\n")
 JOB_JSON = '{"schema": "culprit.job/1", "first_fault": {"rank": 1}, "processes": []}'
+
+
+STUCK_MERGED = ("culprit: job of 2 ranks (torchrun): no rank faulted; rank 0 runs at::cuda::(anonymous\n"
+                "culprit:   namespace)::spin_kernel(long) launched at ddp_gloo_stuck.py:42 (the device says so):\n"
+                "culprit:   look there first; rank 0 hung (stopped by SIGTERM); rank 1 hung (stopped by SIGTERM)\n")
+STUCK_JSON = ('{"schema": "culprit.job/1", "first_fault": null, "processes": [{"rank": 0, "stuck_in_kernel": true},'
+              ' {"rank": 1}]}')
+
+
+def stuck_selftests():
+    """(title, case, base, run, `culprit report --json` output, expected status, reason text) for the hang job."""
+    case = JOB_CASE_BY_NAME["gloo_stuck_kernel"]
+    base = Run(rc=1, stopped=signal.SIGTERM)
+    answered = {"by": "cuda-gdb", "status": "answered", "ms": 4100,
+                "kernels": [{"invocation": "spin_kernel(cycles=4398046511104)"}]}
+    spin = {"seq": 40, "kernel": "at::cuda::(anonymous namespace)::spin_kernel(long)", "by": "the device",
+            "python": [{"file": "/opt/culprit/tests/gpu/frameworks/ddp_gloo_stuck.py", "function": "main",
+                        "line": 42}]}
+
+    def rank(r, culprit, dq=answered):
+        def change(report):
+            report["process"].update(rank=r, local_rank=r, world_size=2, pid=7100 + r)
+            report["device_query"] = dq
+            report["culprit"] = culprit
+            report["verdict"] = {"certainty": "exact" if culprit else "idle", "reason": "..."}
+        return fixture_at("ddp_rank0_hang.json", "culprit-gpu-node-%d-hang.json" % (7100 + r), change)
+
+    def under(reports, stderr=STUCK_MERGED):
+        return Run(rc=1, stderr=stderr, reports=reports, stopped=signal.SIGTERM)
+
+    return [
+        ("stuck job: the device names rank 0's spinning kernel, the merged view says so first", case, base,
+         under([rank(0, spin), rank(1, None)]), STUCK_JSON, "pass", "rank 0: the device was asked: answered"),
+        ("stuck job: rank 0's launch not named by the device", case, base,
+         under([rank(0, dict(spin, by=None)), rank(1, None)]), STUCK_JSON, "fail",
+         "rank 0: the launch in flight was not named by the device"),
+        ("stuck job: the device could not be asked", case, base,
+         under([rank(0, spin), rank(1, None, {"status": "refused", "why": "ptrace"})]), STUCK_JSON, "fail",
+         "rank 1: device_query status 'refused'"),
+        ("stuck job: the merged view does not name rank 0 first", case, base,
+         under([rank(0, spin), rank(1, None)], stderr="culprit: job of 2 ranks (torchrun): no rank faulted\n"),
+         STUCK_JSON, "fail", "merged view: no line says rank 0 runs spin_kernel"),
+        ("stuck job: a rank left no report", case, base, under([rank(0, spin)]), STUCK_JSON, "fail",
+         "hang reports of ranks [0], expected 0..1"),
+    ]
 
 
 def job_selftests():
@@ -742,6 +808,11 @@ def run_new_selftests():
                         "got %s: %s" % (o.status, text)))
     for title, case, line, base, run, job_json, want_status, want_text in job_selftests():
         o = judge_job(case, line, base, run, job_json)
+        text = " ".join(o.reasons + o.notes + [o.path])
+        results.append((title, o.status == want_status and want_text in text,
+                        "got %s: %s" % (o.status, text)))
+    for title, case, base, run, job_json, want_status, want_text in stuck_selftests():
+        o = judge_stuck(case, 42, base, run, job_json)
         text = " ".join(o.reasons + o.notes + [o.path])
         results.append((title, o.status == want_status and want_text in text,
                         "got %s: %s" % (o.status, text)))

@@ -56,7 +56,7 @@ class JobCase:
     coredump = False  # no --coredump run
 
     def __init__(self, name, script, nproc, fault_rank, kernel, codes=(710,), modules=("torch",), timeout=150,
-                 nccl=False, env=None, note="", nnodes=1):
+                 nccl=False, env=None, note="", nnodes=1, stuck=None):
         self.name = name            # case name in the table
         self.script = script        # file in tests/gpu/frameworks
         self.src = script           # where the markers are
@@ -72,6 +72,8 @@ class JobCase:
         self.env = dict(env or {})  # extra environment, with and without culprit
         self.note = note            # what the case is about
         self.graph = False          # py_launch_problems reads it: a graph launch is no culprit here
+        self.stuck = stuck          # a hang job: the rank stuck in a kernel of its own (fault_rank unused), which
+                                    # the device must name; the job is stopped by SIGTERM once it printed "stuck:"
 
 
 JOB_CASES = [
@@ -88,7 +90,14 @@ JOB_CASES = [
                  "run per node sharing --dir: rank 2's label past the classes; culprit report DIR merges the "
                  "nodes' reports into one job naming rank 2"),
 ]
+JOB_CASES.append(
+    JobCase("gloo_stuck_kernel", "ddp_gloo_stuck.py", 2, -1, r"spin_kernel", stuck=0,
+            env={"GLOO_SOCKET_IFNAME": "lo"},
+            note="torchrun, 2 gloo ranks on one GPU: rank 0 spins in a kernel of its own (torch.cuda._sleep), rank 1 "
+                 "waits for it in the all_reduce; stopped by SIGTERM, culprit run asks the device of each rank's "
+                 "hang report, and the merged view names rank 0 and its kernel first"))
 JOB_CASE_BY_NAME = {c.name: c for c in JOB_CASES}
+STUCK_READY = b"stuck:"  # what a hang job prints once a rank is about to wait (the suite then stops it)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -359,6 +368,8 @@ def run_job_case(args, case, culprit, logs, deadline):
     if case.nnodes > 1:
         return run_nodes_case(args, case, culprit, logs, script, want, env, work, limit)
     cmd = torchrun_cmd(args.python) + ["--standalone", "--nproc-per-node", str(case.nproc), script]
+    if case.stuck is not None:
+        return run_stuck_case(args, case, culprit, logs, cmd, want, env, work, limit)
     base = h.execute(cmd, env, limit, cwd=work)
     h.save_logs(logs, case.name + ".plain", base)
     report_dir = h.fresh_dir(os.path.join(logs, "reports", case.name))
@@ -368,6 +379,87 @@ def run_job_case(args, case, culprit, logs, deadline):
     shown = h.execute([culprit, "report", "--json", report_dir], os.environ.copy(), 60)
     h.save_logs(logs, case.name + ".job", shown)
     return judge_job(case, want, base, run, shown.stdout.decode("utf-8", "replace"))
+
+
+def run_stuck_case(args, case, culprit, logs, cmd, want, env, work, limit):
+    """A hang job: stopped by SIGTERM (to torchrun, or to culprit run, which forwards it) once a rank printed that
+    it waits, without culprit and under it; then judged."""
+    stop = h.Stop(STUCK_READY, grace=60.0)  # each rank's report waits for the device's answer before it dies
+    base = h.execute(cmd, env, limit, cwd=work, stop=stop)
+    h.save_logs(logs, case.name + ".plain", base)
+    report_dir = h.fresh_dir(os.path.join(logs, "reports", case.name))
+    mode = ["--mode", args.mode] if args.mode else []
+    run = h.execute([culprit, "run", "--dir", report_dir] + mode + ["--"] + cmd, env, limit, report_dir, cwd=work,
+                    stop=stop)
+    h.save_logs(logs, case.name + ".culprit", run)
+    shown = h.execute([culprit, "report", "--json", report_dir], os.environ.copy(), 60)
+    h.save_logs(logs, case.name + ".job", shown)
+    return judge_stuck(case, want, base, run, shown.stdout.decode("utf-8", "replace"))
+
+
+def judge_stuck(case, want_line, base, run, job_json):
+    """A hang job: every rank left a hang report; the device was asked of each (cuda-gdb attached to the live
+    rank) and named the stuck rank's spinning launch ("by": "the device"); the merged view says first that the stuck
+    rank runs that kernel, and the job JSON marks it stuck_in_kernel."""
+    out = h.Outcome(case, "python")
+    reason = job_skip_reason(base)
+    if reason:
+        out.skip(reason)
+        return out
+    if base.stopped is None:
+        out.fail("without culprit: the job ended by itself (status %s) before it was stopped" % base.rc)
+    if run.stopped is None:
+        out.fail("under culprit: the job ended by itself (status %s) before it was stopped" % run.rc)
+    hangs = {}
+    for path, report in run.reports:
+        if not isinstance(report, dict):
+            out.fail("report %s unreadable: %s" % (os.path.basename(path), report))
+            continue
+        for p in rank_problems(path, report, case):
+            out.fail(p)
+        rank = (report.get("process") or {}).get("rank")
+        if h.report_kind(report) == "hang":
+            hangs[rank] = report
+        else:
+            out.fail("rank %s: a %s report" % (rank, h.report_kind(report)))
+    if sorted(hangs, key=str) != list(range(case.world)):
+        out.fail("hang reports of ranks %s, expected 0..%d" % (sorted(hangs, key=str), case.world - 1))
+    for r, report in sorted(hangs.items(), key=lambda x: str(x[0])):
+        dq = report.get("device_query") if isinstance(report.get("device_query"), dict) else {}
+        out.notes.append("rank %s: the device was asked: %s in %s ms (%s)" % (
+            r, dq.get("status"), dq.get("ms"), "; ".join(h.shorten(str(k.get("invocation")), 60)
+                                                      for k in dq.get("kernels") or [] if isinstance(k, dict))))
+        if dq.get("status") != "answered":
+            out.fail("rank %s: device_query status %r (%s)" % (r, dq.get("status"), dq.get("why")))
+    stuck = hangs.get(case.stuck) or {}
+    culprit = stuck.get("culprit") if isinstance(stuck.get("culprit"), dict) else {}
+    verdict = stuck.get("verdict") or {}
+    out.certainty = str(verdict.get("certainty"))
+    out.named = str(culprit.get("kernel", "-"))
+    if culprit.get("by") != "the device" and (stuck.get("device_query") or {}).get("confirms") is not True:
+        out.fail("rank %d: the launch in flight was not named by the device (verdict %s: %s)" % (
+            case.stuck, verdict.get("certainty"), h.shorten(str(verdict.get("reason")), 200)))
+    if not re.search(case.kernel, str(culprit.get("kernel"))):
+        out.fail("rank %d: the launch in flight is %r, expected a kernel like %r" % (
+            case.stuck, culprit.get("kernel"), case.kernel))
+    for p in h.python_problems(culprit.get("python"), case.script, want_line, "rank %d's launch" % case.stuck):
+        out.fail(p)
+    text = " ".join(culprit_paragraphs(run.stderr))
+    if not re.search(r"rank %d runs [^;]*%s[^;]*\(the device says so\): look there first" % (case.stuck, case.kernel),
+                     text):
+        out.fail("merged view: no line says rank %d runs %s (the device says so): %r" % (
+            case.stuck, case.kernel, h.shorten(text, 300)))
+    try:
+        job = json.loads(job_json)
+    except ValueError as e:
+        out.fail("culprit report --json DIR: not JSON (%s)" % e)
+    else:
+        marked = [p.get("rank") for p in (job.get("processes") or []) if isinstance(p, dict)
+                  and p.get("stuck_in_kernel")] if isinstance(job, dict) else None
+        if marked != [case.stuck]:
+            out.fail("culprit report --json DIR: stuck_in_kernel on ranks %r, expected [%d]" % (marked, case.stuck))
+    out.path = "the device"
+    return out
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -65,6 +65,9 @@ int main(void) {
   CHECK(c.exit_wait_ms == 250 && c.hang_timeout_ms == 30000 && c.report_signal == SIGUSR2 && c.hang_signals == 0);
   const char *nosig[] = {"CULPRIT_REPORT_SIGNAL", "none", "CULPRIT_EXIT_WAIT", "0", NULL};
   CHECK(parse(nosig, &c, err) == 0 && c.report_signal == 0 && c.exit_wait_ms == 0);
+  CHECK(c.run_pid == 0 && c.device_wait_ms == 0, "no device query, no wait, unless culprit run says so");
+  const char *query[] = {"CULPRIT_RUN_PID", "4242", "CULPRIT_DEVICE_WAIT", "2.5", NULL};
+  CHECK(parse(query, &c, err) == 0 && c.run_pid == 4242 && c.device_wait_ms == 2500);
 
   CHECK(parse(none, &c, err) == 0 && c.mark == CP_MARK_MEMSET, "the 32-bit memset is the default breadcrumb");
   CHECK(c.mark_budget_bp == 100 && c.crumb_every == 16, "record mode's marks: 1%% of a stream's time, every 16th");
@@ -115,7 +118,12 @@ int main(void) {
                           {"CULPRIT_REPORT_SIGNAL", "SIGFOO", NULL},
                           {"CULPRIT_REPORT_SIGNAL", "9", NULL},
                           {"CULPRIT_REPORT_SIGNAL", "65", NULL},
-                          {"CULPRIT_HANG_SIGNALS", "sometimes", NULL}};
+                          {"CULPRIT_HANG_SIGNALS", "sometimes", NULL},
+                          {"CULPRIT_RUN_PID", "0", NULL},
+                          {"CULPRIT_RUN_PID", "-3", NULL},
+                          {"CULPRIT_RUN_PID", "99999999", NULL},
+                          {"CULPRIT_DEVICE_WAIT", "601", NULL},
+                          {"CULPRIT_DEVICE_WAIT", "soon", NULL}};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     err[0] = '\0';
     int rc = parse(bad[i], &c, err);

@@ -2,6 +2,7 @@
  * dropped, standard input from a file, an added variable, LD_PRELOAD left out, a program that is not there, and
  * the time and size limits, each of which kills the program and keeps what it printed before. */
 #define _GNU_SOURCE
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -73,6 +74,19 @@ int main(void) {
   rc = run_sh("exec yes", &o, &r);
   CHECK(rc == 0 && r.truncated && !r.timed_out && r.len == 10000 && r.out && strncmp(r.out, "y\ny\n", 4) == 0,
         "truncated: rc %d, %d, %zu bytes", rc, r.truncated, r.len);
+  free(r.out);
+
+  /* alone: in a process group of its own (a terminal's ^C to ours does not reach it); the plain one shares ours */
+  o.max_output = 1 << 20;
+  char *pgid[] = {"sh", "-c", "cut -d' ' -f5 /proc/$$/stat", NULL};
+  char ours[32];
+  snprintf(ours, sizeof ours, "%ld\n", (long)getpgrp());
+  rc = subproc_capture(pgid, &o, &r);
+  CHECK(rc == 0 && r.out && strcmp(r.out, ours) == 0, "the caller's group: %s", r.out ? r.out : "(null)");
+  free(r.out);
+  rc = subproc_capture_alone(pgid, &o, &r);
+  CHECK(rc == 0 && r.out && strcmp(r.out, ours) != 0 && atol(r.out) > 0, "its own group: %s (ours %s)",
+        r.out ? r.out : "(null)", ours);
   free(r.out);
   return CHECK_DONE();
 }

@@ -37,7 +37,7 @@
             report_error(cuGetErrorName, #call, rc_, 0);                                                                                                       \
     } while (0)
 
-static CUfunction f_step;
+static CUfunction f_step, f_fill;
 static CUdeviceptr dbuf;
 static int nelem = NELEM;
 static CUcontext ctx;
@@ -159,10 +159,19 @@ int main(int argc, char **argv)
     CK(cuCtxSetCurrent(ctx));
     CK(cuModuleLoadData(&mod, MODULE_IMAGE));
     CK(cuModuleGetFunction(&f_step, mod, K_STEP));
+    CK(cuModuleGetFunction(&f_fill, mod, K_FILL));
     CK(cuMemAlloc(&dbuf, NELEM * sizeof(float)));
 
     if (!strcmp(v, "sync") || !strcmp(v, "handler-term") || !strcmp(v, "handler-int"))
         return sync_variant(n);
+    if (!strcmp(v, "spin")) {
+        /* a kernel of another name (FAKECUDA_HANG=kernel=vec_fill keeps it running) behind n steps, two behind it */
+        void *args[] = {&dbuf, &nelem};
+        launch_steps(n, NULL);
+        CK(cuLaunchKernel(f_fill, 2, 1, 1, 128, 1, 1, 0, NULL, args, NULL));
+        launch_steps(2, NULL);
+        return sync_variant(0);
+    }
     if (!strcmp(v, "resync")) {
         launch_steps(n, NULL);
         CK(cuCtxSynchronize());
