@@ -8,7 +8,7 @@
 #include "lastlook.h"
 #include "rank.h"
 #include "../core/allocs.h"
-#include "../core/config.h"
+#include "../base/config.h"
 #include "../core/core.h"
 #include "../core/upcalls.h"
 

@@ -9,11 +9,11 @@
 #define _GNU_SOURCE
 #endif
 #include "cli.h"
-#include "../report/addr.h"
-#include "../report/json.h"
-#include "../report/jsonw.h"
+#include "../render/addr.h"
+#include "../render/json.h"
+#include "../base/jsonw.h"
 #include "../report/merge.h"
-#include "../report/render.h"
+#include "../render/render.h"
 #include "../report/symbolize.h"
 
 #include <dirent.h>

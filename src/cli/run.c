@@ -6,17 +6,17 @@
 #define _GNU_SOURCE
 #endif
 #include "cli.h"
-#include "coredump.h"
-#include "../report/addr.h"
-#include "faultpage.h"
-#include "kernlog.h"
-#include "nccllog.h"
-#include "rerun.h"
+#include "../evidence/coredump.h"
+#include "../render/addr.h"
+#include "../evidence/faultpage.h"
+#include "../evidence/kernlog.h"
+#include "../evidence/nccllog.h"
+#include "../evidence/rerun.h"
 #include "watch.h"
-#include "../core/config.h"
-#include "../report/json.h"
+#include "../base/config.h"
+#include "../render/json.h"
 #include "../report/merge.h"
-#include "../report/render.h"
+#include "../render/render.h"
 #include "../report/symbolize.h"
 
 #include <errno.h>

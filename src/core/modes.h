@@ -7,7 +7,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "config.h"
+#include "../base/config.h"
 
 struct mode_frame {
   uint64_t gen;                  /* unique per push: keys the kernel filter's cached answers (names.h) */

@@ -7,8 +7,8 @@
 #define _GNU_SOURCE
 #include "trace.h"
 
-#include "json.h"
-#include "jsonw.h"
+#include "../render/json.h"
+#include "../base/jsonw.h"
 
 #include <stdio.h>
 #include <stdlib.h>

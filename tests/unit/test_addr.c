@@ -12,9 +12,9 @@
 
 #include "check.h"
 #include "parse_doc.h"
-#include "report/addr.h"
-#include "report/json.h"
-#include "report/render.h"
+#include "render/addr.h"
+#include "render/json.h"
+#include "render/render.h"
 
 /* A fault report whose exact culprit is launch culprit_seq (0: candidates, no culprit) and whose allocation table
  * holds ranges (JSON array members, without the brackets); extra is more top-level members (or ""). */

@@ -10,8 +10,8 @@
 
 #include "check.h"
 #include "parse_doc.h"
-#include "report/argmatch.h"
-#include "report/json.h"
+#include "render/argmatch.h"
+#include "render/json.h"
 
 /* A report whose candidates are the given launch objects (JSON array members, without the brackets). */
 static struct json *report(const char *cands) {

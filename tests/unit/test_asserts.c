@@ -6,9 +6,9 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "../../src/cli/asserts.h"
-#include "../../src/cli/tritonsrc.h"
-#include "../../src/report/json.h"
+#include "../../src/evidence/asserts.h"
+#include "../../src/evidence/tritonsrc.h"
+#include "../../src/render/json.h"
 #include "check.h"
 
 #include <errno.h>

@@ -2,10 +2,10 @@
  * H200 (CUDA 13.0, driver 580: cuda-gdb 13.0 printed the exception, then died of an internal error), the focus
  * and backtrace lines it prints when it goes on, and tying a dump to a report: the one candidate that runs the
  * faulting kernel (with a grid that holds its block) becomes the culprit, never one the dump does not single out. */
-#include "../../src/cli/coredump.h"
-#include "../../src/cli/coredump_elf.h"
+#include "../../src/evidence/coredump.h"
+#include "../../src/evidence/coredump_elf.h"
 #include "../fakecuda/fc_dumpfile.h"
-#include "../../src/report/json.h"
+#include "../../src/render/json.h"
 #include "check.h"
 
 #include <elf.h>

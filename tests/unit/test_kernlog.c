@@ -2,8 +2,8 @@
  * three shapes a log comes in (a /dev/kmsg record, dmesg, a syslog file), and older drivers' words; lines that are
  * no Xid or whose address is no page; and which report a line is tied to (its pid, else its name alone, never
  * another host's report, never one of several of the same name), read from a file as `culprit run` reads it. */
-#include "../../src/cli/kernlog.h"
-#include "../../src/report/json.h"
+#include "../../src/evidence/kernlog.h"
+#include "../../src/render/json.h"
 #include "check.h"
 
 #include <fcntl.h>

@@ -5,10 +5,10 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "../../src/report/demangle.h"
-#include "../../src/report/json.h"
-#include "../../src/report/jsonw.h"
-#include "../../src/report/render.h"
+#include "../../src/base/demangle.h"
+#include "../../src/render/json.h"
+#include "../../src/base/jsonw.h"
+#include "../../src/render/render.h"
 #include "../../src/report/symbolize.h"
 
 #include <errno.h>

@@ -8,9 +8,9 @@
 #endif
 #include "faultpage.h"
 #include "promote.h"
-#include "../report/addr.h"
-#include "../report/argmatch.h"
-#include "../report/json.h"
+#include "../render/addr.h"
+#include "../render/argmatch.h"
+#include "../render/json.h"
 
 #include <errno.h>
 #include <stdint.h>

@@ -8,7 +8,7 @@
 #include "render.h"
 #include "render_int.h"
 #include "addr.h"
-#include "demangle.h"
+#include "../base/demangle.h"
 #include "json.h"
 #include "nccl.h"
 

@@ -8,10 +8,10 @@
 #define _GNU_SOURCE
 #endif
 #include "rerun.h"
-#include "cli.h"
+#include "../cli/cli.h"
 #include "promote.h"
-#include "../report/json.h"
-#include "../core/config.h"
+#include "../render/json.h"
+#include "../base/config.h"
 #include "../report/symbolize.h"
 
 #include <errno.h>
