@@ -2,7 +2,7 @@
 line that launched it, where the error surfaced, the device assert, the operator and its problem, the report's path.
 
 It is what culprit.lightning attaches to the exception Lightning re-raises, and what any program can print from
-culprit.last_report(). It is not the full verdict of `culprit run` and `culprit report` (src/report/render.c, with
+culprit.last_report(). It is not the full verdict of `culprit run` and `culprit report` (src/render/render.c, with
 every candidate, the history and the native stacks); it follows the same rules where both show a thing (which
 Python frame is the user's, which device assert belongs to the kernel). Standard library only, no culprit library
 needed:
@@ -84,7 +84,7 @@ def _opener(s, end, open_, close):
 
 
 def _base_name(name):
-    """The bare identifier of a kernel name, as src/report/demangle.c's demangle_base_name finds it: `k` in both
+    """The bare identifier of a kernel name, as src/base/demangle.c's demangle_base_name finds it: `k` in both
     `void k(const int *, int, int)` and `ns::k<float>(int const*, int)`."""
     s = name.rstrip()
     end = len(s)
@@ -306,7 +306,7 @@ def _launch_line(launch):
 
 def _unsafe(ch):
     """Whether a terminal would obey ch rather than show it: C0 and C1 controls, DEL, the bidirectional overrides
-    and isolates, and lone surrogates (a string read from JSON may hold them). The same set as src/report's."""
+    and isolates, and lone surrogates (a string read from JSON may hold them). The same set as src/render's."""
     o = ord(ch)
     return (o < 0x20 or 0x7f <= o <= 0x9f or o in (0x061c, 0x200e, 0x200f) or 0x202a <= o <= 0x202e or
             0x2066 <= o <= 0x2069 or 0xd800 <= o <= 0xdfff)

@@ -3,7 +3,7 @@
  * The reports are symbolized first, all together (one addr2line per module: a job's ranks share their
  * programs), and answered for the faulting address their GPU core dump gave; each is written back when that
  * added anything, the file is writable and the reports are no more than CLI_WRITE_BACK_MAX. With --address,
- * each report also says what that address touched (report/addr.c); that answer is shown, not saved. A run that
+ * each report also says what that address touched (render/addr.c); that answer is shown, not saved. A run that
  * takes more than a second says how far it got on stderr, once a second. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -183,7 +183,7 @@ static int cli_symbolize(struct merge_report *reps, size_t n, struct cli_progres
         rc = ENOMEM;
         goto out;
     }
-    /* what the faulting address the GPU core dump gave touched, as culprit run writes it (report/addr.c) */
+    /* what the faulting address the GPU core dump gave touched, as culprit run writes it (render/addr.c) */
     for (size_t i = 0; i < n; i++) {
         int addr = 0;
         if (addr_annotate_fault(docs[i], &addr) != 0) {

@@ -1,4 +1,4 @@
-/* Unit tests of the text renderer (src/report/render.c) and the symbolizer (src/report/symbolize.c): the full
+/* Unit tests of the text renderer (src/render/render.c) and the symbolizer (src/report/symbolize.c): the full
  * and brief forms of exact, candidates and unknown verdicts, reports with fields missing or of the wrong type,
  * and a symbolize round trip on a program compiled here with -g (skipped with 77 when there is no C compiler
  * or addr2line; everything else still runs first). */
