@@ -119,7 +119,8 @@ def kernel_name(launch):
 
 
 def _is_lib_pyframe(frame):
-    """A frame of an installed package or the standard library rather than of the user's program (render.c's rule)."""
+    """A frame of an installed package or the standard library rather than of the user's program: the rule of
+    src/render/render_parts.c (render_is_lib_pyframe), held to it by tests/unit/libframes_check.py."""
     f = frame.get("file")
     return (not isinstance(f, str) or "/site-packages/" in f or "/dist-packages/" in f or "/lib/python3" in f
             or f.startswith("<frozen") or f.endswith("/culprit/diagnose.py"))
@@ -145,14 +146,15 @@ _LIB_MODULES = ("libcuda.so", "libcudart.so", "libcudart_static", "libculprit.so
 
 
 def _is_lib_frame(frame):
-    """A native frame inside the CUDA runtime or driver, culprit, the C runtime or the interpreter (render.c's rule)."""
+    """A native frame inside the CUDA runtime or driver, culprit, the C runtime or the interpreter: the rule of
+    src/render/render_parts.c (render_is_lib_frame), held to it by tests/unit/libframes_check.py."""
     mod = frame.get("module")
     if isinstance(mod, str) and mod.rsplit("/", 1)[-1].startswith(_LIB_MODULES):
         return True
     fn, f = frame.get("function"), frame.get("file")
-    if isinstance(fn, str) and fn.startswith(("libcudart_static_", "__device_stub__", "cudart::")):
+    if isinstance(fn, str) and fn.startswith(("libcudart_static_", "__device_stub__")):
         return True  # the CUDA runtime linked into the program, and nvcc's launch stubs
-    if isinstance(fn, str) and not f and fn[:4] == "cuda" and fn[4:5].isupper():
+    if isinstance(fn, str) and not isinstance(f, str) and fn[:4] == "cuda" and "A" <= fn[4:5] <= "Z":
         return True
     return isinstance(f, str) and ("/include/crt/" in f or f.endswith(("/cuda_runtime.h", "/cuda_runtime_api.h",
                                                                         ".stub.c")))
