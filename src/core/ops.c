@@ -110,8 +110,8 @@ int ops_begin(const char *name, const char *args, const char *problem) {
 }
 
 int ops_begin_buffers(const char *name, const char *args, const char *problem, const char *buffers) {
-  if (!name || !*name) return -2;
-  if (t_depth >= OPS_DEPTH) return -3;
+  if (!name || !*name) return CULPRIT_EINVAL;
+  if (t_depth >= OPS_DEPTH) return CULPRIT_ESTACK;
   struct cp_view v;
   cp_view(&v);
   struct ops_note n;
@@ -149,7 +149,7 @@ static void close_in(struct slot *s, uint32_t *ver, uint64_t last) {
 }
 
 int ops_end(void) {
-  if (t_depth == 0) return -3;
+  if (t_depth == 0) return CULPRIT_ESTACK;
   struct open_note *o = &t_open[--t_depth];
   struct cp_view v;
   cp_view(&v);
