@@ -39,7 +39,8 @@ struct ops_note {
 };
 
 /* Opens a note on the calling thread (problem may be NULL or empty). Returns 0, CULPRIT_EINVAL for a NULL or
- * empty name, CULPRIT_ESTACK when eight notes are already open on this thread, -1 when no memory could be had. */
+ * empty name, CULPRIT_ESTACK when eight notes are already open on this thread (the notes live in fixed slots: nothing
+ * is allocated, so nothing else can fail). */
 int ops_begin(const char *name, const char *args, const char *problem);
 /* The same with the buffers the operator was given: one per line, "BASE SIZE LABEL" (BASE and SIZE in C's
  * integer syntax, 0x... or decimal; LABEL the rest of the line). Lines that do not parse, a zero size and those
