@@ -2,7 +2,7 @@
 line that launched it, where the error surfaced, the device assert, the operator and its problem, the report's path.
 
 It is what culprit.lightning attaches to the exception Lightning re-raises, and what any program can print from
-culprit.last_report(). It is not the full verdict of `culprit run` and `culprit report` (src/report/render.c, with
+culprit.last_report(). It is not the full verdict of `culprit run` and `culprit report` (src/render/render.c, with
 every candidate, the history and the native stacks); it follows the same rules where both show a thing (which
 Python frame is the user's, which device assert belongs to the kernel). Standard library only, no culprit library
 needed:
@@ -84,7 +84,7 @@ def _opener(s, end, open_, close):
 
 
 def _base_name(name):
-    """The bare identifier of a kernel name, as src/report/demangle.c's demangle_base_name finds it: `k` in both
+    """The bare identifier of a kernel name, as src/base/demangle.c's demangle_base_name finds it: `k` in both
     `void k(const int *, int, int)` and `ns::k<float>(int const*, int)`."""
     s = name.rstrip()
     end = len(s)
@@ -119,7 +119,8 @@ def kernel_name(launch):
 
 
 def _is_lib_pyframe(frame):
-    """A frame of an installed package or the standard library rather than of the user's program (render.c's rule)."""
+    """A frame of an installed package or the standard library rather than of the user's program: the rule of
+    src/render/render_parts.c (render_is_lib_pyframe), held to it by tests/unit/libframes_check.py."""
     f = frame.get("file")
     return (not isinstance(f, str) or "/site-packages/" in f or "/dist-packages/" in f or "/lib/python3" in f
             or f.startswith("<frozen") or f.endswith("/culprit/diagnose.py"))
@@ -145,14 +146,15 @@ _LIB_MODULES = ("libcuda.so", "libcudart.so", "libcudart_static", "libculprit.so
 
 
 def _is_lib_frame(frame):
-    """A native frame inside the CUDA runtime or driver, culprit, the C runtime or the interpreter (render.c's rule)."""
+    """A native frame inside the CUDA runtime or driver, culprit, the C runtime or the interpreter: the rule of
+    src/render/render_parts.c (render_is_lib_frame), held to it by tests/unit/libframes_check.py."""
     mod = frame.get("module")
     if isinstance(mod, str) and mod.rsplit("/", 1)[-1].startswith(_LIB_MODULES):
         return True
     fn, f = frame.get("function"), frame.get("file")
-    if isinstance(fn, str) and fn.startswith(("libcudart_static_", "__device_stub__", "cudart::")):
+    if isinstance(fn, str) and fn.startswith(("libcudart_static_", "__device_stub__")):
         return True  # the CUDA runtime linked into the program, and nvcc's launch stubs
-    if isinstance(fn, str) and not f and fn[:4] == "cuda" and fn[4:5].isupper():
+    if isinstance(fn, str) and not isinstance(f, str) and fn[:4] == "cuda" and "A" <= fn[4:5] <= "Z":
         return True
     return isinstance(f, str) and ("/include/crt/" in f or f.endswith(("/cuda_runtime.h", "/cuda_runtime_api.h",
                                                                         ".stub.c")))
@@ -306,7 +308,7 @@ def _launch_line(launch):
 
 def _unsafe(ch):
     """Whether a terminal would obey ch rather than show it: C0 and C1 controls, DEL, the bidirectional overrides
-    and isolates, and lone surrogates (a string read from JSON may hold them). The same set as src/report's."""
+    and isolates, and lone surrogates (a string read from JSON may hold them). The same set as src/render's."""
     o = ord(ch)
     return (o < 0x20 or 0x7f <= o <= 0x9f or o in (0x061c, 0x200e, 0x200f) or 0x202a <= o <= 0x202e or
             0x2066 <= o <= 0x2069 or 0xd800 <= o <= 0xdfff)

@@ -11,7 +11,7 @@
 #include "rank.h"
 #include "signals.h"
 #include "../core/allocs.h"
-#include "../core/config.h"
+#include "../base/config.h"
 #include "../core/core.h"
 #include "../core/upcalls.h"
 

@@ -7,7 +7,7 @@
 #define EMIT_ARGV_MAX (16u << 20) /* bytes of the command line kept in a report */
 
 #include "../core/clock.h"
-#include "../core/config.h"
+#include "../base/config.h"
 #include "../core/crumb.h"
 #include "../core/graphs.h"
 #include "../core/names.h"
@@ -15,8 +15,8 @@
 #include "rank.h"
 #include "../core/ring.h"
 #include "../core/ticks.h"
-#include "../report/demangle.h"
-#include "../report/jsonw.h"
+#include "../base/demangle.h"
+#include "../base/jsonw.h"
 #include "../stack/pystack.h"
 #include "../stack/stack.h"
 

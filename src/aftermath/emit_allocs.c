@@ -6,7 +6,7 @@
 
 #include "emit.h"
 #include "../core/allocs.h"
-#include "../report/jsonw.h"
+#include "../base/jsonw.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* The allocation table in a report (emit_allocs.c): the "allocations" object of fault and hang reports, which
- * src/report/addr.c reads to say what a faulting address touched. The table itself is core's (core/allocs.h). */
+ * src/render/addr.c reads to say what a faulting address touched. The table itself is core's (core/allocs.h). */
 #ifndef CULPRIT_EMIT_ALLOCS_H
 #define CULPRIT_EMIT_ALLOCS_H
 

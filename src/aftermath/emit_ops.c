@@ -2,7 +2,7 @@
 #include "emit_ops.h"
 
 #include "../core/ops.h"
-#include "../report/jsonw.h"
+#include "../base/jsonw.h"
 
 #include <stdlib.h>
 

@@ -7,7 +7,7 @@
 
 #include "../core/crumb.h"
 #include "../core/markplan.h"
-#include "../report/jsonw.h"
+#include "../base/jsonw.h"
 
 void emit_stream_fields(struct jw *w, const struct cp_stream *st, uint64_t last) {
   jw_key(w, "stream");

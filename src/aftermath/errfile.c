@@ -5,8 +5,8 @@
 #include "errfile.h"
 
 #include "errtext.h"
-#include "../report/jsonw.h"
-#include "../report/render.h"
+#include "../base/jsonw.h"
+#include "../render/render.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -6,9 +6,9 @@
 #define _GNU_SOURCE
 #include "errtext.h"
 
-#include "../core/config.h"
-#include "../report/json.h"
-#include "../report/render.h"
+#include "../base/config.h"
+#include "../render/json.h"
+#include "../render/render.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

@@ -5,10 +5,10 @@
 
 #include "emit.h"
 #include "rank.h"
-#include "../core/config.h"
+#include "../base/config.h"
 #include "../core/crumb.h"
 #include "../core/ring.h"
-#include "../report/jsonw.h"
+#include "../base/jsonw.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -5,7 +5,7 @@
 #include "printflush.h"
 #include "verdict.h"
 #include "../core/clock.h"
-#include "../core/config.h"
+#include "../base/config.h"
 #include "../core/core.h"
 #include "../stack/pystack.h"
 #include "../stack/stack.h"

@@ -27,13 +27,13 @@
 #include "hang_report.h"
 
 #include "../core/clock.h"
-#include "../core/config.h"
+#include "../base/config.h"
 #include "../core/core.h"
 #include "../core/crumb.h"
 #include "../core/driver.h"
 #include "../core/ring.h"
 #include "signals.h"
-#include "../report/demangle.h"
+#include "../base/demangle.h"
 #include "../stack/threads.h"
 
 #include <errno.h>

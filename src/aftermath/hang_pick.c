@@ -4,7 +4,7 @@
 #define _GNU_SOURCE
 #include "hang_pick.h"
 
-#include "../core/config.h"
+#include "../base/config.h"
 #include "../core/core.h"
 #include "../core/crumb.h"
 #include "../core/ring.h"

@@ -5,7 +5,7 @@
 #include "rank.h"
 
 #include "../core/launcher.h"
-#include "../report/jsonw.h"
+#include "../base/jsonw.h"
 
 #include <stdio.h>
 #include <stdlib.h>

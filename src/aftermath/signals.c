@@ -12,7 +12,7 @@
 #define _GNU_SOURCE
 #include "signals.h"
 
-#include "../core/config.h"
+#include "../base/config.h"
 
 #include <errno.h>
 #include <pthread.h>

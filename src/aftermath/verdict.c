@@ -7,7 +7,7 @@
 
 #include "printflush.h"
 
-#include "../core/config.h"
+#include "../base/config.h"
 #include "../core/crumb.h"
 #include "../core/graphs.h"
 #include "../core/driver.h"
@@ -20,9 +20,9 @@
 #include "errtext.h"
 #include "../core/ring.h"
 #include "suspects.h"
-#include "../report/demangle.h"
-#include "../report/jsonw.h"
-#include "../report/render.h"
+#include "../base/demangle.h"
+#include "../base/jsonw.h"
+#include "../render/render.h"
 #include "../stack/pystack.h"
 #include "../stack/stack.h"
 

@@ -10,9 +10,9 @@
 #include "deliver.h"
 
 #include "cli.h"
-#include "../report/json.h"
-#include "../report/jsonw.h"
-#include "../report/render.h"
+#include "../render/json.h"
+#include "../base/jsonw.h"
+#include "../render/render.h"
 
 #include <errno.h>
 #include <fcntl.h>

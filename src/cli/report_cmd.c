@@ -3,17 +3,17 @@
  * The reports are symbolized first, all together (one addr2line per module: a job's ranks share their
  * programs), and answered for the faulting address their GPU core dump gave; each is written back when that
  * added anything, the file is writable and the reports are no more than CLI_WRITE_BACK_MAX. With --address,
- * each report also says what that address touched (report/addr.c); that answer is shown, not saved. A run that
+ * each report also says what that address touched (render/addr.c); that answer is shown, not saved. A run that
  * takes more than a second says how far it got on stderr, once a second. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include "cli.h"
-#include "../report/addr.h"
-#include "../report/json.h"
-#include "../report/jsonw.h"
+#include "../render/addr.h"
+#include "../render/json.h"
+#include "../base/jsonw.h"
 #include "../report/merge.h"
-#include "../report/render.h"
+#include "../render/render.h"
 #include "../report/symbolize.h"
 
 #include <dirent.h>
@@ -183,7 +183,7 @@ static int cli_symbolize(struct merge_report *reps, size_t n, struct cli_progres
         rc = ENOMEM;
         goto out;
     }
-    /* what the faulting address the GPU core dump gave touched, as culprit run writes it (report/addr.c) */
+    /* what the faulting address the GPU core dump gave touched, as culprit run writes it (render/addr.c) */
     for (size_t i = 0; i < n; i++) {
         int addr = 0;
         if (addr_annotate_fault(docs[i], &addr) != 0) {
@@ -206,22 +206,24 @@ out:
     return rc;
 }
 
-int cli_report_main(int argc, char **argv)
+/* The options of `culprit report`, parsed. */
+struct report_args {
+    int as_json;      /* --json */
+    int brief;        /* --brief */
+    int have_address; /* --address was given */
+    uint64_t address; /* --address ADDR */
+    uint64_t access;  /* --access-size N; 0 when not given */
+    int help;         /* -h or --help: the help is printed, nothing else to do */
+    int first;        /* argv's index of the first PATH */
+};
+
+/* Parses the options before the PATHs. Returns 0 (ra filled), or CLI_EXIT_USAGE with the reason printed. */
+static int report_args(int argc, char **argv, struct report_args *ra)
 {
-    struct cli_paths paths = {0};
-    int as_json = 0, brief = 0, failed = 0, i, rc = CLI_EXIT_OK;
-    struct merge_report *reps = NULL;
-    struct merge_job *jobs = NULL;
-    size_t k, nreps = 0, njobs = 0;
-    struct cli_progress pr = {cli_seconds(), 0};
-    struct jw w;
-    int have_address = 0;
-    uint64_t address = 0, access = 0;
     long long num;
     const char *v;
+    int i;
 
-    jw_init(&w);
-    w.pretty = 1;
     for (i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--") == 0) {
@@ -231,32 +233,33 @@ int cli_report_main(int argc, char **argv)
         if (a[0] != '-' || a[1] == '\0')
             break;
         if (strcmp(a, "--json") == 0)
-            as_json = 1;
+            ra->as_json = 1;
         else if (strcmp(a, "--brief") == 0)
-            brief = 1;
+            ra->brief = 1;
         else if ((v = cli_report_opt(argc, argv, &i, "--address")) != NULL) {
-            if (addr_parse(v, &address) != 0) {
+            if (addr_parse(v, &ra->address) != 0) {
                 cli_err("--address must be a device address, in hex as reports write them (0x7f2a00001000) or in "
                         "decimal, not '%s'",
                         v);
                 return CLI_EXIT_USAGE;
             }
-            have_address = 1;
+            ra->have_address = 1;
         } else if ((v = cli_report_opt(argc, argv, &i, "--access-size")) != NULL) {
             if (cli_parse_int(v, 1, 1 << 20, &num) != 0) {
                 cli_err("--access-size must be the bytes accessed, 1 to 1048576, not '%s'", v);
                 return CLI_EXIT_USAGE;
             }
-            access = (uint64_t)num;
+            ra->access = (uint64_t)num;
         } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             cli_help_verb(stdout, "report");
-            return CLI_EXIT_OK;
+            ra->help = 1;
+            return 0;
         } else {
             cli_err("report has no option '%s'; see 'culprit help report'", a);
             return CLI_EXIT_USAGE;
         }
     }
-    if (access && !have_address) {
+    if (ra->access && !ra->have_address) {
         cli_err("--access-size goes with --address ADDR");
         return CLI_EXIT_USAGE;
     }
@@ -264,35 +267,94 @@ int cli_report_main(int argc, char **argv)
         cli_err("report needs a report file or a directory of reports, as in: culprit report culprit-reports");
         return CLI_EXIT_USAGE;
     }
-    if (as_json && brief) {
+    if (ra->as_json && ra->brief) {
         cli_err("--json and --brief do not go together; pick one");
         return CLI_EXIT_USAGE;
     }
-    for (; i < argc; i++) {
+    ra->first = i;
+    return 0;
+}
+
+/* Adds the PATHs argv[from..argc) to paths: a file as it is, a directory's culprit-*.json reports. One that
+ * cannot be read, or a directory without reports, is said and sets *failed. Returns 0, or -1 when memory ran out
+ * (said). */
+static int report_collect(int argc, char **argv, int from, struct cli_paths *paths, int *failed)
+{
+    for (int i = from; i < argc; i++) {
         struct stat sb;
-        size_t before = paths.n;
+        size_t before = paths->n;
         int err;
         if (stat(argv[i], &sb) != 0) {
             cli_err("cannot read %s: %s", argv[i], strerror(errno));
-            failed = 1;
+            *failed = 1;
             continue;
         }
         if (!S_ISDIR(sb.st_mode)) {
-            if (cli_paths_add(&paths, argv[i]) != 0) {
+            if (cli_paths_add(paths, argv[i]) != 0) {
                 cli_err("out of memory");
-                rc = CLI_EXIT_FAIL;
-                goto out;
+                return -1;
             }
             continue;
         }
-        err = cli_collect_dir(&paths, argv[i]);
+        err = cli_collect_dir(paths, argv[i]);
         if (err) {
             cli_err("cannot list %s: %s", argv[i], strerror(err));
-            failed = 1;
-        } else if (paths.n == before) {
+            *failed = 1;
+        } else if (paths->n == before) {
             cli_err("%s holds no culprit-*.json reports", argv[i]);
-            failed = 1;
+            *failed = 1;
         }
+    }
+    return 0;
+}
+
+/* --json: the reports into w, each job merged into one document (culprit.job/1) and every other report as it is;
+ * an array when there is more than one. Returns 0, or -1 when memory ran out merging them (said). */
+static int report_json(const struct merge_report *reps, size_t nreps, struct jw *w)
+{
+    struct merge_job *jobs = NULL;
+    size_t njobs = 0, items = 0, k;
+
+    if (merge_jobs(reps, nreps, &jobs, &njobs) != 0) {
+        cli_err("out of memory merging the reports");
+        return -1;
+    }
+    for (k = 0; k < njobs; k++)
+        items += merge_is_job(&jobs[k]) ? 1 : jobs[k].nreports;
+    if (items > 1)
+        jw_arr_begin(w);
+    for (k = 0; k < njobs; k++) {
+        if (merge_is_job(&jobs[k])) {
+            merge_write_json(&jobs[k], reps, w);
+            continue;
+        }
+        for (size_t r = 0; r < jobs[k].nreports; r++)
+            json_dump(reps[jobs[k].reports[r]].doc, w);
+    }
+    if (items > 1)
+        jw_arr_end(w);
+    merge_free(jobs, njobs);
+    return 0;
+}
+
+int cli_report_main(int argc, char **argv)
+{
+    struct cli_paths paths = {0};
+    struct report_args ra = {0};
+    int failed = 0, rc;
+    struct merge_report *reps = NULL;
+    size_t k, nreps = 0;
+    struct cli_progress pr = {cli_seconds(), 0};
+    struct jw w;
+
+    rc = report_args(argc, argv, &ra);
+    if (rc != 0 || ra.help)
+        return rc;
+    jw_init(&w);
+    w.pretty = 1;
+    if (report_collect(argc, argv, ra.first, &paths, &failed) != 0) {
+        rc = CLI_EXIT_FAIL;
+        goto out;
     }
 
     reps = calloc(paths.n ? paths.n : 1, sizeof *reps);
@@ -319,38 +381,21 @@ int cli_report_main(int argc, char **argv)
         rc = CLI_EXIT_FAIL;
         goto out;
     }
-    for (k = 0; have_address && k < nreps; k++) /* shown, not saved: after the write-back above */
-        if (addr_annotate((struct json *)reps[k].doc, address, access, "command line") != 0) {
+    for (k = 0; ra.have_address && k < nreps; k++) /* shown, not saved: after the write-back above */
+        if (addr_annotate((struct json *)reps[k].doc, ra.address, ra.access, "command line") != 0) {
             cli_err("out of memory answering --address for %s", reps[k].path);
             failed = 1;
         }
     cli_progress(&pr, "merging %zu reports", nreps);
     /* the reports of a job (several processes, or a launcher's ranks) are shown merged, as one view */
-    if (!as_json) {
+    if (!ra.as_json) {
         int faulted = 0;
-        if (cli_show_reports(reps, nreps, brief, stdout, "\n", NULL, 0, NULL, &faulted) < 0)
+        if (cli_show_reports(reps, nreps, ra.brief, stdout, "\n", NULL, 0, NULL, &faulted) < 0)
             failed = 1;
-    } else if (merge_jobs(reps, nreps, &jobs, &njobs) != 0) {
-        cli_err("out of memory merging the reports");
+    } else if (report_json(reps, nreps, &w) != 0) {
         failed = 1;
-    } else {
-        size_t items = 0;
-        for (k = 0; k < njobs; k++)
-            items += merge_is_job(&jobs[k]) ? 1 : jobs[k].nreports;
-        if (items > 1)
-            jw_arr_begin(&w);
-        for (k = 0; k < njobs; k++) {
-            if (merge_is_job(&jobs[k])) {
-                merge_write_json(&jobs[k], reps, &w);
-                continue;
-            }
-            for (size_t r = 0; r < jobs[k].nreports; r++)
-                json_dump(reps[jobs[k].reports[r]].doc, &w);
-        }
-        if (items > 1)
-            jw_arr_end(&w);
     }
-    if (as_json && w.len) {
+    if (ra.as_json && w.len) {
         if (w.err) {
             cli_err("cannot write the JSON: out of memory, or nested deeper than %d levels", JW_MAX_DEPTH);
             failed = 1;
@@ -367,7 +412,6 @@ int cli_report_main(int argc, char **argv)
         fprintf(stderr, "culprit: %zu reports read and shown in %.1f s\n", nreps, cli_seconds() - pr.start);
     rc = failed ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 out:
-    merge_free(jobs, njobs);
     for (k = 0; k < nreps; k++)
         json_free((struct json *)reps[k].doc);
     free(reps);

@@ -5,9 +5,9 @@
 #endif
 #include "cli.h"
 #include "watch.h"
-#include "../report/json.h"
+#include "../render/json.h"
 #include "../report/merge.h"
-#include "../report/render.h"
+#include "../render/render.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -4,8 +4,8 @@
 #define _GNU_SOURCE
 #endif
 #include "cli.h"
-#include "../report/json.h"
-#include "../report/jsonw.h"
+#include "../render/json.h"
+#include "../base/jsonw.h"
 #include "../report/replace.h"
 #include "../report/symbolize.h"
 #include "../report/trace.h"

@@ -4,7 +4,7 @@
 #define _GNU_SOURCE
 #endif
 #include "cli.h"
-#include "../report/render.h"
+#include "../render/render.h"
 
 #include <ctype.h>
 #include <dirent.h>

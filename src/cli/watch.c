@@ -7,10 +7,10 @@
 #endif
 #include "watch.h"
 #include "cli.h"
-#include "../report/demangle.h"
-#include "../report/jsonw.h"
-#include "../report/json.h"
-#include "../report/render.h"
+#include "../base/demangle.h"
+#include "../base/jsonw.h"
+#include "../render/json.h"
+#include "../render/render.h"
 
 #include <ctype.h>
 #include <errno.h>

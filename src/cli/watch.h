@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "asserts.h"
+#include "../evidence/asserts.h"
 
 #define WATCH_LINE_MAX 8192 /* longer lines are passed through but not scanned */
 #define WATCH_CHANNELS 2    /* one per watched descriptor, or one for both when they are the same file */

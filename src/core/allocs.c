@@ -23,6 +23,7 @@
 #include "core.h"
 #include "driver.h"
 #include "zero.h"
+#include "seqlock.h"
 #include "../stack/stack.h"
 
 #include <pthread.h>
@@ -150,26 +151,14 @@ static void index_del(uint32_t pos) {
   }
 }
 
-static uint32_t write_open(struct slot *s) {
-  uint32_t v = atomic_load_explicit(&s->ver, memory_order_relaxed);
-  if (v & 1) v++; /* a writer died mid-write (a parent thread at fork): take the slot over */
-  atomic_store_explicit(&s->ver, v + 1, memory_order_relaxed);
-  /* release: the odd version is visible before any field changes (pairs with the readers' acquire fence) */
-  atomic_thread_fence(memory_order_release);
-  return v + 2;
-}
-
-/* release: the fields are visible before the even version (pairs with the readers' acquire load) */
-static void write_close(struct slot *s, uint32_t v) { atomic_store_explicit(&s->ver, v, memory_order_release); }
-
 /* Marks entry i freed and queues it for reuse; under the lock. */
 static void mark_freed(uint32_t i, uint64_t seq, const char *api, uint8_t flags) {
   struct slot *s = &g_slots[i];
-  uint32_t v = write_open(s);
+  uint32_t v = seqlock_write_open(&s->ver);
   s->e.flags |= (uint8_t)(ALLOCS_FREED | flags);
   s->e.freed_seq = seq;
   s->e.freed_api = api;
-  write_close(s, v);
+  seqlock_write_close(&s->ver, v);
   g_fifo[g_fifo_tail++ % ALLOCS_CAPACITY] = i;
 }
 
@@ -227,9 +216,9 @@ void allocs_alloc(int kind, uint64_t base, uint64_t size, uint64_t host, const c
   }
   ne.order = ++g_order;
   struct slot *s = &g_slots[i];
-  uint32_t v = write_open(s);
+  uint32_t v = seqlock_write_open(&s->ver);
   s->e = ne;
-  write_close(s, v);
+  seqlock_write_close(&s->ver, v);
   index_put(space, key, i);
   /* release: pairs with the acquire in allocs_snapshot; the entry's first version is published with it */
   if (i == used) atomic_store_explicit(&g_used, used + 1, memory_order_release);
@@ -290,14 +279,11 @@ void allocs_handle(int created, uint64_t size) {
 /* Copies slot s into *out; 1, or 0 when it was never written or kept changing. */
 static int read_slot(const struct slot *s, struct allocs_entry *out) {
   for (int tries = 0; tries < 4; tries++) {
-    /* acquire: pairs with write_close's release; the fields of version v1 are visible */
-    uint32_t v1 = atomic_load_explicit(&s->ver, memory_order_acquire);
+    uint32_t v1 = seqlock_read_begin(&s->ver); /* the fields of version v1 are visible */
     if (v1 == 0) return 0;
     if (v1 & 1) continue;
     memcpy(out, &s->e, sizeof *out);
-    /* acquire: the copy is complete before the version is read again (pairs with write_open's release fence) */
-    atomic_thread_fence(memory_order_acquire);
-    if (atomic_load_explicit(&s->ver, memory_order_relaxed) == v1) return 1;
+    if (seqlock_read_valid(&s->ver, v1)) return 1;
   }
   return 0;
 }

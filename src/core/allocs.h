@@ -1,6 +1,6 @@
 /* The allocation table (allocs.c): every device range the program allocated through the driver, live or recently
  * freed, with its kind, size, the launch number at its allocation and free, and where it was allocated. It turns a
- * faulting address into "which buffer, and by how much" (src/report/addr.c). It records nothing of launches and
+ * faulting address into "which buffer, and by how much" (src/render/addr.c). It records nothing of launches and
  * is not on the launch path: intercept hands it allocations and frees after the driver said yes. */
 #ifndef CULPRIT_ALLOCS_H
 #define CULPRIT_ALLOCS_H

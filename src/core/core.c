@@ -7,7 +7,7 @@
 
 #include "clock.h"
 #include "chains.h"
-#include "config.h"
+#include "../base/config.h"
 #include "crumb.h"
 #include "graphs.h"
 #include "driver.h"
@@ -19,7 +19,7 @@
 #include "stats.h"
 #include "ticks.h"
 #include "upcalls.h"
-#include "../report/demangle.h"
+#include "../base/demangle.h"
 #include "../stack/pystack.h"
 #include "../stack/pywait.h"
 #include "../stack/stack.h"

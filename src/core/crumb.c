@@ -5,7 +5,7 @@
 #define _GNU_SOURCE
 #include "crumb.h"
 
-#include "config.h"
+#include "../base/config.h"
 
 #include "driver.h"
 #include "markplan.h"

@@ -31,12 +31,12 @@ void mode_init(const struct cp_config *cfg) {
 }
 
 int mode_push(int mode, const char *kernels, uint64_t first, uint64_t last) {
-  if (mode < CP_MODE_RECORD || mode > CP_MODE_PRECISE || first == 0 || first > last) return -2;
-  if (kernels && strlen(kernels) >= CFG_PATTERN_MAX) return -2;
+  if (mode < CP_MODE_RECORD || mode > CP_MODE_PRECISE || first == 0 || first > last) return CULPRIT_EINVAL;
+  if (kernels && strlen(kernels) >= CFG_PATTERN_MAX) return CULPRIT_EINVAL;
   pthread_mutex_lock(&g_lock);
   if (g_depth == MODE_DEPTH) {
     pthread_mutex_unlock(&g_lock);
-    return -3;
+    return CULPRIT_ESTACK;
   }
   /* Take the next frame that is not on the stack (at most MODE_DEPTH + 1 of the MODE_FRAMES are): a frame is
    * only reused once no launch can still be reading it through mode_top, and never while it is pushed. */
@@ -63,7 +63,7 @@ int mode_pop(void) {
   pthread_mutex_lock(&g_lock);
   if (g_depth == 0) {
     pthread_mutex_unlock(&g_lock);
-    return -3;
+    return CULPRIT_ESTACK;
   }
   g_depth--;
   atomic_store_explicit(&mode_top, g_stack[g_depth], memory_order_release);

@@ -7,7 +7,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "config.h"
+#include "../base/config.h"
+#include "errors.h"
 
 struct mode_frame {
   uint64_t gen;                  /* unique per push: keys the kernel filter's cached answers (names.h) */
@@ -23,10 +24,10 @@ static inline struct mode_frame *mode_now(void) { return atomic_load_explicit(&m
 
 /* At library start: the configured mode, kernel filter and window become the bottom frame. */
 void mode_init(const struct cp_config *cfg);
-/* Pushes a scope. Returns 0, -2 for a bad argument (mode, window, or a filter too long), -3 when the stack is
- * full (MODE_DEPTH). */
+/* Pushes a scope. Returns 0, CULPRIT_EINVAL for a bad argument (mode, window, or a filter too long),
+ * CULPRIT_ESTACK when the stack is full (MODE_DEPTH). */
 int mode_push(int mode, const char *kernels, uint64_t first, uint64_t last);
-/* Pops the innermost scope. Returns 0, or -3 when only the configured mode is left. */
+/* Pops the innermost scope. Returns 0, or CULPRIT_ESTACK when only the configured mode is left. */
 int mode_pop(void);
 /* Scopes pushed and not popped. */
 int mode_depth(void);

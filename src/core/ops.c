@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "core.h"
+#include "seqlock.h"
 
 #define OPS_RING 512 /* notes kept */
 #define OPS_DEPTH 8  /* notes open at once on one thread */
@@ -43,34 +44,23 @@ static int32_t self_tid(void) {
   return t_tid;
 }
 
-static uint32_t write_open(struct slot *s) {
-  uint32_t v = atomic_load_explicit(&s->ver, memory_order_relaxed);
-  if (v & 1) v++; /* a writer died mid-write (cannot happen) or two share the slot: take it */
-  atomic_store_explicit(&s->ver, v + 1, memory_order_relaxed);
-  atomic_thread_fence(memory_order_release);
-  return v + 2;
-}
-
-static void write_close(struct slot *s, uint32_t v) { atomic_store_explicit(&s->ver, v, memory_order_release); }
-
 static void put(struct slot *s, uint64_t order, const struct ops_note *n, uint32_t *ver) {
-  uint32_t v = write_open(s);
+  uint32_t v = seqlock_write_open(&s->ver);
   s->order = order;
   s->n = *n;
-  write_close(s, v);
+  seqlock_write_close(&s->ver, v);
   *ver = v;
 }
 
 /* Copies slot s into *out; returns its order, or 0 when it is empty or was being written. */
 static uint64_t get(const struct slot *s, struct ops_note *out) {
   for (int tries = 0; tries < 4; tries++) {
-    uint32_t v1 = atomic_load_explicit(&s->ver, memory_order_acquire);
+    uint32_t v1 = seqlock_read_begin(&s->ver);
     if (v1 == 0) return 0;
     if (v1 & 1) continue;
     uint64_t order = s->order;
     memcpy(out, &s->n, sizeof *out);
-    atomic_thread_fence(memory_order_acquire);
-    if (atomic_load_explicit(&s->ver, memory_order_relaxed) == v1) return order;
+    if (seqlock_read_valid(&s->ver, v1)) return order;
   }
   return 0;
 }
@@ -120,8 +110,8 @@ int ops_begin(const char *name, const char *args, const char *problem) {
 }
 
 int ops_begin_buffers(const char *name, const char *args, const char *problem, const char *buffers) {
-  if (!name || !*name) return -2;
-  if (t_depth >= OPS_DEPTH) return -3;
+  if (!name || !*name) return CULPRIT_EINVAL;
+  if (t_depth >= OPS_DEPTH) return CULPRIT_ESTACK;
   struct cp_view v;
   cp_view(&v);
   struct ops_note n;
@@ -151,15 +141,15 @@ int ops_begin_buffers(const char *name, const char *args, const char *problem, c
 /* Sets the last launch of the note in slot s, if the slot still holds it. */
 static void close_in(struct slot *s, uint32_t *ver, uint64_t last) {
   if (!s || atomic_load_explicit(&s->ver, memory_order_relaxed) != *ver) return;
-  uint32_t v = write_open(s);
+  uint32_t v = seqlock_write_open(&s->ver);
   s->n.last = last;
   s->n.running = 0;
-  write_close(s, v);
+  seqlock_write_close(&s->ver, v);
   *ver = v;
 }
 
 int ops_end(void) {
-  if (t_depth == 0) return -3;
+  if (t_depth == 0) return CULPRIT_ESTACK;
   struct open_note *o = &t_open[--t_depth];
   struct cp_view v;
   cp_view(&v);

@@ -9,6 +9,8 @@
 
 #include <stdint.h>
 
+#include "errors.h"
+
 #define OPS_PROBLEMS 32 /* notes with a problem kept apart */
 #define OPS_NAME 128    /* bytes kept of a name, an argument list and a problem */
 #define OPS_ARGS 640
@@ -36,14 +38,15 @@ struct ops_note {
   struct ops_buffer buf[OPS_BUFFERS]; /* the buffers it was given */
 };
 
-/* Opens a note on the calling thread (problem may be NULL or empty). Returns 0, -2 for a NULL or empty name,
- * -3 when eight notes are already open on this thread, -1 when no memory could be had. */
+/* Opens a note on the calling thread (problem may be NULL or empty). Returns 0, CULPRIT_EINVAL for a NULL or
+ * empty name, CULPRIT_ESTACK when eight notes are already open on this thread (the notes live in fixed slots: nothing
+ * is allocated, so nothing else can fail). */
 int ops_begin(const char *name, const char *args, const char *problem);
 /* The same with the buffers the operator was given: one per line, "BASE SIZE LABEL" (BASE and SIZE in C's
  * integer syntax, 0x... or decimal; LABEL the rest of the line). Lines that do not parse, a zero size and those
  * past OPS_BUFFERS are left out; buffers NULL or empty: none. */
 int ops_begin_buffers(const char *name, const char *args, const char *problem, const char *buffers);
-/* Closes the innermost open note of the calling thread. Returns 0, or -3 when none is open. */
+/* Closes the innermost open note of the calling thread. Returns 0, or CULPRIT_ESTACK when none is open. */
 int ops_end(void);
 /* Copies into *out the innermost note of thread tid that holds launch seq; returns 1, or 0 when none does. */
 int ops_find(uint64_t seq, int32_t tid, struct ops_note *out);

@@ -129,27 +129,8 @@ static int copy_rec(const struct cp_ring *r, const struct cp_slot *src, uint64_t
   atomic_thread_fence(memory_order_acquire);
   if (atomic_load_explicit(&src->seq, memory_order_relaxed) != s1) return -1;
   atomic_store_explicit(&dst->seq, s1, memory_order_relaxed);
-  dst->prev = slot.prev;
-  dst->ticks = slot.ticks;
-  dst->name = slot.name;
-  dst->func = slot.func;
-  dst->stream = slot.stream;
-  dst->ctx = slot.ctx;
-  dst->stream_idx = slot.stream_idx;
-  memcpy(dst->grid, slot.grid, sizeof dst->grid);
-  memcpy(dst->block, slot.block, sizeof dst->block);
-  dst->smem = slot.smem;
-  dst->device = slot.device;
-  dst->tid = slot.tid;
-  dst->api = slot.api;
-  dst->kind = slot.kind;
-  dst->stream_kind = slot.stream_kind;
-  dst->flags = slot.flags;
-  if (slot.flags & CP_REC_PARAMS) {
-    dst->params_len = slot.params_len;
-    dst->params_size = slot.params_size;
-    memcpy(dst->params, slot.params, sizeof dst->params);
-  }
+  dst->launch = slot.launch;
+  if (slot.flags & CP_REC_PARAMS) memcpy(dst->params, slot.params, sizeof dst->params);
   /* its stacks, if the chain still holds them (a record of a thread that wrote chains faster than launches may
    * outlive its chain: it is then shown without stacks) */
   if (c && chains_read(c, no, chain, r->depth) == 0) {

@@ -29,60 +29,62 @@ enum {
 struct cp_chain;
 struct cp_chains;
 
+/* What a record says of its launch, the same in the ring's slot and in a reader's copy (the fields once: struct
+ * cp_launch is embedded in both, its fields reached by name through the anonymous struct beside it, and a reader
+ * copies it whole). */
+#define CP_LAUNCH_FIELDS                                                                                               \
+  uint64_t prev;               /* seq of the previous launch on the same stream, 0 if none */                          \
+  uint64_t ticks;              /* time stamp at launch (ticks.h; emit makes it CLOCK_MONOTONIC ns) */                  \
+  const struct cp_kname *name; /* interned kernel name, NULL for graphs */                                             \
+  void *func;                  /* CUfunction/CUkernel, or CUgraphExec for graph launches */                            \
+  void *stream;                /* stream handle as the program passed it */                                            \
+  void *ctx;                   /* context of the stream */                                                             \
+  uint32_t stream_idx;         /* index in the stream table, UINT32_MAX if untracked */                                \
+  uint32_t grid[3];            /* grid dimensions */                                                                   \
+  uint32_t block[3];           /* block dimensions */                                                                  \
+  uint32_t smem;               /* dynamic shared memory bytes */                                                       \
+  int32_t device;              /* device ordinal, -1 if unknown */                                                     \
+  int32_t tid;                 /* launching thread (gettid) */                                                         \
+  const char *api;             /* driver entry point used (static string) */                                           \
+  uint8_t kind;                /* CP_KIND_* */                                                                         \
+  uint8_t stream_kind;         /* CP_STREAM_* */                                                                       \
+  uint8_t flags;               /* CP_REC_* */                                                                          \
+  uint8_t params_len;          /* with CP_REC_PARAMS: bytes of params that hold the buffer's */                        \
+  uint32_t params_size;        /* with CP_REC_PARAMS: bytes of the whole parameter buffer */
+struct cp_launch {
+  CP_LAUNCH_FIELDS
+};
+
 /* A launch as its ring keeps it: three cache lines, written on every launch (the third holds the first bytes of
  * what it passed its kernel). Its stacks are a chain of the ring's store (chains.h), kept once for every launch
  * from the same call chain. */
 struct cp_slot {
   _Atomic uint64_t seq;                 /* launch number; 0 while the record is being written or unused */
-  uint64_t prev;                        /* seq of the previous launch on the same stream, 0 if none */
-  uint64_t ticks;                       /* time stamp at launch (ticks.h; emit makes it CLOCK_MONOTONIC ns) */
-  const struct cp_kname *name;          /* interned kernel name, NULL for graphs */
-  void *func;                           /* CUfunction/CUkernel, or CUgraphExec for graph launches */
-  void *stream;                         /* stream handle as the program passed it */
-  void *ctx;                            /* context of the stream */
   const struct cp_chain *_Atomic chain; /* its stacks, NULL while none were taken (release-stored after chain_no,
                                          * which blocking mode may do after the record is published) */
   uint64_t chain_no;                    /* the chain's number when the record took it (the chain may be rewritten) */
-  uint32_t stream_idx;                  /* index in the stream table, UINT32_MAX if untracked */
-  uint32_t grid[3];                     /* grid dimensions */
-  uint32_t block[3];                    /* block dimensions */
-  uint32_t smem;                        /* dynamic shared memory bytes */
-  int32_t device;                       /* device ordinal, -1 if unknown */
-  int32_t tid;                          /* launching thread (gettid) */
-  const char *api;                      /* driver entry point used (static string) */
-  uint8_t kind;                         /* CP_KIND_* */
-  uint8_t stream_kind;                  /* CP_STREAM_* */
-  uint8_t flags;                        /* CP_REC_* */
-  uint8_t params_len;                   /* with CP_REC_PARAMS: bytes of params that hold the buffer's */
-  uint32_t params_size;                 /* with CP_REC_PARAMS: bytes of the whole parameter buffer */
+  union {
+    struct cp_launch launch; /* the launch, as one piece */
+    struct {
+      CP_LAUNCH_FIELDS
+    }; /* the same, field by field */
+  };
   uint64_t params[7] __attribute__((aligned(64))); /* with CP_REC_PARAMS: the packed buffer's first bytes, the
                                                     * rest zero (as the kernel sees them: little-endian words) */
 } __attribute__((aligned(64)));
 
 /* A launch as a reader sees it (ring_snapshot): the record with its stacks copied in. */
 struct cp_rec {
-  _Atomic uint64_t seq;               /* launch number */
-  uint64_t prev;                      /* seq of the previous launch on the same stream, 0 if none */
-  uint64_t ticks;                     /* time stamp at launch (ticks.h; emit makes it CLOCK_MONOTONIC ns) */
-  uint64_t py_thread;                 /* with CP_REC_PY_WAITING: Python thread id of the frames in py */
-  const struct cp_kname *name;        /* interned kernel name, NULL for graphs */
-  void *func;                         /* CUfunction/CUkernel, or CUgraphExec for graph launches */
-  void *stream;                       /* stream handle as the program passed it */
-  void *ctx;                          /* context of the stream */
-  uint32_t stream_idx;                /* index in the stream table, UINT32_MAX if untracked */
-  uint32_t grid[3];                   /* grid dimensions */
-  uint32_t block[3];                  /* block dimensions */
-  uint32_t smem;                      /* dynamic shared memory bytes */
-  int32_t device;                     /* device ordinal, -1 if unknown */
-  int32_t tid;                        /* launching thread (gettid) */
-  const char *api;                    /* driver entry point used (static string) */
-  uint8_t kind;                       /* CP_KIND_* */
-  uint8_t stream_kind;                /* CP_STREAM_* */
-  uint8_t flags;                      /* CP_REC_* */
+  _Atomic uint64_t seq; /* launch number */
+  uint64_t py_thread;   /* with CP_REC_PY_WAITING: Python thread id of the frames in py */
+  union {
+    struct cp_launch launch; /* the launch, as one piece */
+    struct {
+      CP_LAUNCH_FIELDS
+    }; /* the same, field by field */
+  };
   uint8_t nframes;                    /* valid entries in frames */
   uint8_t npy;                        /* valid entries in py */
-  uint8_t params_len;                 /* with CP_REC_PARAMS: bytes of params that hold the buffer's */
-  uint32_t params_size;               /* with CP_REC_PARAMS: bytes of the whole parameter buffer */
   uint64_t params[7];                 /* with CP_REC_PARAMS: the packed buffer's first bytes, the rest zero */
   struct pystack_ref py[PYSTACK_MAX]; /* Python frames of the launching thread (or, with CP_REC_PY_WAITING, of
                                        * the thread waiting on it), innermost first */

@@ -42,7 +42,7 @@ static signals_sigaction_fn real_sigaction(void) {
   return f ? f : __sigaction;
 }
 
-/* core installs its handlers with libc's sigaction, known from load on */
+/* aftermath/signals.c installs its handlers with libc's sigaction, known from load on */
 __attribute__((constructor)) static void sigaction_init(void) { signals_real_sigaction = real_sigaction(); }
 
 CP_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {

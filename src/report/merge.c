@@ -11,10 +11,10 @@
 #endif
 #include "merge.h"
 #include "merge_group.h"
-#include "json.h"
-#include "nccl.h"
-#include "render.h"
-#include "render_int.h"
+#include "../render/json.h"
+#include "../render/nccl.h"
+#include "../render/render.h"
+#include "../render/render_int.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* Which reports are of one job (merge_group.h): a union-find over the reports, joined by the facts they share. */
 #include "merge_group.h"
-#include "json.h"
+#include "../render/json.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -5,11 +5,11 @@
 #define _GNU_SOURCE
 #endif
 #include "merge.h"
-#include "json.h"
-#include "jsonw.h"
-#include "nccl.h"
-#include "render.h"
-#include "render_int.h"
+#include "../render/json.h"
+#include "../base/jsonw.h"
+#include "../render/nccl.h"
+#include "../render/render.h"
+#include "../render/render_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -6,9 +6,9 @@
 #define _GNU_SOURCE
 #endif
 #include "symbolize.h"
-#include "demangle.h"
-#include "json.h"
-#include "jsonw.h"
+#include "../base/demangle.h"
+#include "../render/json.h"
+#include "../base/jsonw.h"
 #include "replace.h"
 #include "subproc.h"
 

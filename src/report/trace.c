@@ -7,8 +7,8 @@
 #define _GNU_SOURCE
 #include "trace.h"
 
-#include "json.h"
-#include "jsonw.h"
+#include "../render/json.h"
+#include "../base/jsonw.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -242,6 +242,65 @@ static void trace_fault_address(struct jw *w, const struct json *fa)
     }
 }
 
+/* Adds thread th to the threads named in the trace, once (at most TRACE_MAX_LAUNCHES + 1 of them). */
+static void trace_note_thread(long long *tids, size_t *nt, long long th)
+{
+    size_t k = 0;
+    while (k < *nt && tids[k] != th)
+        k++;
+    if (k == *nt && *nt <= TRACE_MAX_LAUNCHES)
+        tids[(*nt)++] = th;
+}
+
+/* The instant the error surfaced (err) or the hang report was written (hang), on the thread it happened in, with
+ * its Python line, native frame and, for an error, the faulting address. Returns that thread. */
+static long long trace_surfaced(struct jw *w, const struct json *doc, const struct json *err, const struct json *hang,
+                                long long tsurf, long long t0)
+{
+    const struct json *who = err ? err : hang;
+    long long th = json_get_int(who, "thread", json_get_int(json_get(doc, "process"), "pid", 0));
+    char name[256], line[1200];
+    if (err)
+        snprintf(name, sizeof name, "%s surfaced in %s",
+                 json_get_str(err, "name") ? json_get_str(err, "name") : "CUDA error",
+                 json_get_str(err, "api") ? json_get_str(err, "api") : "?");
+    else
+        snprintf(name, sizeof name, "hang report (%s)",
+                 json_get_str(hang, "trigger") ? json_get_str(hang, "trigger") : "?");
+    jw_obj_begin(w);
+    jw_key(w, "name");
+    jw_str(w, name);
+    jw_key(w, "cat");
+    jw_str(w, err ? "error" : "hang");
+    jw_key(w, "ph");
+    jw_str(w, "i");
+    jw_key(w, "s");
+    jw_str(w, "p");
+    jw_key(w, "ts");
+    jw_double(w, trace_us(tsurf, t0));
+    jw_key(w, "pid");
+    jw_int(w, TRACE_PID_THREADS);
+    jw_key(w, "tid");
+    jw_int(w, th);
+    jw_key(w, "args");
+    jw_obj_begin(w);
+    trace_python_line(json_get(who, "python"), line, sizeof line);
+    if (line[0]) {
+        jw_key(w, "python");
+        jw_str(w, line);
+    }
+    trace_native_frame(json_get(who, "stack"), line, sizeof line);
+    if (line[0]) {
+        jw_key(w, "native");
+        jw_str(w, line);
+    }
+    if (err)
+        trace_fault_address(w, json_get(doc, "fault_address"));
+    jw_obj_end(w);
+    jw_obj_end(w);
+    return th;
+}
+
 int trace_write(const struct json *doc, struct jw *w, size_t *nlaunches)
 {
     static struct trace_set s; /* large; the command writes one trace at a time */
@@ -283,11 +342,7 @@ int trace_write(const struct json *doc, struct jw *w, size_t *nlaunches)
         int tid = trace_stream_tid(&s, l);
         trace_launch_event(w, &s.items[i], TRACE_PID_STREAMS, tid, t0);
         trace_launch_event(w, &s.items[i], TRACE_PID_THREADS, th, t0);
-        size_t k = 0;
-        while (k < nt && tids[k] != th)
-            k++;
-        if (k == nt && nt <= TRACE_MAX_LAUNCHES)
-            tids[nt++] = th;
+        trace_note_thread(tids, &nt, th);
     }
     for (size_t i = 0; i < s.nstreams; i++) {
         char name[96];
@@ -296,54 +351,8 @@ int trace_write(const struct json *doc, struct jw *w, size_t *nlaunches)
                  colon ? (int)(colon - s.streams[i]) : 1, colon ? s.streams[i] : "?");
         trace_meta(w, "thread_name", TRACE_PID_STREAMS, (long long)i + 1, name);
     }
-    if (tsurf >= 0) {
-        const struct json *who = err ? err : hang;
-        long long th = json_get_int(who, "thread", json_get_int(json_get(doc, "process"), "pid", 0));
-        char name[256], line[1200];
-        if (err)
-            snprintf(name, sizeof name, "%s surfaced in %s",
-                     json_get_str(err, "name") ? json_get_str(err, "name") : "CUDA error",
-                     json_get_str(err, "api") ? json_get_str(err, "api") : "?");
-        else
-            snprintf(name, sizeof name, "hang report (%s)",
-                     json_get_str(hang, "trigger") ? json_get_str(hang, "trigger") : "?");
-        jw_obj_begin(w);
-        jw_key(w, "name");
-        jw_str(w, name);
-        jw_key(w, "cat");
-        jw_str(w, err ? "error" : "hang");
-        jw_key(w, "ph");
-        jw_str(w, "i");
-        jw_key(w, "s");
-        jw_str(w, "p");
-        jw_key(w, "ts");
-        jw_double(w, trace_us(tsurf, t0));
-        jw_key(w, "pid");
-        jw_int(w, TRACE_PID_THREADS);
-        jw_key(w, "tid");
-        jw_int(w, th);
-        jw_key(w, "args");
-        jw_obj_begin(w);
-        trace_python_line(json_get(who, "python"), line, sizeof line);
-        if (line[0]) {
-            jw_key(w, "python");
-            jw_str(w, line);
-        }
-        trace_native_frame(json_get(who, "stack"), line, sizeof line);
-        if (line[0]) {
-            jw_key(w, "native");
-            jw_str(w, line);
-        }
-        if (err)
-            trace_fault_address(w, json_get(doc, "fault_address"));
-        jw_obj_end(w);
-        jw_obj_end(w);
-        size_t k = 0;
-        while (k < nt && tids[k] != th)
-            k++;
-        if (k == nt && nt <= TRACE_MAX_LAUNCHES)
-            tids[nt++] = th;
-    }
+    if (tsurf >= 0)
+        trace_note_thread(tids, &nt, trace_surfaced(w, doc, err, hang, tsurf, t0));
     for (size_t i = 0; i < nt; i++) {
         char name[64];
         snprintf(name, sizeof name, "thread %lld", tids[i]);

@@ -202,7 +202,6 @@ static inline int rd_int(uintptr_t base, int off) {
 static void pys_atfork_child(void) {
   pthread_mutex_init(&g_lock, NULL);
   g_pys_pid = getpid();
-  pywait_forget();
 }
 
 void *pys_map(size_t len) {

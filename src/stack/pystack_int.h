@@ -55,7 +55,5 @@ bool pys_in_autograd(const struct pystack_ref *refs, int n);
  * reads must be on. */
 unsigned long pys_ts_native_id(uintptr_t ts);
 unsigned long long pys_ts_thread_id(uintptr_t ts);
-/* pywait.c: the calling thread forgets its choice (a forked child: the thread it waited on stayed behind). */
-void pywait_forget(void);
 
 #endif

@@ -8,6 +8,7 @@
 
 #include "pystack_int.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -50,9 +51,13 @@ struct pys_wait {
 };
 static __thread struct pys_wait *tls_wait;
 
-void pywait_forget(void) {
+/* A forked child forgets the forking thread's choice: the thread it waited on stayed behind. Registered by the
+ * first launching thread that keeps a choice, so a process that never needs one registers nothing. */
+static void pywait_atfork_child(void) {
   if (tls_wait) tls_wait->n = 0;
 }
+static pthread_once_t g_wait_fork_once = PTHREAD_ONCE_INIT;
+static void pywait_register_fork(void) { pthread_atfork(NULL, NULL, pywait_atfork_child); }
 
 static uint64_t pys_now_ns(void) {
   struct timespec t;
@@ -163,6 +168,7 @@ int pystack_waiting(struct pystack_ref *out, int max, unsigned long long *thread
   if (!w) {
     w = pys_map(sizeof *w); /* once per launching thread without Python; never freed (~40 KiB, touched as used) */
     if (!w) goto none;
+    pthread_once(&g_wait_fork_once, pywait_register_fork);
     tls_wait = w;
   }
   bool same = false, by_clock = false, walked = false;

@@ -22,7 +22,7 @@ h.CASES.clear()  # this file's cases only
 case, check = h.case, h.check
 Unaddressed, printed, joined = h.Unaddressed, h.printed, h.joined
 SRC = os.path.join(h.PROG_SRC, "allocs.c")
-NEAR = 1 << 30   # src/report/addr.h: ADDR_NEAR
+NEAR = 1 << 30   # src/render/addr.h: ADDR_NEAR
 
 
 def alloc_marker(tag):

@@ -18,7 +18,7 @@ SANITIZER_THREAD = re.compile(r"by thread \((\d+),(\d+),(\d+)\) in block \((\d+)
 SANITIZER_WHAT = re.compile(r"(?:Access to|Address) (0x[0-9a-fA-F]+) is (.+?)\s*$")
 SANITIZER_NEAREST = re.compile(r"and is ([\d,]+) bytes? (after|before) the nearest allocation at 0x[0-9a-fA-F]+ of size "
                                r"([\d,]+) bytes?")
-ADJACENT = 2 << 20  # src/cli/faultpage.h: FAULTPAGE_ADJACENT
+ADJACENT = 2 << 20  # src/evidence/faultpage.h: FAULTPAGE_ADJACENT
 SANITIZER_LIMIT = "10000"  # --print-limit: every bad thread of the suite's kernels (its default is 100)
 
 

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Every C file of the project as clang-format leaves it, with the style of its folder (.clang-format files: the
-# library's two-space style at the root, the command's four-space style in src/cli, src/report, tests/fakecuda,
-# tests/fake/progs and demo). Exit 0 when all are, 1 with the files that are not (and the first lines clang-format
-# would change), 77 (skipped) when clang-format 14, the version the files were formatted with, is not installed:
-# other versions format some constructs differently.
+# library's two-space style at the root, the command's four-space style in src/cli, src/evidence, src/report,
+# src/render, tests/fakecuda, tests/fake/progs and demo). Exit 0 when all are, 1 with the files that are not (and
+# the first lines clang-format would change), 77 (skipped) when clang-format 14, the version the files were
+# formatted with, is not installed: other versions format some constructs differently.
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root" || exit 1

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "report/json.h"
+#include "render/json.h"
 
 __attribute__((unused)) static struct json *parse(const char *text) {
   struct json *doc = NULL;

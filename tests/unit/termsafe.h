@@ -1,4 +1,4 @@
-/* The tests' own check that text is fit for a terminal, written apart from src/report's escaping so that a
+/* The tests' own check that text is fit for a terminal, written apart from src/render's escaping so that a
  * mistake there cannot hide itself: no control character but the newline (C0, DEL), valid UTF-8 only (no
  * overlong form, surrogate or code point past U+10FFFF), no C1 control and no bidi override or isolate. */
 #ifndef CULPRIT_TEST_TERMSAFE_H

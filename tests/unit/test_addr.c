@@ -1,4 +1,4 @@
-/* What a faulting address touched (src/report/addr.c), on reports written here by hand: inside an allocation, an
+/* What a faulting address touched (src/render/addr.c), on reports written here by hand: inside an allocation, an
  * access running past its end, before the start and after the end (the nearer neighbour first), a range freed
  * before the faulting launch (use after free) and one freed only after it, an address reused by a later
  * allocation, an allocation made after the faulting launch, a reservation of the virtual memory API mapped in
@@ -12,9 +12,9 @@
 
 #include "check.h"
 #include "parse_doc.h"
-#include "report/addr.h"
-#include "report/json.h"
-#include "report/render.h"
+#include "render/addr.h"
+#include "render/json.h"
+#include "render/render.h"
 
 /* A fault report whose exact culprit is launch culprit_seq (0: candidates, no culprit) and whose allocation table
  * holds ranges (JSON array members, without the brackets); extra is more top-level members (or ""). */

@@ -21,8 +21,8 @@
 #include "core/allocs.h"
 #include "core/core.h"
 #include "core/driver.h"
-#include "report/json.h"
-#include "report/jsonw.h"
+#include "render/json.h"
+#include "base/jsonw.h"
 #include "stack/stack.h"
 
 struct cp_driver cp_drv;

@@ -1,4 +1,4 @@
-/* Candidates told apart by their arguments (src/report/argmatch.c), on reports written here by hand: one
+/* Candidates told apart by their arguments (src/render/argmatch.c), on reports written here by hand: one
  * candidate's parameters point into the faulting allocation (it is named), two do (they stay candidates), none
  * does, a pointer one past the range's end (ranges are half-open), candidates without parameters or with a
  * buffer longer than what was kept (never ruled out), the candidates the caller's filter leaves out, several
@@ -10,8 +10,8 @@
 
 #include "check.h"
 #include "parse_doc.h"
-#include "report/argmatch.h"
-#include "report/json.h"
+#include "render/argmatch.h"
+#include "render/json.h"
 
 /* A report whose candidates are the given launch objects (JSON array members, without the brackets). */
 static struct json *report(const char *cands) {

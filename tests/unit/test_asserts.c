@@ -1,4 +1,4 @@
-/* Unit test of the device-assert lines (src/cli/asserts.c, src/cli/tritonsrc.c): parsing lines as devices print
+/* Unit test of the device-assert lines (src/evidence/asserts.c, tritonsrc.c): parsing lines as devices print
  * them (PyTorch's lambda kernels print "operator()", Triton's and Inductor's `unknown`), finding the @triton.jit
  * function that holds a Triton assert's line in its file, and narrowing a verdict of candidates to the one launch
  * the asserts single out, by name, by block and thread indices against each candidate's grid and block, by
@@ -6,9 +6,9 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "../../src/cli/asserts.h"
-#include "../../src/cli/tritonsrc.h"
-#include "../../src/report/json.h"
+#include "../../src/evidence/asserts.h"
+#include "../../src/evidence/tritonsrc.h"
+#include "../../src/render/json.h"
 #include "check.h"
 
 #include <errno.h>

@@ -1,5 +1,5 @@
 /* Unit test: CULPRIT_* parsing accepts what the docs promise and refuses everything else with a sentence. */
-#include "../../src/core/config.h"
+#include "../../src/base/config.h"
 #include "check.h"
 
 #include <stdint.h>

@@ -1,11 +1,11 @@
-/* Unit test of the GPU core dump post-mortem (src/cli/coredump.c): cuda-gdb's batch output as recorded on an
+/* Unit test of the GPU core dump post-mortem (src/evidence/coredump.c): cuda-gdb's batch output as recorded on an
  * H200 (CUDA 13.0, driver 580: cuda-gdb 13.0 printed the exception, then died of an internal error), the focus
  * and backtrace lines it prints when it goes on, and tying a dump to a report: the one candidate that runs the
  * faulting kernel (with a grid that holds its block) becomes the culprit, never one the dump does not single out. */
-#include "../../src/cli/coredump.h"
-#include "../../src/cli/coredump_elf.h"
+#include "../../src/evidence/coredump.h"
+#include "../../src/evidence/coredump_elf.h"
 #include "../fakecuda/fc_dumpfile.h"
-#include "../../src/report/json.h"
+#include "../../src/render/json.h"
 #include "check.h"
 
 #include <elf.h>
@@ -238,7 +238,7 @@ static void test_lanes(const char *dir) {
   CHECK(ci.lanes && ci.lanes[2].seen && ci.lanes_read == 0 && !ci.have_address, "lanes read %d", ci.lanes_read);
   CHECK(ci.address_unknown && strstr(ci.address_unknown, "wrote over a register its address is made of"), "why: %s",
         ci.address_unknown);
-  /* R4, the low half, is intact: it still says each lane's access was misaligned (report/addr.c names the lane) */
+  /* R4, the low half, is intact: it still says each lane's access was misaligned (render/addr.c names the lane) */
   CHECK(ci.lanes_low32 >= 2 && ci.lanes[0].have_low32 && ci.lanes[0].low32 == 0x63e00006u && ci.lanes[2].have_low32 &&
             ci.lanes[2].low32 == 0x63e00026u,
         "low halves: %d lanes, lane 0 %x", ci.lanes_low32, ci.lanes ? ci.lanes[0].low32 : 0);

@@ -4,10 +4,10 @@
  * candidates shrink to that stream's, and one alone pointing there among launches whose parameters were not all
  * kept is the likeliest. Nothing changes when another stream's candidate may hold such a pointer, when both
  * streams passed b, when the log's line was tied by the process's name alone, or when the error is an assert. */
-#include "../../src/cli/faultpage.h"
+#include "evidence/faultpage.h"
 #include "check.h"
 #include "parse_doc.h"
-#include "report/json.h"
+#include "render/json.h"
 
 #include <stdio.h>
 #include <stdlib.h>

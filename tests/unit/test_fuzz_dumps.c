@@ -10,12 +10,12 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "../../src/cli/coredump.h"
-#include "../../src/cli/coredump_elf.h"
-#include "../../src/cli/kernlog.h"
-#include "../../src/cli/sass.h"
-#include "../../src/report/json.h"
-#include "../../src/report/jsonw.h"
+#include "evidence/coredump.h"
+#include "evidence/coredump_elf.h"
+#include "evidence/kernlog.h"
+#include "evidence/sass.h"
+#include "render/json.h"
+#include "base/jsonw.h"
 #include "../fakecuda/fc_dumpfile.h"
 #include "check.h"
 

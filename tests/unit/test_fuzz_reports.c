@@ -10,11 +10,11 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "../../src/report/addr.h"
-#include "../../src/report/json.h"
-#include "../../src/report/jsonw.h"
+#include "../../src/render/addr.h"
+#include "../../src/render/json.h"
+#include "../../src/base/jsonw.h"
 #include "../../src/report/merge.h"
-#include "../../src/report/render.h"
+#include "../../src/render/render.h"
 #include "../../src/report/symbolize.h"
 #include "../../src/report/trace.h"
 #include "check.h"

@@ -1,7 +1,7 @@
-/* Unit tests of the JSON parser and DOM (src/report/json.c): valid documents, escapes, numbers, malformed input
+/* Unit tests of the JSON parser and DOM (src/render/json.c): valid documents, escapes, numbers, malformed input
  * with error offsets, the depth limit, accessors on missing fields, mutation and a dump/parse round trip. */
-#include "../../src/report/json.h"
-#include "../../src/report/jsonw.h"
+#include "../../src/render/json.h"
+#include "../../src/base/jsonw.h"
 
 #include <stdio.h>
 #include <stdlib.h>

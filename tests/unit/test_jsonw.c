@@ -1,6 +1,6 @@
 /* Unit test: the JSON writer escapes every string so the output parses, puts commas where they belong, and
  * never emits invalid UTF-8. */
-#include "../../src/report/jsonw.h"
+#include "../../src/base/jsonw.h"
 #include "check.h"
 
 #include <string.h>

@@ -1,9 +1,9 @@
-/* Unit test of the kernel's log of GPU faults (src/cli/kernlog.c): the Xid lines the H200's driver wrote, in the
+/* Unit test of the kernel's log of GPU faults (src/evidence/kernlog.c): the Xid lines the H200's driver wrote, in the
  * three shapes a log comes in (a /dev/kmsg record, dmesg, a syslog file), and older drivers' words; lines that are
  * no Xid or whose address is no page; and which report a line is tied to (its pid, else its name alone, never
  * another host's report, never one of several of the same name), read from a file as `culprit run` reads it. */
-#include "../../src/cli/kernlog.h"
-#include "../../src/report/json.h"
+#include "../../src/evidence/kernlog.h"
+#include "../../src/render/json.h"
 #include "check.h"
 
 #include <fcntl.h>

@@ -3,10 +3,10 @@
  * on purpose), collateral ranks and the collective they wait in, clean ranks, missing ranks, jobs told apart by
  * run id and job name, old reports left alone; then the text (grouped in a job of many ranks) and the
  * culprit.job/1 JSON. */
-#include "report/json.h"
-#include "report/jsonw.h"
+#include "render/json.h"
+#include "base/jsonw.h"
 #include "report/merge.h"
-#include "report/render.h"
+#include "render/render.h"
 #include "check.h"
 
 #include <stdio.h>

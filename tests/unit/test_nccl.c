@@ -1,6 +1,6 @@
 /* Unit test: NCCL kernel names, current and older, mangled, demangled and as device asserts spell them, decode
  * into collective, reduction, type, algorithm and protocol; other names are not NCCL's. */
-#include "report/nccl.h"
+#include "render/nccl.h"
 #include "check.h"
 
 #include <string.h>

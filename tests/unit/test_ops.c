@@ -12,7 +12,7 @@
 #include "core/core.h"
 #include "aftermath/emit_ops.h"
 #include "core/ops.h"
-#include "report/jsonw.h"
+#include "base/jsonw.h"
 
 static uint64_t g_launches; /* what cp_view reports as the last launch number */
 void cp_view(struct cp_view *v) {

@@ -1,14 +1,14 @@
-/* Unit tests of the text renderer (src/report/render.c) and the symbolizer (src/report/symbolize.c): the full
+/* Unit tests of the text renderer (src/render/render.c) and the symbolizer (src/report/symbolize.c): the full
  * and brief forms of exact, candidates and unknown verdicts, reports with fields missing or of the wrong type,
  * and a symbolize round trip on a program compiled here with -g (skipped with 77 when there is no C compiler
  * or addr2line; everything else still runs first). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "../../src/report/demangle.h"
-#include "../../src/report/json.h"
-#include "../../src/report/jsonw.h"
-#include "../../src/report/render.h"
+#include "../../src/base/demangle.h"
+#include "../../src/render/json.h"
+#include "../../src/base/jsonw.h"
+#include "../../src/render/render.h"
 #include "../../src/report/symbolize.h"
 
 #include <errno.h>

@@ -1,7 +1,7 @@
 /* Unit test: the text of hang reports (render.c's "kind": "hang" branch): what stopped the process, the launch in
  * flight with its launch site, what is queued behind it, each stream, each thread where it waits; the window and
  * the precise rerun in record mode; idle; a timeout; the one-line form. */
-#include "../../src/report/render.h"
+#include "../../src/render/render.h"
 #include "check.h"
 
 #include <stdlib.h>

@@ -1,7 +1,7 @@
-/* Unit test of the memory operand decoder (src/cli/sass.c): access kind, space and size from the opcode, the
+/* Unit test of the memory operand decoder (src/evidence/sass.c): access kind, space and size from the opcode, the
  * address from the operand and the registers, over instruction forms cuda-gdb prints for Hopper; what is not a
  * memory access, or an operand the decoder does not know, is said to be none, never guessed. */
-#include "../../src/cli/sass.h"
+#include "../../src/evidence/sass.h"
 #include "check.h"
 
 #include <string.h>

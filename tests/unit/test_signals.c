@@ -3,7 +3,7 @@
  * shown, SIG_IGN goes to the kernel, SA_RESETHAND is one-shot, the report signal's default carries on, a stop
  * signal's default still kills with that signal, and a handler installed before culprit's keeps running. */
 #define _GNU_SOURCE
-#include "../../src/core/config.h"
+#include "../../src/base/config.h"
 #include "../../src/aftermath/signals.h"
 #include "check.h"
 

@@ -2,8 +2,8 @@
  * output is valid JSON in the trace-event format (every event has a name, a phase of the format, integer pid
  * and tid, a non-negative time stamp; instant events a scope; metadata events a name argument; every track
  * used is named), and it holds each launch of the report once per track kind with its role. */
-#include "../../src/report/json.h"
-#include "../../src/report/jsonw.h"
+#include "../../src/render/json.h"
+#include "../../src/base/jsonw.h"
 #include "../../src/report/trace.h"
 #include "check.h"
 

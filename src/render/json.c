@@ -5,7 +5,7 @@
 #define _GNU_SOURCE
 #endif
 #include "json.h"
-#include "jsonw.h"
+#include "../base/jsonw.h"
 
 #include <errno.h>
 #include <stdarg.h>

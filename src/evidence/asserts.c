@@ -8,13 +8,13 @@
 #define _GNU_SOURCE
 #endif
 #include "asserts.h"
-#include "cli.h"
+#include "../cli/cli.h"
 #include "promote.h"
 #include "tritonsrc.h"
-#include "../report/demangle.h"
-#include "../report/jsonw.h"
-#include "../report/json.h"
-#include "../report/render.h"
+#include "../base/demangle.h"
+#include "../base/jsonw.h"
+#include "../render/json.h"
+#include "../render/render.h"
 
 #include <ctype.h>
 #include <errno.h>

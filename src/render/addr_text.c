@@ -277,28 +277,13 @@ void addr_render_freed_args(struct render_buf *b, const struct json *doc, const 
     }
 }
 
-void addr_render(struct render_buf *b, const struct json *doc)
+/* The heading of the answer for the faulting address (a byte, or the page of the kernel's log), the lanes of the
+ * dump's warp, and the faulting operator's tensor that holds it. */
+static void addr_render_head(struct render_buf *b, const struct json *doc, uint64_t address, uint64_t access,
+                             const char *source, uint64_t granule)
 {
-    struct addr_answer a;
-    uint64_t address, access;
-    const char *source;
-    char acc[64] = "", text[2400], d[600], site[1500], when[48];
-    long long m;
+    char acc[64] = "", text[2400], d[600];
 
-    if (!addr_of_report(doc, &address, &access, &source)) {
-        /* culprit run read the kernel's log for the page and found none: why, and what would give it */
-        const char *why = json_get_str(json_get(doc, "gpu_fault_log"), "unknown");
-        if (why && !json_get(doc, "coredump")) {
-            render_add(b, "culprit:\n");
-            snprintf(text, sizeof text, "the faulting address is not known: %s", why);
-            render_para(b, "", "  ", text);
-        }
-        return;
-    }
-    uint64_t granule = addr_granule(doc);
-    const char *at = granule ? "the page at offset" : "offset";
-    addr_answer(doc, address, access, &a);
-    m = a.fault_seq;
     if (access)
         snprintf(acc, sizeof acc, "an access of %" PRIu64 " byte%s, ", access, access == 1 ? "" : "s");
     render_add(b, "culprit:\n");
@@ -328,62 +313,73 @@ void addr_render(struct render_buf *b, const struct json *doc)
         snprintf(text, sizeof text, "%s", d);
         render_para(b, "  ", "    ", text);
     }
+}
 
-    switch (a.where) {
+/* What the address touched, by where addr_answer placed it: inside or past an allocation, in freed or reserved
+ * memory, or near none; then the neighbours of an address outside every allocation. Returns 0, or -1 when the
+ * report has no allocation table (nothing more can be said). */
+static int addr_render_where(struct render_buf *b, const struct json *doc, const struct addr_answer *a,
+                             uint64_t address, uint64_t access, uint64_t granule)
+{
+    const char *at = granule ? "the page at offset" : "offset";
+    char text[2400], d[600], site[1500], when[48];
+    long long m = a->fault_seq;
+
+    switch (a->where) {
     case ADDR_NO_TABLE:
         render_para(b, "  ", "    ",
                     "the report has no allocation table (it was written by a culprit that kept "
                     "none), so nothing is known of what the address touched");
-        return;
+        return -1;
     case ADDR_INSIDE:
     case ADDR_OVERRUN:
-        addr_describe(&a.in, d, sizeof d);
-        addr_site(doc, &a.in, site, sizeof site);
-        if (a.where == ADDR_INSIDE) {
+        addr_describe(&a->in, d, sizeof d);
+        addr_site(doc, &a->in, site, sizeof site);
+        if (a->where == ADDR_INSIDE) {
             snprintf(text, sizeof text, "%s %" PRIu64 " inside the %s%s",
-                     granule ? "the page begins at offset" : "at offset", address - a.in.base, d, site);
+                     granule ? "the page begins at offset" : "at offset", address - a->in.base, d, site);
         } else {
-            uint64_t over = address - a.in.base + access - a.in.size;
+            uint64_t over = address - a->in.base + access - a->in.size;
             snprintf(text, sizeof text,
                      "at offset %" PRIu64 " of the %s%s; the access runs %" PRIu64 " byte%s past "
                      "its end",
-                     address - a.in.base, d, site, over, over == 1 ? "" : "s");
+                     address - a->in.base, d, site, over, over == 1 ? "" : "s");
         }
         render_para(b, "  ", "    ", text);
-        if (m >= 0 && a.in.freed_seq >= m) {
+        if (m >= 0 && a->in.freed_seq >= m) {
             snprintf(text, sizeof text,
                      "it was allocated when the faulting launch #%lld was made, and freed only "
                      "%s",
-                     m, addr_launch(a.in.freed_seq, when, sizeof when));
+                     m, addr_launch(a->in.freed_seq, when, sizeof when));
             render_para(b, "  ", "    ", text);
         }
         break;
     case ADDR_FREED:
-        addr_describe(&a.freed, d, sizeof d);
-        addr_site(doc, &a.freed, site, sizeof site);
+        addr_describe(&a->freed, d, sizeof d);
+        addr_site(doc, &a->freed, site, sizeof site);
         if (m >= 0)
             snprintf(text, sizeof text,
                      "in memory freed before the faulting launch #%lld was made, a use after "
                      "free: %s %" PRIu64 " of the %s%s",
-                     m, at, address - a.freed.base, d, site);
+                     m, at, address - a->freed.base, d, site);
         else
             snprintf(text, sizeof text,
                      "in memory freed by the time the report was written, a use after free if "
                      "the kernel ran after the free (the faulting launch is not known exactly): %s %" PRIu64
                      " of the %s%s",
-                     at, address - a.freed.base, d, site);
+                     at, address - a->freed.base, d, site);
         render_para(b, "  ", "    ", text);
-        if (a.freed_others) {
-            snprintf(text, sizeof text, "(%d earlier allocation%s held it too)", a.freed_others,
-                     a.freed_others == 1 ? "" : "s");
+        if (a->freed_others) {
+            snprintf(text, sizeof text, "(%d earlier allocation%s held it too)", a->freed_others,
+                     a->freed_others == 1 ? "" : "s");
             render_para(b, "  ", "    ", text);
         }
         break;
     case ADDR_UNMAPPED:
-        addr_describe(&a.reserved, d, sizeof d);
-        addr_site(doc, &a.reserved, site, sizeof site);
+        addr_describe(&a->reserved, d, sizeof d);
+        addr_site(doc, &a->reserved, site, sizeof site);
         snprintf(text, sizeof text, "in addresses reserved but not mapped: %s %" PRIu64 " of the %s%s", at,
-                 address - a.reserved.base, d, site);
+                 address - a->reserved.base, d, site);
         render_para(b, "  ", "    ", text);
         break;
     case ADDR_OUTSIDE:
@@ -392,25 +388,50 @@ void addr_render(struct render_buf *b, const struct json *doc)
         snprintf(text, sizeof text,
                  "in no allocation culprit recorded, and none of the %zu range%s it recorded lies "
                  "within %llu GiB of it",
-                 a.nranges, a.nranges == 1 ? "" : "s", ADDR_NEAR >> 30);
+                 a->nranges, a->nranges == 1 ? "" : "s", ADDR_NEAR >> 30);
         render_para(b, "  ", "    ", text);
         break;
     }
-    if (a.where == ADDR_OUTSIDE || a.where == ADDR_UNMAPPED) {
+    if (a->where == ADDR_OUTSIDE || a->where == ADDR_UNMAPPED) {
         /* the nearer neighbour first: the one the kernel most likely meant */
         int below_first =
-            a.below.obj && (!a.above.obj || address - (a.below.base + a.below.size) <= a.above.base - address);
-        const char *lead = a.where == ADDR_OUTSIDE ? "in no allocation culprit recorded: "
-                                                   : "the nearest mapped "
-                                                     "memory: ";
-        addr_neighbour(b, doc, below_first ? &a.below : &a.above, below_first, address, granule, lead);
-        addr_neighbour(b, doc, below_first ? &a.above : &a.below, !below_first, address, granule, "and ");
+            a->below.obj && (!a->above.obj || address - (a->below.base + a->below.size) <= a->above.base - address);
+        const char *lead = a->where == ADDR_OUTSIDE ? "in no allocation culprit recorded: "
+                                                    : "the nearest mapped "
+                                                      "memory: ";
+        addr_neighbour(b, doc, below_first ? &a->below : &a->above, below_first, address, granule, lead);
+        addr_neighbour(b, doc, below_first ? &a->above : &a->below, !below_first, address, granule, "and ");
     }
-    if (a.where == ADDR_OUTSIDE && a.freed.obj) {
-        addr_describe(&a.freed, d, sizeof d);
+    if (a->where == ADDR_OUTSIDE && a->freed.obj) {
+        addr_describe(&a->freed, d, sizeof d);
         snprintf(text, sizeof text, "(the %s, at the same base, held it before)", d);
         render_para(b, "  ", "    ", text);
     }
+    return 0;
+}
+
+void addr_render(struct render_buf *b, const struct json *doc)
+{
+    struct addr_answer a;
+    uint64_t address, access;
+    const char *source;
+    char text[2400], d[600];
+
+    if (!addr_of_report(doc, &address, &access, &source)) {
+        /* culprit run read the kernel's log for the page and found none: why, and what would give it */
+        const char *why = json_get_str(json_get(doc, "gpu_fault_log"), "unknown");
+        if (why && !json_get(doc, "coredump")) {
+            render_add(b, "culprit:\n");
+            snprintf(text, sizeof text, "the faulting address is not known: %s", why);
+            render_para(b, "", "  ", text);
+        }
+        return;
+    }
+    uint64_t granule = addr_granule(doc);
+    addr_answer(doc, address, access, &a);
+    addr_render_head(b, doc, address, access, source, granule);
+    if (addr_render_where(b, doc, &a, address, access, granule) != 0)
+        return;
     if (a.later.obj) {
         addr_describe(&a.later, d, sizeof d);
         snprintf(text, sizeof text, "(the %s holds it now, made after the faulting launch)", d);

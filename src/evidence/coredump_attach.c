@@ -8,12 +8,12 @@
 #endif
 #include "coredump.h"
 #include "coredump_elf.h"
-#include "cli.h"
+#include "../cli/cli.h"
 #include "promote.h"
-#include "../report/addr.h"
-#include "../report/argmatch.h"
-#include "../report/demangle.h"
-#include "../report/json.h"
+#include "../render/addr.h"
+#include "../render/argmatch.h"
+#include "../base/demangle.h"
+#include "../render/json.h"
 #include "../report/symbolize.h"
 
 #include <ctype.h>

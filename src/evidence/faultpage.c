@@ -9,9 +9,9 @@
 #include "faultpage.h"
 #include "kernlog.h"
 #include "promote.h"
-#include "../report/addr.h"
-#include "../report/argmatch.h"
-#include "../report/json.h"
+#include "../render/addr.h"
+#include "../render/argmatch.h"
+#include "../render/json.h"
 
 #include <errno.h>
 #include <stdint.h>

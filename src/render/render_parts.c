@@ -7,7 +7,7 @@
 #endif
 #include "render.h"
 #include "render_int.h"
-#include "demangle.h"
+#include "../base/demangle.h"
 #include "json.h"
 
 #include <stdarg.h>

@@ -33,24 +33,31 @@ const char *render_frame(const struct json *frame, char *out, size_t outsz);
 const char *render_geometry(const struct json *launch, char *out, size_t outsz);
 int render_is_lib_frame(const struct json *frame);
 const char *render_kernel(const struct json *launch, char **owned);
-void render_launch_item(struct render_buf *b, const struct json *launch, const char *indent, int where,
-                        const struct json *asserts, char *last_place, size_t last_len, long long upto);
 const char *render_lib_name(const struct json *frame);
 __attribute__((format(printf, 2, 3))) void render_line(struct render_buf *b, const char *fmt, ...);
-void render_nccl_kernel(struct render_buf *b, const char *name, const char *indent);
-void render_nccl_log(struct render_buf *b, const struct json *doc);
 void render_origin(struct render_buf *b, const struct json *obj, const char *head);
 void render_para(struct render_buf *b, const char *head, const char *indent, const char *text);
 const char *render_place(const struct json *launch, char *out, size_t outsz);
 const char *render_pyframe(const struct json *frame, char *out, size_t outsz);
 int render_python(struct render_buf *b, const struct json *py, const char *indent);
-int render_same_launch(const struct json *a, const struct json *c);
-void render_seq_span(const struct json *arr, size_t from, size_t to, long long *lo, long long *hi);
 void render_stack(struct render_buf *b, const struct json *stack, const char *indent);
 void render_stack_max(struct render_buf *b, const struct json *stack, const char *indent, size_t max);
 const char *render_stream_kind(const char *kind);
 const struct json *render_user_frame(const struct json *launch); /* the launch's first frame of the user's */
 const struct json *render_user_pyframe(const struct json *py);   /* the first Python frame of the user's */
+
+/* Launches in a list (render_list.c): one launch's line ("#11 scale(float*, int)  grid [4,1,1] block [256,1,1]";
+ * with where, also where it ran, where it was launched from and a device assert that names its kernel), whether
+ * two launches differ only in their number, the span of launch numbers in arr[from..to), the device asserts that
+ * may come from a launch, an NCCL kernel's collective and NCCL's warnings. */
+void render_launch_item(struct render_buf *b, const struct json *launch, const char *indent, int where,
+                        const struct json *asserts, char *last_place, size_t last_len, long long upto);
+int render_same_launch(const struct json *a, const struct json *c);
+void render_seq_span(const struct json *arr, size_t from, size_t to, long long *lo, long long *hi);
+void render_asserts(struct render_buf *b, const struct json *asserts, const struct json *launch, const char *name,
+                    const char *indent, int count_more);
+void render_nccl_kernel(struct render_buf *b, const char *name, const char *indent);
+void render_nccl_log(struct render_buf *b, const struct json *doc);
 
 /* The operator behind a launch ("op"): "operator: NAME(ARGS)" (full) or its name, and what was wrong with its
  * arguments (render_op.c). */

@@ -3,10 +3,10 @@
  * the running kernels to the hang report's launches in flight. */
 #define _GNU_SOURCE
 #include "devquery.h"
-#include "cli.h"
+#include "../cli/cli.h"
 #include "coredump.h"
 #include "promote.h"
-#include "../report/json.h"
+#include "../render/json.h"
 #include "../report/subproc.h"
 #include "../report/symbolize.h"
 

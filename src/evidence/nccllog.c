@@ -6,7 +6,7 @@
 #define _GNU_SOURCE
 #endif
 #include "nccllog.h"
-#include "../report/json.h"
+#include "../render/json.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -2,9 +2,9 @@
  * blocking rerun, a GPU core dump) becomes the exact culprit, and the other candidates are kept under a key of
  * the caller's, so the report still says what the first verdict could not rule out. */
 #include "promote.h"
-#include "../report/json.h"
-#include "../report/jsonw.h"
-#include "../report/render.h"
+#include "../render/json.h"
+#include "../base/jsonw.h"
+#include "../render/render.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -4,7 +4,7 @@
 #define _GNU_SOURCE
 #include "render.h"
 #include "render_int.h"
-#include "demangle.h"
+#include "../base/demangle.h"
 #include "json.h"
 
 #include <stdio.h>

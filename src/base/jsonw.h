@@ -8,14 +8,14 @@
 #define JW_MAX_DEPTH 32
 
 struct jw {
-    char *buf;                         /* the text so far, NUL-terminated when len > 0 */
-    size_t len;                        /* bytes used, without the NUL */
-    size_t cap;                        /* bytes allocated */
-    int err;                           /* set once an allocation failed or nesting broke; output is then unusable */
-    int depth;                         /* open objects/arrays */
-    int pretty;                        /* non-zero: newline and two-space indent per level */
-    unsigned char first[JW_MAX_DEPTH]; /* per level: no element written yet */
-    unsigned char after_key;           /* a key was just written: the next value needs no comma */
+  char *buf;                         /* the text so far, NUL-terminated when len > 0 */
+  size_t len;                        /* bytes used, without the NUL */
+  size_t cap;                        /* bytes allocated */
+  int err;                           /* set once an allocation failed or nesting broke; output is then unusable */
+  int depth;                         /* open objects/arrays */
+  int pretty;                        /* non-zero: newline and two-space indent per level */
+  unsigned char first[JW_MAX_DEPTH]; /* per level: no element written yet */
+  unsigned char after_key;           /* a key was just written: the next value needs no comma */
 };
 
 void jw_init(struct jw *w);

@@ -7,7 +7,7 @@
 #define _GNU_SOURCE
 #endif
 #include "kernlog.h"
-#include "../report/json.h"
+#include "../render/json.h"
 
 #include <ctype.h>
 #include <errno.h>

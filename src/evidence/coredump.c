@@ -7,10 +7,10 @@
 #define _GNU_SOURCE
 #endif
 #include "coredump.h"
-#include "cli.h"
+#include "../cli/cli.h"
 #include "coredump_elf.h"
 #include "sass.h"
-#include "../report/json.h"
+#include "../render/json.h"
 #include "../report/subproc.h"
 
 #include <ctype.h>

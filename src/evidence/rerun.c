@@ -8,10 +8,10 @@
 #define _GNU_SOURCE
 #endif
 #include "rerun.h"
-#include "cli.h"
+#include "../cli/cli.h"
 #include "promote.h"
-#include "../report/json.h"
-#include "../core/config.h"
+#include "../render/json.h"
+#include "../base/config.h"
 #include "../report/symbolize.h"
 
 #include <errno.h>
@@ -215,9 +215,28 @@ static int rerun_own_dir(const char *dir)
     return -1;
 }
 
-int rerun_settle(const struct cli_run_opts *o, const char *path, const char *run_dir)
+/* The options of a rerun, the same for one process and for a job: the first run's, with blocking launches over
+ * the window (launches "A:B" for one process, rank_launches "R=A:B,..." for a job's ranks), reports quietly into
+ * dir, no rerun of its own, and operators diagnosed where python (rerun_diagnose). */
+static struct cli_run_opts rerun_opts(const struct cli_run_opts *o, const char *launches, const char *rank_launches,
+                                      const char *dir, int python)
 {
     struct cli_run_opts r = *o;
+    rerun_diagnose(&r, python);
+    r.mode = "blocking";
+    r.launches = launches;
+    r.rank_launches = rank_launches;
+    r.kernels = NULL;
+    r.dir = dir;
+    r.quiet = 1;
+    r.rerun = 0;
+    r.is_rerun = 1;
+    return r;
+}
+
+int rerun_settle(const struct cli_run_opts *o, const char *path, const char *run_dir)
+{
+    struct cli_run_opts r;
     struct json *doc = NULL;
     char why[1024], window[64], dir[PATH_MAX];
     long long lo, hi;
@@ -242,17 +261,10 @@ int rerun_settle(const struct cli_run_opts *o, const char *path, const char *run
         json_free(doc);
         return CLI_EXIT_FAIL;
     }
-    rerun_diagnose(&r, rerun_ran_python(doc));
+    r = rerun_opts(o, window, NULL, dir, rerun_ran_python(doc));
     cli_err("the verdict is one of launches #%lld..#%lld: running the command again with blocking launches "
             "there (culprit run --mode blocking --launches %s%s), reports into %s",
             lo, hi, window, r.boot ? " --diagnose" : "", dir);
-    r.mode = "blocking";
-    r.launches = window;
-    r.kernels = NULL;
-    r.dir = dir;
-    r.quiet = 1;
-    r.rerun = 0;
-    r.is_rerun = 1;
     rc = cli_run_command(&r, &wstatus, &faulted);
     if (rc == 0)
         rc = rerun_conclude(doc, path, lo, hi, dir);
@@ -264,7 +276,7 @@ int rerun_settle(const struct cli_run_opts *o, const char *path, const char *run
 
 int rerun_settle_job(const struct cli_run_opts *o, char **paths, size_t n, const char *run_dir)
 {
-    struct cli_run_opts r = *o;
+    struct cli_run_opts r;
     struct json *docs[RERUN_MAX_RANKS];
     const char *which[RERUN_MAX_RANKS];
     long long los[RERUN_MAX_RANKS], his[RERUN_MAX_RANKS];
@@ -307,18 +319,10 @@ int rerun_settle_job(const struct cli_run_opts *o, char **paths, size_t n, const
     int python = 0;
     for (size_t i = 0; i < k; i++)
         python |= rerun_ran_python(docs[i]);
-    rerun_diagnose(&r, python);
+    r = rerun_opts(o, NULL, spec, dir, python);
     cli_err("%zu rank(s) of the job have a window of candidates: running the job again with blocking launches "
             "there, each rank its own (CULPRIT_RANK_LAUNCHES=%s%s), reports into %s",
             k, spec, r.boot ? ", operators diagnosed" : "", dir);
-    r.mode = "blocking";
-    r.launches = NULL;
-    r.rank_launches = spec;
-    r.kernels = NULL;
-    r.dir = dir;
-    r.quiet = 1;
-    r.rerun = 0;
-    r.is_rerun = 1;
     rc = cli_run_command(&r, &wstatus, &faulted);
     for (size_t i = 0; rc == 0 && i < k; i++)
         rc = rerun_conclude(docs[i], which[i], los[i], his[i], dir);
