@@ -152,7 +152,7 @@ def _is_lib_frame(frame):
     if isinstance(mod, str) and mod.rsplit("/", 1)[-1].startswith(_LIB_MODULES):
         return True
     fn, f = frame.get("function"), frame.get("file")
-    if isinstance(fn, str) and fn.startswith(("libcudart_static_", "__device_stub__")):
+    if isinstance(fn, str) and fn.startswith(("libcudart_static_", "__device_stub__", "cudart::")):
         return True  # the CUDA runtime linked into the program, and nvcc's launch stubs
     if isinstance(fn, str) and not isinstance(f, str) and fn[:4] == "cuda" and "A" <= fn[4:5] <= "Z":
         return True

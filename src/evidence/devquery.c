@@ -562,6 +562,15 @@ static struct json *devq_ask(const struct devq *q, long pid, struct devq_kernel 
 /* ---- the watch ---- */
 
 /* Whether this version of name was looked at; remembers it. */
+/* Whether name was seen already as this inode (a rewritten report is a new one), without noting it. */
+static int devq_known(const struct devq *q, const char *name, ino_t ino)
+{
+    for (size_t i = 0; i < q->nseen; i++)
+        if (strcmp(q->seen[i].name, name) == 0)
+            return q->seen[i].ino == ino;
+    return 0;
+}
+
 static int devq_seen(struct devq *q, const char *name, ino_t ino)
 {
     for (size_t i = 0; i < q->nseen; i++) {
@@ -579,8 +588,17 @@ static int devq_seen(struct devq *q, const char *name, ino_t ino)
     return 0;
 }
 
-/* One hang report: asks, ties, rewrites. */
-static void devq_one(struct devq *q, const char *name)
+/* Whether the device's answer can still settle something in a hang report: a window of candidates. Such reports
+ * are asked about first; the device is asked about one process at a time, and a job's ranks may be stopped
+ * (torchrun's grace, a launcher's kill) before every one was asked. */
+static int devq_unsettled(const struct json *doc)
+{
+    const char *certainty = json_get_str(json_get(doc, "verdict"), "certainty");
+    return json_len(json_get(doc, "candidates")) > 0 && (!certainty || strcmp(certainty, "exact") != 0);
+}
+
+/* One hang report: asks, ties, rewrites; on the first pass only one the answer can settle (devq_unsettled). */
+static void devq_one(struct devq *q, const char *name, int pass)
 {
     char path[PATH_MAX + NAME_MAX + 2], why[1024];
     struct json *doc = NULL;
@@ -598,7 +616,7 @@ static void devq_one(struct devq *q, const char *name)
     /* only this run's processes on this host (a directory may be shared), each report once */
     if (!kind || strcmp(kind, "hang") != 0 || json_get(doc, "device_query") || pid <= 1 ||
         (host && strcmp(host, q->host) != 0) || (run && q->run_id[0] && strcmp(run, q->run_id) != 0) ||
-        (devq_alive(pid) ? !devq_descendant(pid, q->self) : !run)) {
+        (devq_alive(pid) ? !devq_descendant(pid, q->self) : !run) || (pass == 0 && !devq_unsettled(doc))) {
         json_free(doc);
         return;
     }
@@ -614,19 +632,22 @@ static void devq_one(struct devq *q, const char *name)
 
 static void devq_scan(struct devq *q, int ask)
 {
-    DIR *d = opendir(q->dir);
-    struct dirent *de;
-    struct stat st;
-    if (!d)
-        return;
-    while ((de = readdir(d)) != NULL) {
-        if (fnmatch("culprit-*-hang.json", de->d_name, 0) != 0 ||
-            fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
-            st.st_uid != geteuid() || devq_seen(q, de->d_name, st.st_ino) || !ask)
-            continue;
-        devq_one(q, de->d_name);
+    for (int pass = 0; pass < 2 && ask; pass++) { /* the reports the answer can settle first */
+        DIR *d = opendir(q->dir);
+        struct dirent *de;
+        struct stat st;
+        if (!d)
+            return;
+        while ((de = readdir(d)) != NULL) {
+            if (fnmatch("culprit-*-hang.json", de->d_name, 0) != 0 ||
+                fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+                st.st_uid != geteuid() ||
+                (pass == 0 ? devq_known(q, de->d_name, st.st_ino) : devq_seen(q, de->d_name, st.st_ino)))
+                continue;
+            devq_one(q, de->d_name, pass);
+        }
+        closedir(d);
     }
-    closedir(d);
 }
 
 static void *devq_main(void *arg)

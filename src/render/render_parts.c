@@ -377,12 +377,13 @@ static int render_ends(const char *s, const char *suffix)
 }
 
 /* The CUDA runtime linked into the program itself (cudart_static: its internal symbols are named after the
- * library, its entry points cuda* without line information) and the launch stubs nvcc writes for <<<...>>>
- * (inlined from the toolkit's headers): the program's module, but not the user's code. */
+ * library or live in its cudart namespace, its entry points cuda* without line information) and the launch stubs
+ * nvcc writes for <<<...>>> (inlined from the toolkit's headers): the program's module, but not the user's code. */
 static int render_is_cuda_code(const struct json *frame)
 {
     const char *fn = json_get_str(frame, "function"), *file = json_get_str(frame, "file");
-    if (fn && (strncmp(fn, "libcudart_static_", 17) == 0 || strncmp(fn, "__device_stub__", 15) == 0))
+    if (fn && (strncmp(fn, "libcudart_static_", 17) == 0 || strncmp(fn, "__device_stub__", 15) == 0 ||
+               strncmp(fn, "cudart::", 8) == 0))
         return 1;
     if (fn && !file && strncmp(fn, "cuda", 4) == 0 && fn[4] >= 'A' && fn[4] <= 'Z')
         return 1;

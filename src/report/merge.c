@@ -239,7 +239,14 @@ static void merge_hang_phrase(struct merge_proc *p)
     const char *py = merge_py_collective(json_get(doc, "threads"));
     int own = json_is(culprit, JSON_OBJ) && !merge_is_nccl(culprit);
     const char *by = json_get_str(culprit, "by");
-    p->device_stuck = own && by && strcmp(by, "the device") == 0;
+    /* its own kernel in flight, known exactly (asked of the device, or a breadcrumb after the launch before it),
+     * and no thread waiting in a collective: what the other ranks wait for */
+    int exact = strcmp(json_get_str(json_get(doc, "verdict"), "certainty") ?: "", "exact") == 0;
+    p->stuck_by = !own || py                            ? NULL
+                  : by && strcmp(by, "the device") == 0 ? "the device"
+                  : exact                               ? "its breadcrumbs"
+                                                        : NULL;
+    p->device_stuck = p->stuck_by != NULL;
     if (!own && merge_nccl_launch(doc, &k)) {
         snprintf(p->collective, sizeof p->collective, "%s", k.collective);
         snprintf(where, sizeof where, " while waiting in %s", nccl_describe(&k, nccl, sizeof nccl));
@@ -496,11 +503,11 @@ static void merge_verdict_line(struct merge_job *j)
             continue;
         merge_label(j, p, l, sizeof l);
         merge_launch_phrase(json_get(p->hang->doc, "culprit"), launch, sizeof launch);
-        render_add(&b, "%s%s runs %s (the device says so): look there first",
+        render_add(&b, "%s%s runs %s (%s %s so): look there first",
                    nparts      ? "; "
                    : j->ranked ? "no rank faulted; "
                                : "no process faulted; ",
-                   l, launch);
+                   l, launch, p->stuck_by, strcmp(p->stuck_by, "the device") == 0 ? "says" : "say");
         nparts++;
         stuck++;
     }

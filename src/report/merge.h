@@ -56,7 +56,9 @@ struct merge_proc {
                                      * and in the lines of a large job (every status) */
     char collective[40];              /* collateral: the collective it waited in ("AllReduce"); faulted: the one
                                      * whose kernel faulted; "" none known */
-    int device_stuck;                 /* hang: the device said it runs a kernel of its own, not a collective's */
+    int device_stuck;                 /* hang: it runs a kernel of its own, not a collective's, and waits in no
+                                     * collective: the device said so, or its breadcrumbs name the launch */
+    const char *stuck_by;             /* how that is known: "the device" or "its breadcrumbs"; NULL when not */
 };
 
 /* One job: reports that share the launcher's job name or `culprit run`'s run id, or (reports written without

@@ -529,13 +529,18 @@ def stuck_selftests():
             "python": [{"file": "/opt/culprit/tests/gpu/frameworks/ddp_gloo_stuck.py", "function": "main",
                         "line": 42}]}
 
-    def rank(r, culprit, dq=answered):
+    def rank(r, culprit, dq=answered, window=None):
         def change(report):
             report["process"].update(rank=r, local_rank=r, world_size=2, pid=7100 + r)
             report["device_query"] = dq
             report["culprit"] = culprit
-            report["verdict"] = {"certainty": "exact" if culprit else "idle", "reason": "..."}
+            report["verdict"] = {"certainty": "exact" if culprit else "candidates" if window else "idle",
+                                 "reason": "..."}
+            report["candidates"] = window or []
         return fixture_at("ddp_rank0_hang.json", "culprit-gpu-node-%d-hang.json" % (7100 + r), change)
+
+    by_crumbs = STUCK_MERGED.replace("(the device says so)", "(its breadcrumbs say so)")
+    window = [dict(spin, by=None), dict(spin, seq=41, by=None)]
 
     def under(reports, stderr=STUCK_MERGED):
         return Run(rc=1, stderr=stderr, reports=reports, stopped=signal.SIGTERM)
@@ -543,12 +548,15 @@ def stuck_selftests():
     return [
         ("stuck job: the device names rank 0's spinning kernel, the merged view says so first", case, base,
          under([rank(0, spin), rank(1, None)]), STUCK_JSON, "pass", "rank 0: the device was asked: answered"),
-        ("stuck job: rank 0's launch not named by the device", case, base,
-         under([rank(0, dict(spin, by=None)), rank(1, None)]), STUCK_JSON, "fail",
-         "rank 0: the launch in flight was not named by the device"),
-        ("stuck job: the device could not be asked", case, base,
-         under([rank(0, spin), rank(1, None, {"status": "refused", "why": "ptrace"})]), STUCK_JSON, "fail",
-         "rank 1: device_query status 'refused'"),
+        ("stuck job: rank 0's breadcrumbs name its spinning kernel, the device answered for it too late", case, base,
+         under([rank(0, dict(spin, by=None), {"status": "process gone"}), rank(1, None)], stderr=by_crumbs),
+         STUCK_JSON, "pass", "rank 0: the device was asked: process gone"),
+        ("stuck job: rank 0's launch not named exactly", case, base,
+         under([rank(0, None, window=window), rank(1, None)]), STUCK_JSON, "fail",
+         "rank 0: the launch in flight was not named exactly"),
+        ("stuck job: the device could not be asked where it could settle a window", case, base,
+         under([rank(0, None, {"status": "refused", "why": "ptrace"}, window), rank(1, None)]), STUCK_JSON, "fail",
+         "rank 0: device_query status 'refused'"),
         ("stuck job: the merged view does not name rank 0 first", case, base,
          under([rank(0, spin), rank(1, None)], stderr="culprit: job of 2 ranks (torchrun): no rank faulted\n"),
          STUCK_JSON, "fail", "merged view: no line says rank 0 runs spin_kernel"),

@@ -398,9 +398,10 @@ def run_stuck_case(args, case, culprit, logs, cmd, want, env, work, limit):
 
 
 def judge_stuck(case, want_line, base, run, job_json):
-    """A hang job: every rank left a hang report; the device was asked of each (cuda-gdb attached to the live
-    rank) and named the stuck rank's spinning launch ("by": "the device"); the merged view says first that the stuck
-    rank runs that kernel, and the job JSON marks it stuck_in_kernel."""
+    """A hang job: every rank left a hang report; the stuck rank's spinning launch is named exactly, by the device
+    (cuda-gdb attached to the live rank, "by": "the device") or by its breadcrumbs (a young stream's launches are
+    each marked), and the device was asked of every rank whose report it could still settle; the merged view says
+    first that the stuck rank runs that kernel, and the job JSON marks it stuck_in_kernel."""
     out = h.Outcome(case, "python")
     reason = job_skip_reason(base)
     if reason:
@@ -429,15 +430,16 @@ def judge_stuck(case, want_line, base, run, job_json):
         out.notes.append("rank %s: the device was asked: %s in %s ms (%s)" % (
             r, dq.get("status"), dq.get("ms"), "; ".join(h.shorten(str(k.get("invocation")), 60)
                                                       for k in dq.get("kernels") or [] if isinstance(k, dict))))
-        if dq.get("status") != "answered":
+        unsettled = (report.get("verdict") or {}).get("certainty") != "exact" and report.get("candidates")
+        if unsettled and dq.get("status") != "answered":
             out.fail("rank %s: device_query status %r (%s)" % (r, dq.get("status"), dq.get("why")))
     stuck = hangs.get(case.stuck) or {}
     culprit = stuck.get("culprit") if isinstance(stuck.get("culprit"), dict) else {}
     verdict = stuck.get("verdict") or {}
     out.certainty = str(verdict.get("certainty"))
     out.named = str(culprit.get("kernel", "-"))
-    if culprit.get("by") != "the device" and (stuck.get("device_query") or {}).get("confirms") is not True:
-        out.fail("rank %d: the launch in flight was not named by the device (verdict %s: %s)" % (
+    if verdict.get("certainty") != "exact":
+        out.fail("rank %d: the launch in flight was not named exactly (verdict %s: %s)" % (
             case.stuck, verdict.get("certainty"), h.shorten(str(verdict.get("reason")), 200)))
     if not re.search(case.kernel, str(culprit.get("kernel"))):
         out.fail("rank %d: the launch in flight is %r, expected a kernel like %r" % (
@@ -445,9 +447,9 @@ def judge_stuck(case, want_line, base, run, job_json):
     for p in h.python_problems(culprit.get("python"), case.script, want_line, "rank %d's launch" % case.stuck):
         out.fail(p)
     text = " ".join(culprit_paragraphs(run.stderr))
-    if not re.search(r"rank %d runs [^;]*%s[^;]*\(the device says so\): look there first" % (case.stuck, case.kernel),
-                     text):
-        out.fail("merged view: no line says rank %d runs %s (the device says so): %r" % (
+    if not re.search(r"rank %d runs [^;]*%s[^;]*\((the device says|its breadcrumbs say) so\): look there first" % (
+            case.stuck, case.kernel), text):
+        out.fail("merged view: no line says rank %d runs %s (the device or its breadcrumbs say so): %r" % (
             case.stuck, case.kernel, h.shorten(text, 300)))
     try:
         job = json.loads(job_json)
@@ -458,7 +460,7 @@ def judge_stuck(case, want_line, base, run, job_json):
                   and p.get("stuck_in_kernel")] if isinstance(job, dict) else None
         if marked != [case.stuck]:
             out.fail("culprit report --json DIR: stuck_in_kernel on ranks %r, expected [%d]" % (marked, case.stuck))
-    out.path = "the device"
+    out.path = culprit.get("by") or "breadcrumbs"
     return out
 
 
