@@ -29,14 +29,15 @@ uint32_t markplan_gap(uint64_t win_ticks, uint64_t win_n, uint64_t long_ticks, u
   return gap > max_gap ? max_gap : (uint32_t)gap;
 }
 
-/* The time per launch at or above which every launch may have a mark: cost / budget, in ticks. Made once, the
- * first time a stream leaves its warm-up (by then the ticks' rate has been measured over a while). */
+/* The time per launch at or above which every launch may have a mark: cost / budget, in ticks. Made once the
+ * ticks' rate is known (ticks_ns_per_tick: 10 ms after start); 0 before, which plans the widest spacing (a
+ * stream past its 512 young launches within 10 ms of start is a dense one). */
 static uint64_t long_ticks(void) {
   uint64_t lt = atomic_load_explicit(&g_long_ticks, memory_order_relaxed);
   if (lt) return lt;
-  double ns = (double)MARKPLAN_COST_NS * 10000.0 / (double)g_budget_bp;
-  double per_ns = ticks_to_ns(1000000) / 1000000.0; /* nanoseconds per tick */
-  lt = per_ns > 0 ? (uint64_t)(ns / per_ns) : (uint64_t)ns;
+  double per_ns = ticks_ns_per_tick(); /* nanoseconds per tick */
+  if (per_ns <= 0) return 0;
+  lt = (uint64_t)((double)MARKPLAN_COST_NS * 10000.0 / (double)g_budget_bp / per_ns);
   if (!lt) lt = 1;
   atomic_store_explicit(&g_long_ticks, lt, memory_order_relaxed);
   return lt;

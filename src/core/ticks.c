@@ -46,6 +46,13 @@ uint64_t ticks_to_mono_ns(uint64_t t) {
   return ns1 + (uint64_t)((double)(t - t1) * r);
 }
 
+double ticks_ns_per_tick(void) {
+  if (!ticks_tsc) return 1.0;
+  uint64_t ns1 = cp_mono_ns(), t1 = ticks_now();
+  if (ns1 < g_ns0 + TICKS_RATE_MIN_NS) return 0; /* too short a time to measure the rate to a fraction of 1% */
+  return rate(t1, ns1);
+}
+
 double ticks_to_ns(uint64_t d) {
   if (!ticks_tsc) return (double)d;
   double r = rate(ticks_now(), cp_mono_ns());

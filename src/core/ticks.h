@@ -34,5 +34,8 @@ static inline uint64_t ticks_since(uint64_t a, uint64_t b) { return b > a ? b - 
 uint64_t ticks_to_mono_ns(uint64_t t);
 /* A duration in ticks as nanoseconds (the rate measured since start). */
 double ticks_to_ns(uint64_t d);
+/* Nanoseconds per tick, once the rate has been measured over TICKS_RATE_MIN_NS since start; 0 before. */
+#define TICKS_RATE_MIN_NS 10000000ull
+double ticks_ns_per_tick(void);
 
 #endif

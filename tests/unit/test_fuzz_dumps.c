@@ -34,17 +34,7 @@
 #define FUZZ_ROUNDS 400 /* mutations per seed */
 #endif
 
-static uint64_t fuzz_state = FUZZ_SEED;
-
-/* xorshift64*: small, and the same sequence on every machine */
-static uint64_t fuzz_rand(void) {
-  fuzz_state ^= fuzz_state >> 12;
-  fuzz_state ^= fuzz_state << 25;
-  fuzz_state ^= fuzz_state >> 27;
-  return fuzz_state * 0x2545f4914f6cdd1dULL;
-}
-
-static size_t fuzz_below(size_t n) { return n ? (size_t)(fuzz_rand() % n) : 0; }
+#include "fuzz_rand.h"
 
 /* Tokens a mutation splices in: the numbers and operand pieces that reach arithmetic. */
 static const char *const tokens[] = {

@@ -36,17 +36,7 @@
 #define FUZZ_OUT_FACTOR 16          /* output may be this many times the input, ... */
 #define FUZZ_OUT_SLACK (256 * 1024) /* ...plus this */
 
-static uint64_t fuzz_state = FUZZ_SEED;
-
-/* xorshift64*: small, and the same sequence on every machine */
-static uint64_t fuzz_rand(void) {
-  fuzz_state ^= fuzz_state >> 12;
-  fuzz_state ^= fuzz_state << 25;
-  fuzz_state ^= fuzz_state >> 27;
-  return fuzz_state * 0x2545f4914f6cdd1dULL;
-}
-
-static size_t fuzz_below(size_t n) { return n ? (size_t)(fuzz_rand() % n) : 0; }
+#include "fuzz_rand.h"
 
 /* One fixture: its name, its text and its parsed tree. */
 struct fixture {

@@ -3,6 +3,7 @@
  * the widest spacing once they come close together, and the share its marks are estimated to have taken. */
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #include "check.h"
 #include "core/crumb.h"
@@ -38,7 +39,13 @@ int main(void) {
   CHECK(markplan_gap(1, 512, (uint64_t)1 << 40, 4096) == 4096, "no overflow for a long threshold");
 
   ticks_init();
-  double ns_per_tick = ticks_to_ns(1000000) / 1e6;
+  CHECK(markplan_gap(1000, 1, 0, 16) == 16, "before the ticks' rate is known: the widest spacing");
+  /* the plan's threshold waits for the ticks' rate to be measured over 10 ms; the test waits longer, so that
+   * its own conversion below and the plan's agree to a small fraction */
+  struct timespec nap = {0, 3 * (long)TICKS_RATE_MIN_NS};
+  nanosleep(&nap, NULL);
+  double ns_per_tick = ticks_ns_per_tick();
+  CHECK(ns_per_tick > 0, "the rate is known after 30 ms");
   if (ns_per_tick <= 0) ns_per_tick = 1;
   uint64_t us = (uint64_t)(1000.0 / ns_per_tick + 0.5); /* ticks in a microsecond */
   if (!us) us = 1;
