@@ -14,6 +14,7 @@
 #include "../evidence/kernlog.h"
 #include "../evidence/nccllog.h"
 #include "../evidence/rerun.h"
+#include "../evidence/stages.h"
 #include "watch.h"
 #include "../base/config.h"
 #include "../render/json.h"
@@ -48,14 +49,6 @@ static pid_t cli_parent_pid;                /* this process, as the child it for
 /* This command's name for its run, given to CMD as CULPRIT_RUN_ID and written into every report it leads to:
  * several `culprit run` commands sharing one --dir (srun culprit run ...) each show their own reports. */
 static char cli_run_id[160];
-
-/* A report file present before the run, so reports left over in a reused --dir are not shown again. */
-struct cli_seen {
-    char *path;            /* full path of the report */
-    ino_t ino;             /* its inode then */
-    off_t size;            /* its size then */
-    struct timespec mtime; /* its modification time then */
-};
 
 static void cli_forward(int sig, siginfo_t *si, void *uc)
 {
@@ -353,200 +346,6 @@ static void cli_remove_dir(const char *abs, int created, int created_parent)
         rmdir("culprit-reports");
 }
 
-/* Counts and removes the files by which the run's processes said they launched kernels with culprit loaded
- * (cfg_launched_prefix): how many processes of the run culprit saw launch. */
-static int cli_take_launched(const char *dir)
-{
-    char prefix[96];
-    struct dirent *e;
-    int n = 0, dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
-    if (!d) {
-        if (dfd >= 0)
-            close(dfd);
-        return 0;
-    }
-    cfg_launched_prefix(cli_run_id, prefix, sizeof prefix);
-    while ((e = readdir(d)) != NULL)
-        if (strncmp(e->d_name, prefix, strlen(prefix)) == 0 && unlinkat(dirfd(d), e->d_name, 0) == 0)
-            n++;
-    closedir(d);
-    return n;
-}
-
-static int cli_snapshot(const char *dir, struct cli_seen **seen, size_t *nseen)
-{
-    char **paths;
-    size_t n, i;
-    *seen = NULL;
-    *nseen = 0;
-    if (cli_list_reports(dir, &paths, &n) != 0 || n == 0)
-        return 0;
-    *seen = calloc(n, sizeof **seen);
-    if (!*seen) {
-        cli_free_list(paths, n);
-        return ENOMEM;
-    }
-    for (i = 0; i < n; i++) {
-        struct stat sb;
-        (*seen)[i].path = paths[i];
-        if (stat(paths[i], &sb) == 0) {
-            (*seen)[i].ino = sb.st_ino;
-            (*seen)[i].size = sb.st_size;
-            (*seen)[i].mtime = sb.st_mtim;
-        }
-    }
-    free(paths); /* the strings now belong to seen */
-    *nseen = n;
-    return 0;
-}
-
-static int cli_is_old(const struct cli_seen *seen, size_t nseen, const char *path)
-{
-    struct stat sb;
-    size_t i;
-    if (stat(path, &sb) != 0)
-        return 1;
-    for (i = 0; i < nseen; i++)
-        if (strcmp(seen[i].path, path) == 0)
-            return seen[i].ino == sb.st_ino && seen[i].size == sb.st_size &&
-                   seen[i].mtime.tv_sec == sb.st_mtim.tv_sec && seen[i].mtime.tv_nsec == sb.st_mtim.tv_nsec;
-    return 0;
-}
-
-/* Whether a report names a framework operator anywhere (an "op" on a launch it lists, or a "diagnosis"). */
-static int cli_report_has_ops(const struct json *doc)
-{
-    static const char *const lists[] = {"candidates", "history"};
-    if (json_len(json_get(doc, "diagnosis")) || json_get(json_get(doc, "culprit"), "op"))
-        return 1;
-    for (size_t k = 0; k < sizeof lists / sizeof lists[0]; k++) {
-        const struct json *l = json_get(doc, lists[k]);
-        for (size_t i = 0; i < json_len(l); i++)
-            if (json_get(json_at(l, i), "op"))
-                return 1;
-    }
-    return 0;
-}
-
-/* Files named like reports in the run directory that `culprit run` did not show, said once at the end. */
-struct cli_skipped {
-    size_t foreign;               /* reports that carry no run id (written outside culprit run's environment) */
-    size_t unowned;               /* links, and files of another user */
-    char first_foreign[PATH_MAX]; /* the first of each, to name */
-    char first_unowned[PATH_MAX];
-};
-
-/* Says what cli_show_report passed over, in at most two lines. */
-static void cli_skip_say(const struct cli_skipped *skip)
-{
-    if (skip->unowned)
-        cli_err("%zu file(s) named like reports were not read (symbolic links, or files of another user: nothing "
-                "culprit wrote for this run), such as %s",
-                skip->unowned, skip->first_unowned);
-    if (skip->foreign)
-        cli_err("%zu report(s) carry no run id of this culprit run (written outside its environment, or put there "
-                "by someone else) and are not shown as its verdict; 'culprit report %s' shows one",
-                skip->foreign, skip->first_foreign);
-}
-
-/* Symbolizes a report, adds the device asserts the watch saw (w may be NULL), settles a verdict of candidates
- * by a rerun when o asks for one (o NULL: never; run_dir is the run's report directory), and prints it on
- * stderr. Returns 0 when it was shown. With keep, the report also gets the end of its process's NCCL log and
- * is not printed but handed back in *keep (for cli_show_reports). */
-static int cli_show_report(const char *path, int brief, struct cli_watch *w, int *faulted, const struct cli_run_opts *o,
-                           const char *run_dir, const struct kernlog *klog, struct json **keep,
-                           struct cli_skipped *skip)
-{
-    long long lo, hi;
-    struct render_opts ro = {.brief = brief, .path = brief ? path : NULL, .no_debugger = o && o->simulated};
-    struct json *doc = NULL;
-    char why[1024];
-    char *text;
-    const char *run;
-    int changed = 0, asserts = 0, nccl = 0, addr = 0, klogged = 0, narrowed = 0, rc;
-
-    /* the run directory may be shared: a link or another user's file named like a report is no report of this
-     * run's (reading it followed the link: another file's content was shown as the verdict) */
-    rc = (keep ? symbolize_load_own : symbolize_load)(path, &doc, why, sizeof why);
-    if (rc == SYMBOLIZE_EFOREIGN && skip) {
-        if (!skip->unowned++)
-            snprintf(skip->first_unowned, sizeof skip->first_unowned, "%s", path);
-        return 1;
-    }
-    if (rc != 0) {
-        cli_err("%s", why);
-        return -1;
-    }
-    /* A report of another culprit command sharing the directory is that command's to show and annotate. One
-     * without this command's run id was written outside its environment, or planted: not shown as its verdict. */
-    run = json_get_str(json_get(doc, "process"), "run_id");
-    if (keep && (!run || strcmp(run, cli_run_id) != 0)) {
-        if (!run && skip && !skip->foreign++)
-            snprintf(skip->first_foreign, sizeof skip->first_foreign, "%s", path);
-        json_free(doc);
-        return 1;
-    }
-    /* Without a watch the library's one-line notice went straight to the terminal: it is the report's brief
-     * text as written, which -q then does not repeat (with a watch, the watch saw the very line pass). */
-    if (o && o->quiet && w && o->no_watch) {
-        struct render_opts bro = {.brief = 1, .path = path};
-        char *said = render_doc(doc, &bro);
-        if (said)
-            watch_note_said(w, said, strlen(said));
-        free(said);
-    }
-    if (symbolize_doc(doc, &changed) != 0)
-        changed = 0;
-    if (asserts_annotate(w ? &w->asserts : NULL, doc, &asserts) != 0)
-        cli_err("out of memory adding the device asserts to %s", path);
-    if (keep && nccllog_attach(run_dir, doc, &nccl) != 0)
-        cli_err("out of memory adding NCCL's log to %s", path);
-    if (klog && kernlog_attach(klog, doc, &klogged) != 0)
-        cli_err("out of memory adding the kernel's log of the GPU fault to %s", path);
-    /* what the faulting address touched: the GPU core dump's, else the page of the kernel's log (report/addr.c) */
-    if (addr_annotate_fault(doc, &addr) != 0)
-        cli_err("out of memory answering the faulting address in %s", path);
-    /* a window of candidates the page of the faulting address settles, then the answer as of the culprit's launch */
-    if (faultpage_narrow(doc, &narrowed) != 0)
-        cli_err("out of memory settling the verdict of %s by the page of its faulting address", path);
-    if (narrowed && addr_annotate_fault(doc, &addr) != 0)
-        cli_err("out of memory answering the faulting address in %s", path);
-    if ((changed || asserts || nccl || addr || klogged || narrowed) && symbolize_save(path, doc, why, sizeof why) != 0)
-        cli_err("%s (the verdict below is complete, only the file keeps its old content)", why);
-    if (o && o->rerun && rerun_needed(doc, &lo, &hi)) {
-        json_free(doc);
-        doc = NULL;
-        rerun_settle(o, path, run_dir);
-        if (symbolize_load_own(path, &doc, why, sizeof why) != 0) {
-            cli_err("%s", why);
-            return -1;
-        }
-        /* the rerun may have named the culprit, whose launch the address's answer is judged at */
-        if (addr_annotate_fault(doc, &addr) == 0 && addr && symbolize_save(path, doc, why, sizeof why) != 0)
-            cli_err("%s", why);
-    }
-    if (keep) {
-        *keep = doc;
-        return 0;
-    }
-    text = render_doc(doc, &ro);
-    /* reports written before hang reports existed have no kind: they are all faults */
-    if (!json_get_str(doc, "kind") || strcmp(json_get_str(doc, "kind"), "fault") == 0)
-        *faulted = 1;
-    json_free(doc);
-    if (!text) {
-        cli_err("out of memory rendering %s", path);
-        return -1;
-    }
-    fflush(stdout);
-    fputs(text, stderr);
-    if (!brief)
-        cli_say(stderr, "report: %s", path);
-    free(text);
-    return 0;
-}
-
 /* This command's run id: host, pid, start time and 64 random bits, in the characters the library accepts for one.
  * Host, pid and start time can be read from /proc by anyone; the random part cannot (the variable is in CMD's
  * environment, which only its user may read, and in reports of mode 0600), so a report planted in a shared
@@ -580,53 +379,12 @@ static void cli_restore_signals(const struct sigaction *old, const struct sigact
     sigaction(SIGCHLD, oldchld, NULL);
 }
 
-int cli_run_command(const struct cli_run_opts *o, int *wstatus, int *faulted)
+/* After the watch, which looks at what fd 1 and 2 are, and above them should either be closed: the pipe by which the
+ * child says why it could not exec. Returns 0, or an errno value with neither end left open. */
+static int cli_open_errpipe(int errpipe[2])
 {
-    char lib[PATH_MAX], abs[PATH_MAX], rel[PATH_MAX], off[400], core_dir[PATH_MAX] = "";
-    struct sigaction sa, old[CLI_NFWD], oldchld, dfl;
-    struct cli_watch *w = NULL;
-    struct cli_seen *seen = NULL;
-    size_t nseen = 0, i, n = 0, shown = 0, nmine = 0;
-    char **reports = NULL;
-    struct merge_report *mine = NULL;
-    sigset_t block, oldmask;
-    int created = 0, created_parent = 0, errpipe[2], rc, e = 0, status = 0, verdicts, launched;
-    ssize_t got;
-    pid_t pid;
-    struct kernlog klog = {.fd = -1};
-
-    rc = cli_find_lib(lib, sizeof lib);
-    if (rc)
-        return rc;
-    rc = cli_prepare_dir(o, abs, sizeof abs, &created, &created_parent, rel, sizeof rel);
-    if (rc)
-        return rc;
-    if (!cli_run_id[0])
-        cli_make_run_id(); /* once per culprit command: a rerun (rerun.c) runs under the same id */
-    cli_settings_make(o, abs);
-    rc = cli_check_settings(o, off, sizeof off);
-    if (rc) {
-        cli_remove_dir(abs, created, created_parent);
-        return rc;
-    }
-    if (!off[0])
-        cli_secure_exec(o->argv[0], off, sizeof off);
-    if (cli_snapshot(abs, &seen, &nseen) != 0) {
-        cli_err("out of memory");
-        goto not_started;
-    }
-    if (o->coredump && (e = coredump_prepare(abs, core_dir, sizeof core_dir)) != 0) {
-        cli_err("cannot create the directory for GPU core dumps in %s: %s", abs, strerror(e));
-        goto not_started;
-    }
-    /* Device asserts reach only the process's own stdout/stderr, so culprit stands between them and the
-     * original descriptors. Without a watch (--no-watch) the command simply inherits them. */
-    w = calloc(1, sizeof *w);
-    if (!w || (!o->no_watch && watch_setup(w) != 0)) {
-        cli_err("out of memory");
-        goto not_started;
-    }
-    /* after the watch, which looks at what fd 1 and 2 are, and above them should either be closed */
+    int e;
+    size_t i;
     errpipe[0] = errpipe[1] = -1;
     if (pipe2(errpipe, O_CLOEXEC) != 0 || (errpipe[0] = watch_high(errpipe[0])) < 0 ||
         (errpipe[1] = watch_high(errpipe[1])) < 0) {
@@ -634,16 +392,23 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus, int *faulted)
         for (i = 0; i < 2; i++)
             if (errpipe[i] >= 0)
                 close(errpipe[i]);
-        cli_err("cannot start %s: %s", o->argv[0], strerror(e));
-        goto not_started;
+        return e;
     }
+    return 0;
+}
 
-    /* The handlers go in before fork with the signals blocked, so no signal can find the child pid unset in
-     * the parent or the parent's handler in the child. */
+/* The handlers go in before fork with the signals blocked, so no signal can find the child pid unset in the parent
+ * or the parent's handler in the child. Leaves the forwarded signals blocked (the mask before in *oldmask) and the
+ * dispositions found in old and *oldchld. */
+static void cli_forward_signals(sigset_t *oldmask, struct sigaction *old, struct sigaction *oldchld)
+{
+    struct sigaction sa, dfl;
+    sigset_t block;
+    size_t i;
     sigemptyset(&block);
     for (i = 0; i < CLI_NFWD; i++)
         sigaddset(&block, cli_fwd_signals[i]);
-    sigprocmask(SIG_BLOCK, &block, &oldmask);
+    sigprocmask(SIG_BLOCK, &block, oldmask);
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = cli_forward;
     sa.sa_flags = SA_SIGINFO | SA_RESTART;
@@ -658,7 +423,91 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus, int *faulted)
     memset(&dfl, 0, sizeof dfl);
     dfl.sa_handler = SIG_DFL;
     sigemptyset(&dfl.sa_mask);
-    sigaction(SIGCHLD, &dfl, &oldchld);
+    sigaction(SIGCHLD, &dfl, oldchld);
+}
+
+/* Before anything starts: libculprit.so's path into lib, the report directory into abs (and as the user may name it
+ * into rel; all three of PATH_MAX bytes), the run id, and the settings CMD gets; off says why culprit would be off
+ * in CMD ("" when it would not). Returns 0, or an exit code with the reason said and nothing left made. */
+static int cli_run_prepare(const struct cli_run_opts *o, char *lib, char *abs, char *rel, char *off, size_t offsz,
+                           int *created, int *created_parent)
+{
+    int rc = cli_find_lib(lib, PATH_MAX);
+    if (rc)
+        return rc;
+    rc = cli_prepare_dir(o, abs, PATH_MAX, created, created_parent, rel, PATH_MAX);
+    if (rc)
+        return rc;
+    if (!cli_run_id[0])
+        cli_make_run_id(); /* once per culprit command: a rerun (rerun.c) runs under the same id */
+    cli_settings_make(o, abs);
+    rc = cli_check_settings(o, off, offsz);
+    if (rc) {
+        cli_remove_dir(abs, *created, *created_parent);
+        return rc;
+    }
+    if (!off[0])
+        cli_secure_exec(o->argv[0], off, offsz);
+    return 0;
+}
+
+/* Waits for the child pid to end, relaying its output through the watch w when it has one, into *status. The pipe
+ * errfd (closed here) closes on a successful exec; otherwise the child sends its errno first, into *e: returns
+ * what was read of it (sizeof *e when the exec failed). */
+static ssize_t cli_wait_child(pid_t pid, int errfd, int *e, struct cli_watch *w, const char *lib, int *status)
+{
+    ssize_t got;
+    do
+        got = read(errfd, e, sizeof *e);
+    while (got < 0 && errno == EINTR);
+    close(errfd);
+    w->lib = lib; /* the loader's line when it cannot preload it says culprit was off */
+    if (w->nch)
+        watch_relay(w, pid, status);
+    else
+        while (waitpid(pid, status, 0) < 0 && errno == EINTR)
+            ;
+    cli_child_pid = 0;
+    return got;
+}
+
+int cli_run_command(const struct cli_run_opts *o, int *wstatus, int *faulted)
+{
+    char lib[PATH_MAX], abs[PATH_MAX], rel[PATH_MAX], off[400], core_dir[PATH_MAX] = "";
+    struct sigaction old[CLI_NFWD], oldchld;
+    struct cli_watch *w = NULL;
+    struct ev_seen *seen = NULL;
+    size_t nseen = 0;
+    sigset_t oldmask;
+    int created = 0, created_parent = 0, errpipe[2], rc, e = 0, status = 0;
+    ssize_t got;
+    pid_t pid;
+    struct kernlog klog = {.fd = -1};
+    struct ev_ctx ev;
+
+    rc = cli_run_prepare(o, lib, abs, rel, off, sizeof off, &created, &created_parent);
+    if (rc)
+        return rc;
+    if (ev_snapshot(abs, &seen, &nseen) != 0) {
+        cli_err("out of memory");
+        goto not_started;
+    }
+    if (o->coredump && (e = coredump_prepare(abs, core_dir, sizeof core_dir)) != 0) {
+        cli_err("cannot create the directory for GPU core dumps in %s: %s", abs, strerror(e));
+        goto not_started;
+    }
+    /* Device asserts reach only the process's own stdout/stderr, so culprit stands between them and the
+     * original descriptors. Without a watch (--no-watch) the command simply inherits them. */
+    w = calloc(1, sizeof *w);
+    if (!w || (!o->no_watch && watch_setup(w) != 0)) {
+        cli_err("out of memory");
+        goto not_started;
+    }
+    if ((e = cli_open_errpipe(errpipe)) != 0) {
+        cli_err("cannot start %s: %s", o->argv[0], strerror(e));
+        goto not_started;
+    }
+    cli_forward_signals(&oldmask, old, &oldchld);
 
     /* where the kernel's log ends now: what the run adds to it is read once it ended (kernlog.c) */
     if (o->simulated) /* the simulated driver's faults are in no kernel's log */
@@ -685,18 +534,7 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus, int *faulted)
     sigprocmask(SIG_SETMASK, &oldmask, NULL);
     struct devq *dq = cli_devq_timeout > 0 ? devq_start(abs, cli_devq_timeout, cli_run_id) : NULL;
 
-    /* The pipe closes on a successful exec; otherwise the child sends its errno first. */
-    do
-        got = read(errpipe[0], &e, sizeof e);
-    while (got < 0 && errno == EINTR);
-    close(errpipe[0]);
-    w->lib = lib; /* the loader's line when it cannot preload it says culprit was off */
-    if (w->nch)
-        watch_relay(w, pid, &status);
-    else
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-            ;
-    cli_child_pid = 0;
+    got = cli_wait_child(pid, errpipe[0], &e, w, lib, &status);
     devq_stop(dq);
     watch_scan_files(w);
     cli_restore_signals(old, &oldchld);
@@ -713,98 +551,25 @@ int cli_run_command(const struct cli_run_opts *o, int *wstatus, int *faulted)
     }
     *wstatus = status;
     *faulted = 0;
-    /* before the reports are shown: a dump may make a verdict exact */
-    if (o->coredump)
-        coredump_attach_all(core_dir, abs, cli_run_id);
-
-    if (o->rerun && cli_list_reports(abs, &reports, &n) == 0 && n) {
-        /* a job's ranks are rerun together, each over its own window, before any report is shown */
-        size_t fresh = 0;
-        for (i = 0; i < n; i++)
-            if (!cli_is_old(seen, nseen, reports[i]))
-                reports[fresh++] = reports[i];
-            else
-                free(reports[i]);
-        n = fresh;
-        rerun_settle_job(o, reports, n, abs);
-        cli_free_list(reports, n);
-        reports = NULL;
-        n = 0;
-    }
-    if (cli_list_reports(abs, &reports, &n) == 0 && n && (mine = calloc(n, sizeof *mine)) != NULL) {
-        struct cli_skipped skip = {0};
-        for (i = 0; i < n; i++) {
-            struct json *doc = NULL;
-            if (cli_is_old(seen, nseen, reports[i]) ||
-                cli_show_report(reports[i], o->quiet, w, faulted, o, abs, &klog, &doc, &skip) != 0)
-                continue;
-            mine[nmine].path = reports[i];
-            mine[nmine++].doc = doc;
-        }
-        cli_skip_say(&skip);
-        fflush(stdout);
-        verdicts = cli_show_reports(mine, nmine, o->quiet, stderr, "culprit:\n", rel, o->simulated, w, faulted);
-        /* --diagnose that named nothing: say why it may not have, rather than leave the user to wonder */
-        for (i = 0; o->boot && !o->is_rerun && i < nmine; i++) {
-            const struct json *d = mine[i].doc;
-            const char *kind = json_get_str(d, "kind");
-            const char *py = json_get_str(d, "python_status");
-            if ((!kind || strcmp(kind, "fault") == 0) && !cli_report_has_ops(d)) {
-                if (py && strncmp(py, "no Python", 9) == 0)
-                    cli_err("--diagnose named no operator: the process that faulted ran no Python (its report says "
-                            "\"%s\"), and --diagnose names the PyTorch operators of Python programs",
-                            py);
-                else
-                    cli_err("--diagnose named no operator for this fault: the launches it lists were made outside "
-                            "the PyTorch operators it saw (a program that never imported torch, a thread that did "
-                            "not import it, or kernels a library launched on its own)");
-                break;
-            }
-        }
-        /* exit records say no error was seen; a report that could not be shown may still hold one */
-        shown = verdicts < 0 ? nmine : (size_t)verdicts;
-        for (i = 0; !o->is_rerun && i < nmine; i++) /* --on-report, --events */
-            deliver_report(o, mine[i].path, mine[i].doc);
-        for (i = 0; i < nmine; i++)
-            json_free((struct json *)mine[i].doc);
-        free(mine);
-    } else if (n) {
-        cli_err("out of memory");
-    }
-    if (created)
-        nccllog_tidy(abs);
-    launched = cli_take_launched(abs);
-    /* "no sticky CUDA error" is true only where culprit was there to see one */
-    if (!off[0] && w->preload_error[0])
-        snprintf(off, sizeof off, "the dynamic loader could not preload %s (%s)", render_base(lib), w->preload_error);
-    if (w->unwritten) {
-        /* a fault was met and its verdict printed by the library, but no file holds it: it counts as one */
-        *faulted = 1;
-        if (!shown)
-            cli_err("%s met a sticky CUDA error whose report culprit could not write (the verdict and why are "
-                    "printed above)",
-                    o->argv[0]);
+    /* the command ended: the after-run stages (evidence/stages.c) show what it left */
+    ev = (struct ev_ctx){.o = o,
+                         .w = w,
+                         .run_id = cli_run_id,
+                         .lib = lib,
+                         .dir = abs,
+                         .rel = rel,
+                         .core_dir = core_dir,
+                         .created = created,
+                         .off = off,
+                         .offsz = sizeof off,
+                         .seen = seen,
+                         .nseen = nseen,
+                         .klog = &klog,
+                         .faulted = faulted};
+    ev_run(&ev);
+    ev_free(&ev);
+    if (ev.remove_dir)
         cli_remove_dir(abs, created, created_parent);
-    } else if (!shown && off[0]) {
-        cli_err("culprit was off in %s: %s; a fault there would not show here", o->argv[0], off);
-        cli_remove_dir(abs, created, created_parent);
-    } else if (!shown && w->load_error[0]) {
-        cli_err("the dynamic loader stopped %s before it ran (%s), so culprit never ran in it", o->argv[0],
-                w->load_error);
-        cli_remove_dir(abs, created, created_parent);
-    } else if (!shown && !launched) {
-        cli_err("no sticky CUDA error in %s, and culprit saw no kernel launched in it: if it launches kernels, they "
-                "ran in a process culprit was not loaded in (one started without culprit's LD_PRELOAD, as `env -u "
-                "LD_PRELOAD` starts one, or a set-user-ID program)",
-                o->argv[0]);
-        cli_remove_dir(abs, created, created_parent);
-    } else if (!shown) {
-        cli_err("no sticky CUDA error in %s", o->argv[0]);
-        cli_remove_dir(abs, created, created_parent);
-    } else if (w->preload_error[0]) {
-        cli_err("the dynamic loader could not preload %s into a process of %s (%s): culprit was off there",
-                render_base(lib), o->argv[0], w->preload_error);
-    }
     rc = 0;
     goto out;
 not_started:
@@ -821,10 +586,7 @@ out:
         watch_free(w);
         free(w);
     }
-    cli_free_list(reports, n);
-    for (i = 0; i < nseen; i++)
-        free(seen[i].path);
-    free(seen);
+    ev_seen_free(seen, nseen);
     return rc;
 }
 

@@ -10,6 +10,8 @@
 #include "asserts.h"
 #include "../cli/cli.h"
 #include "promote.h"
+#include "stages.h"
+#include "../cli/watch.h"
 #include "tritonsrc.h"
 #include "../base/demangle.h"
 #include "../base/jsonw.h"
@@ -817,4 +819,14 @@ int asserts_annotate(const struct dev_asserts *as, struct json *doc, int *change
         rc = asserts_narrow_node(eff, doc, changed);
     asserts_effective_free(as, eff);
     return rc;
+}
+
+/* The report stage: the device asserts the watch saw, tied to the report. */
+enum ev_next asserts_stage(struct ev_ctx *c)
+{
+    int added = 0;
+    int rc = asserts_annotate(c->w ? &c->w->asserts : NULL, c->doc, &added);
+    if (added)
+        c->changed = 1;
+    return rc != 0 ? EV_NOMEM : EV_NEXT;
 }

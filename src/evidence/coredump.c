@@ -10,6 +10,7 @@
 #include "../cli/cli.h"
 #include "coredump_elf.h"
 #include "sass.h"
+#include "stages.h"
 #include "../render/json.h"
 #include "../report/subproc.h"
 
@@ -655,4 +656,12 @@ void coredump_where(const struct coredump_info *ci, char *out, size_t n)
         snprintf(out, n, " at %s:%ld", ci->file, ci->line);
     else
         out[0] = '\0';
+}
+
+/* The run's stage: before the reports are shown, a dump may make a verdict exact. */
+enum ev_next coredump_stage(struct ev_ctx *c)
+{
+    if (c->o->coredump)
+        coredump_attach_all(c->core_dir, c->dir, c->run_id);
+    return EV_NEXT;
 }

@@ -9,6 +9,7 @@
 #include "faultpage.h"
 #include "kernlog.h"
 #include "promote.h"
+#include "stages.h"
 #include "../render/addr.h"
 #include "../render/argmatch.h"
 #include "../render/json.h"
@@ -213,4 +214,23 @@ int faultpage_narrow(struct json *doc, int *narrowed)
         return rc == ENOMEM ? ENOMEM : 0;
     *narrowed = 1;
     return 0;
+}
+
+/* The report stage: what the faulting address touched, the GPU core dump's, else the page of the kernel's log
+ * (render/addr.c). */
+enum ev_next faultpage_stage_address(struct ev_ctx *c)
+{
+    return addr_annotate_fault(c->doc, &c->addr) != 0 ? EV_NOMEM : EV_NEXT;
+}
+
+/* The report stage: a window of candidates the page of the faulting address settles. */
+enum ev_next faultpage_stage(struct ev_ctx *c)
+{
+    return faultpage_narrow(c->doc, &c->narrowed) != 0 ? EV_NOMEM : EV_NEXT;
+}
+
+/* The report stage after faultpage_stage: the address's answer again, as of the culprit's launch it named. */
+enum ev_next faultpage_stage_readdress(struct ev_ctx *c)
+{
+    return c->narrowed && addr_annotate_fault(c->doc, &c->addr) != 0 ? EV_NOMEM : EV_NEXT;
 }

@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #endif
 #include "kernlog.h"
+#include "stages.h"
 #include "../render/json.h"
 
 #include <ctype.h>
@@ -422,4 +423,14 @@ int kernlog_attach(const struct kernlog *k, struct json *doc, int *added)
                  k->dropped ? " among the processes' faults kept (the run logged more than culprit keeps)" : "");
     *added = 1;
     return kernlog_put_why(k, doc, why);
+}
+
+/* The report stage: a fault report of this host gets the kernel log's line of its process. */
+enum ev_next kernlog_stage(struct ev_ctx *c)
+{
+    int added = 0;
+    int rc = c->klog ? kernlog_attach(c->klog, c->doc, &added) : 0;
+    if (added)
+        c->changed = 1;
+    return rc != 0 ? EV_NOMEM : EV_NEXT;
 }

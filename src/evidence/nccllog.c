@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #endif
 #include "nccllog.h"
+#include "stages.h"
 #include "../render/json.h"
 
 #include <dirent.h>
@@ -172,4 +173,22 @@ void nccllog_tidy(const char *dir)
             unlinkat(dirfd(d), de->d_name, 0);
     }
     closedir(d);
+}
+
+/* The report stage: the report gets the end of its process's NCCL log. */
+enum ev_next nccllog_stage(struct ev_ctx *c)
+{
+    int added = 0;
+    int rc = nccllog_attach(c->dir, c->doc, &added);
+    if (added)
+        c->changed = 1;
+    return rc != 0 ? EV_NOMEM : EV_NEXT;
+}
+
+/* The run's stage: the logs culprit asked NCCL for in a directory it made go once read. */
+enum ev_next nccllog_stage_tidy(struct ev_ctx *c)
+{
+    if (c->created)
+        nccllog_tidy(c->dir);
+    return EV_NEXT;
 }

@@ -10,6 +10,8 @@
 #include "rerun.h"
 #include "../cli/cli.h"
 #include "promote.h"
+#include "stages.h"
+#include "../render/addr.h"
 #include "../render/json.h"
 #include "../base/config.h"
 #include "../report/symbolize.h"
@@ -330,4 +332,44 @@ out:
     for (size_t i = 0; i < k; i++)
         json_free(docs[i]);
     return rc;
+}
+
+/* The run's stage: a job's ranks are rerun together, each over its own window, before any report is shown. */
+enum ev_next rerun_stage_job(struct ev_ctx *c)
+{
+    char **reports = NULL;
+    size_t n = 0, i, fresh = 0;
+    if (!c->o->rerun || cli_list_reports(c->dir, &reports, &n) != 0 || !n) {
+        cli_free_list(reports, n);
+        return EV_NEXT;
+    }
+    for (i = 0; i < n; i++)
+        if (!ev_is_old(c->seen, c->nseen, reports[i]))
+            reports[fresh++] = reports[i];
+        else
+            free(reports[i]);
+    n = fresh;
+    rerun_settle_job(c->o, reports, n, c->dir);
+    cli_free_list(reports, n);
+    return EV_NEXT;
+}
+
+/* The report stage: a verdict of candidates settled by a rerun when --rerun asks for one. */
+enum ev_next rerun_stage(struct ev_ctx *c)
+{
+    char why[1024];
+    long long lo, hi;
+    if (!c->o->rerun || !rerun_needed(c->doc, &lo, &hi))
+        return EV_NEXT;
+    json_free(c->doc);
+    c->doc = NULL;
+    rerun_settle(c->o, c->path, c->dir);
+    if (symbolize_load_own(c->path, &c->doc, why, sizeof why) != 0) {
+        cli_err("%s", why);
+        return EV_FAILED;
+    }
+    /* the rerun may have named the culprit, whose launch the address's answer is judged at */
+    if (addr_annotate_fault(c->doc, &c->addr) == 0 && c->addr && symbolize_save(c->path, c->doc, why, sizeof why) != 0)
+        cli_err("%s", why);
+    return EV_NEXT;
 }
