@@ -638,18 +638,210 @@ static const char *cli_optval(int argc, char **argv, int *i, const char *name, c
     return val;
 }
 
+/* `culprit run`'s options without a value: sets *taken when a is one (--diagnose looks for its boot directory
+ * into boot). Returns CLI_EXIT_OK, or CLI_EXIT_USAGE with the reason said. */
+static int cli_run_flag(const char *a, struct cli_run_opts *o, char *boot, size_t bootsz, int *taken)
+{
+    *taken = 1;
+    if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0) {
+        o->quiet = 1;
+        return CLI_EXIT_OK;
+    }
+    if (strcmp(a, "--verbose") == 0 || strcmp(a, "-v") == 0) {
+        o->verbose = 1;
+        return CLI_EXIT_OK;
+    }
+    if (strcmp(a, "--stats") == 0) {
+        o->stats = 1;
+        return CLI_EXIT_OK;
+    }
+    if (strcmp(a, "--no-watch") == 0) {
+        o->no_watch = 1;
+        return CLI_EXIT_OK;
+    }
+    if (strcmp(a, "--no-exception-text") == 0) {
+        o->no_exception_text = 1;
+        return CLI_EXIT_OK;
+    }
+    if (strcmp(a, "--coredump") == 0) {
+        o->coredump = 1;
+        return CLI_EXIT_OK;
+    }
+    if (strcmp(a, "--rerun") == 0) {
+        o->rerun = 1;
+        return CLI_EXIT_OK;
+    }
+    if (strcmp(a, "--diagnose") == 0) {
+        o->boot = boot;
+        if (cli_find_boot(boot, bootsz, 0) != 0)
+            return CLI_EXIT_USAGE;
+        return CLI_EXIT_OK;
+    }
+    *taken = 0;
+    return CLI_EXIT_OK;
+}
+
+/* `culprit run`'s options with a value for the launch path (--mode, --kernels, --launches, --ring, --crumb-every,
+ * --mark-budget, --mark) at argv[*i] ("--name value" or "--name=value", advancing *i): sets *taken when argv[*i] is
+ * one, and *missing as cli_optval does. Returns CLI_EXIT_OK, or CLI_EXIT_USAGE with the reason said. */
+static int cli_run_launch_opt(int argc, char **argv, int *i, struct cli_run_opts *o, const char **missing, int *taken)
+{
+    const char *val;
+    long long v;
+    *taken = 1;
+    if ((val = cli_optval(argc, argv, i, "--mode", missing)) != NULL) {
+        if (strcmp(val, "record") && strcmp(val, "precise") && strcmp(val, "blocking") && strcmp(val, "off")) {
+            cli_err("--mode must be record, precise, blocking or off, not '%s'", val);
+            return CLI_EXIT_USAGE;
+        }
+        o->mode = val;
+    } else if ((val = cli_optval(argc, argv, i, "--kernels", missing)) != NULL) {
+        if (!*val) {
+            cli_err("--kernels needs a kernel name pattern such as '*softmax*'");
+            return CLI_EXIT_USAGE;
+        }
+        o->kernels = val;
+    } else if ((val = cli_optval(argc, argv, i, "--launches", missing)) != NULL) {
+        if (!cli_valid_launches(val)) {
+            cli_err("--launches must be A:B with 1 <= A <= B, either side optional (100:120, 100:, :50), "
+                    "not '%s'",
+                    val);
+            return CLI_EXIT_USAGE;
+        }
+        o->launches = val;
+    } else if ((val = cli_optval(argc, argv, i, "--ring", missing)) != NULL) {
+        if (cli_parse_int(val, 16, 1048576, &v) != 0) {
+            cli_err("--ring must be a whole number of launches from 16 to 1048576, not '%s'", val);
+            return CLI_EXIT_USAGE;
+        }
+        o->ring = val;
+    } else if ((val = cli_optval(argc, argv, i, "--crumb-every", missing)) != NULL) {
+        if (cli_parse_int(val, 1, 4096, &v) != 0) {
+            cli_err("--crumb-every must be a whole number of launches from 1 to 4096, not '%s'", val);
+            return CLI_EXIT_USAGE;
+        }
+        o->crumb_every = val;
+    } else if ((val = cli_optval(argc, argv, i, "--mark-budget", missing)) != NULL) {
+        uint32_t bp;
+        if (cfg_parse_percent(val, &bp) != 0) {
+            cli_err("--mark-budget must be a percentage from 0 to 100 (e.g. 1 or 0.5; 0: fixed spacing), not "
+                    "'%s'",
+                    val);
+            return CLI_EXIT_USAGE;
+        }
+        o->mark_budget = val;
+    } else if ((val = cli_optval(argc, argv, i, "--mark", missing)) != NULL) {
+        if (strcmp(val, "write") && strcmp(val, "memset")) {
+            cli_err("--mark must be write or memset, not '%s'", val);
+            return CLI_EXIT_USAGE;
+        }
+        o->mark = val;
+    } else {
+        *taken = 0;
+    }
+    return CLI_EXIT_OK;
+}
+
+/* `culprit run`'s other options with a value (stacks, waits, reports, hangs, --error-exitcode, --dir), as
+ * cli_run_launch_opt. */
+static int cli_run_other_opt(int argc, char **argv, int *i, struct cli_run_opts *o, const char **missing, int *taken)
+{
+    const char *val;
+    long long v;
+    *taken = 1;
+    if ((val = cli_optval(argc, argv, i, "--stack-depth", missing)) != NULL) {
+        if (cli_parse_int(val, 0, 64, &v) != 0) {
+            cli_err("--stack-depth must be a whole number of frames from 0 to 64, not '%s'", val);
+            return CLI_EXIT_USAGE;
+        }
+        o->stack_depth = val;
+    } else if ((val = cli_optval(argc, argv, i, "--exit-wait", missing)) != NULL) {
+        uint32_t ms;
+        if (cfg_parse_seconds(val, CFG_SECONDS_MAX, &ms) != 0) {
+            cli_err("--exit-wait must be seconds from 0 to %d (at most 3 decimals, e.g. 2 or 0.5), not '%s'",
+                    CFG_SECONDS_MAX, val);
+            return CLI_EXIT_USAGE;
+        }
+        o->exit_wait = val;
+    } else if ((val = cli_optval(argc, argv, i, "--on-report", missing)) != NULL) {
+        if (!*val) {
+            cli_err("--on-report needs a command, run with each report's path as its last argument");
+            return CLI_EXIT_USAGE;
+        }
+        o->on_report = val;
+    } else if ((val = cli_optval(argc, argv, i, "--on-report-timeout", missing)) != NULL) {
+        uint32_t ms;
+        if (cfg_parse_seconds(val, 3600, &ms) != 0 || ms == 0) {
+            cli_err("--on-report-timeout must be seconds from 0.001 to 3600 (e.g. 10 or 0.5), not '%s'", val);
+            return CLI_EXIT_USAGE;
+        }
+        o->on_report_ms = ms;
+    } else if ((val = cli_optval(argc, argv, i, "--events", missing)) != NULL) {
+        if (!*val) {
+            cli_err("--events needs a file or a unix socket to deliver a line of JSON per report to");
+            return CLI_EXIT_USAGE;
+        }
+        o->events = val;
+    } else if ((val = cli_optval(argc, argv, i, "--hang-timeout", missing)) != NULL) {
+        uint32_t ms;
+        if (cfg_parse_seconds(val, CFG_SECONDS_MAX, &ms) != 0) {
+            cli_err("--hang-timeout must be seconds from 0 (off) to %d (e.g. 60 or 2.5), not '%s'", CFG_SECONDS_MAX,
+                    val);
+            return CLI_EXIT_USAGE;
+        }
+        o->hang_timeout = val;
+    } else if ((val = cli_optval(argc, argv, i, "--device-timeout", missing)) != NULL) {
+        uint32_t ms;
+        if (cfg_parse_seconds(val, 3600, &ms) != 0) {
+            cli_err("--device-timeout must be seconds from 0 (do not ask) to 3600 (e.g. 60), not '%s'", val);
+            return CLI_EXIT_USAGE;
+        }
+        o->device_timeout = val;
+    } else if ((val = cli_optval(argc, argv, i, "--report-signal", missing)) != NULL) {
+        int sig = 0, bad = cfg_parse_signal(val, &sig);
+        if (bad == -2) {
+            char why[300];
+            cfg_signal_why(sig, why, sizeof why);
+            cli_err("--report-signal %s: %s; use USR1, USR2 or another signal CMD does not use, or none", val, why);
+            return CLI_EXIT_USAGE;
+        }
+        if (bad) {
+            cli_err("--report-signal must be a signal name such as USR1 or USR2, a number, or none, not '%s'", val);
+            return CLI_EXIT_USAGE;
+        }
+        /* 0 is no signal at all, as kill -0 is: taken as none (as --hang-timeout 0 is off), said so */
+        if (strcmp(val, "0") == 0)
+            cli_err("--report-signal 0 means none: no signal asks CMD for a hang report");
+        o->report_signal = val;
+    } else if ((val = cli_optval(argc, argv, i, "--error-exitcode", missing)) != NULL) {
+        if (cli_parse_int(val, 0, 255, &v) != 0) {
+            cli_err("--error-exitcode must be an exit status from 0 to 255, not '%s'", val);
+            return CLI_EXIT_USAGE;
+        }
+        o->error_exitcode = (int)v;
+    } else if ((val = cli_optval(argc, argv, i, "--dir", missing)) != NULL) {
+        if (!*val) {
+            cli_err("--dir needs a directory name");
+            return CLI_EXIT_USAGE;
+        }
+        o->dir = val;
+    } else {
+        *taken = 0;
+    }
+    return CLI_EXIT_OK;
+}
+
 int cli_run_main(int argc, char **argv)
 {
     struct cli_run_opts o;
     static char boot[PATH_MAX];
-    int i, rc, wstatus = 0, faulted = 0;
-    long long v;
+    int i, rc, taken, wstatus = 0, faulted = 0;
 
     memset(&o, 0, sizeof o);
     o.error_exitcode = -1;
     o.on_report_ms = 10000;
     for (i = 1; i < argc; i++) {
-        const char *a = argv[i], *val, *missing = NULL;
+        const char *a = argv[i], *missing = NULL;
         if (strcmp(a, "--") == 0) {
             i++;
             break;
@@ -660,171 +852,22 @@ int cli_run_main(int argc, char **argv)
             cli_help_verb(stdout, "run");
             return CLI_EXIT_OK;
         }
-        if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0) {
-            o.quiet = 1;
+        rc = cli_run_flag(a, &o, boot, sizeof boot, &taken);
+        if (rc == CLI_EXIT_OK && !taken)
+            rc = cli_run_launch_opt(argc, argv, &i, &o, &missing, &taken);
+        if (rc == CLI_EXIT_OK && !taken)
+            rc = cli_run_other_opt(argc, argv, &i, &o, &missing, &taken);
+        if (rc != CLI_EXIT_OK)
+            return rc;
+        if (taken)
             continue;
-        }
-        if (strcmp(a, "--verbose") == 0 || strcmp(a, "-v") == 0) {
-            o.verbose = 1;
-            continue;
-        }
-        if (strcmp(a, "--stats") == 0) {
-            o.stats = 1;
-            continue;
-        }
-        if (strcmp(a, "--no-watch") == 0) {
-            o.no_watch = 1;
-            continue;
-        }
-        if (strcmp(a, "--no-exception-text") == 0) {
-            o.no_exception_text = 1;
-            continue;
-        }
-        if (strcmp(a, "--coredump") == 0) {
-            o.coredump = 1;
-            continue;
-        }
-        if (strcmp(a, "--rerun") == 0) {
-            o.rerun = 1;
-            continue;
-        }
-        if (strcmp(a, "--diagnose") == 0) {
-            o.boot = boot;
-            if (cli_find_boot(boot, sizeof boot, 0) != 0)
-                return CLI_EXIT_USAGE;
-            continue;
-        }
-        if ((val = cli_optval(argc, argv, &i, "--mode", &missing)) != NULL) {
-            if (strcmp(val, "record") && strcmp(val, "precise") && strcmp(val, "blocking") && strcmp(val, "off")) {
-                cli_err("--mode must be record, precise, blocking or off, not '%s'", val);
-                return CLI_EXIT_USAGE;
-            }
-            o.mode = val;
-        } else if ((val = cli_optval(argc, argv, &i, "--kernels", &missing)) != NULL) {
-            if (!*val) {
-                cli_err("--kernels needs a kernel name pattern such as '*softmax*'");
-                return CLI_EXIT_USAGE;
-            }
-            o.kernels = val;
-        } else if ((val = cli_optval(argc, argv, &i, "--launches", &missing)) != NULL) {
-            if (!cli_valid_launches(val)) {
-                cli_err("--launches must be A:B with 1 <= A <= B, either side optional (100:120, 100:, :50), "
-                        "not '%s'",
-                        val);
-                return CLI_EXIT_USAGE;
-            }
-            o.launches = val;
-        } else if ((val = cli_optval(argc, argv, &i, "--ring", &missing)) != NULL) {
-            if (cli_parse_int(val, 16, 1048576, &v) != 0) {
-                cli_err("--ring must be a whole number of launches from 16 to 1048576, not '%s'", val);
-                return CLI_EXIT_USAGE;
-            }
-            o.ring = val;
-        } else if ((val = cli_optval(argc, argv, &i, "--crumb-every", &missing)) != NULL) {
-            if (cli_parse_int(val, 1, 4096, &v) != 0) {
-                cli_err("--crumb-every must be a whole number of launches from 1 to 4096, not '%s'", val);
-                return CLI_EXIT_USAGE;
-            }
-            o.crumb_every = val;
-        } else if ((val = cli_optval(argc, argv, &i, "--mark-budget", &missing)) != NULL) {
-            uint32_t bp;
-            if (cfg_parse_percent(val, &bp) != 0) {
-                cli_err("--mark-budget must be a percentage from 0 to 100 (e.g. 1 or 0.5; 0: fixed spacing), not "
-                        "'%s'",
-                        val);
-                return CLI_EXIT_USAGE;
-            }
-            o.mark_budget = val;
-        } else if ((val = cli_optval(argc, argv, &i, "--mark", &missing)) != NULL) {
-            if (strcmp(val, "write") && strcmp(val, "memset")) {
-                cli_err("--mark must be write or memset, not '%s'", val);
-                return CLI_EXIT_USAGE;
-            }
-            o.mark = val;
-        } else if ((val = cli_optval(argc, argv, &i, "--stack-depth", &missing)) != NULL) {
-            if (cli_parse_int(val, 0, 64, &v) != 0) {
-                cli_err("--stack-depth must be a whole number of frames from 0 to 64, not '%s'", val);
-                return CLI_EXIT_USAGE;
-            }
-            o.stack_depth = val;
-        } else if ((val = cli_optval(argc, argv, &i, "--exit-wait", &missing)) != NULL) {
-            uint32_t ms;
-            if (cfg_parse_seconds(val, CFG_SECONDS_MAX, &ms) != 0) {
-                cli_err("--exit-wait must be seconds from 0 to %d (at most 3 decimals, e.g. 2 or 0.5), not '%s'",
-                        CFG_SECONDS_MAX, val);
-                return CLI_EXIT_USAGE;
-            }
-            o.exit_wait = val;
-        } else if ((val = cli_optval(argc, argv, &i, "--on-report", &missing)) != NULL) {
-            if (!*val) {
-                cli_err("--on-report needs a command, run with each report's path as its last argument");
-                return CLI_EXIT_USAGE;
-            }
-            o.on_report = val;
-        } else if ((val = cli_optval(argc, argv, &i, "--on-report-timeout", &missing)) != NULL) {
-            uint32_t ms;
-            if (cfg_parse_seconds(val, 3600, &ms) != 0 || ms == 0) {
-                cli_err("--on-report-timeout must be seconds from 0.001 to 3600 (e.g. 10 or 0.5), not '%s'", val);
-                return CLI_EXIT_USAGE;
-            }
-            o.on_report_ms = ms;
-        } else if ((val = cli_optval(argc, argv, &i, "--events", &missing)) != NULL) {
-            if (!*val) {
-                cli_err("--events needs a file or a unix socket to deliver a line of JSON per report to");
-                return CLI_EXIT_USAGE;
-            }
-            o.events = val;
-        } else if ((val = cli_optval(argc, argv, &i, "--hang-timeout", &missing)) != NULL) {
-            uint32_t ms;
-            if (cfg_parse_seconds(val, CFG_SECONDS_MAX, &ms) != 0) {
-                cli_err("--hang-timeout must be seconds from 0 (off) to %d (e.g. 60 or 2.5), not '%s'", CFG_SECONDS_MAX,
-                        val);
-                return CLI_EXIT_USAGE;
-            }
-            o.hang_timeout = val;
-        } else if ((val = cli_optval(argc, argv, &i, "--device-timeout", &missing)) != NULL) {
-            uint32_t ms;
-            if (cfg_parse_seconds(val, 3600, &ms) != 0) {
-                cli_err("--device-timeout must be seconds from 0 (do not ask) to 3600 (e.g. 60), not '%s'", val);
-                return CLI_EXIT_USAGE;
-            }
-            o.device_timeout = val;
-        } else if ((val = cli_optval(argc, argv, &i, "--report-signal", &missing)) != NULL) {
-            int sig = 0, bad = cfg_parse_signal(val, &sig);
-            if (bad == -2) {
-                char why[300];
-                cfg_signal_why(sig, why, sizeof why);
-                cli_err("--report-signal %s: %s; use USR1, USR2 or another signal CMD does not use, or none", val, why);
-                return CLI_EXIT_USAGE;
-            }
-            if (bad) {
-                cli_err("--report-signal must be a signal name such as USR1 or USR2, a number, or none, not '%s'", val);
-                return CLI_EXIT_USAGE;
-            }
-            /* 0 is no signal at all, as kill -0 is: taken as none (as --hang-timeout 0 is off), said so */
-            if (strcmp(val, "0") == 0)
-                cli_err("--report-signal 0 means none: no signal asks CMD for a hang report");
-            o.report_signal = val;
-        } else if ((val = cli_optval(argc, argv, &i, "--error-exitcode", &missing)) != NULL) {
-            if (cli_parse_int(val, 0, 255, &v) != 0) {
-                cli_err("--error-exitcode must be an exit status from 0 to 255, not '%s'", val);
-                return CLI_EXIT_USAGE;
-            }
-            o.error_exitcode = (int)v;
-        } else if ((val = cli_optval(argc, argv, &i, "--dir", &missing)) != NULL) {
-            if (!*val) {
-                cli_err("--dir needs a directory name");
-                return CLI_EXIT_USAGE;
-            }
-            o.dir = val;
-        } else if (missing) {
+        if (missing) {
             cli_err("%s needs a value%s; see 'culprit help run'", missing,
                     strchr(a, '=') || i + 1 < argc ? " ('--' ends culprit's options, it is not a value)" : "");
             return CLI_EXIT_USAGE;
-        } else {
-            cli_err("run has no option '%s'; see 'culprit help run'", a);
-            return CLI_EXIT_USAGE;
         }
+        cli_err("run has no option '%s'; see 'culprit help run'", a);
+        return CLI_EXIT_USAGE;
     }
     if (i >= argc) {
         cli_err("run needs a command to run, as in: culprit run -- ./app args");
