@@ -9,6 +9,7 @@
 
 #include "../base/config.h"
 #include "../core/crumb.h"
+#include "../core/errors.h"
 #include "../core/graphs.h"
 #include "../core/driver.h"
 #include "emit.h"
@@ -338,7 +339,7 @@ int verdict_emit(const struct verdict_input *in, char *path, unsigned pathlen) {
   if (rc) {
     char line[CFG_DIR_MAX + 160];
     snprintf(line, sizeof line, "culprit: could not write the report into %s: %s\n", in->cfg->dir,
-             rc > 0 ? strerror(rc) : "out of memory");
+             CP_IS_ESYS(rc) ? strerror(CP_SYS_ERRNO(rc)) : "out of memory");
     emit_stderr(line);
   }
   jw_free(&w);
