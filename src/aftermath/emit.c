@@ -9,6 +9,7 @@
 #include "../core/clock.h"
 #include "../base/config.h"
 #include "../core/crumb.h"
+#include "../core/errors.h"
 #include "../core/graphs.h"
 #include "../core/names.h"
 #include "emit_ops.h"
@@ -305,17 +306,17 @@ void emit_process(struct jw *w) {
   jw_obj_end(w);
 }
 
-/* Makes dir and its missing parents (0700); 0 or an errno. */
+/* Makes dir and its missing parents (0700); 0 or CP_ESYS(errno). */
 static int mkdirs(const char *dir) {
   char tmp[CFG_DIR_MAX];
   snprintf(tmp, sizeof tmp, "%s", dir);
   for (char *p = tmp + 1; *p; p++) {
     if (*p != '/') continue;
     *p = '\0';
-    if (mkdir(tmp, 0700) && errno != EEXIST) return errno;
+    if (mkdir(tmp, 0700) && errno != EEXIST) return CP_ESYS(errno);
     *p = '/';
   }
-  if (mkdir(tmp, 0700) && errno != EEXIST) return errno;
+  if (mkdir(tmp, 0700) && errno != EEXIST) return CP_ESYS(errno);
   return 0;
 }
 
@@ -346,7 +347,7 @@ static int write_file(const char *dir, const char *tag, const char *text, size_t
    * name nobody can guess, never through a link and never over something already there, then renamed into place
    * (a rename replaces a link planted at the final name, never what it points to). */
   int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0) return errno;
+  if (dfd < 0) return CP_ESYS(errno);
   int fd = -1;
   for (int tries = 0; fd < 0 && tries < 8; tries++) {
     temp_name(tmp, sizeof tmp, who, tag);
@@ -354,7 +355,7 @@ static int write_file(const char *dir, const char *tag, const char *text, size_t
     if (fd < 0 && errno != EEXIST) break;
   }
   if (fd < 0) {
-    rc = errno;
+    rc = CP_ESYS(errno);
     close(dfd);
     return rc;
   }
@@ -363,14 +364,14 @@ static int write_file(const char *dir, const char *tag, const char *text, size_t
     ssize_t n = write(fd, text + off, len - off);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0)
-      rc = errno;
+      rc = CP_ESYS(errno);
     else if (n == 0)
-      rc = EIO;
+      rc = CP_ESYS(EIO);
     else
       off += (size_t)n;
   }
-  if (close(fd) && !rc) rc = errno; /* a full disk may say so only now */
-  if (!rc && renameat(dfd, tmp, dfd, name)) rc = errno;
+  if (close(fd) && !rc) rc = CP_ESYS(errno); /* a full disk may say so only now */
+  if (!rc && renameat(dfd, tmp, dfd, name)) rc = CP_ESYS(errno);
   if (rc) unlinkat(dfd, tmp, 0);
   close(dfd);
   return rc;

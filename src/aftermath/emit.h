@@ -46,7 +46,7 @@ void emit_process(struct jw *w);
 /* Writes text into dir (made 0700 if need be) as culprit-<pid><tag>.json (tag "", "-hang" or "-exit"; a
  * process started by a launcher: culprit-<host>-<pid><tag>.json), mode 0600, through a temporary file of a name
  * nobody can guess, made without following links and never over an existing file, then renamed into place; path
- * gets the file's path. Returns 0, or the errno of the step that failed. */
+ * gets the file's path. Returns 0, or CP_ESYS(errno) of the step that failed (core/errors.h). */
 int emit_write_file(const char *dir, const char *tag, const char *text, size_t len, char *path, unsigned pathlen);
 /* Writes s to stderr whole (retrying short writes and EINTR). */
 void emit_stderr(const char *s);

@@ -10,6 +10,7 @@
 #include "../base/config.h"
 #include "../core/core.h"
 #include "../core/crumb.h"
+#include "../core/errors.h"
 #include "emit.h"
 #include "emit_allocs.h"
 #include "emit_streams.h"
@@ -259,7 +260,7 @@ static int hang_write_report(const struct cp_config *cfg, int sig, int sender, u
   /* a fault report that began meanwhile wins: this one is dropped rather than written beside it */
   if (!w.err && fault_state() == 0) rc = emit_write_file(cfg->dir, "-hang", w.buf, w.len, path, (unsigned)pathlen);
   if (!w.err && (rc == 0 || fault_state() == 0)) {
-    int err = rc > 0 ? rc : ENOMEM;
+    int err = CP_IS_ESYS(rc) ? CP_SYS_ERRNO(rc) : ENOMEM;
     struct render_opts ro = {.brief = cfg->quiet, .path = rc ? NULL : path};
     char *text = render_text_opts(w.buf, w.len, &ro, NULL, 0);
     if (text) {

@@ -9,6 +9,7 @@
 
 #include "../base/config.h"
 #include "../core/crumb.h"
+#include "../core/errors.h"
 #include "../core/graphs.h"
 #include "../core/driver.h"
 #include "emit.h"
@@ -182,6 +183,138 @@ static void decide(const struct verdict_input *in, const struct emit_snap *s, st
   if (lost && k < (int)sizeof p->reason) snprintf(p->reason + k, sizeof p->reason - (size_t)k, "; %s", lost_note);
 }
 
+/* The error's object (code, name, text, the API it surfaced in, the thread and its stacks) and the flush of the
+ * kernels' printf buffer when there was one. */
+static void verdict_error(struct jw *w, const struct verdict_input *in, const char *ename, const char *estr) {
+  jw_key(w, "error");
+  jw_obj_begin(w);
+  jw_key(w, "code");
+  jw_int(w, in->code);
+  jw_key(w, "name");
+  jw_str(w, ename ? ename : "CUDA_ERROR_UNKNOWN_STICKY");
+  jw_key(w, "message");
+  jw_str(w, estr ? estr : "");
+  jw_key(w, "api");
+  jw_str(w, in->api);
+  jw_key(w, "thread");
+  jw_int(w, in->tid);
+  jw_key(w, "time_ns");
+  jw_uint(w, in->time_ns);
+  jw_key(w, "time_unix_ns");
+  jw_uint(w, in->time_unix_ns);
+  if (in->npy) {
+    jw_key(w, "python");
+    emit_python(w, in->py, in->npy);
+  }
+  jw_key(w, "stack");
+  emit_frames(w, in->frames, in->nframes);
+  jw_obj_end(w);
+  if (in->printf_flush && in->printf_flush->call) {
+    jw_key(w, "printf_flush");
+    jw_obj_begin(w);
+    jw_key(w, "call");
+    jw_str(w, in->printf_flush->call);
+    jw_key(w, "result");
+    jw_int(w, in->printf_flush->result);
+    jw_obj_end(w);
+  }
+}
+
+static void verdict_history(struct jw *w, const struct verdict_input *in, const struct emit_snap *s,
+                            const struct pick *p) {
+  /* History: the launches before the culprit (or first candidate) on its stream, oldest first. */
+  jw_key(w, "history");
+  jw_arr_begin(w);
+  if (p->culprit) {
+    const struct cp_rec *chain[REPORT_HISTORY];
+    int nc = 0;
+    uint64_t prev = p->culprit->prev;
+    while (prev > in->after_seq && nc < REPORT_HISTORY) {
+      const struct cp_rec *r = emit_find_seq(s, prev);
+      if (!r) break;
+      chain[nc++] = r;
+      prev = r->prev;
+    }
+    while (nc-- > 0) emit_launch(w, chain[nc]);
+  }
+  jw_arr_end(w);
+}
+
+static void verdict_python_threads(struct jw *w, const struct pick *p) {
+  /* A culprit launched by a thread without Python (PyTorch's autograd engine runs backward() on its own
+   * threads): the Python threads' stacks at this moment show the line waiting on that work. */
+  const struct cp_rec *who = p->culprit ? p->culprit : (p->ncand ? p->cand[0] : NULL);
+  if (who && who->npy == 0) {
+    static struct pystack_thread threads[8]; /* report time runs once per process */
+    int nt = pystack_other_threads(threads, 8);
+    if (nt > 0) {
+      jw_key(w, "python_threads");
+      jw_arr_begin(w);
+      for (int i = nt - 1; i >= 0; i--) { /* the interpreter lists the newest first; the main thread last */
+        jw_obj_begin(w);
+        jw_key(w, "id");
+        jw_uint(w, threads[i].id);
+        jw_key(w, "python");
+        emit_python(w, threads[i].refs, threads[i].n);
+        jw_obj_end(w);
+      }
+      jw_arr_end(w);
+    }
+  }
+}
+
+/* The streams with work launched since the process started recording, with their breadcrumbs. */
+static void verdict_streams(struct jw *w, const struct verdict_input *in) {
+  jw_key(w, "streams");
+  jw_arr_begin(w);
+  int listed = 0;
+  for (uint32_t i = 0; i < crumb_capacity() && listed < MAX_STREAMS_LISTED; i++) {
+    struct cp_stream *st = crumb_at(i);
+    if (!atomic_load_explicit(&st->key_stream, memory_order_acquire)) continue;
+    if (atomic_load_explicit(&st->gone, memory_order_relaxed)) continue;
+    uint64_t last = atomic_load_explicit(&st->last_launched, memory_order_relaxed);
+    if (last <= in->after_seq) continue;
+    listed++;
+    jw_obj_begin(w);
+    emit_stream_fields(w, st, last);
+    if (st->slot) {
+      uint64_t done = crumb_slot_value(st->slot, last);
+      jw_key(w, "last_completed");
+      jw_uint(w, done);
+      jw_key(w, "pending");
+      jw_bool(w, done < last);
+    }
+    jw_key(w, "destroyed");
+    jw_bool(w, atomic_load_explicit(&st->dead, memory_order_relaxed));
+    jw_obj_end(w);
+  }
+  jw_arr_end(w);
+}
+
+/* Says the verdict on stderr (whole, or the one-line notice with the report's path) and why no report was
+ * written when none was (rc from emit_write_file). */
+static void verdict_tell(const struct verdict_input *in, const struct jw *w, int rc, const char *path,
+                         const char *ename) {
+  /* a verdict no file holds is printed whole, even where culprit run asked for the one-line notice */
+  struct render_opts ro = {.brief = in->cfg->quiet && !rc, .path = rc ? NULL : path};
+  char *text = w->err ? NULL : render_text_opts(w->buf, w->len, &ro, NULL, 0);
+  if (text) {
+    emit_stderr(text);
+    free(text);
+  } else {
+    char line[CFG_DIR_MAX + 256];
+    snprintf(line, sizeof line, "culprit: %s (%d) surfaced in %s; report: %s\n", ename ? ename : "sticky CUDA error",
+             in->code, in->api, rc ? "not written" : path);
+    emit_stderr(line);
+  }
+  if (rc) {
+    char line[CFG_DIR_MAX + 160];
+    snprintf(line, sizeof line, "culprit: could not write the report into %s: %s\n", in->cfg->dir,
+             CP_IS_ESYS(rc) ? strerror(CP_SYS_ERRNO(rc)) : "out of memory");
+    emit_stderr(line);
+  }
+}
+
 int verdict_emit(const struct verdict_input *in, char *path, unsigned pathlen) {
   struct emit_snap s = {0};
   struct pick p;
@@ -203,38 +336,7 @@ int verdict_emit(const struct verdict_input *in, char *path, unsigned pathlen) {
   jw_str(&w, pystack_status());
   emit_config(&w, in->cfg, in->mode);
 
-  jw_key(&w, "error");
-  jw_obj_begin(&w);
-  jw_key(&w, "code");
-  jw_int(&w, in->code);
-  jw_key(&w, "name");
-  jw_str(&w, ename ? ename : "CUDA_ERROR_UNKNOWN_STICKY");
-  jw_key(&w, "message");
-  jw_str(&w, estr ? estr : "");
-  jw_key(&w, "api");
-  jw_str(&w, in->api);
-  jw_key(&w, "thread");
-  jw_int(&w, in->tid);
-  jw_key(&w, "time_ns");
-  jw_uint(&w, in->time_ns);
-  jw_key(&w, "time_unix_ns");
-  jw_uint(&w, in->time_unix_ns);
-  if (in->npy) {
-    jw_key(&w, "python");
-    emit_python(&w, in->py, in->npy);
-  }
-  jw_key(&w, "stack");
-  emit_frames(&w, in->frames, in->nframes);
-  jw_obj_end(&w);
-  if (in->printf_flush && in->printf_flush->call) {
-    jw_key(&w, "printf_flush");
-    jw_obj_begin(&w);
-    jw_key(&w, "call");
-    jw_str(&w, in->printf_flush->call);
-    jw_key(&w, "result");
-    jw_int(&w, in->printf_flush->result);
-    jw_obj_end(&w);
-  }
+  verdict_error(&w, in, ename, estr);
 
   emit_verdict(&w, p.certainty, p.reason, p.win_lo, p.win_hi);
 
@@ -248,68 +350,11 @@ int verdict_emit(const struct verdict_input *in, char *path, unsigned pathlen) {
   for (int i = 0; i < p.ncand; i++) emit_launch(&w, p.cand[i]);
   jw_arr_end(&w);
 
-  /* History: the launches before the culprit (or first candidate) on its stream, oldest first. */
-  jw_key(&w, "history");
-  jw_arr_begin(&w);
-  if (p.culprit) {
-    const struct cp_rec *chain[REPORT_HISTORY];
-    int nc = 0;
-    uint64_t prev = p.culprit->prev;
-    while (prev > in->after_seq && nc < REPORT_HISTORY) {
-      const struct cp_rec *r = emit_find_seq(&s, prev);
-      if (!r) break;
-      chain[nc++] = r;
-      prev = r->prev;
-    }
-    while (nc-- > 0) emit_launch(&w, chain[nc]);
-  }
-  jw_arr_end(&w);
+  verdict_history(&w, in, &s, &p);
 
-  /* A culprit launched by a thread without Python (PyTorch's autograd engine runs backward() on its own
-   * threads): the Python threads' stacks at this moment show the line waiting on that work. */
-  const struct cp_rec *who = p.culprit ? p.culprit : (p.ncand ? p.cand[0] : NULL);
-  if (who && who->npy == 0) {
-    static struct pystack_thread threads[8]; /* report time runs once per process */
-    int nt = pystack_other_threads(threads, 8);
-    if (nt > 0) {
-      jw_key(&w, "python_threads");
-      jw_arr_begin(&w);
-      for (int i = nt - 1; i >= 0; i--) { /* the interpreter lists the newest first; the main thread last */
-        jw_obj_begin(&w);
-        jw_key(&w, "id");
-        jw_uint(&w, threads[i].id);
-        jw_key(&w, "python");
-        emit_python(&w, threads[i].refs, threads[i].n);
-        jw_obj_end(&w);
-      }
-      jw_arr_end(&w);
-    }
-  }
+  verdict_python_threads(&w, &p);
 
-  jw_key(&w, "streams");
-  jw_arr_begin(&w);
-  int listed = 0;
-  for (uint32_t i = 0; i < crumb_capacity() && listed < MAX_STREAMS_LISTED; i++) {
-    struct cp_stream *st = crumb_at(i);
-    if (!atomic_load_explicit(&st->key_stream, memory_order_acquire)) continue;
-    if (atomic_load_explicit(&st->gone, memory_order_relaxed)) continue;
-    uint64_t last = atomic_load_explicit(&st->last_launched, memory_order_relaxed);
-    if (last <= in->after_seq) continue;
-    listed++;
-    jw_obj_begin(&w);
-    emit_stream_fields(&w, st, last);
-    if (st->slot) {
-      uint64_t done = crumb_slot_value(st->slot, last);
-      jw_key(&w, "last_completed");
-      jw_uint(&w, done);
-      jw_key(&w, "pending");
-      jw_bool(&w, done < last);
-    }
-    jw_key(&w, "destroyed");
-    jw_bool(&w, atomic_load_explicit(&st->dead, memory_order_relaxed));
-    jw_obj_end(&w);
-  }
-  jw_arr_end(&w);
+  verdict_streams(&w, in);
 
   emit_ops_diagnosis(&w);
   emit_allocs(&w);
@@ -323,24 +368,7 @@ int verdict_emit(const struct verdict_input *in, char *path, unsigned pathlen) {
     errfile_verdict(in->code, ename, estr, w.buf, w.len, path);
   }
 
-  /* a verdict no file holds is printed whole, even where culprit run asked for the one-line notice */
-  struct render_opts ro = {.brief = in->cfg->quiet && !rc, .path = rc ? NULL : path};
-  char *text = w.err ? NULL : render_text_opts(w.buf, w.len, &ro, NULL, 0);
-  if (text) {
-    emit_stderr(text);
-    free(text);
-  } else {
-    char line[CFG_DIR_MAX + 256];
-    snprintf(line, sizeof line, "culprit: %s (%d) surfaced in %s; report: %s\n", ename ? ename : "sticky CUDA error",
-             in->code, in->api, rc ? "not written" : path);
-    emit_stderr(line);
-  }
-  if (rc) {
-    char line[CFG_DIR_MAX + 160];
-    snprintf(line, sizeof line, "culprit: could not write the report into %s: %s\n", in->cfg->dir,
-             rc > 0 ? strerror(rc) : "out of memory");
-    emit_stderr(line);
-  }
+  verdict_tell(in, &w, rc, path, ename);
   jw_free(&w);
   emit_set_snap(NULL);
   free(s.recs);

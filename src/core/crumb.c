@@ -8,6 +8,7 @@
 #include "../base/config.h"
 
 #include "driver.h"
+#include "errors.h"
 #include "markplan.h"
 #include "ring.h"
 #include "zero.h"
@@ -108,7 +109,7 @@ static int pool_chunk(volatile uint64_t **host, uint64_t *dev) {
 /* One slot of host-mapped memory in ctx's pool; called with g_lock held and ctx current. may_alloc is 0 while
  * a stream capture is under way: allocating pinned memory then is a call the driver forbids during a global
  * capture and it would invalidate the program's graph, so the slot comes from memory allocated earlier or not
- * at all (-2: try again later). A spare chunk is allocated ahead, outside captures, to make that rare. */
+ * at all (CP_ELATER: try again later). A spare chunk is allocated ahead, outside captures, to make that rare. */
 static int pool_slot(void *ctx, volatile uint64_t **host, uint64_t *dev, int may_alloc) {
   struct crumb_pool *p = NULL;
   for (int i = 0; i < g_npools; i++)
@@ -129,7 +130,7 @@ static int pool_slot(void *ctx, volatile uint64_t **host, uint64_t *dev, int may
       p->dev = p->spare_dev;
       p->spare_host = NULL;
     } else if (!may_alloc) {
-      return -2;
+      return CP_ELATER;
     } else if (pool_chunk(&p->host, &p->dev)) {
       p->broken = 1;
       return -1;
@@ -238,7 +239,7 @@ static void late_slot(struct cp_stream *s, int may_alloc) {
   if (s->slot || !atomic_load_explicit(&s->needs_slot, memory_order_relaxed) || !s->ctx) return;
   int rc = pool_slot(s->ctx, &s->slot, &s->dslot, may_alloc);
   if (rc == -1) s->slot = NULL;
-  if (rc != -2) atomic_store_explicit(&s->needs_slot, 0, memory_order_relaxed);
+  if (rc != CP_ELATER) atomic_store_explicit(&s->needs_slot, 0, memory_order_relaxed);
 }
 
 struct cp_stream *crumb_stream(void *handle, int ptds, int tid, int may_alloc) {
@@ -274,7 +275,7 @@ struct cp_stream *crumb_stream(void *handle, int ptds, int tid, int may_alloc) {
       if (prc) {
         s->slot = NULL;
         s->dslot = 0;
-        atomic_store_explicit(&s->needs_slot, prc == -2, memory_order_relaxed);
+        atomic_store_explicit(&s->needs_slot, prc == CP_ELATER, memory_order_relaxed);
       }
       atomic_store_explicit(&s->key_ctx, kc, memory_order_relaxed);
       atomic_store_explicit(&s->key_tid, kt, memory_order_relaxed);

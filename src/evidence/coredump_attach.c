@@ -329,33 +329,15 @@ static size_t coredump_run_reports(const char *run_id, char **reports, size_t n,
     return kept;
 }
 
-int coredump_attach_all(const char *dump_dir, const char *run_dir, const char *run_id)
+/* The dumps in the run's directory (dfd): regular files of this user's named like the driver names them, at most
+ * COREDUMP_SCAN_MAX of them in found (*nfound), the rest counted in *over. Returns the array (NULL for none). */
+static struct coredump_found *coredump_scan(DIR *d, int dfd, size_t *nfound_out, size_t *over_out)
 {
-    DIR *d;
     struct dirent *de;
     struct stat sb;
     struct coredump_found *found = NULL;
-    char **reports = NULL;
-    size_t nrep = 0, nfound = 0, cap = 0, over = 0;
-    long long *pids = NULL;
-    int tied = 0, dfd;
+    size_t nfound = 0, cap = 0, over = 0;
 
-    if (!dump_dir || !*dump_dir)
-        return 0;
-    /* the directory coredump_prepare made: still a directory of this user's that no one else may write into */
-    dfd = open(dump_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (dfd < 0 || fstat(dfd, &sb) != 0 || sb.st_uid != geteuid() || (sb.st_mode & (S_IWGRP | S_IWOTH))) {
-        cli_err("the run's directory of GPU core dumps %s is no longer the private directory culprit made: its dumps "
-                "are not read",
-                dump_dir);
-        if (dfd >= 0)
-            close(dfd);
-        return 0;
-    }
-    if (!(d = fdopendir(dfd))) {
-        close(dfd);
-        return 0;
-    }
     while ((de = readdir(d)) != NULL) {
         char host[256];
         long pid;
@@ -384,6 +366,104 @@ int coredump_attach_all(const char *dump_dir, const char *run_dir, const char *r
         f->pid = pid;
         f->reported = 0;
     }
+    *nfound_out = nfound;
+    *over_out = over;
+    return found;
+}
+
+/* Reads one dump (name, in the run's directory dfd, dump_dir) with the debugger and ties it to its process's
+ * report among the run's (reports, of pids); says so where no report is its process's. Returns 1 when tied. */
+static int coredump_read_one(int dfd, const char *dump_dir, const char *name, char **reports, size_t nrep,
+                             const long long *pids)
+{
+    struct stat sb;
+    char dump[PATH_MAX], host[256], why[1024];
+    long pid;
+    struct coredump_info ci;
+    char *out;
+    int found_rep = 0, fd, tied = 0;
+    coredump_name(name, &pid, host, sizeof host);
+    snprintf(dump, sizeof dump, "%s/%s", dump_dir, name);
+    /* opened once more without following a link, as the debugger is about to read it */
+    fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0 || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_uid != geteuid()) {
+        if (fd >= 0)
+            close(fd);
+        return 0;
+    }
+    close(fd);
+    if (!(out = coredump_run_gdb(dump, why, sizeof why))) {
+        cli_err("GPU core dump %s not read: %s", dump, why);
+        return 0;
+    }
+    if (coredump_parse(out, &ci) != 0) {
+        cli_err("GPU core dump %s: the debugger named no exception; its output ends: %.300s", dump,
+                strlen(out) > 300 ? out + strlen(out) - 300 : out);
+        free(out);
+        coredump_free(&ci);
+        return 0;
+    }
+    free(out);
+    struct coredump_census cs;
+    if (coredump_census(dump, &cs) == 0)
+        coredump_note_census(&ci, &cs);
+    for (size_t i = 0; i < nrep && !found_rep; i++) {
+        struct json *doc = NULL;
+        const struct json *proc;
+        int changed = 0;
+        if (pids[i] != pid || symbolize_load_own(reports[i], &doc, why, sizeof why) != 0)
+            continue;
+        proc = json_get(doc, "process");
+        const char *h = json_get_str(proc, "hostname"), *kind = json_get_str(doc, "kind");
+        if (json_get_int(proc, "pid", -1) == pid && (!h || !strcmp(h, host)) && (!kind || strcmp(kind, "exit") != 0)) {
+            found_rep = 1;
+            if (coredump_attach(doc, &ci, dump, &changed) != 0)
+                cli_err("out of memory tying %s to %s", dump, reports[i]);
+            else if (changed && symbolize_save(reports[i], doc, why, sizeof why) != 0)
+                cli_err("%s", why);
+            else
+                tied++;
+        }
+        json_free(doc);
+    }
+    if (!found_rep) {
+        char where[PATH_MAX + 32];
+        coredump_where(&ci, where, sizeof where);
+        cli_err("GPU core dump %s (process %ld on %s): %s faulted%s (%s); culprit wrote no report for that "
+                "process",
+                dump, pid, host, ci.kernel ? ci.kernel : "a kernel", where, ci.exception ? ci.exception : "exception");
+    }
+    coredump_free(&ci);
+    return tied;
+}
+
+int coredump_attach_all(const char *dump_dir, const char *run_dir, const char *run_id)
+{
+    DIR *d;
+    struct stat sb;
+    struct coredump_found *found = NULL;
+    char **reports = NULL;
+    size_t nrep = 0, nfound = 0, over = 0;
+    long long *pids = NULL;
+    int tied = 0, dfd;
+
+    if (!dump_dir || !*dump_dir)
+        return 0;
+    /* the directory coredump_prepare made: still a directory of this user's that no one else may write into */
+    dfd = open(dump_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd < 0 || fstat(dfd, &sb) != 0 || sb.st_uid != geteuid() || (sb.st_mode & (S_IWGRP | S_IWOTH))) {
+        cli_err("the run's directory of GPU core dumps %s is no longer the private directory culprit made: its dumps "
+                "are not read",
+                dump_dir);
+        if (dfd >= 0)
+            close(dfd);
+        return 0;
+    }
+    if (!(d = fdopendir(dfd))) {
+        close(dfd);
+        return 0;
+    }
+    found = coredump_scan(d, dfd, &nfound, &over);
     /* the run's reports, only when there is a dump to tie to them */
     if (nfound && cli_list_reports(run_dir, &reports, &nrep) != 0)
         nrep = 0;
@@ -404,67 +484,8 @@ int coredump_attach_all(const char *dump_dir, const char *run_dir, const char *r
         over += nfound - COREDUMP_MAX_DUMPS;
         nfound = COREDUMP_MAX_DUMPS;
     }
-    for (size_t k = 0; k < nfound; k++) {
-        char dump[PATH_MAX], host[256], why[1024];
-        long pid;
-        struct coredump_info ci;
-        char *out;
-        int found_rep = 0, fd;
-        coredump_name(found[k].name, &pid, host, sizeof host);
-        snprintf(dump, sizeof dump, "%s/%s", dump_dir, found[k].name);
-        /* opened once more without following a link, as the debugger is about to read it */
-        fd = openat(dfd, found[k].name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-        if (fd < 0 || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_uid != geteuid()) {
-            if (fd >= 0)
-                close(fd);
-            continue;
-        }
-        close(fd);
-        if (!(out = coredump_run_gdb(dump, why, sizeof why))) {
-            cli_err("GPU core dump %s not read: %s", dump, why);
-            continue;
-        }
-        if (coredump_parse(out, &ci) != 0) {
-            cli_err("GPU core dump %s: the debugger named no exception; its output ends: %.300s", dump,
-                    strlen(out) > 300 ? out + strlen(out) - 300 : out);
-            free(out);
-            coredump_free(&ci);
-            continue;
-        }
-        free(out);
-        struct coredump_census cs;
-        if (coredump_census(dump, &cs) == 0)
-            coredump_note_census(&ci, &cs);
-        for (size_t i = 0; i < nrep && !found_rep; i++) {
-            struct json *doc = NULL;
-            const struct json *proc;
-            int changed = 0;
-            if (pids[i] != pid || symbolize_load_own(reports[i], &doc, why, sizeof why) != 0)
-                continue;
-            proc = json_get(doc, "process");
-            const char *h = json_get_str(proc, "hostname"), *kind = json_get_str(doc, "kind");
-            if (json_get_int(proc, "pid", -1) == pid && (!h || !strcmp(h, host)) &&
-                (!kind || strcmp(kind, "exit") != 0)) {
-                found_rep = 1;
-                if (coredump_attach(doc, &ci, dump, &changed) != 0)
-                    cli_err("out of memory tying %s to %s", dump, reports[i]);
-                else if (changed && symbolize_save(reports[i], doc, why, sizeof why) != 0)
-                    cli_err("%s", why);
-                else
-                    tied++;
-            }
-            json_free(doc);
-        }
-        if (!found_rep) {
-            char where[PATH_MAX + 32];
-            coredump_where(&ci, where, sizeof where);
-            cli_err("GPU core dump %s (process %ld on %s): %s faulted%s (%s); culprit wrote no report for that "
-                    "process",
-                    dump, pid, host, ci.kernel ? ci.kernel : "a kernel", where,
-                    ci.exception ? ci.exception : "exception");
-        }
-        coredump_free(&ci);
-    }
+    for (size_t k = 0; k < nfound; k++)
+        tied += coredump_read_one(dfd, dump_dir, found[k].name, reports, nrep, pids);
     if (over)
         cli_err("%zu more GPU core dump(s) in %s were not read: culprit reads at most %d of one run", over, dump_dir,
                 COREDUMP_MAX_DUMPS);

@@ -236,10 +236,8 @@ static void render_debugger(struct render_buf *b, const struct json *doc, const 
         json_get_int(process, "argv_left_out", 0) > 0 || (o && o->no_debugger))
         return;
     render_add(b, "culprit:\n");
-    render_line(b, "to stop in cuda-gdb where it faults (the faulting thread, its line with -lineinfo):");
-    render_add(b, "culprit:   cuda-gdb -ex run --args ");
-    render_command(b, process);
-    render_add(b, "\n");
+    render_run_again(b, process, "to stop in cuda-gdb where it faults (the faulting thread, its line with -lineinfo):",
+                     "cuda-gdb -ex run --args ");
 }
 
 static void render_full(struct render_buf *b, const struct json *doc, const struct render_opts *o)
@@ -317,10 +315,10 @@ static void render_full(struct render_buf *b, const struct json *doc, const stru
                 render_para(b, "  why: ", "    ", reason);
             addr_render_freed_args(b, doc, cands);
             if (lo >= 0) {
-                render_line(b, "to pin it exactly, run it again with blocking launches in that window:");
-                render_add(b, "culprit:   culprit run --mode blocking --launches %lld:%lld -- ", lo, hi);
-                render_command(b, json_get(doc, "process"));
-                render_add(b, "\n");
+                char cmd[128];
+                snprintf(cmd, sizeof cmd, "culprit run --mode blocking --launches %lld:%lld -- ", lo, hi);
+                render_run_again(b, json_get(doc, "process"),
+                                 "to pin it exactly, run it again with blocking launches in that window:", cmd);
             }
         }
     }
@@ -358,14 +356,11 @@ static void render_brief(struct render_buf *b, const struct json *doc, const str
     if (api)
         render_add(b, " surfaced in %s", api);
     if (json_is(culprit, JSON_OBJ)) {
-        char *owned = NULL;
         char shortname[RENDER_BRIEF_NAME + 1];
         long long seq = json_get_int(culprit, "seq", -1);
-        render_elide(render_kernel(culprit, &owned), shortname, sizeof shortname, RENDER_BRIEF_NAME);
-        render_add(b, "; faulting kernel: %s", shortname);
+        render_add(b, "; faulting kernel: %s", render_brief_kernel(culprit, shortname, sizeof shortname));
         if (seq >= 0)
             render_add(b, ", launch #%lld", seq);
-        free(owned);
     } else if (json_len(cands) > 0 || (certainty && strcmp(certainty, "candidates") == 0)) {
         size_t n = json_len(cands);
         long long lo = -1, hi = -1;

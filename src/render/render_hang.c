@@ -243,10 +243,9 @@ static void render_hang_full(struct render_buf *b, const struct json *doc, const
         if (reason)
             render_para(b, "  why: ", "    ", reason);
         if (mode && strcmp(mode, "record") == 0) {
-            render_line(b, "to name it exactly, run it again in precise mode (a breadcrumb after every launch):");
-            render_add(b, "culprit:   culprit run --mode precise -- ");
-            render_command(b, json_get(doc, "process"));
-            render_add(b, "\n");
+            render_run_again(b, json_get(doc, "process"),
+                             "to name it exactly, run it again in precise mode (a breadcrumb after every launch):",
+                             "culprit run --mode precise -- ");
         }
     } else if (certainty && strcmp(certainty, "idle") == 0) {
         render_para(b, "no launch was in flight: ", "  ", reason ? reason : "every stream had completed its work");
@@ -303,11 +302,9 @@ static void render_hang_brief(struct render_buf *b, const struct json *doc, cons
     else
         render_add(b, "culprit: hang report (%s)", trig ? trig : "signal");
     if (json_is(culprit, JSON_OBJ)) {
-        char *owned = NULL;
         char shortname[RENDER_BRIEF_NAME + 1];
-        render_elide(render_kernel(culprit, &owned), shortname, sizeof shortname, RENDER_BRIEF_NAME);
-        render_add(b, ": launch #%lld %s was in flight", json_get_int(culprit, "seq", -1), shortname);
-        free(owned);
+        render_add(b, ": launch #%lld %s was in flight", json_get_int(culprit, "seq", -1),
+                   render_brief_kernel(culprit, shortname, sizeof shortname));
     } else if (json_len(cands)) {
         long long lo = -1, hi = -1;
         render_seq_span(cands, 0, json_len(cands), &lo, &hi);

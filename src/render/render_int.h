@@ -27,6 +27,8 @@ __attribute__((format(printf, 2, 3))) void render_add(struct render_buf *b, cons
 /* Appends text a renderer made (render_doc, merge_render: already terminal-safe) as it is. */
 void render_raw(struct render_buf *b, const char *text);
 void render_command(struct render_buf *b, const struct json *process);
+void render_run_again(struct render_buf *b, const struct json *process, const char *intro, const char *cmd);
+const char *render_brief_kernel(const struct json *launch, char *out, size_t outsz);
 const char *render_dims(const struct json *arr, char *out, size_t outsz); /* "[4,1,1]", empty when absent */
 const char *render_errname(const struct json *err, char *out, size_t outsz);
 const char *render_frame(const struct json *frame, char *out, size_t outsz);

@@ -640,6 +640,26 @@ const char *render_place(const struct json *launch, char *out, size_t outsz)
     return out;
 }
 
+/* Tells how to run the program again: intro on a line of its own, then cmd followed by the program's command line
+ * (render_command) on the next, indented under it. */
+void render_run_again(struct render_buf *b, const struct json *process, const char *intro, const char *cmd)
+{
+    render_line(b, "%s", intro);
+    render_add(b, "culprit:   %s", cmd);
+    render_command(b, process);
+    render_add(b, "\n");
+}
+
+/* A kernel's name for the one-line form, shortened beyond RENDER_BRIEF_NAME characters (out: at least
+ * RENDER_BRIEF_NAME + 1 bytes). */
+const char *render_brief_kernel(const struct json *launch, char *out, size_t outsz)
+{
+    char *owned = NULL;
+    render_elide(render_kernel(launch, &owned), out, outsz, RENDER_BRIEF_NAME);
+    free(owned);
+    return out;
+}
+
 /* Appends a report's command line (process's argv) as a command a shell would read back the same way: plain
  * words as they are, others in single quotes; an argument holding characters a terminal must not get raw (a
  * newline, an escape sequence) is written in bash's $'...' form with escapes, which still reads back as the same

@@ -419,16 +419,20 @@ static size_t merge_group_end(const struct merge_job *j, const size_t *sel, size
     return e;
 }
 
-static void merge_verdict_line(struct merge_job *j)
+/* The working arrays of one verdict line (each of the job's size) and how many parts the line has so far. */
+struct merge_line {
+    struct render_buf b; /* the line being written */
+    size_t *sel;         /* the processes of the part at hand */
+    size_t *starts;      /* where each group starts in sel (merge_groups) */
+    size_t *firsts;      /* merge_groups' scratch */
+    size_t *other;       /* the collateral past MERGE_VERDICT_GROUPS */
+    size_t nparts;       /* parts written after the job's head */
+};
+
+/* "job of N ranks (launcher) and M processes without a rank on H hosts: " */
+static void merge_verdict_head(const struct merge_job *j, struct render_buf *b)
 {
-    struct render_buf b = {0};
-    size_t cap = j->nprocs ? j->nprocs : 1;
-    size_t *sel = calloc(cap, sizeof *sel), *starts = calloc(cap + 1, sizeof *starts);
-    size_t *firsts = calloc(cap, sizeof *firsts), *other = calloc(cap, sizeof *other);
-    size_t n, unranked = 0, distinct = 0, nparts = 0, ng, nall;
-    int any_fault = j->first >= 0, in_coll = 0, out_coll = 0;
-    if (!sel || !starts || !firsts || !other)
-        goto out;
+    size_t unranked = 0, distinct = 0;
     for (size_t i = 0; i < j->nprocs; i++) {
         if (j->procs[i].rank < 0)
             unranked++;
@@ -437,82 +441,100 @@ static void merge_verdict_line(struct merge_job *j)
     }
     if (j->ranked) {
         long long nr = j->world_size > 0 ? j->world_size : (long long)distinct;
-        render_add(&b, "job of %lld rank%s", nr, nr == 1 ? "" : "s");
+        render_add(b, "job of %lld rank%s", nr, nr == 1 ? "" : "s");
         if (j->launcher)
-            render_add(&b, " (%s)", j->launcher);
+            render_add(b, " (%s)", j->launcher);
         if (unranked)
-            render_add(&b, " and %zu process%s without a rank", unranked, unranked == 1 ? "" : "es");
+            render_add(b, " and %zu process%s without a rank", unranked, unranked == 1 ? "" : "es");
     } else {
-        render_add(&b, "job of %zu processes", j->nprocs);
+        render_add(b, "job of %zu processes", j->nprocs);
     }
     if (j->nhosts > 1)
-        render_add(&b, " on %zu hosts", j->nhosts);
-    render_add(&b, ": ");
+        render_add(b, " on %zu hosts", j->nhosts);
+    render_add(b, ": ");
+}
 
-    if (any_fault) {
-        const struct merge_proc *f = &j->procs[j->first];
-        char l[64], launch[700];
-        merge_label(j, f, l, sizeof l);
-        merge_fault_launch(f->fault->doc, launch, sizeof launch);
-        render_add(&b, "%s", l);
-        if (j->nhosts > 1 && f->host[0])
-            render_add(&b, " (on %s)", f->host);
-        render_add(&b, " faulted first: %s", launch);
-        nparts++;
-        /* the others that faulted, in their own kernels ("also faulted"), then inside each collective */
-        ng = merge_groups(j, MERGE_FAULTED, sel, starts, firsts);
-        for (size_t g = 0; g < ng; g++) {
-            size_t s = starts[g], e = merge_group_end(j, sel, starts[ng], s);
-            const struct merge_proc *p = &j->procs[sel[s]];
-            render_add(&b, "; ");
-            merge_list(&b, j, sel + s, e - s);
-            if (p->in_collective && p->collective[0])
-                render_add(&b, " also faulted, inside %s", p->collective);
-            else if (p->in_collective)
-                render_add(&b, " also faulted, inside a collective");
-            else
-                render_add(&b, " also faulted");
-        }
-        if (j->order == MERGE_ORDER_KERNEL) {
-            /* say so only where the clocks would have said otherwise */
-            int earlier = 0;
-            for (size_t i = 0; i < j->nprocs && !earlier; i++)
-                earlier = j->procs[i].status == MERGE_FAULTED && !j->procs[i].first &&
-                          (!j->procs[i].fault_ns || !f->fault_ns || j->procs[i].fault_ns < f->fault_ns);
-            if (earlier)
-                render_add(&b,
-                           "; %s comes first by what faulted, not by the clocks: a collective fails after "
-                           "another rank's fault",
-                           l);
-        } else if (j->order == MERGE_ORDER_CLOCKS) {
-            n = 0;
-            for (size_t i = 0; i < j->nprocs; i++)
-                if (j->procs[i].status == MERGE_FAULTED && j->procs[i].in_collective == f->in_collective)
-                    sel[n++] = i;
-            render_add(&b, "; which of ");
-            merge_list(&b, j, sel, n);
-            render_add(&b, " faulted first rests on the clocks of %zu hosts", j->order_hosts);
-        }
+/* The first fault, the others that faulted, and what decided the order. */
+static void merge_verdict_faults(struct merge_job *j, struct merge_line *ml)
+{
+    struct render_buf *b = &ml->b;
+    size_t *sel = ml->sel, *starts = ml->starts, n, ng;
+    const struct merge_proc *f = &j->procs[j->first];
+    char l[64], launch[700];
+    merge_label(j, f, l, sizeof l);
+    merge_fault_launch(f->fault->doc, launch, sizeof launch);
+    render_add(b, "%s", l);
+    if (j->nhosts > 1 && f->host[0])
+        render_add(b, " (on %s)", f->host);
+    render_add(b, " faulted first: %s", launch);
+    ml->nparts++;
+    /* the others that faulted, in their own kernels ("also faulted"), then inside each collective */
+    ng = merge_groups(j, MERGE_FAULTED, sel, starts, ml->firsts);
+    for (size_t g = 0; g < ng; g++) {
+        size_t s = starts[g], e = merge_group_end(j, sel, starts[ng], s);
+        const struct merge_proc *p = &j->procs[sel[s]];
+        render_add(b, "; ");
+        merge_list(b, j, sel + s, e - s);
+        if (p->in_collective && p->collective[0])
+            render_add(b, " also faulted, inside %s", p->collective);
+        else if (p->in_collective)
+            render_add(b, " also faulted, inside a collective");
+        else
+            render_add(b, " also faulted");
     }
-    /* no fault: a rank the device found running a kernel of its own is what the others wait for */
+    if (j->order == MERGE_ORDER_KERNEL) {
+        /* say so only where the clocks would have said otherwise */
+        int earlier = 0;
+        for (size_t i = 0; i < j->nprocs && !earlier; i++)
+            earlier = j->procs[i].status == MERGE_FAULTED && !j->procs[i].first &&
+                      (!j->procs[i].fault_ns || !f->fault_ns || j->procs[i].fault_ns < f->fault_ns);
+        if (earlier)
+            render_add(b,
+                       "; %s comes first by what faulted, not by the clocks: a collective fails after "
+                       "another rank's fault",
+                       l);
+    } else if (j->order == MERGE_ORDER_CLOCKS) {
+        n = 0;
+        for (size_t i = 0; i < j->nprocs; i++)
+            if (j->procs[i].status == MERGE_FAULTED && j->procs[i].in_collective == f->in_collective)
+                sel[n++] = i;
+        render_add(b, "; which of ");
+        merge_list(b, j, sel, n);
+        render_add(b, " faulted first rests on the clocks of %zu hosts", j->order_hosts);
+    }
+}
+
+/* No fault: a rank the device found running a kernel of its own is what the others wait for. Returns how many. */
+static size_t merge_verdict_stuck(struct merge_job *j, struct merge_line *ml)
+{
+    struct render_buf *b = &ml->b;
     size_t stuck = 0;
-    for (size_t i = 0; !any_fault && i < j->nprocs; i++) {
+    for (size_t i = 0; i < j->nprocs; i++) {
         const struct merge_proc *p = &j->procs[i];
         char l[64], launch[700];
         if (p->status != MERGE_COLLATERAL || !p->device_stuck || !p->hang)
             continue;
         merge_label(j, p, l, sizeof l);
         merge_launch_phrase(json_get(p->hang->doc, "culprit"), launch, sizeof launch);
-        render_add(&b, "%s%s runs %s (%s %s so): look there first",
-                   nparts      ? "; "
+        render_add(b, "%s%s runs %s (%s %s so): look there first",
+                   ml->nparts  ? "; "
                    : j->ranked ? "no rank faulted; "
                                : "no process faulted; ",
                    l, launch, p->stuck_by, strcmp(p->stuck_by, "the device") == 0 ? "says" : "say");
-        nparts++;
+        ml->nparts++;
         stuck++;
     }
-    /* collateral, grouped by what happened to them; past MERGE_VERDICT_GROUPS the rest go together */
-    ng = merge_groups(j, MERGE_COLLATERAL, sel, starts, firsts);
+    return stuck;
+}
+
+/* Collateral, grouped by what happened to them; past MERGE_VERDICT_GROUPS the rest go together. Says whether some
+ * wait inside a collective (*in_coll) and some outside one (*out_coll). */
+static void merge_verdict_collateral(struct merge_job *j, struct merge_line *ml, int any_fault, int *in_coll,
+                                     int *out_coll)
+{
+    struct render_buf *b = &ml->b;
+    size_t *sel = ml->sel, *starts = ml->starts, *other = ml->other, n, ng, nall;
+    ng = merge_groups(j, MERGE_COLLATERAL, sel, starts, ml->firsts);
     nall = starts[ng];
     n = 0;
     for (size_t g = 0; g < ng; g++) {
@@ -520,67 +542,93 @@ static void merge_verdict_line(struct merge_job *j)
         const struct merge_proc *p = &j->procs[sel[s]];
         for (size_t m = s; m < e; m++) {
             if (j->procs[sel[m]].collective[0])
-                in_coll = 1;
+                *in_coll = 1;
             else
-                out_coll = 1;
+                *out_coll = 1;
         }
         if (g >= MERGE_VERDICT_GROUPS) {
             for (size_t m = s; m < e; m++)
                 other[n++] = sel[m];
             continue;
         }
-        render_add(&b, "%s",
-                   !any_fault && nparts == 0 ? (j->ranked ? "no rank faulted; " : "no process faulted; ") : "; ");
-        nparts++;
-        merge_list(&b, j, sel + s, e - s);
+        render_add(b, "%s",
+                   !any_fault && ml->nparts == 0 ? (j->ranked ? "no rank faulted; " : "no process faulted; ") : "; ");
+        ml->nparts++;
+        merge_list(b, j, sel + s, e - s);
         if (any_fault)
-            render_add(&b, " %s collateral (%s)", e - s == 1 ? "is" : "are", p->why);
+            render_add(b, " %s collateral (%s)", e - s == 1 ? "is" : "are", p->why);
         else
-            render_add(&b, " hung (%s)", p->why);
+            render_add(b, " hung (%s)", p->why);
     }
     if (n) {
         qsort(other, n, sizeof *other, merge_cmp_size);
-        render_add(&b, "; ");
-        merge_list(&b, j, other, n);
-        render_add(&b, " %s %s (for other reasons, below)", n == 1 ? "is" : "are", any_fault ? "collateral" : "hung");
+        render_add(b, "; ");
+        merge_list(b, j, other, n);
+        render_add(b, " %s %s (for other reasons, below)", n == 1 ? "is" : "are", any_fault ? "collateral" : "hung");
     }
-    if (!any_fault && in_coll && out_coll && !stuck) {
+}
+
+/* The ranks that never reached the collective, those that saw no fault, and those without a report. */
+static void merge_verdict_rest(struct merge_job *j, struct merge_line *ml, int waiting_for_others)
+{
+    struct render_buf *b = &ml->b;
+    size_t *sel = ml->sel, n;
+    if (waiting_for_others) {
         /* the others wait in a collective for the ranks that never reached it */
         n = 0;
         for (size_t i = 0; i < j->nprocs; i++)
             if (j->procs[i].status == MERGE_COLLATERAL && !j->procs[i].collective[0])
                 sel[n++] = i;
-        render_add(&b, "; ");
-        merge_list(&b, j, sel, n);
-        render_add(&b, " did not reach the collective the others wait in: look there first");
+        render_add(b, "; ");
+        merge_list(b, j, sel, n);
+        render_add(b, " did not reach the collective the others wait in: look there first");
     }
     n = 0;
     for (size_t i = 0; i < j->nprocs; i++)
         if (j->procs[i].status == MERGE_CLEAN)
             sel[n++] = i;
     if (n) {
-        render_add(&b, "%s", nparts ? "; " : j->ranked ? "no rank faulted; " : "no process faulted; ");
-        nparts++;
-        merge_list(&b, j, sel, n);
-        render_add(&b, " saw no fault");
+        render_add(b, "%s", ml->nparts ? "; " : j->ranked ? "no rank faulted; " : "no process faulted; ");
+        ml->nparts++;
+        merge_list(b, j, sel, n);
+        render_add(b, " saw no fault");
     }
     n = 0;
     for (size_t i = 0; i < j->nprocs; i++)
         if (j->procs[i].status == MERGE_MISSING)
             sel[n++] = i;
     if (n) {
-        render_add(&b, "%s", nparts ? "; " : "");
-        merge_list(&b, j, sel, n);
-        render_add(&b, " %s missing (no report)", merge_count(j, sel, n) == 1 ? "is" : "are");
+        render_add(b, "%s", ml->nparts ? "; " : "");
+        merge_list(b, j, sel, n);
+        render_add(b, " %s missing (no report)", merge_count(j, sel, n) == 1 ? "is" : "are");
     }
-out:
-    if (b.p && !b.oom)
-        snprintf(j->verdict, sizeof j->verdict, "%s", b.p);
-    free(b.p);
-    free(sel);
-    free(starts);
-    free(firsts);
-    free(other);
+}
+
+static void merge_verdict_line(struct merge_job *j)
+{
+    struct merge_line ml = {0};
+    size_t cap = j->nprocs ? j->nprocs : 1, stuck = 0;
+    int any_fault = j->first >= 0, in_coll = 0, out_coll = 0;
+    ml.sel = calloc(cap, sizeof *ml.sel);
+    ml.starts = calloc(cap + 1, sizeof *ml.starts);
+    ml.firsts = calloc(cap, sizeof *ml.firsts);
+    ml.other = calloc(cap, sizeof *ml.other);
+    if (ml.sel && ml.starts && ml.firsts && ml.other) {
+        merge_verdict_head(j, &ml.b);
+        if (any_fault)
+            merge_verdict_faults(j, &ml);
+        else
+            stuck = merge_verdict_stuck(j, &ml);
+        merge_verdict_collateral(j, &ml, any_fault, &in_coll, &out_coll);
+        merge_verdict_rest(j, &ml, !any_fault && in_coll && out_coll && !stuck);
+        if (ml.b.p && !ml.b.oom)
+            snprintf(j->verdict, sizeof j->verdict, "%s", ml.b.p);
+    }
+    free(ml.b.p);
+    free(ml.sel);
+    free(ml.starts);
+    free(ml.firsts);
+    free(ml.other);
 }
 
 static int merge_cmp_int(const void *a, const void *b)

@@ -261,26 +261,9 @@ static void merge_json_hosts(const struct merge_job *j, struct jw *w)
     free(idx);
 }
 
-void merge_write_json(const struct merge_job *j, const struct merge_report *reps, struct jw *w)
+/* "first_fault"'s value: the first fault's process, error, order and launch, or null without a fault. */
+static void merge_json_first_fault(const struct merge_job *j, struct jw *w)
 {
-    jw_obj_begin(w);
-    jw_key(w, "schema");
-    jw_str(w, "culprit.job/1");
-    jw_key(w, "verdict");
-    jw_str(w, j->verdict);
-    if (j->launcher) {
-        jw_key(w, "launcher");
-        jw_str(w, j->launcher);
-    }
-    if (j->world_size > 0) {
-        jw_key(w, "world_size");
-        jw_int(w, j->world_size);
-    }
-    jw_key(w, "hosts");
-    jw_arr_begin(w);
-    merge_json_hosts(j, w);
-    jw_arr_end(w);
-    jw_key(w, "first_fault");
     if (j->first >= 0) {
         const struct merge_proc *f = &j->procs[j->first];
         const struct json *doc = f->fault->doc, *err = json_get(doc, "error");
@@ -330,59 +313,88 @@ void merge_write_json(const struct merge_job *j, const struct merge_report *reps
     } else {
         jw_null(w);
     }
+}
+
+/* One process of "processes": its rank, where it ran, its status and its reports. */
+static void merge_json_process(const struct merge_job *j, const struct merge_report *reps, const struct merge_proc *p,
+                               struct jw *w)
+{
+    jw_obj_begin(w);
+    if (p->rank >= 0) {
+        jw_key(w, "rank");
+        jw_int(w, p->rank);
+    }
+    if (p->status == MERGE_MISSING && p->rank_last > p->rank) {
+        jw_key(w, "last_rank"); /* a run of missing ranks: rank .. last_rank */
+        jw_int(w, p->rank_last);
+    }
+    if (p->local_rank >= 0) {
+        jw_key(w, "local_rank");
+        jw_int(w, p->local_rank);
+    }
+    if (p->pid >= 0) {
+        jw_key(w, "host");
+        jw_str(w, p->host);
+        jw_key(w, "pid");
+        jw_int(w, p->pid);
+    }
+    jw_key(w, "status");
+    jw_str(w, merge_status_names[p->status]);
+    if (p->status == MERGE_FAULTED) {
+        jw_key(w, "first");
+        jw_bool(w, p->first);
+        if (p->fault_ns) {
+            jw_key(w, "time_unix_ns");
+            jw_uint(w, p->fault_ns);
+        }
+    }
+    if (p->hang) {
+        jw_key(w, "trigger");
+        jw_str(w, json_get_str(json_get(p->hang->doc, "hang"), "trigger"));
+        if (p->device_stuck) { /* the device runs a kernel of its own there: the rank to look at */
+            jw_key(w, "stuck_in_kernel");
+            jw_bool(w, 1);
+        }
+    }
+    if (p->collective[0]) {
+        jw_key(w, "collective");
+        jw_str(w, p->collective);
+    }
+    jw_key(w, "what");
+    jw_str(w, p->what);
+    jw_key(w, "reports");
+    jw_arr_begin(w);
+    for (size_t k = 0; k < p->rep_count; k++)
+        jw_str(w, reps[j->proc_reports[p->rep_first + k]].path);
+    jw_arr_end(w);
+    jw_obj_end(w);
+}
+
+void merge_write_json(const struct merge_job *j, const struct merge_report *reps, struct jw *w)
+{
+    jw_obj_begin(w);
+    jw_key(w, "schema");
+    jw_str(w, "culprit.job/1");
+    jw_key(w, "verdict");
+    jw_str(w, j->verdict);
+    if (j->launcher) {
+        jw_key(w, "launcher");
+        jw_str(w, j->launcher);
+    }
+    if (j->world_size > 0) {
+        jw_key(w, "world_size");
+        jw_int(w, j->world_size);
+    }
+    jw_key(w, "hosts");
+    jw_arr_begin(w);
+    merge_json_hosts(j, w);
+    jw_arr_end(w);
+    jw_key(w, "first_fault");
+    merge_json_first_fault(j, w);
     jw_key(w, "processes");
     jw_arr_begin(w);
     for (size_t i = 0; i < j->nprocs; i++) {
-        const struct merge_proc *p = &j->procs[i];
-        jw_obj_begin(w);
-        if (p->rank >= 0) {
-            jw_key(w, "rank");
-            jw_int(w, p->rank);
-        }
-        if (p->status == MERGE_MISSING && p->rank_last > p->rank) {
-            jw_key(w, "last_rank"); /* a run of missing ranks: rank .. last_rank */
-            jw_int(w, p->rank_last);
-        }
-        if (p->local_rank >= 0) {
-            jw_key(w, "local_rank");
-            jw_int(w, p->local_rank);
-        }
-        if (p->pid >= 0) {
-            jw_key(w, "host");
-            jw_str(w, p->host);
-            jw_key(w, "pid");
-            jw_int(w, p->pid);
-        }
-        jw_key(w, "status");
-        jw_str(w, merge_status_names[p->status]);
-        if (p->status == MERGE_FAULTED) {
-            jw_key(w, "first");
-            jw_bool(w, p->first);
-            if (p->fault_ns) {
-                jw_key(w, "time_unix_ns");
-                jw_uint(w, p->fault_ns);
-            }
-        }
-        if (p->hang) {
-            jw_key(w, "trigger");
-            jw_str(w, json_get_str(json_get(p->hang->doc, "hang"), "trigger"));
-            if (p->device_stuck) { /* the device runs a kernel of its own there: the rank to look at */
-                jw_key(w, "stuck_in_kernel");
-                jw_bool(w, 1);
-            }
-        }
-        if (p->collective[0]) {
-            jw_key(w, "collective");
-            jw_str(w, p->collective);
-        }
-        jw_key(w, "what");
-        jw_str(w, p->what);
-        jw_key(w, "reports");
-        jw_arr_begin(w);
-        for (size_t k = 0; k < p->rep_count; k++)
-            jw_str(w, reps[j->proc_reports[p->rep_first + k]].path);
-        jw_arr_end(w);
-        jw_obj_end(w);
+        merge_json_process(j, reps, &j->procs[i], w);
     }
     jw_arr_end(w);
     jw_obj_end(w);

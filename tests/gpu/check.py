@@ -386,6 +386,36 @@ def judge_healthy(out, base, run, check_proc):
         out.fail("a report was written for a healthy program: %s" % os.path.basename(run.reports[0][0]))
 
 
+def judge_script_start(case, base, run, words, healthy_check=None):
+    """The start of the PyTorch script groups' judges (verdict_group, diagnose_group), their Outcome and whether it
+    is done: skipped where the script found no CUDA device, failed where the run under culprit timed out, and a
+    healthy case judged whole (no report, exit status 0 without culprit and under it, the same stdout, then
+    healthy_check(outcome, run) where the group has more to ask). words names the run in the group's messages: run
+    ("culprit run"), under (how the exit statuses' line says under it), stdout_under (the same for stdout) and
+    label (the stdout under culprit's label)."""
+    o = Outcome(case, "python")
+    if base.rc == SKIP_STATUS or run.rc == SKIP_STATUS:
+        o.skip("the script found no CUDA device")
+        return o, True
+    if run.timed_out:
+        o.fail("timed out under %s" % words["run"])
+        return o, True
+    if not case.healthy:
+        return o, False
+    if run.reports:
+        o.fail("a healthy run wrote %d report(s)" % len(run.reports))
+    if base.rc != 0 or run.rc != 0:
+        o.fail("exit status %d without culprit, %d %s" % (base.rc, run.rc, words["under"]))
+    if base.stdout != run.stdout:
+        pad = " " * (len(words["label"]) - len("plain"))
+        o.fail("stdout differs %s:\n  plain:%s %r\n  %s: %r" % (words["stdout_under"], pad, base.stdout[-300:],
+                                                                words["label"], run.stdout[-300:]))
+    if healthy_check:
+        healthy_check(o, run)
+    o.named, o.certainty = "-", "healthy"
+    return o, True
+
+
 def judge_exact(out, case, culprit, where, problems):
     """The part of every group's judge that reads an exact verdict: the named kernel, where it was launched
     (where(culprit): the table's launch line), its launch number, what is wrong with it (problems(culprit), each

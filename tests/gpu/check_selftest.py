@@ -326,6 +326,44 @@ def run_py_selftests():
         "nll_loss" in a[0].group("k") and len(b) == 1 and b[0].group("k2") == "k(int)" and \
         not verdict_group.exception_lines(notice)
     results.append(("the verdict group reads culprit's line in an exception and in torchrun's Root Cause", ok, ""))
+    results += script_start_selftests(verdict_group)
+    return results
+
+
+def script_start_selftests(verdict_group):
+    """The start the verdict and diagnose groups' judges share (check.py's judge_script_start): no device, a run
+    that timed out, and the healthy case, each group with its own words."""
+    import diagnose_group
+    import check as h
+    results = []
+    for group, healthy, fail, label, pad in ((verdict_group, "exc_healthy", "exc_python", "culprit", "  "),
+                                             (diagnose_group, "diag_healthy", "diag_xent3d", "diagnose",
+                                              "   ")):
+        name = group.__name__
+        good = Run(rc=0, stdout=b"ok\ncompiled yes\n")
+        o = group.judge(h, DIAG_CASE_BY_NAME[fail], Run(rc=SKIP_STATUS), Run(rc=SKIP_STATUS))
+        results.append(("%s: a script without a device is skipped" % name,
+                        o.status == "skip" and o.reasons == ["the script found no CUDA device"], repr(o.reasons)))
+        o = group.judge(h, DIAG_CASE_BY_NAME[fail], Run(rc=1), Run(rc=-15, timed_out=True))
+        results.append(("%s: a run that timed out fails, and is judged no further" % name,
+                        o.status == "fail" and len(o.reasons) == 1 and
+                        o.reasons[0].startswith("timed out under culprit run"), repr(o.reasons)))
+        o = group.judge(h, DIAG_CASE_BY_NAME[healthy], good, good)
+        results.append(("%s: a healthy script passes as healthy" % name,
+                        o.status == "pass" and o.certainty == "healthy" and o.named == "-", repr(o.reasons)))
+        bad = Run(rc=3, stdout=b"other\n", reports=[fixture("oob_exact.json")])
+        o = group.judge(h, DIAG_CASE_BY_NAME[healthy], good, bad)
+        want = "stdout differs under %s:\n  plain:%s %r\n  %s: %r" % (
+            "culprit" if label == "culprit" else "--diagnose", pad, good.stdout, label, bad.stdout)
+        ok = o.status == "fail" and o.reasons[0] == "a healthy run wrote 1 report(s)" and \
+            o.reasons[1].startswith("exit status 0 without culprit, 3 under ") and o.reasons[2] == want and \
+            o.certainty == "healthy"
+        if group is diagnose_group:
+            ok = ok and o.reasons[3:] == ["the torch.compile'd function was not compiled under --diagnose"]
+        else:
+            ok = ok and len(o.reasons) == 3
+        results.append(("%s: a healthy script with a report, another status and stdout fails on each" % name, ok,
+                        repr(o.reasons)))
     return results
 
 

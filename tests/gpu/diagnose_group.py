@@ -91,25 +91,18 @@ def ops_of(report):
     return found
 
 
+WORDS = {"run": "culprit run --diagnose", "under": "under --diagnose", "stdout_under": "under --diagnose",
+         "label": "diagnose"}
+
+
+def compiled_check(o, run):
+    if b"compiled yes" not in run.stdout:
+        o.fail("the torch.compile'd function was not compiled under --diagnose")
+
+
 def judge(h, case, base, run):
-    o = h.Outcome(case, "python")
-    if base.rc == 77 or run.rc == 77:
-        o.skip("the script found no CUDA device")
-        return o
-    if run.timed_out:
-        o.fail("timed out under culprit run --diagnose")
-        return o
-    if case.healthy:
-        if run.reports:
-            o.fail("a healthy run wrote %d report(s)" % len(run.reports))
-        if base.rc != 0 or run.rc != 0:
-            o.fail("exit status %d without culprit, %d under --diagnose" % (base.rc, run.rc))
-        if base.stdout != run.stdout:
-            o.fail("stdout differs under --diagnose:\n  plain:    %r\n  diagnose: %r" % (base.stdout[-300:],
-                                                                                         run.stdout[-300:]))
-        if b"compiled yes" not in run.stdout:
-            o.fail("the torch.compile'd function was not compiled under --diagnose")
-        o.named, o.certainty = "-", "healthy"
+    o, done = h.judge_script_start(case, base, run, WORDS, compiled_check)
+    if done:
         return o
     if base.rc == 0:
         o.fail("the script did not fail without culprit (exit status 0)")

@@ -85,23 +85,12 @@ def judge_line(o, case, m, run):
         o.fail("the exception's report %s is not among the run's reports" % m.group("path"))
 
 
+WORDS = {"run": "culprit run", "under": "under it", "stdout_under": "under culprit", "label": "culprit"}
+
+
 def judge(h, case, base, run):
-    o = h.Outcome(case, "python")
-    if base.rc == 77 or run.rc == 77:
-        o.skip("the script found no CUDA device")
-        return o
-    if run.timed_out:
-        o.fail("timed out under culprit run")
-        return o
-    if case.healthy:
-        if run.reports:
-            o.fail("a healthy run wrote %d report(s)" % len(run.reports))
-        if base.rc != 0 or run.rc != 0:
-            o.fail("exit status %d without culprit, %d under it" % (base.rc, run.rc))
-        if base.stdout != run.stdout:
-            o.fail("stdout differs under culprit:\n  plain:   %r\n  culprit: %r" % (base.stdout[-300:],
-                                                                                     run.stdout[-300:]))
-        o.named, o.certainty = "-", "healthy"
+    o, done = h.judge_script_start(case, base, run, WORDS)
+    if done:
         return o
     if base.rc == 0 or run.rc == 0 or base.rc != run.rc:
         o.fail("exit status %d without culprit, %d under it (both must fail alike)" % (base.rc, run.rc))
