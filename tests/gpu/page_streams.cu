@@ -4,24 +4,13 @@
 // reserved and unmapped and the stray writes fault on every GPU. The kernel's log gives the page just past B's
 // buffer, which only stream B's launches were passed: culprit keeps B's unfinished launches as the candidates (or
 // names the launch, where a breadcrumb left it alone unfinished on B).
-#include "gpu_test.cuh"
-
-#include <cuda.h>
+#include "gpu_fenced.cuh"
 
 static const int kN = 1 << 16;                    // elements each buffer holds at least
 static const int kLaunches = 5;                   // launches on each stream
 static const int kBad = 2;                        // the launch on stream B (from 0) that runs past its buffer
 static const int kPast = 64;                      // elements it writes past the end
 static const unsigned long long kSpinNs = 200000; // each launch stays busy ~200 us so both streams are in flight
-
-static void drv_check(CUresult rc, const char *what, int line) {
-  const char *msg = NULL;
-  if (rc == CUDA_SUCCESS) return;
-  if (cuGetErrorString(rc, &msg) != CUDA_SUCCESS || !msg) msg = "unknown error";
-  fprintf(stderr, "gpu_page_streams: CUDA error at %s (page_streams.cu:%d): %s\n", what, line, msg);
-  exit(1);
-}
-#define DRV_CHECK(call) drv_check((call), #call, __LINE__)
 
 // Adds one to n + past elements of x: past > 0 runs off the end.
 __global__ void add_rows(float *x, int n, int past) {
@@ -31,34 +20,14 @@ __global__ void add_rows(float *x, int n, int past) {
 }
 
 int main(void) {
-  CUdevice dev;
-  CUmemGenericAllocationHandle h;
-  CUmemAllocationProp prop;
-  CUmemAccessDesc access;
-  CUdeviceptr reserved;
-  size_t gran = 0, bytes;
   cudaStream_t sa, sb;
   float *a, *b, host = 0.0f;
 
   gt_start("gpu_page_streams");
-  GT_CHECK(cudaFree(0)); // the runtime's context, current for the driver calls below
-  DRV_CHECK(cuCtxGetDevice(&dev));
-  memset(&prop, 0, sizeof prop);
-  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  prop.location.id = (int)dev;
-  DRV_CHECK(cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
-  bytes = ((sizeof(float) * kN + gran - 1) / gran) * gran;
+  size_t bytes = gt_fenced_bytes(sizeof(float) * kN);
   const int nb = (int)(bytes / sizeof(float)); // elements of each buffer: B's whole mapping, A's the same
   GT_CHECK(cudaMalloc(&a, bytes));             // before the reservation: A lies elsewhere, not right after B
-  // reserve two pieces, map the lower one: what lies after the buffer is reserved and unmapped
-  DRV_CHECK(cuMemAddressReserve(&reserved, 2 * bytes, 0, 0, 0));
-  DRV_CHECK(cuMemCreate(&h, bytes, &prop, 0));
-  DRV_CHECK(cuMemMap(reserved, bytes, 0, h, 0));
-  access.location = prop.location;
-  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-  DRV_CHECK(cuMemSetAccess(reserved, bytes, &access, 1));
-  b = (float *)reserved;
+  b = (float *)gt_fenced_buffer(bytes, 1);     // the lower half: what lies after B is reserved and unmapped
   GT_CHECK(cudaMemset(a, 0, bytes));
   GT_CHECK(cudaMemset(b, 0, bytes));
   GT_CHECK(cudaStreamCreateWithFlags(&sa, cudaStreamNonBlocking));
