@@ -136,17 +136,23 @@ static int graph(void)
 
 /* Two streams launch write_oob with the same grid, each on its own buffer (or, with "same", both on a); the test
  * makes the second fault. */
+/* The set-up of the scenarios of two streams: the streams, and a buffer of 4096 bytes for each, printed. */
+static void two_streams(CUstream *s1, CUstream *s2, CUdeviceptr *a, CUdeviceptr *b)
+{
+    setup();
+    CK(cuStreamCreate(s1, CU_STREAM_NON_BLOCKING));
+    CK(cuStreamCreate(s2, CU_STREAM_NON_BLOCKING));
+    CK(cuMemAlloc(a, 4096));
+    CK(cuMemAlloc(b, 4096));
+    say("a", *a);
+    say("b", *b);
+}
+
 static int streams(int same)
 {
     CUstream s1, s2;
     CUdeviceptr a, b;
-    setup();
-    CK(cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING));
-    CK(cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING));
-    CK(cuMemAlloc(&a, 4096));
-    CK(cuMemAlloc(&b, 4096));
-    say("a", a);
-    say("b", b);
+    two_streams(&s1, &s2, &a, &b);
     bad(s1, a, 16);
     bad(s2, same ? a : b, 16);
     CK(cuCtxSynchronize());
@@ -159,13 +165,7 @@ static int streams_several(int likely)
 {
     CUstream s1, s2;
     CUdeviceptr a, b;
-    setup();
-    CK(cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING));
-    CK(cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING));
-    CK(cuMemAlloc(&a, 4096));
-    CK(cuMemAlloc(&b, 4096));
-    say("a", a);
-    say("b", b);
+    two_streams(&s1, &s2, &a, &b);
     void *unknown_args[] = {&b};
     for (int i = 0; i < 4; i++) {
         if (likely && i != 2)
