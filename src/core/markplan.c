@@ -22,7 +22,7 @@ void markplan_init(uint32_t budget_bp, uint32_t max_gap) {
 uint32_t markplan_gap(uint64_t win_ticks, uint64_t win_n, uint64_t long_ticks, uint32_t max_gap) {
   if (max_gap <= 1) return 1;
   if (!win_n || !win_ticks || !long_ticks) return max_gap;
-  /* ceil(long_ticks / (win_ticks / win_n)); 128 bits: long_ticks is up to ~1e12 and win_n up to 512 */
+  /* ceil(long_ticks / (win_ticks / win_n)); 128 bits: long_ticks is up to ~1e12 and win_n any caller's */
   unsigned __int128 num = (unsigned __int128)long_ticks * win_n;
   unsigned __int128 gap = (num + win_ticks - 1) / win_ticks;
   if (gap < 1) return 1;
@@ -54,6 +54,7 @@ void markplan_marked(struct cp_stream *s, uint64_t nth, uint64_t t) {
   atomic_store_explicit(&s->plan_nth, nth, memory_order_relaxed);
   atomic_store_explicit(&s->plan_ticks, t, memory_order_relaxed);
   if (!n0) atomic_store_explicit(&s->plan_first, t, memory_order_relaxed);
+  if (!g_budget_bp) return; /* fixed spacing: the times serve the share alone */
   uint64_t wt = atomic_load_explicit(&s->win_ticks, memory_order_relaxed);
   uint64_t wn = atomic_load_explicit(&s->win_n, memory_order_relaxed);
   if (n0 && nth > n0) {
@@ -66,7 +67,6 @@ void markplan_marked(struct cp_stream *s, uint64_t nth, uint64_t t) {
     atomic_store_explicit(&s->win_ticks, wt, memory_order_relaxed);
     atomic_store_explicit(&s->win_n, wn, memory_order_relaxed);
   }
-  if (!g_budget_bp) return; /* fixed spacing: the times serve the share alone */
   uint32_t gap = nth < (uint64_t)s->warm ? 1 : markplan_gap(wt, wn, long_ticks(), g_max_gap);
   atomic_store_explicit(&s->plan_gap, gap, memory_order_relaxed);
   atomic_store_explicit(&s->plan_next, nth + gap, memory_order_relaxed);
