@@ -139,6 +139,10 @@ CASES = [
          note="a fault at launch 667 among 250 us kernels: exact in one record run (long launches are all marked)"),
     Case("side", "side", "apply_mask", codes=(710,), api=r"Synchronize|Launch", stream_kind="created",
          note="an assert in one of three launches of one kernel on a side stream beside a dense main stream"),
+    Case("assert_launch", "assert_launch", "check_labels", codes=(710,), api=r"Launch", stream_kind="created",
+         verdict_says=r"the device assert names check_labels",
+         note="an assert deep in a dense stream surfaces at a launch (cudaGetLastError after each): the assert's "
+         "text, printed by then, narrows the window of unfinished launches to the one check kernel"),
     Case("page_streams", "page_streams", "add_rows", api=r"Synchronize|Launch|Memcpy", stream_kind="created",
          rerun="window", page_stream=True,
          note="one kernel on two streams, a launch on one writes past its buffer: the kernel log's page keeps that "
