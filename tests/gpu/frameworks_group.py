@@ -138,6 +138,10 @@ PY_CASES = [
            one_run=True,
            note="torch.compile(mode='reduce-overhead'): Inductor's bounds assert inside a CUDA graph replay; the "
                 "assert names the graph's node"),
+    PyCase("torch_assert_deep", "assert_deep_launch.py", r"indexSelect|vectorized_gather|index", one_run=True,
+           exception_like=CUDA_EXCEPTION,
+           note="an embedding's index assert at step 50 of a training loop that never waits: the stream is old and "
+                "dense, the error surfaces at a later launch, and the assert's text makes the run exact"),
     PyCase("gpt2_vocab", "gpt2_vocab_oob.py", r"indexSelect|vectorized_gather|[Ee]mbedding|index",
            modules=("torch", "transformers"), exception_like=CUDA_EXCEPTION, repeat=2,
            env={"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1"},
