@@ -244,12 +244,8 @@ static void render_debugger(struct render_buf *b, const struct json *doc, const 
 static void render_full(struct render_buf *b, const struct json *doc, const struct render_opts *o)
 {
     const struct json *err = json_get(doc, RK_ERROR);
-    const struct json *verdict = rk_verdict(doc);
-    const struct json *culprit = json_get(doc, RK_CULPRIT);
-    const struct json *cands = rk_candidates(doc);
+    const struct render_verdict v = render_verdict_of(doc);
     const struct json *hist = json_get(doc, RK_HISTORY);
-    const char *certainty = json_get_str(verdict, RK_CERTAINTY);
-    const char *reason = json_get_str(verdict, RK_REASON);
     const char *msg = json_get_str(err, RK_MESSAGE);
     const char *api = json_get_str(err, RK_API);
     long long tid = json_get_int(err, RK_THREAD, -1);
@@ -276,45 +272,45 @@ static void render_full(struct render_buf *b, const struct json *doc, const stru
     }
     render_add(b, "culprit:\n");
 
-    if (json_is(culprit, JSON_OBJ)) {
-        render_launch(b, doc, culprit, reason, json_get(doc, RK_DEVICE_ASSERTS), json_get(doc, RK_COREDUMP),
+    if (json_is(v.culprit, JSON_OBJ)) {
+        render_launch(b, doc, v.culprit, v.reason, json_get(doc, RK_DEVICE_ASSERTS), json_get(doc, RK_COREDUMP),
                       json_get(doc, RK_FAULT_ADDRESS));
-        render_waiting_threads(b, doc, culprit);
-    } else if (certainty && strcmp(certainty, "candidates") == 0) {
+        render_waiting_threads(b, doc, v.culprit);
+    } else if (rk_is_candidates(doc)) {
         /* handled below */
-    } else if (certainty && strcmp(certainty, "exact") == 0) {
-        render_line(b, "the verdict says exact, but the report names no launch%s%s", reason ? ": " : ".",
-                    reason ? reason : "");
+    } else if (rk_is_exact(doc)) {
+        render_line(b, "the verdict says exact, but the report names no launch%s%s", v.reason ? ": " : ".",
+                    v.reason ? v.reason : "");
     } else {
         render_para(b, "culprit could not name the kernel that faulted: ", "  ",
-                    reason ? reason : "the report gives no reason");
+                    v.reason ? v.reason : "the report gives no reason");
     }
 
-    if ((certainty && strcmp(certainty, "candidates") == 0) || json_len(cands) > 0) {
-        size_t n = json_len(cands);
+    if (rk_is_candidates(doc) || json_len(v.cands) > 0) {
+        size_t n = json_len(v.cands);
         long long lo = -1, hi = -1;
-        if (json_is(culprit, JSON_OBJ))
+        if (json_is(v.culprit, JSON_OBJ))
             render_add(b, "culprit:\n");
         if (n == 0) {
             render_line(b, "culprit could not tell which launch faulted, and the report lists no candidates%s%s",
-                        reason ? ": " : ".", reason ? reason : "");
+                        v.reason ? ": " : ".", v.reason ? v.reason : "");
         } else {
             render_line(b, "culprit could not tell which of these %zu launch%s faulted:", n, n == 1 ? "" : "es");
             char last_place[200] = "";
             for (i = 0; i < n; i++) {
-                const struct json *c = json_at(cands, i);
+                const struct json *c = json_at(v.cands, i);
                 size_t j = i;
                 /* consecutive launches of the same kernel, shape and launch site read as one line */
-                while (j + 1 < n && render_same_launch(json_at(cands, j), json_at(cands, j + 1)))
+                while (j + 1 < n && render_same_launch(json_at(v.cands, j), json_at(v.cands, j + 1)))
                     j++;
                 render_launch_item(b, c, "  ", 1, json_get(doc, RK_DEVICE_ASSERTS), last_place, sizeof last_place,
-                                   j > i ? json_get_int(json_at(cands, j), RK_SEQ, -1) : -1);
-                render_seq_span(cands, i, j + 1, &lo, &hi);
+                                   j > i ? json_get_int(json_at(v.cands, j), RK_SEQ, -1) : -1);
+                render_seq_span(v.cands, i, j + 1, &lo, &hi);
                 i = j;
             }
-            if (reason && !json_is(culprit, JSON_OBJ))
-                render_para(b, "  why: ", "    ", reason);
-            addr_render_freed_args(b, doc, cands);
+            if (v.reason && !json_is(v.culprit, JSON_OBJ))
+                render_para(b, "  why: ", "    ", v.reason);
+            addr_render_freed_args(b, doc, v.cands);
             if (lo >= 0) {
                 char cmd[128];
                 snprintf(cmd, sizeof cmd, "culprit run --mode blocking --launches %lld:%lld -- ", lo, hi);
@@ -326,7 +322,7 @@ static void render_full(struct render_buf *b, const struct json *doc, const stru
 
     addr_render(b, doc); /* what the faulting address touched, when the report gives one */
     if (json_len(hist) > 0) {
-        const char *stream = json_get_str(culprit, RK_STREAM);
+        const char *stream = json_get_str(v.culprit, RK_STREAM);
         render_add(b, "culprit:\n");
         if (stream)
             render_line(b, "launches before it on stream %s (oldest first):", stream);
@@ -345,10 +341,7 @@ static void render_full(struct render_buf *b, const struct json *doc, const stru
 static void render_brief(struct render_buf *b, const struct json *doc, const struct render_opts *o)
 {
     const struct json *err = json_get(doc, RK_ERROR);
-    const struct json *verdict = rk_verdict(doc);
-    const struct json *culprit = json_get(doc, RK_CULPRIT);
-    const struct json *cands = rk_candidates(doc);
-    const char *certainty = json_get_str(verdict, RK_CERTAINTY);
+    const struct render_verdict v = render_verdict_of(doc);
     const char *api = json_get_str(err, RK_API);
     char ename[160];
 
@@ -356,16 +349,16 @@ static void render_brief(struct render_buf *b, const struct json *doc, const str
     render_add(b, "culprit: %s", ename);
     if (api)
         render_add(b, " surfaced in %s", api);
-    if (json_is(culprit, JSON_OBJ)) {
+    if (json_is(v.culprit, JSON_OBJ)) {
         char shortname[RENDER_BRIEF_NAME + 1];
-        long long seq = json_get_int(culprit, RK_SEQ, -1);
-        render_add(b, "; faulting kernel: %s", render_brief_kernel(culprit, shortname, sizeof shortname));
+        long long seq = json_get_int(v.culprit, RK_SEQ, -1);
+        render_add(b, "; faulting kernel: %s", render_brief_kernel(v.culprit, shortname, sizeof shortname));
         if (seq >= 0)
             render_add(b, ", launch #%lld", seq);
-    } else if (json_len(cands) > 0 || (certainty && strcmp(certainty, "candidates") == 0)) {
-        size_t n = json_len(cands);
+    } else if (json_len(v.cands) > 0 || rk_is_candidates(doc)) {
+        size_t n = json_len(v.cands);
         long long lo = -1, hi = -1;
-        render_seq_span(cands, 0, n, &lo, &hi);
+        render_seq_span(v.cands, 0, n, &lo, &hi);
         render_add(b, "; one of %zu candidate launches", n);
         if (lo >= 0)
             render_add(b, " (#%lld..#%lld)", lo, hi);

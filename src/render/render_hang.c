@@ -220,39 +220,35 @@ static void render_hang_streams(struct render_buf *b, const struct json *streams
 
 static void render_hang_full(struct render_buf *b, const struct json *doc, const struct render_opts *o)
 {
-    const struct json *verdict = rk_verdict(doc);
-    const struct json *culprit = json_get(doc, RK_CULPRIT);
-    const struct json *cands = rk_candidates(doc);
+    const struct render_verdict v = render_verdict_of(doc);
     const struct json *queued = json_get(doc, RK_QUEUED);
     const struct json *threads = json_get(doc, RK_THREADS);
     const struct json *pythreads = json_get(doc, RK_PYTHON_THREADS);
-    const char *certainty = json_get_str(verdict, RK_CERTAINTY);
-    const char *reason = json_get_str(verdict, RK_REASON);
     const char *mode = json_get_str(json_get(doc, RK_CONFIG), RK_MODE);
     long long pid = json_get_int(json_get(doc, RK_PROCESS), RK_PID, -1);
     size_t i;
 
     render_hang_head(b, doc);
     render_add(b, "culprit:\n");
-    if (json_is(culprit, JSON_OBJ)) {
-        render_hang_launch(b, culprit, reason);
-    } else if (json_len(cands)) {
-        size_t n = json_len(cands);
+    if (json_is(v.culprit, JSON_OBJ)) {
+        render_hang_launch(b, v.culprit, v.reason);
+    } else if (json_len(v.cands)) {
+        size_t n = json_len(v.cands);
         render_line(b, "culprit could not tell which of these %zu launch%s is the one in flight:", n,
                     n == 1 ? "" : "es");
-        render_hang_list(b, cands, 1);
-        if (reason)
-            render_para(b, "  why: ", "    ", reason);
+        render_hang_list(b, v.cands, 1);
+        if (v.reason)
+            render_para(b, "  why: ", "    ", v.reason);
         if (mode && strcmp(mode, "record") == 0) {
             render_run_again(b, json_get(doc, RK_PROCESS),
                              "to name it exactly, run it again in precise mode (a breadcrumb after every launch):",
                              "culprit run --mode precise -- ");
         }
-    } else if (certainty && strcmp(certainty, "idle") == 0) {
-        render_para(b, "no launch was in flight: ", "  ", reason ? reason : "every stream had completed its work");
+    } else if (v.certainty && strcmp(v.certainty, "idle") == 0) {
+        render_para(b, "no launch was in flight: ", "  ", v.reason ? v.reason : "every stream had completed its work");
     } else {
         render_para(b, "culprit could not name the launch in flight: ", "  ",
-                    reason ? reason : "the report gives no reason");
+                    v.reason ? v.reason : "the report gives no reason");
     }
     /* culprit run asks the device which kernels run (devquery.c); where it could not, say why */
     const struct json *dq = json_get(doc, RK_DEVICE_QUERY);
@@ -292,25 +288,23 @@ static void render_hang_full(struct render_buf *b, const struct json *doc, const
 static void render_hang_brief(struct render_buf *b, const struct json *doc, const struct render_opts *o)
 {
     const struct json *hang = json_get(doc, RK_HANG);
-    const struct json *culprit = json_get(doc, RK_CULPRIT);
-    const struct json *cands = rk_candidates(doc);
+    const struct render_verdict v = render_verdict_of(doc);
     const char *trig = json_get_str(hang, RK_TRIGGER);
-    const char *certainty = rk_certainty(doc);
 
     long long stalled = json_get_int(hang, RK_STALLED_MS, 0);
     if (trig && strcmp(trig, "timeout") == 0)
         render_add(b, "culprit: hang report (no progress for %lld.%01lld s)", stalled / 1000, stalled % 1000 / 100);
     else
         render_add(b, "culprit: hang report (%s)", trig ? trig : "signal");
-    if (json_is(culprit, JSON_OBJ)) {
+    if (json_is(v.culprit, JSON_OBJ)) {
         char shortname[RENDER_BRIEF_NAME + 1];
-        render_add(b, ": launch #%lld %s was in flight", json_get_int(culprit, RK_SEQ, -1),
-                   render_brief_kernel(culprit, shortname, sizeof shortname));
-    } else if (json_len(cands)) {
+        render_add(b, ": launch #%lld %s was in flight", json_get_int(v.culprit, RK_SEQ, -1),
+                   render_brief_kernel(v.culprit, shortname, sizeof shortname));
+    } else if (json_len(v.cands)) {
         long long lo = -1, hi = -1;
-        render_seq_span(cands, 0, json_len(cands), &lo, &hi);
-        render_add(b, ": one of %zu launches (#%lld..#%lld) was in flight", json_len(cands), lo, hi);
-    } else if (certainty && strcmp(certainty, "idle") == 0) {
+        render_seq_span(v.cands, 0, json_len(v.cands), &lo, &hi);
+        render_add(b, ": one of %zu launches (#%lld..#%lld) was in flight", json_len(v.cands), lo, hi);
+    } else if (v.certainty && strcmp(v.certainty, "idle") == 0) {
         render_add(b, ": no launch was in flight");
     } else {
         render_add(b, ": the launch in flight is unknown");

@@ -162,6 +162,16 @@ void render_raw(struct render_buf *b, const char *text)
     render_put(b, text, strlen(text));
 }
 
+struct render_verdict render_verdict_of(const struct json *doc)
+{
+    const struct json *verdict = rk_verdict(doc);
+    struct render_verdict v = {.culprit = json_get(doc, RK_CULPRIT),
+                               .cands = rk_candidates(doc),
+                               .certainty = json_get_str(verdict, RK_CERTAINTY),
+                               .reason = json_get_str(verdict, RK_REASON)};
+    return v;
+}
+
 /* Formats fmt and appends it, terminal-safe: the newlines of fmt itself stay, everything unsafe that came in
  * through the arguments is escaped. Where the text holds something to escape, fmt is formatted a second time with
  * its own newlines made spaces: the positions where the two differ are fmt's newlines, exactly. */
