@@ -117,6 +117,26 @@ void emit_python(struct jw *w, const struct pystack_ref *py, int n) {
   jw_arr_end(w);
 }
 
+void emit_python_thread(struct jw *w, const struct pystack_thread *t) {
+  jw_obj_begin(w);
+  jw_key(w, RK_ID);
+  jw_uint(w, t->id);
+  jw_key(w, RK_PYTHON);
+  emit_python(w, t->refs, t->n);
+  jw_obj_end(w);
+}
+
+void emit_stream_place(struct jw *w, const char *kind_key, const void *handle, int kind, const void *ctx, int device) {
+  jw_key(w, RK_STREAM);
+  jw_hex(w, (uintptr_t)handle);
+  jw_key(w, kind_key);
+  jw_str(w, emit_stream_kind_name(kind));
+  jw_key(w, RK_CTX);
+  jw_hex(w, (uintptr_t)ctx);
+  jw_key(w, RK_DEVICE);
+  jw_int(w, device);
+}
+
 /* The kernels captured into the graph a graph launch replayed, in capture order (at most MAX_NODES). */
 #define MAX_NODES 64
 static void emit_graph_nodes(struct jw *w, const struct cp_rec *r) {
@@ -185,14 +205,7 @@ void emit_launch(struct jw *w, const struct cp_rec *r) {
   }
   jw_key(w, RK_SHARED_MEM);
   jw_uint(w, r->smem);
-  jw_key(w, RK_STREAM);
-  jw_hex(w, (uintptr_t)r->stream);
-  jw_key(w, RK_STREAM_KIND);
-  jw_str(w, emit_stream_kind_name(r->stream_kind));
-  jw_key(w, RK_CTX);
-  jw_hex(w, (uintptr_t)r->ctx);
-  jw_key(w, RK_DEVICE);
-  jw_int(w, r->device);
+  emit_stream_place(w, RK_STREAM_KIND, r->stream, r->stream_kind, r->ctx, r->device);
   jw_key(w, RK_THREAD);
   jw_int(w, r->tid);
   jw_key(w, RK_TIME_NS);

@@ -11,14 +11,7 @@
 #include "../render/report_keys.h"
 
 void emit_stream_fields(struct jw *w, const struct cp_stream *st, uint64_t last) {
-  jw_key(w, RK_STREAM);
-  jw_hex(w, (uintptr_t)st->handle);
-  jw_key(w, RK_KIND);
-  jw_str(w, emit_stream_kind_name(st->kind));
-  jw_key(w, RK_CTX);
-  jw_hex(w, (uintptr_t)st->ctx);
-  jw_key(w, RK_DEVICE);
-  jw_int(w, st->device);
+  emit_stream_place(w, RK_KIND, st->handle, st->kind, st->ctx, st->device);
   jw_key(w, RK_LAUNCHES);
   jw_uint(w, atomic_load_explicit(&st->launches, memory_order_relaxed));
   jw_key(w, RK_LAST_LAUNCHED);

@@ -147,12 +147,7 @@ static void emit_threads(struct jw *w, const struct taken_threads *tt) {
     jw_arr_begin(w);
     for (int k = npy - 1; k >= 0; k--) { /* the interpreter lists the newest first; the main thread last */
       if (used[k]) continue;
-      jw_obj_begin(w);
-      jw_key(w, RK_ID);
-      jw_uint(w, g_py[k].id);
-      jw_key(w, RK_PYTHON);
-      emit_python(w, g_py[k].refs, g_py[k].n);
-      jw_obj_end(w);
+      emit_python_thread(w, &g_py[k]);
     }
     jw_arr_end(w);
   }

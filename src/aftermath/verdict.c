@@ -252,12 +252,7 @@ static void verdict_python_threads(struct jw *w, const struct pick *p) {
       jw_key(w, RK_PYTHON_THREADS);
       jw_arr_begin(w);
       for (int i = nt - 1; i >= 0; i--) { /* the interpreter lists the newest first; the main thread last */
-        jw_obj_begin(w);
-        jw_key(w, RK_ID);
-        jw_uint(w, threads[i].id);
-        jw_key(w, RK_PYTHON);
-        emit_python(w, threads[i].refs, threads[i].n);
-        jw_obj_end(w);
+        emit_python_thread(w, &threads[i]);
       }
       jw_arr_end(w);
     }

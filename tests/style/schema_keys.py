@@ -17,7 +17,7 @@ FUNCS = {
     'json_get': (1,), 'json_get_str': (1,), 'json_get_int': (1,), 'json_set': (1,), 'json_put': (1,),
     'jw_key': (1,), 'addr_field': (1,), 'addr_put_range': (1, 3), 'merge_uint': (1,), 'sym_get': (1,),
     'sym_set_str': (2,), 'devq_add_seqs': (1,), 'devq_put_str': (1,), 'promote_candidate': (2,),
-    'promote_because': (2,), 'trace_dims': (1,), 'deliver_int': (1,), 'deliver_str': (1,),
+    'promote_because': (2,), 'emit_stream_place': (1,), 'trace_dims': (1,), 'deliver_int': (1,), 'deliver_str': (1,),
 }
 HEADERS = ('src/render/report_keys.h', 'src/render/format_keys.h')
 
