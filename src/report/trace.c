@@ -110,6 +110,23 @@ static void trace_native_frame(const struct json *stack, char *out, size_t n)
         snprintf(out, n, "%s", json_get_str(pick, RK_FUNCTION));
 }
 
+/* An event's "python" and "native" args: where obj (a launch, or the thread the error surfaced on) was, as far
+ * as the report knows. */
+static void trace_where(struct jw *w, const struct json *obj)
+{
+    char line[1200];
+    trace_python_line(json_get(obj, RK_PYTHON), line, sizeof line);
+    if (line[0]) {
+        jw_key(w, TK_PYTHON);
+        jw_str(w, line);
+    }
+    trace_native_frame(json_get(obj, RK_STACK), line, sizeof line);
+    if (line[0]) {
+        jw_key(w, TK_NATIVE);
+        jw_str(w, line);
+    }
+}
+
 static void trace_dims(struct jw *w, const char *key, const struct json *arr)
 {
     char buf[96];
@@ -133,7 +150,7 @@ static void trace_launch_event(struct jw *w, const struct trace_item *it, int pi
 {
     const struct json *l = it->launch;
     const char *kernel = json_get_str(l, RK_KERNEL);
-    char name[320], line[1200];
+    char name[320];
     snprintf(name, sizeof name, "#%lld %.200s%s%s%s", json_get_int(l, RK_SEQ, -1), kernel ? kernel : "?",
              strcmp(it->role, "before") ? " [" : "", strcmp(it->role, "before") ? it->role : "",
              strcmp(it->role, "before") ? "]" : "");
@@ -168,16 +185,7 @@ static void trace_launch_event(struct jw *w, const struct trace_item *it, int pi
     jw_int(w, json_get_int(l, RK_DEVICE, -1));
     jw_key(w, TK_THREAD);
     jw_int(w, json_get_int(l, RK_THREAD, -1));
-    trace_python_line(json_get(l, RK_PYTHON), line, sizeof line);
-    if (line[0]) {
-        jw_key(w, TK_PYTHON);
-        jw_str(w, line);
-    }
-    trace_native_frame(json_get(l, RK_STACK), line, sizeof line);
-    if (line[0]) {
-        jw_key(w, TK_NATIVE);
-        jw_str(w, line);
-    }
+    trace_where(w, l);
     const struct json *op = json_get(l, RK_OP); /* the framework operator behind it (--diagnose) */
     if (json_get_str(op, RK_NAME)) {
         jw_key(w, TK_OPERATOR);
@@ -262,7 +270,7 @@ static long long trace_surfaced(struct jw *w, const struct json *doc, const stru
 {
     const struct json *who = err ? err : hang;
     long long th = json_get_int(who, RK_THREAD, json_get_int(json_get(doc, RK_PROCESS), RK_PID, 0));
-    char name[256], line[1200];
+    char name[256];
     if (err)
         snprintf(name, sizeof name, "%s surfaced in %s",
                  json_get_str(err, RK_NAME) ? json_get_str(err, RK_NAME) : "CUDA error",
@@ -287,16 +295,7 @@ static long long trace_surfaced(struct jw *w, const struct json *doc, const stru
     jw_int(w, th);
     jw_key(w, TK_ARGS);
     jw_obj_begin(w);
-    trace_python_line(json_get(who, RK_PYTHON), line, sizeof line);
-    if (line[0]) {
-        jw_key(w, TK_PYTHON);
-        jw_str(w, line);
-    }
-    trace_native_frame(json_get(who, RK_STACK), line, sizeof line);
-    if (line[0]) {
-        jw_key(w, TK_NATIVE);
-        jw_str(w, line);
-    }
+    trace_where(w, who);
     if (err)
         trace_fault_address(w, json_get(doc, RK_FAULT_ADDRESS));
     jw_obj_end(w);
