@@ -20,6 +20,7 @@
 #include "../base/jsonw.h"
 #include "../stack/pystack.h"
 #include "../stack/stack.h"
+#include "../render/report_keys.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -77,17 +78,17 @@ void emit_frames(struct jw *w, void *const *pcs, int n) {
     else
       stack_describe((uintptr_t)pcs[i], &fi);
     jw_obj_begin(w);
-    jw_key(w, "pc");
+    jw_key(w, RK_PC);
     jw_hex(w, fi.pc);
     if (fi.module[0]) {
-      jw_key(w, "module");
+      jw_key(w, RK_MODULE);
       jw_str(w, fi.module);
-      jw_key(w, "offset");
+      jw_key(w, RK_OFFSET);
       jw_hex(w, fi.offset);
     }
     if (fi.function[0]) {
       char *dn = demangle_name(fi.function);
-      jw_key(w, "function");
+      jw_key(w, RK_FUNCTION);
       jw_str(w, dn ? dn : fi.function);
       free(dn);
     }
@@ -103,17 +104,37 @@ void emit_python(struct jw *w, const struct pystack_ref *py, int n) {
     int line = -1;
     if (pystack_describe(&py[i], file, sizeof file, func, sizeof func, &line)) continue;
     jw_obj_begin(w);
-    jw_key(w, "file");
+    jw_key(w, RK_FILE);
     jw_str(w, file);
-    jw_key(w, "function");
+    jw_key(w, RK_FUNCTION);
     jw_str(w, func);
     if (line > 0) {
-      jw_key(w, "line");
+      jw_key(w, RK_LINE);
       jw_int(w, line);
     }
     jw_obj_end(w);
   }
   jw_arr_end(w);
+}
+
+void emit_python_thread(struct jw *w, const struct pystack_thread *t) {
+  jw_obj_begin(w);
+  jw_key(w, RK_ID);
+  jw_uint(w, t->id);
+  jw_key(w, RK_PYTHON);
+  emit_python(w, t->refs, t->n);
+  jw_obj_end(w);
+}
+
+void emit_stream_place(struct jw *w, const char *kind_key, const void *handle, int kind, const void *ctx, int device) {
+  jw_key(w, RK_STREAM);
+  jw_hex(w, (uintptr_t)handle);
+  jw_key(w, kind_key);
+  jw_str(w, emit_stream_kind_name(kind));
+  jw_key(w, RK_CTX);
+  jw_hex(w, (uintptr_t)ctx);
+  jw_key(w, RK_DEVICE);
+  jw_int(w, device);
 }
 
 /* The kernels captured into the graph a graph launch replayed, in capture order (at most MAX_NODES). */
@@ -123,7 +144,7 @@ static void emit_graph_nodes(struct jw *w, const struct cp_rec *r) {
   const struct cp_rec *faulted = NULL;
   int n = 0;
   if (!g_emit_snap || !graph_window(r->func, &after, &upto, &done)) return;
-  jw_key(w, "graph_nodes");
+  jw_key(w, RK_GRAPH_NODES);
   jw_arr_begin(w);
   for (size_t i = 0; i < g_emit_snap->n && n < MAX_NODES; i++) {
     const struct cp_rec *c = emit_rec_at(g_emit_snap, i);
@@ -137,67 +158,60 @@ static void emit_graph_nodes(struct jw *w, const struct cp_rec *r) {
   }
   jw_arr_end(w);
   if (faulted) {
-    jw_key(w, "node");
+    jw_key(w, RK_NODE);
     emit_launch(w, faulted);
-    jw_key(w, "node_source");
+    jw_key(w, RK_NODE_SOURCE);
     jw_str(w, "graph breadcrumbs");
   }
 }
 
 void emit_launch(struct jw *w, const struct cp_rec *r) {
   jw_obj_begin(w);
-  jw_key(w, "seq");
+  jw_key(w, RK_SEQ);
   jw_uint(w, emit_rseq(r));
-  jw_key(w, "api");
+  jw_key(w, RK_API);
   jw_str(w, r->api);
-  jw_key(w, "kind");
+  jw_key(w, RK_KIND);
   jw_str(w, kind_name(r->kind));
   if (r->kind == CP_KIND_GRAPH) {
     char g[48];
     snprintf(g, sizeof g, "CUDA graph %p", r->func);
-    jw_key(w, "kernel");
+    jw_key(w, RK_KERNEL);
     jw_str(w, g);
   } else if (r->name) {
     char *dn = demangle_name(r->name->mangled);
-    jw_key(w, "kernel");
+    jw_key(w, RK_KERNEL);
     jw_str(w, dn ? dn : r->name->mangled);
-    jw_key(w, "mangled");
+    jw_key(w, RK_MANGLED);
     jw_str(w, r->name->mangled);
     free(dn);
   }
-  jw_key(w, "grid");
+  jw_key(w, RK_GRID);
   jw_arr_begin(w);
   for (int i = 0; i < 3; i++) jw_uint(w, r->grid[i]);
   jw_arr_end(w);
-  jw_key(w, "block");
+  jw_key(w, RK_BLOCK);
   jw_arr_begin(w);
   for (int i = 0; i < 3; i++) jw_uint(w, r->block[i]);
   jw_arr_end(w);
   if (r->flags & CP_REC_PARAMS) {
     /* what it passed its kernel: the packed buffer's first bytes as 8-byte little-endian words, and its size */
-    jw_key(w, "params");
+    jw_key(w, RK_PARAMS);
     jw_arr_begin(w);
     for (int i = 0; i < (r->params_len + 7) / 8; i++) jw_hex(w, r->params[i]);
     jw_arr_end(w);
-    jw_key(w, "params_size");
+    jw_key(w, RK_PARAMS_SIZE);
     jw_uint(w, r->params_size);
   }
-  jw_key(w, "shared_mem");
+  jw_key(w, RK_SHARED_MEM);
   jw_uint(w, r->smem);
-  jw_key(w, "stream");
-  jw_hex(w, (uintptr_t)r->stream);
-  jw_key(w, "stream_kind");
-  jw_str(w, emit_stream_kind_name(r->stream_kind));
-  jw_key(w, "ctx");
-  jw_hex(w, (uintptr_t)r->ctx);
-  jw_key(w, "device");
-  jw_int(w, r->device);
-  jw_key(w, "thread");
+  emit_stream_place(w, RK_STREAM_KIND, r->stream, r->stream_kind, r->ctx, r->device);
+  jw_key(w, RK_THREAD);
   jw_int(w, r->tid);
-  jw_key(w, "time_ns");
+  jw_key(w, RK_TIME_NS);
   jw_uint(w, ticks_to_mono_ns(r->ticks));
   if (r->flags & ~CP_REC_PARAMS) {
-    jw_key(w, "flags");
+    jw_key(w, RK_FLAGS);
     jw_arr_begin(w);
     if (r->flags & CP_REC_CRUMB_FAILED) jw_str(w, "breadcrumb-refused");
     if (r->flags & CP_REC_RETURNED_ERROR) jw_str(w, "launch-returned-error");
@@ -212,14 +226,14 @@ void emit_launch(struct jw *w, const struct cp_rec *r) {
   uint8_t npy = __atomic_load_n(&r->npy, __ATOMIC_ACQUIRE);
   uint8_t nframes = __atomic_load_n(&r->nframes, __ATOMIC_ACQUIRE);
   if (npy) {
-    jw_key(w, "python");
+    jw_key(w, RK_PYTHON);
     emit_python(w, r->py, npy);
     if (r->flags & CP_REC_PY_WAITING) {
-      jw_key(w, "python_thread");
+      jw_key(w, RK_PYTHON_THREAD);
       jw_uint(w, r->py_thread);
     }
   }
-  jw_key(w, "stack");
+  jw_key(w, RK_STACK);
   emit_frames(w, r->frames, nframes);
   emit_ops_for(w, emit_rseq(r), r->tid);
   if (r->kind == CP_KIND_GRAPH) emit_graph_nodes(w, r);
@@ -230,13 +244,13 @@ void emit_process(struct jw *w) {
   char exe[1024];
   ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
   exe[k > 0 ? k : 0] = '\0';
-  jw_key(w, "process");
+  jw_key(w, RK_PROCESS);
   jw_obj_begin(w);
-  jw_key(w, "pid");
+  jw_key(w, RK_PID);
   jw_int(w, getpid());
-  jw_key(w, "ppid");
+  jw_key(w, RK_PPID);
   jw_int(w, getppid());
-  jw_key(w, "exe");
+  jw_key(w, RK_EXE);
   jw_str(w, exe);
   /* the kernel's name of the process (its log of a GPU fault names it so: culprit run ties the two by it when the
    * log's pid is not this one's, in a container) */
@@ -246,10 +260,10 @@ void emit_process(struct jw *w) {
   if (cfd >= 0) close(cfd);
   while (cl > 0 && comm[cl - 1] == '\n') cl--;
   if (cl > 0) {
-    jw_key(w, "comm");
+    jw_key(w, RK_COMM);
     jw_strn(w, comm, (size_t)cl);
   }
-  jw_key(w, "argv");
+  jw_key(w, RK_ARGV);
   jw_arr_begin(w);
   /* the whole command line, so that a command printed from the report is the one that ran; past the bound (a
    * command line can be megabytes) the arguments left out are counted */
@@ -291,16 +305,16 @@ void emit_process(struct jw *w) {
   free(buf);
   jw_arr_end(w);
   if (cut) {
-    jw_key(w, "argv_left_out");
+    jw_key(w, RK_ARGV_LEFT_OUT);
     jw_uint(w, total);
   }
   char host[256] = "";
   gethostname(host, sizeof host - 1);
-  jw_key(w, "hostname");
+  jw_key(w, RK_HOSTNAME);
   jw_str(w, host);
-  jw_key(w, "time_unix");
+  jw_key(w, RK_TIME_UNIX);
   jw_int(w, (long long)time(NULL));
-  jw_key(w, "time_unix_ns");
+  jw_key(w, RK_TIME_UNIX_NS);
   jw_uint(w, cp_wall_ns());
   rank_emit(w);
   jw_obj_end(w);
@@ -408,17 +422,17 @@ void emit_stderr(const char *s) {
 }
 
 void emit_head(struct jw *w, const char *kind) {
-  jw_key(w, "schema");
+  jw_key(w, RK_SCHEMA);
   jw_str(w, "culprit.report/1");
-  jw_key(w, "kind");
+  jw_key(w, RK_KIND);
   jw_str(w, kind);
-  jw_key(w, "tool");
+  jw_key(w, RK_TOOL);
   jw_obj_begin(w);
-  jw_key(w, "name");
+  jw_key(w, RK_NAME);
   jw_str(w, "culprit");
-  jw_key(w, "version");
+  jw_key(w, RK_VERSION);
   jw_str(w, CULPRIT_VERSION);
-  jw_key(w, "unwinder");
+  jw_key(w, RK_UNWINDER);
   jw_str(w, stack_unwinder());
   jw_obj_end(w);
   emit_process(w);
@@ -426,63 +440,63 @@ void emit_head(struct jw *w, const char *kind) {
 
 void emit_config(struct jw *w, const struct cp_config *cfg, int mode) {
   char win[64];
-  jw_key(w, "config");
+  jw_key(w, RK_CONFIG);
   jw_obj_begin(w);
-  jw_key(w, "mode");
+  jw_key(w, RK_MODE);
   jw_str(w, cfg_mode_name(mode));
-  jw_key(w, "ring");
+  jw_key(w, RK_RING);
   jw_uint(w, cfg->ring);
-  jw_key(w, "stack_depth");
+  jw_key(w, RK_STACK_DEPTH);
   jw_int(w, cfg->stack_depth);
-  jw_key(w, "kernels");
+  jw_key(w, RK_KERNELS);
   jw_str(w, cfg->kernels);
   if (cfg->launch_hi == UINT64_MAX)
     snprintf(win, sizeof win, "%llu:", (unsigned long long)cfg->launch_lo);
   else
     snprintf(win, sizeof win, "%llu:%llu", (unsigned long long)cfg->launch_lo, (unsigned long long)cfg->launch_hi);
-  jw_key(w, "launches");
+  jw_key(w, RK_LAUNCHES);
   jw_str(w, win);
   int refused = cfg->mark == CP_MARK_MEMSET ? crumb_memset_refused() : 0;
-  jw_key(w, "mark");
+  jw_key(w, RK_MARK);
   jw_str(w, cfg->mark == CP_MARK_MEMSET && !refused ? "memset" : "write");
   if (refused) {
-    jw_key(w, "memset_refused"); /* the driver refused the memset mark: writes from then on */
+    jw_key(w, RK_MEMSET_REFUSED); /* the driver refused the memset mark: writes from then on */
     jw_int(w, refused);
   }
   jw_obj_end(w);
 }
 
 void emit_stats(struct jw *w, uint64_t launches, size_t records) {
-  jw_key(w, "stats");
+  jw_key(w, RK_STATS);
   jw_obj_begin(w);
-  jw_key(w, "launches");
+  jw_key(w, RK_LAUNCHES);
   jw_uint(w, launches);
-  jw_key(w, "records_in_rings");
+  jw_key(w, RK_RECORDS_IN_RINGS);
   jw_uint(w, records);
-  jw_key(w, "crumbs");
+  jw_key(w, RK_CRUMBS);
   jw_uint(w, crumb_written());
-  jw_key(w, "crumb_failures");
+  jw_key(w, RK_CRUMB_FAILURES);
   jw_uint(w, crumb_failures());
-  jw_key(w, "ring_overwritten");
+  jw_key(w, RK_RING_OVERWRITTEN);
   jw_uint(w, ring_total_overwritten());
-  jw_key(w, "threads");
+  jw_key(w, RK_THREADS);
   jw_int(w, ring_count());
   jw_obj_end(w);
 }
 
 void emit_verdict(struct jw *w, const char *certainty, const char *reason, uint64_t first, uint64_t last) {
-  jw_key(w, "verdict");
+  jw_key(w, RK_VERDICT);
   jw_obj_begin(w);
-  jw_key(w, "certainty");
+  jw_key(w, RK_CERTAINTY);
   jw_str(w, certainty);
-  jw_key(w, "reason");
+  jw_key(w, RK_REASON);
   jw_str(w, reason);
   if (first) {
-    jw_key(w, "window");
+    jw_key(w, RK_WINDOW);
     jw_obj_begin(w);
-    jw_key(w, "first");
+    jw_key(w, RK_FIRST);
     jw_uint(w, first);
-    jw_key(w, "last");
+    jw_key(w, RK_LAST);
     jw_uint(w, last);
     jw_obj_end(w);
   }

@@ -10,6 +10,7 @@ struct cp_config;
 struct cp_rec;
 struct jw;
 struct pystack_ref;
+struct pystack_thread;
 
 struct emit_snap {
   struct cp_rec *recs; /* records sorted by seq */
@@ -31,6 +32,11 @@ void emit_frames(struct jw *w, void *const *pcs, int n);
 struct stack_maps;
 void emit_use_maps(const struct stack_maps *m);
 void emit_python(struct jw *w, const struct pystack_ref *py, int n);
+/* One entry of "python_threads": {"id": the thread's threading.get_ident(), "python": its frames}. */
+void emit_python_thread(struct jw *w, const struct pystack_thread *t);
+/* Where a launch ran, or a stream entry: "stream" (the handle), its kind under kind_key ("stream_kind" in a
+ * launch, "kind" in a stream entry), "ctx" and "device". */
+void emit_stream_place(struct jw *w, const char *kind_key, const void *handle, int kind, const void *ctx, int device);
 void emit_launch(struct jw *w, const struct cp_rec *r);
 /* The opening of every report: "schema", "kind" (fault, hang or exit), "tool", "process". */
 void emit_head(struct jw *w, const char *kind);

@@ -7,6 +7,7 @@
 #include "emit.h"
 #include "../core/allocs.h"
 #include "../base/jsonw.h"
+#include "../render/report_keys.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -57,36 +58,36 @@ static int number_sites(const struct allocs_entry *e, size_t n, int *site, size_
 
 static void emit_range(struct jw *w, const struct allocs_entry *e, int site) {
   jw_obj_begin(w);
-  jw_key(w, "base");
+  jw_key(w, RK_BASE);
   jw_hex(w, e->base);
-  jw_key(w, "size");
+  jw_key(w, RK_SIZE);
   jw_uint(w, e->size);
-  jw_key(w, "kind");
+  jw_key(w, RK_KIND);
   jw_str(w, allocs_kind_name(e->kind));
-  jw_key(w, "api");
+  jw_key(w, RK_API);
   jw_str(w, e->api);
   if (e->kind == ALLOCS_HOST && e->host != e->base) {
-    jw_key(w, "host");
+    jw_key(w, RK_HOST);
     jw_hex(w, e->host);
   }
-  jw_key(w, "seq");
+  jw_key(w, RK_SEQ);
   jw_uint(w, e->seq);
   if (e->flags & ALLOCS_FREED) {
-    jw_key(w, "freed_seq");
+    jw_key(w, RK_FREED_SEQ);
     jw_uint(w, e->freed_seq);
     if (e->freed_api) {
-      jw_key(w, "freed_api");
+      jw_key(w, RK_FREED_API);
       jw_str(w, e->freed_api);
     }
     if (e->flags & ALLOCS_FREE_UNSEEN) {
-      jw_key(w, "free_unseen");
+      jw_key(w, RK_FREE_UNSEEN);
       jw_bool(w, 1);
     }
   }
-  jw_key(w, "thread");
+  jw_key(w, RK_THREAD);
   jw_int(w, e->tid);
   if (site >= 0) {
-    jw_key(w, "site");
+    jw_key(w, RK_SITE);
     jw_int(w, site);
   }
   jw_obj_end(w);
@@ -104,45 +105,45 @@ void emit_allocs(struct jw *w) {
     free(site);
     site = NULL;
   }
-  jw_key(w, "allocations");
+  jw_key(w, RK_ALLOCATIONS);
   jw_obj_begin(w);
-  jw_key(w, "capacity");
+  jw_key(w, RK_CAPACITY);
   jw_uint(w, c.capacity);
-  jw_key(w, "recorded");
+  jw_key(w, RK_RECORDED);
   jw_uint(w, c.recorded);
-  jw_key(w, "forgotten");
+  jw_key(w, RK_FORGOTTEN);
   jw_uint(w, c.forgotten);
-  jw_key(w, "not_recorded");
+  jw_key(w, RK_NOT_RECORDED);
   jw_uint(w, c.not_recorded);
   if (c.forgotten || c.not_recorded) {
-    jw_key(w, "overflowed");
+    jw_key(w, RK_OVERFLOWED);
     jw_bool(w, 1);
   }
   if (c.handles_created) {
-    jw_key(w, "vm_handles");
+    jw_key(w, RK_VM_HANDLES);
     jw_obj_begin(w);
-    jw_key(w, "created");
+    jw_key(w, RK_CREATED);
     jw_uint(w, c.handles_created);
-    jw_key(w, "released");
+    jw_key(w, RK_RELEASED);
     jw_uint(w, c.handles_released);
-    jw_key(w, "bytes");
+    jw_key(w, RK_BYTES);
     jw_uint(w, c.handle_bytes);
     jw_obj_end(w);
   }
-  jw_key(w, "ranges");
+  jw_key(w, RK_RANGES);
   jw_arr_begin(w);
   for (size_t i = 0; i < n; i++) emit_range(w, &e[i], site ? site[i] : -1);
   jw_arr_end(w);
-  jw_key(w, "sites");
+  jw_key(w, RK_SITES);
   jw_arr_begin(w);
   for (int s = 0; s < nsites; s++) {
     const struct allocs_entry *r = &e[rep[s]];
     jw_obj_begin(w);
     if (r->npy) {
-      jw_key(w, "python");
+      jw_key(w, RK_PYTHON);
       emit_python(w, r->py, r->npy);
     }
-    jw_key(w, "stack");
+    jw_key(w, RK_STACK);
     emit_frames(w, r->frames, r->nframes);
     jw_obj_end(w);
   }

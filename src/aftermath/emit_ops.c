@@ -3,30 +3,31 @@
 
 #include "../core/ops.h"
 #include "../base/jsonw.h"
+#include "../render/report_keys.h"
 
 #include <stdlib.h>
 
 static void emit_note(struct jw *w, const struct ops_note *n) {
-  jw_key(w, "name");
+  jw_key(w, RK_NAME);
   jw_str(w, n->name);
   if (n->args[0]) {
-    jw_key(w, "args");
+    jw_key(w, RK_ARGS);
     jw_str(w, n->args);
   }
   if (n->problem[0]) {
-    jw_key(w, "problem");
+    jw_key(w, RK_PROBLEM);
     jw_str(w, n->problem);
   }
   if (n->nbuf > 0) {
-    jw_key(w, "buffers");
+    jw_key(w, RK_BUFFERS);
     jw_arr_begin(w);
     for (int i = 0; i < n->nbuf && i < OPS_BUFFERS; i++) {
       jw_obj_begin(w);
-      jw_key(w, "label");
+      jw_key(w, RK_LABEL);
       jw_str(w, n->buf[i].label);
-      jw_key(w, "base");
+      jw_key(w, RK_BASE);
       jw_hex(w, n->buf[i].base);
-      jw_key(w, "size");
+      jw_key(w, RK_SIZE);
       jw_uint(w, n->buf[i].size);
       jw_obj_end(w);
     }
@@ -38,7 +39,7 @@ void emit_ops_for(struct jw *w, uint64_t seq, int32_t tid) {
   if (!ops_any()) return;
   struct ops_note n;
   if (!ops_find(seq, tid, &n)) return;
-  jw_key(w, "op");
+  jw_key(w, RK_OP);
   jw_obj_begin(w);
   emit_note(w, &n);
   jw_obj_end(w);
@@ -49,20 +50,20 @@ void emit_ops_diagnosis(struct jw *w) {
   struct ops_note *notes = malloc(OPS_PROBLEMS * sizeof *notes);
   int k = notes ? ops_problems(notes, OPS_PROBLEMS) : 0;
   if (k > 0) {
-    jw_key(w, "diagnosis");
+    jw_key(w, RK_DIAGNOSIS);
     jw_arr_begin(w);
     for (int i = 0; i < k; i++) {
       const struct ops_note *n = &notes[i];
       jw_obj_begin(w);
       emit_note(w, n);
-      jw_key(w, "first");
+      jw_key(w, RK_FIRST);
       jw_uint(w, n->first);
-      jw_key(w, "last");
+      jw_key(w, RK_LAST);
       if (n->running)
         jw_null(w);
       else
         jw_uint(w, n->last);
-      jw_key(w, "thread");
+      jw_key(w, RK_THREAD);
       jw_int(w, n->tid);
       jw_obj_end(w);
     }

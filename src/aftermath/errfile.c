@@ -7,6 +7,7 @@
 #include "errtext.h"
 #include "../base/jsonw.h"
 #include "../render/render.h"
+#include "../render/format_keys.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -45,15 +46,15 @@ void errfile_verdict(int code, const char *name, const char *text, const char *j
     snprintf(stamp, sizeof stamp, "%lld", (long long)time(NULL));
     jw_init(&w);
     jw_obj_begin(&w);
-    jw_key(&w, "message");
+    jw_key(&w, EF_MESSAGE);
     jw_obj_begin(&w);
-    jw_key(&w, "message");
+    jw_key(&w, EF_MESSAGE);
     jw_str(&w, msg);
-    jw_key(&w, "extraInfo");
+    jw_key(&w, EF_EXTRA_INFO);
     jw_obj_begin(&w);
-    jw_key(&w, "py_callstack");
+    jw_key(&w, EF_PY_CALLSTACK);
     jw_str(&w, stack);
-    jw_key(&w, "timestamp");
+    jw_key(&w, EF_TIMESTAMP);
     jw_str(&w, stamp);
     jw_obj_end(&w);
     jw_obj_end(&w);

@@ -9,6 +9,7 @@
 #include "../base/config.h"
 #include "../render/json.h"
 #include "../render/render.h"
+#include "../render/report_keys.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -61,7 +62,7 @@ static void put_launch(char *out, size_t outsz, const struct json *launch) {
 }
 
 static void compose(char *out, size_t outsz, const struct json *doc, const char *path) {
-  const struct json *culprit = json_get(doc, "culprit"), *cands = json_get(doc, "candidates");
+  const struct json *culprit = json_get(doc, RK_CULPRIT), *cands = rk_candidates(doc);
   char n[64];
   out[0] = '\0';
   if (json_is(culprit, JSON_OBJ)) {

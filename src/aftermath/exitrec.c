@@ -9,6 +9,7 @@
 #include "../core/crumb.h"
 #include "../core/ring.h"
 #include "../base/jsonw.h"
+#include "../render/report_keys.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,29 +68,29 @@ static void write_exit_record(void) {
   jw_init(&w);
   jw_obj_begin(&w);
   emit_head(&w, "exit");
-  jw_key(&w, "config");
+  jw_key(&w, RK_CONFIG);
   jw_obj_begin(&w);
-  jw_key(&w, "mode");
+  jw_key(&w, RK_MODE);
   jw_str(&w, cfg_mode_name(g_cfg->mode));
   jw_obj_end(&w);
-  jw_key(&w, "exit");
+  jw_key(&w, RK_EXIT);
   jw_obj_begin(&w);
   if (g_status >= 0) {
-    jw_key(&w, "status");
+    jw_key(&w, RK_STATUS);
     jw_int(&w, g_status);
   }
   jw_obj_end(&w);
-  jw_key(&w, "stats");
+  jw_key(&w, RK_STATS);
   jw_obj_begin(&w);
-  jw_key(&w, "launches");
+  jw_key(&w, RK_LAUNCHES);
   jw_uint(&w, launches);
-  jw_key(&w, "crumbs");
+  jw_key(&w, RK_CRUMBS);
   jw_uint(&w, crumb_written());
-  jw_key(&w, "crumb_failures");
+  jw_key(&w, RK_CRUMB_FAILURES);
   jw_uint(&w, crumb_failures());
-  jw_key(&w, "ring_overwritten");
+  jw_key(&w, RK_RING_OVERWRITTEN);
   jw_uint(&w, ring_total_overwritten());
-  jw_key(&w, "threads");
+  jw_key(&w, RK_THREADS);
   jw_int(&w, ring_count());
   jw_obj_end(&w);
   jw_obj_end(&w);

@@ -21,6 +21,7 @@
 #include "../stack/pystack.h"
 #include "../stack/stack.h"
 #include "../stack/threads.h"
+#include "../render/report_keys.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -40,7 +41,7 @@ static void emit_seconds(struct jw *w, uint32_t ms) {
 
 static void emit_streams(struct jw *w, const struct hang_pick *p, uint64_t after) {
   int listed = 0;
-  jw_key(w, "streams");
+  jw_key(w, RK_STREAMS);
   jw_arr_begin(w);
   for (uint32_t i = 0; i < crumb_capacity() && listed < MAX_STREAMS; i++) {
     struct cp_stream *st = crumb_at(i);
@@ -54,27 +55,27 @@ static void emit_streams(struct jw *w, const struct hang_pick *p, uint64_t after
     jw_obj_begin(w);
     emit_stream_fields(w, st, last);
     if (hang_read_slot(st, &slot) == 0) {
-      jw_key(w, "last_completed");
+      jw_key(w, RK_LAST_COMPLETED);
       jw_uint(w, slot);
-      jw_key(w, "pending");
+      jw_key(w, RK_PENDING);
       jw_bool(w, hs != NULL);
     }
-    jw_key(w, "destroyed");
+    jw_key(w, RK_DESTROYED);
     jw_bool(w, atomic_load_explicit(&st->dead, memory_order_relaxed));
     if (hs && hs->nsusp == 1) {
-      jw_key(w, "in_flight");
+      jw_key(w, RK_IN_FLIGHT);
       jw_uint(w, emit_rseq(hs->first));
     } else if (hs && hs->nsusp > 1) {
-      jw_key(w, "in_flight_window");
+      jw_key(w, RK_IN_FLIGHT_WINDOW);
       jw_obj_begin(w);
-      jw_key(w, "first");
+      jw_key(w, RK_FIRST);
       jw_uint(w, emit_rseq(hs->first));
-      jw_key(w, "last");
+      jw_key(w, RK_LAST);
       jw_uint(w, emit_rseq(hs->last));
       jw_obj_end(w);
     }
     if (hs) {
-      jw_key(w, "queued");
+      jw_key(w, RK_QUEUED);
       jw_int(w, hs->queued);
     }
     jw_obj_end(w);
@@ -100,34 +101,34 @@ static void take_threads(struct taken_threads *tt) {
 static void emit_threads(struct jw *w, const struct taken_threads *tt) {
   int more = tt->more, n = tt->n, npy = tt->npy;
   char used[MAX_PY_THREADS] = {0};
-  jw_key(w, "threads");
+  jw_key(w, RK_THREADS);
   jw_arr_begin(w);
   for (int i = 0; i < n; i++) {
     const struct threads_info *t = &g_threads[i];
     char state[2] = {t->state, 0};
     jw_obj_begin(w);
-    jw_key(w, "tid");
+    jw_key(w, RK_TID);
     jw_int(w, t->tid);
-    jw_key(w, "name");
+    jw_key(w, RK_NAME);
     jw_str(w, t->name);
-    jw_key(w, "state");
+    jw_key(w, RK_STATE);
     jw_str(w, state);
     if (t->in_handler) {
-      jw_key(w, "signal_handler");
+      jw_key(w, RK_SIGNAL_HANDLER);
       jw_bool(w, 1);
     }
     if (t->nframes) {
-      jw_key(w, "stack");
+      jw_key(w, RK_STACK);
       emit_frames(w, t->frames, t->nframes);
     }
     if (t->note) {
-      jw_key(w, "stack_note");
+      jw_key(w, RK_STACK_NOTE);
       jw_str(w, t->note);
     }
     for (int k = 0; t->pthread_id && k < npy; k++) {
       if (used[k] || g_py[k].id != t->pthread_id) continue;
       used[k] = 1;
-      jw_key(w, "python");
+      jw_key(w, RK_PYTHON);
       emit_python(w, g_py[k].refs, g_py[k].n);
       break;
     }
@@ -135,23 +136,18 @@ static void emit_threads(struct jw *w, const struct taken_threads *tt) {
   }
   jw_arr_end(w);
   if (more) {
-    jw_key(w, "threads_left_out");
+    jw_key(w, RK_THREADS_LEFT_OUT);
     jw_int(w, more);
   }
   /* Python threads whose native thread was not matched (its stack could not be taken) */
   int left = 0;
   for (int k = 0; k < npy; k++) left += !used[k];
   if (left) {
-    jw_key(w, "python_threads");
+    jw_key(w, RK_PYTHON_THREADS);
     jw_arr_begin(w);
     for (int k = npy - 1; k >= 0; k--) { /* the interpreter lists the newest first; the main thread last */
       if (used[k]) continue;
-      jw_obj_begin(w);
-      jw_key(w, "id");
-      jw_uint(w, g_py[k].id);
-      jw_key(w, "python");
-      emit_python(w, g_py[k].refs, g_py[k].n);
-      jw_obj_end(w);
+      emit_python_thread(w, &g_py[k]);
     }
     jw_arr_end(w);
   }
@@ -194,30 +190,30 @@ static int hang_write_report(const struct cp_config *cfg, int sig, int sender, u
   jw_init(&w);
   jw_obj_begin(&w);
   emit_head(&w, "hang");
-  jw_key(&w, "python_status");
+  jw_key(&w, RK_PYTHON_STATUS);
   jw_str(&w, pystack_status());
   emit_config(&w, cfg, v.mode);
 
-  jw_key(&w, "hang");
+  jw_key(&w, RK_HANG);
   jw_obj_begin(&w);
-  jw_key(&w, "trigger");
+  jw_key(&w, RK_TRIGGER);
   jw_str(&w, sig ? signals_name(sig, name, sizeof name) : "timeout");
   if (sig) {
-    jw_key(&w, "signal");
+    jw_key(&w, RK_SIGNAL);
     jw_int(&w, sig);
     if (sender > 0) {
-      jw_key(&w, "sender_pid");
+      jw_key(&w, RK_SENDER_PID);
       jw_int(&w, sender);
     }
   } else {
-    jw_key(&w, "timeout_s");
+    jw_key(&w, RK_TIMEOUT_S);
     emit_seconds(&w, cfg->hang_timeout_ms);
   }
-  jw_key(&w, "stalled_ms");
+  jw_key(&w, RK_STALLED_MS);
   jw_uint(&w, stalled_ms);
-  jw_key(&w, "time_ns");
+  jw_key(&w, RK_TIME_NS);
   jw_uint(&w, now);
-  jw_key(&w, "time_unix_ns");
+  jw_key(&w, RK_TIME_UNIX_NS);
   jw_uint(&w, cp_wall_ns());
   jw_obj_end(&w);
 
@@ -226,12 +222,12 @@ static int hang_write_report(const struct cp_config *cfg, int sig, int sender, u
                : p.culprit ? emit_rseq(p.culprit)
                            : p.lo,
                p.culprit ? emit_rseq(p.culprit) : p.hi);
-  jw_key(&w, "culprit");
+  jw_key(&w, RK_CULPRIT);
   if (p.culprit)
     emit_launch(&w, p.culprit);
   else
     jw_null(&w);
-  jw_key(&w, "candidates");
+  jw_key(&w, RK_CANDIDATES);
   jw_arr_begin(&w);
   for (int i = 0; !p.culprit && i < p.ncand; i++) emit_launch(&w, p.cand[i]);
   jw_arr_end(&w);
@@ -244,7 +240,7 @@ static int hang_write_report(const struct cp_config *cfg, int sig, int sender, u
     nq = hang_queued_after(&s, p.culprit ? p.culprit : first->last, first->newest, queued, MAX_QUEUED);
     if (nq > MAX_QUEUED) nq = MAX_QUEUED;
   }
-  jw_key(&w, "queued");
+  jw_key(&w, RK_QUEUED);
   jw_arr_begin(&w);
   for (int i = 0; i < nq; i++) emit_launch(&w, queued[i]);
   jw_arr_end(&w);

@@ -6,6 +6,7 @@
 
 #include "../core/launcher.h"
 #include "../base/jsonw.h"
+#include "../render/report_keys.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,26 +41,26 @@ const char *rank_file_host(void) { return g_li.launcher ? g_host : NULL; }
 void rank_emit(struct jw *w) {
   if (g_li.launcher) {
     if (g_li.rank >= 0) {
-      jw_key(w, "rank");
+      jw_key(w, RK_RANK);
       jw_int(w, g_li.rank);
     }
     if (g_li.local_rank >= 0) {
-      jw_key(w, "local_rank");
+      jw_key(w, RK_LOCAL_RANK);
       jw_int(w, g_li.local_rank);
     }
     if (g_li.world_size > 0) {
-      jw_key(w, "world_size");
+      jw_key(w, RK_WORLD_SIZE);
       jw_int(w, g_li.world_size);
     }
-    jw_key(w, "launcher");
+    jw_key(w, RK_LAUNCHER);
     jw_str(w, g_li.launcher);
     if (g_li.job[0]) {
-      jw_key(w, "job");
+      jw_key(w, RK_JOB);
       jw_str(w, g_li.job);
     }
   }
   if (g_li.run_id[0]) {
-    jw_key(w, "run_id");
+    jw_key(w, RK_RUN_ID);
     jw_str(w, g_li.run_id);
   }
 }

@@ -26,6 +26,7 @@
 #include "../render/render.h"
 #include "../stack/pystack.h"
 #include "../stack/stack.h"
+#include "../render/report_keys.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -186,35 +187,35 @@ static void decide(const struct verdict_input *in, const struct emit_snap *s, st
 /* The error's object (code, name, text, the API it surfaced in, the thread and its stacks) and the flush of the
  * kernels' printf buffer when there was one. */
 static void verdict_error(struct jw *w, const struct verdict_input *in, const char *ename, const char *estr) {
-  jw_key(w, "error");
+  jw_key(w, RK_ERROR);
   jw_obj_begin(w);
-  jw_key(w, "code");
+  jw_key(w, RK_CODE);
   jw_int(w, in->code);
-  jw_key(w, "name");
+  jw_key(w, RK_NAME);
   jw_str(w, ename ? ename : "CUDA_ERROR_UNKNOWN_STICKY");
-  jw_key(w, "message");
+  jw_key(w, RK_MESSAGE);
   jw_str(w, estr ? estr : "");
-  jw_key(w, "api");
+  jw_key(w, RK_API);
   jw_str(w, in->api);
-  jw_key(w, "thread");
+  jw_key(w, RK_THREAD);
   jw_int(w, in->tid);
-  jw_key(w, "time_ns");
+  jw_key(w, RK_TIME_NS);
   jw_uint(w, in->time_ns);
-  jw_key(w, "time_unix_ns");
+  jw_key(w, RK_TIME_UNIX_NS);
   jw_uint(w, in->time_unix_ns);
   if (in->npy) {
-    jw_key(w, "python");
+    jw_key(w, RK_PYTHON);
     emit_python(w, in->py, in->npy);
   }
-  jw_key(w, "stack");
+  jw_key(w, RK_STACK);
   emit_frames(w, in->frames, in->nframes);
   jw_obj_end(w);
   if (in->printf_flush && in->printf_flush->call) {
-    jw_key(w, "printf_flush");
+    jw_key(w, RK_PRINTF_FLUSH);
     jw_obj_begin(w);
-    jw_key(w, "call");
+    jw_key(w, RK_CALL);
     jw_str(w, in->printf_flush->call);
-    jw_key(w, "result");
+    jw_key(w, RK_RESULT);
     jw_int(w, in->printf_flush->result);
     jw_obj_end(w);
   }
@@ -223,7 +224,7 @@ static void verdict_error(struct jw *w, const struct verdict_input *in, const ch
 static void verdict_history(struct jw *w, const struct verdict_input *in, const struct emit_snap *s,
                             const struct pick *p) {
   /* History: the launches before the culprit (or first candidate) on its stream, oldest first. */
-  jw_key(w, "history");
+  jw_key(w, RK_HISTORY);
   jw_arr_begin(w);
   if (p->culprit) {
     const struct cp_rec *chain[REPORT_HISTORY];
@@ -248,15 +249,10 @@ static void verdict_python_threads(struct jw *w, const struct pick *p) {
     static struct pystack_thread threads[8]; /* report time runs once per process */
     int nt = pystack_other_threads(threads, 8);
     if (nt > 0) {
-      jw_key(w, "python_threads");
+      jw_key(w, RK_PYTHON_THREADS);
       jw_arr_begin(w);
       for (int i = nt - 1; i >= 0; i--) { /* the interpreter lists the newest first; the main thread last */
-        jw_obj_begin(w);
-        jw_key(w, "id");
-        jw_uint(w, threads[i].id);
-        jw_key(w, "python");
-        emit_python(w, threads[i].refs, threads[i].n);
-        jw_obj_end(w);
+        emit_python_thread(w, &threads[i]);
       }
       jw_arr_end(w);
     }
@@ -265,7 +261,7 @@ static void verdict_python_threads(struct jw *w, const struct pick *p) {
 
 /* The streams with work launched since the process started recording, with their breadcrumbs. */
 static void verdict_streams(struct jw *w, const struct verdict_input *in) {
-  jw_key(w, "streams");
+  jw_key(w, RK_STREAMS);
   jw_arr_begin(w);
   int listed = 0;
   for (uint32_t i = 0; i < crumb_capacity() && listed < MAX_STREAMS_LISTED; i++) {
@@ -279,12 +275,12 @@ static void verdict_streams(struct jw *w, const struct verdict_input *in) {
     emit_stream_fields(w, st, last);
     if (st->slot) {
       uint64_t done = crumb_slot_value(st->slot, last);
-      jw_key(w, "last_completed");
+      jw_key(w, RK_LAST_COMPLETED);
       jw_uint(w, done);
-      jw_key(w, "pending");
+      jw_key(w, RK_PENDING);
       jw_bool(w, done < last);
     }
-    jw_key(w, "destroyed");
+    jw_key(w, RK_DESTROYED);
     jw_bool(w, atomic_load_explicit(&st->dead, memory_order_relaxed));
     jw_obj_end(w);
   }
@@ -332,7 +328,7 @@ int verdict_emit(const struct verdict_input *in, char *path, unsigned pathlen) {
   jw_init(&w);
   jw_obj_begin(&w);
   emit_head(&w, "fault");
-  jw_key(&w, "python_status");
+  jw_key(&w, RK_PYTHON_STATUS);
   jw_str(&w, pystack_status());
   emit_config(&w, in->cfg, in->mode);
 
@@ -340,12 +336,12 @@ int verdict_emit(const struct verdict_input *in, char *path, unsigned pathlen) {
 
   emit_verdict(&w, p.certainty, p.reason, p.win_lo, p.win_hi);
 
-  jw_key(&w, "culprit");
+  jw_key(&w, RK_CULPRIT);
   if (p.culprit && !strcmp(p.certainty, "exact"))
     emit_launch(&w, p.culprit);
   else
     jw_null(&w);
-  jw_key(&w, "candidates");
+  jw_key(&w, RK_CANDIDATES);
   jw_arr_begin(&w);
   for (int i = 0; i < p.ncand; i++) emit_launch(&w, p.cand[i]);
   jw_arr_end(&w);

@@ -9,18 +9,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The names of CULPRIT_MODE's and CULPRIT_MARK's values, by the value they stand for. */
+static const char *const cfg_modes[] = {
+    [CP_MODE_RECORD] = "record", [CP_MODE_BLOCKING] = "blocking", [CP_MODE_OFF] = "off", [CP_MODE_PRECISE] = "precise"};
+static const char *const cfg_marks[] = {[CP_MARK_WRITE] = "write", [CP_MARK_MEMSET] = "memset"};
+
 const char *cfg_mode_name(int mode) {
-  switch (mode) {
-  case CP_MODE_RECORD:
-    return "record";
-  case CP_MODE_BLOCKING:
-    return "blocking";
-  case CP_MODE_OFF:
-    return "off";
-  case CP_MODE_PRECISE:
-    return "precise";
-  }
-  return "?";
+  return mode >= 0 && mode < (int)(sizeof cfg_modes / sizeof cfg_modes[0]) ? cfg_modes[mode] : "?";
+}
+
+/* The value whose name is v among names[0..n), or -1. */
+static int cfg_pick(const char *v, const char *const *names, int n) {
+  for (int i = 0; i < n; i++)
+    if (!strcmp(v, names[i])) return i;
+  return -1;
 }
 
 /* Strict unsigned decimal: digits only, no sign, no overflow. */
@@ -234,16 +236,9 @@ int cfg_parse(struct cp_config *c, cfg_getenv_fn get, char *err, size_t errlen) 
   c->exception_text = 1;
 
   if ((v = get("CULPRIT_MODE")) && *v) {
-    if (!strcmp(v, "record"))
-      c->mode = CP_MODE_RECORD;
-    else if (!strcmp(v, "blocking"))
-      c->mode = CP_MODE_BLOCKING;
-    else if (!strcmp(v, "off"))
-      c->mode = CP_MODE_OFF;
-    else if (!strcmp(v, "precise"))
-      c->mode = CP_MODE_PRECISE;
-    else
-      return bad(err, errlen, "CULPRIT_MODE", v, "use record, precise, blocking or off");
+    int mode = cfg_pick(v, cfg_modes, (int)(sizeof cfg_modes / sizeof cfg_modes[0]));
+    if (mode < 0) return bad(err, errlen, "CULPRIT_MODE", v, "use record, precise, blocking or off");
+    c->mode = mode;
   }
   if ((v = get("CULPRIT_KERNELS")) && *v) {
     if (strlen(v) >= sizeof c->kernels) return bad(err, errlen, "CULPRIT_KERNELS", v, "at most 255 characters");
@@ -264,12 +259,9 @@ int cfg_parse(struct cp_config *c, cfg_getenv_fn get, char *err, size_t errlen) 
     c->stack_depth = (int)n;
   }
   if ((v = get("CULPRIT_MARK")) && *v) {
-    if (!strcmp(v, "write"))
-      c->mark = CP_MARK_WRITE;
-    else if (!strcmp(v, "memset"))
-      c->mark = CP_MARK_MEMSET;
-    else
-      return bad(err, errlen, "CULPRIT_MARK", v, "use write or memset");
+    int mark = cfg_pick(v, cfg_marks, (int)(sizeof cfg_marks / sizeof cfg_marks[0]));
+    if (mark < 0) return bad(err, errlen, "CULPRIT_MARK", v, "use write or memset");
+    c->mark = mark;
   }
   if ((v = get("CULPRIT_CRUMB_EVERY")) && *v) {
     if (parse_u64(v, &n) || n < 1 || n > 4096)

@@ -13,6 +13,8 @@
 #include "../render/json.h"
 #include "../base/jsonw.h"
 #include "../render/render.h"
+#include "../render/format_keys.h"
+#include "../render/report_keys.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -33,7 +35,7 @@ static void deliver_host(const char *path, const struct json *proc, char *out, s
 {
     const char *base = render_base(path), *dash;
     out[0] = '\0';
-    if (json_get(proc, "rank") && strncmp(base, "culprit-", 8) == 0 && (dash = strrchr(base + 8, '-')) != NULL &&
+    if (json_get(proc, RK_RANK) && strncmp(base, "culprit-", 8) == 0 && (dash = strrchr(base + 8, '-')) != NULL &&
         dash > base + 8 && (size_t)(dash - (base + 8)) < outsz)
         snprintf(out, outsz, "%.*s", (int)(dash - (base + 8)), base + 8);
     if (!out[0] && gethostname(out, outsz - 1) != 0)
@@ -41,10 +43,10 @@ static void deliver_host(const char *path, const struct json *proc, char *out, s
     out[outsz - 1] = '\0';
 }
 
-static void deliver_int(struct jw *w, const char *key, const struct json *obj)
+static void deliver_int(struct jw *w, const char *key, const struct json *value)
 {
     long long v;
-    if (json_int(json_get(obj, key), &v) == 0) {
+    if (json_int(value, &v) == 0) {
         jw_key(w, key);
         jw_int(w, v);
     }
@@ -60,49 +62,48 @@ static void deliver_str(struct jw *w, const char *key, const char *s)
 
 char *deliver_event_line(const char *path, const struct json *doc)
 {
-    const char *kind = json_get_str(doc, "kind");
-    const struct json *proc = json_get(doc, "process"), *err = json_get(doc, "error"), *launch;
-    const struct json *verdict = json_get(doc, "verdict");
+    const char *kind = json_get_str(doc, RK_KIND);
+    const struct json *proc = json_get(doc, RK_PROCESS), *err = json_get(doc, RK_ERROR), *launch;
     char host[256], site[256], *owned = NULL, *line = NULL;
     long long seq;
     struct jw w;
 
     if (!kind || (strcmp(kind, "fault") && strcmp(kind, "hang")))
         return NULL;
-    launch = json_get(doc, "culprit");
-    if (!json_is(launch, JSON_OBJ))
-        launch = json_at(json_get(doc, "candidates"), 0);
+    launch = rk_culprit(doc);
+    if (!launch)
+        launch = json_at(rk_candidates(doc), 0);
     deliver_host(path, proc, host, sizeof host);
     jw_init(&w);
     jw_obj_begin(&w);
-    jw_key(&w, "event");
+    jw_key(&w, EV_EVENT);
     jw_str(&w, "culprit.report");
-    jw_key(&w, "kind");
+    jw_key(&w, EV_KIND);
     jw_str(&w, kind);
-    jw_key(&w, "time");
+    jw_key(&w, EV_TIME);
     jw_int(&w, (long long)time(NULL));
-    jw_key(&w, "host");
+    jw_key(&w, EV_HOST);
     jw_str(&w, host);
-    deliver_int(&w, "pid", proc);
-    deliver_int(&w, "rank", proc);
-    deliver_int(&w, "local_rank", proc);
-    deliver_int(&w, "world_size", proc);
-    deliver_str(&w, "launcher", json_get_str(proc, "launcher"));
-    deliver_str(&w, "job", json_get_str(proc, "job"));
-    deliver_str(&w, "run_id", json_get_str(proc, "run_id"));
-    deliver_str(&w, "error", json_get_str(err, "name"));
-    deliver_int(&w, "code", err);
-    deliver_str(&w, "api", json_get_str(err, "api"));
-    deliver_str(&w, "certainty", json_get_str(verdict, "certainty"));
+    deliver_int(&w, EV_PID, json_get(proc, RK_PID));
+    deliver_int(&w, EV_RANK, json_get(proc, RK_RANK));
+    deliver_int(&w, EV_LOCAL_RANK, json_get(proc, RK_LOCAL_RANK));
+    deliver_int(&w, EV_WORLD_SIZE, json_get(proc, RK_WORLD_SIZE));
+    deliver_str(&w, EV_LAUNCHER, json_get_str(proc, RK_LAUNCHER));
+    deliver_str(&w, EV_JOB, json_get_str(proc, RK_JOB));
+    deliver_str(&w, EV_RUN_ID, json_get_str(proc, RK_RUN_ID));
+    deliver_str(&w, EV_ERROR, json_get_str(err, RK_NAME));
+    deliver_int(&w, EV_CODE, json_get(err, RK_CODE));
+    deliver_str(&w, EV_API, json_get_str(err, RK_API));
+    deliver_str(&w, EV_CERTAINTY, rk_certainty(doc));
     if (json_is(launch, JSON_OBJ)) {
-        deliver_str(&w, "kernel", render_launch_name(launch, &owned));
-        if (json_int(json_get(launch, "seq"), &seq) == 0) {
-            jw_key(&w, "launch");
+        deliver_str(&w, EV_KERNEL, render_launch_name(launch, &owned));
+        if (json_int(json_get(launch, RK_SEQ), &seq) == 0) {
+            jw_key(&w, EV_LAUNCH);
             jw_int(&w, seq);
         }
-        deliver_str(&w, "launched_at", render_launch_site(launch, site, sizeof site));
+        deliver_str(&w, EV_LAUNCHED_AT, render_launch_site(launch, site, sizeof site));
     }
-    jw_key(&w, "report");
+    jw_key(&w, EV_REPORT);
     jw_str(&w, path);
     jw_obj_end(&w);
     free(owned);
@@ -256,7 +257,7 @@ static void deliver_command(const char *cmd, const char *path, unsigned ms)
 
 void deliver_report(const struct cli_run_opts *o, const char *path, const struct json *doc)
 {
-    const char *kind = json_get_str(doc, "kind");
+    const char *kind = json_get_str(doc, RK_KIND);
     if (!kind || (strcmp(kind, "fault") && strcmp(kind, "hang")))
         return; /* an exit record is no event */
     if (o->events) {

@@ -8,6 +8,7 @@
 #include "../render/json.h"
 #include "../report/merge.h"
 #include "../render/render.h"
+#include "../render/report_keys.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +21,7 @@ int cli_show_reports(const struct merge_report *reps, size_t n, int brief, FILE 
     int rc = 0;
 
     for (size_t i = 0; i < n; i++) {
-        const char *kind = json_get_str(reps[i].doc, "kind");
+        const char *kind = json_get_str(reps[i].doc, RK_KIND);
         /* reports written before hang reports existed have no kind: they are all faults */
         if (!kind || strcmp(kind, "fault") == 0)
             *faulted = 1;

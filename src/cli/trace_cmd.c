@@ -9,6 +9,7 @@
 #include "../report/replace.h"
 #include "../report/symbolize.h"
 #include "../report/trace.h"
+#include "../render/report_keys.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -78,7 +79,7 @@ int cli_trace_main(int argc, char **argv)
         cli_err("%s", why);
         return CLI_EXIT_FAIL;
     }
-    kind = json_get_str(doc, "kind");
+    kind = json_get_str(doc, RK_KIND);
     if (kind && strcmp(kind, "exit") == 0) {
         /* an exit record says a process saw no CUDA error: no launch and no fault, nothing to put on a timeline */
         cli_err("%s is an exit record (its process saw no CUDA error): it holds no launches and no fault, so there "
@@ -95,7 +96,7 @@ int cli_trace_main(int argc, char **argv)
     }
     if (nlaunches == 0)
         cli_err("%s lists no launches: the trace holds only %s", report,
-                json_get(doc, "error") || json_get(doc, "hang") ? "the moment of the error or hang" : "its tracks");
+                json_get(doc, RK_ERROR) || json_get(doc, RK_HANG) ? "the moment of the error or hang" : "its tracks");
     if (strcmp(out, "-") == 0) {
         if (fwrite(w.buf, 1, w.len, stdout) != w.len || fputc('\n', stdout) == EOF || fflush(stdout) != 0) {
             cli_err("cannot write the trace to standard output: %s", strerror(errno));

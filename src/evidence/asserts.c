@@ -17,6 +17,7 @@
 #include "../base/jsonw.h"
 #include "../render/json.h"
 #include "../render/render.h"
+#include "../render/report_keys.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -211,8 +212,8 @@ static enum asserts_how asserts_how(const struct dev_assert *a)
 /* The launch's kernel name in readable form (malloc'd), or NULL. */
 static char *asserts_launch_name(const struct json *launch)
 {
-    const char *k = json_get_str(launch, "kernel");
-    const char *m = json_get_str(launch, "mangled");
+    const char *k = json_get_str(launch, RK_KERNEL);
+    const char *m = json_get_str(launch, RK_MANGLED);
     char *d;
     if (k && *k && strncmp(k, "_Z", 2) != 0)
         return strdup(k);
@@ -225,7 +226,7 @@ static char *asserts_launch_name(const struct json *launch)
 
 static int asserts_is_graph(const struct json *launch)
 {
-    const char *kind = json_get_str(launch, "kind");
+    const char *kind = json_get_str(launch, RK_KIND);
     return kind && strcmp(kind, "graph") == 0;
 }
 
@@ -233,7 +234,7 @@ static int asserts_is_graph(const struct json *launch)
  * cannot rule anything out. */
 static int asserts_fit_dims(const struct dev_assert *a, const struct json *launch)
 {
-    const struct json *grid = json_get(launch, "grid"), *block = json_get(launch, "block");
+    const struct json *grid = json_get(launch, RK_GRID), *block = json_get(launch, RK_BLOCK);
     long long g[3], b[3];
     int i;
     if (json_len(grid) != 3 || json_len(block) != 3)
@@ -298,7 +299,7 @@ static int asserts_fit_kernel(const struct dev_assert *a, const struct json *lau
  * part in a fit. */
 static int asserts_consistent(const struct dev_assert *a, const struct json *launch, int *by_name)
 {
-    const struct json *nodes = json_get(launch, "graph_nodes");
+    const struct json *nodes = json_get(launch, RK_GRAPH_NODES);
     size_t i, n = json_len(nodes);
     int fits = 0, bn;
     if (!asserts_is_graph(launch))
@@ -356,7 +357,7 @@ static int asserts_file_words(const char *file, char words[ASSERTS_WORDS][32])
 static int asserts_mentions_file(const struct dev_assert *a, const struct json *launch)
 {
     char words[ASSERTS_WORDS][32], *lower = NULL;
-    const char *m = json_get_str(launch, "mangled"), *k = json_get_str(launch, "kernel");
+    const char *m = json_get_str(launch, RK_MANGLED), *k = json_get_str(launch, RK_KERNEL);
     int n, i, all;
     if (asserts_triton_form(a) || asserts_is_graph(launch))
         return 0;
@@ -378,7 +379,7 @@ static int asserts_narrowed_by_dims(const struct dev_asserts *as, const struct j
 {
     size_t i, j, k;
     for (i = 0; i < json_len(arr); i++) {
-        const struct json *l = json_at(arr, i), *nodes = json_get(l, "graph_nodes");
+        const struct json *l = json_at(arr, i), *nodes = json_get(l, RK_GRAPH_NODES);
         int same = 0;
         if (i == hit || !json_is(l, JSON_OBJ))
             continue;
@@ -399,7 +400,7 @@ static int asserts_narrowed_by_dims(const struct dev_asserts *as, const struct j
 static char *asserts_why(const struct dev_asserts *as, const struct dev_assert *by, const struct json *arr, size_t hit)
 {
     const struct json *l = json_at(arr, hit);
-    long long seq = json_get_int(l, "seq", -1);
+    long long seq = json_get_int(l, RK_SEQ, -1);
     char *name = asserts_launch_name(l), *what = NULL, *why = NULL, dims[160];
     enum asserts_how how = asserts_how(by);
     int graph = asserts_is_graph(l), rc;
@@ -530,11 +531,11 @@ static struct json *asserts_triple_json(const long v[3])
  * fits). Returns 0 or ENOMEM. */
 static int asserts_fitting_seqs(const struct dev_assert *a, const struct json *l, struct json *seqs)
 {
-    const struct json *nodes = json_get(l, "graph_nodes");
+    const struct json *nodes = json_get(l, RK_GRAPH_NODES);
     size_t i, k, n = asserts_is_graph(l) ? json_len(nodes) : 1;
     for (i = 0; json_is(l, JSON_OBJ) && i < n; i++) {
         const struct json *kernel = asserts_is_graph(l) ? json_at(nodes, i) : l;
-        long long seq = json_get_int(kernel, "seq", -1), old;
+        long long seq = json_get_int(kernel, RK_SEQ, -1), old;
         int by_name, dup = 0;
         struct json *v;
         if (seq < 0 || !asserts_fit_kernel(a, kernel, &by_name))
@@ -557,18 +558,19 @@ static int asserts_fitting_seqs(const struct dev_assert *a, const struct json *l
 static struct json *asserts_json(const struct dev_assert *a, const struct dev_assert *eff, const struct json *doc)
 {
     struct json *o = json_new(JSON_OBJ), *seqs = json_new(JSON_ARR), *callers = NULL;
-    const struct json *cands = json_get(doc, "candidates");
+    const struct json *cands = json_get(doc, RK_CANDIDATES);
     size_t j;
     int rc = !o || !seqs;
 
-    if (!rc && (json_put(o, "file", json_new_str(a->file)) || json_put(o, "line", json_new_int(a->line)) ||
-                json_put(o, "kernel", json_new_str(a->kernel)) || json_put(o, "block", asserts_triple_json(a->block)) ||
-                json_put(o, "thread", asserts_triple_json(a->thread)) ||
-                json_put(o, "assertion", json_new_str(a->expr)) || json_put(o, "stream", json_new_str(a->stream))))
+    if (!rc &&
+        (json_put(o, RK_FILE, json_new_str(a->file)) || json_put(o, RK_LINE, json_new_int(a->line)) ||
+         json_put(o, RK_KERNEL, json_new_str(a->kernel)) || json_put(o, RK_BLOCK, asserts_triple_json(a->block)) ||
+         json_put(o, RK_THREAD, asserts_triple_json(a->thread)) || json_put(o, RK_ASSERTION, json_new_str(a->expr)) ||
+         json_put(o, RK_STREAM, json_new_str(a->stream))))
         rc = 1;
     if (!rc && a->function) {
         const char *p = strchr(a->kernels, ' ');
-        rc = json_put(o, "function", json_new_str(a->function));
+        rc = json_put(o, RK_FUNCTION, json_new_str(a->function));
         if (!rc && p) {
             rc = !(callers = json_new(JSON_ARR));
             while (!rc && p && *++p) {
@@ -582,17 +584,17 @@ static struct json *asserts_json(const struct dev_assert *a, const struct dev_as
                 }
                 p = e;
             }
-            if (!rc && json_set(o, "inlined_into", callers) == 0)
+            if (!rc && json_set(o, RK_INLINED_INTO, callers) == 0)
                 callers = NULL;
             else
                 rc = 1;
         }
     }
     if (!rc && a->unfound)
-        rc = json_put(o, "function_unknown", json_new_str(a->unfound));
+        rc = json_put(o, RK_FUNCTION_UNKNOWN, json_new_str(a->unfound));
     for (j = 0; !rc && j <= json_len(cands); j++)
-        rc = asserts_fitting_seqs(eff, j == 0 ? json_get(doc, "culprit") : json_at(cands, j - 1), seqs);
-    if (!rc && json_set(o, "launches", seqs) == 0)
+        rc = asserts_fitting_seqs(eff, j == 0 ? json_get(doc, RK_CULPRIT) : json_at(cands, j - 1), seqs);
+    if (!rc && json_set(o, RK_LAUNCHES, seqs) == 0)
         seqs = NULL;
     else
         rc = 1;
@@ -608,11 +610,11 @@ static struct json *asserts_json(const struct dev_assert *a, const struct dev_as
 /* Whether assert a may come from the culprit or one of the candidates. */
 static int asserts_relevant(const struct dev_assert *a, const struct json *doc)
 {
-    const struct json *cands = json_get(doc, "candidates");
+    const struct json *cands = json_get(doc, RK_CANDIDATES);
     size_t j;
     int by_name;
     for (j = 0; j <= json_len(cands); j++) {
-        const struct json *l = j == 0 ? json_get(doc, "culprit") : json_at(cands, j - 1);
+        const struct json *l = j == 0 ? json_get(doc, RK_CULPRIT) : json_at(cands, j - 1);
         if (json_is(l, JSON_OBJ) && asserts_consistent(a, l, &by_name))
             return 1;
     }
@@ -622,11 +624,11 @@ static int asserts_relevant(const struct dev_assert *a, const struct json *doc)
 /* Appends "; " and more to the verdict's reason (or makes it the reason). Returns 0 or ENOMEM. */
 static int asserts_add_reason(struct json *verdict, const char *more)
 {
-    const char *reason = json_get_str(verdict, "reason");
+    const char *reason = json_get_str(verdict, RK_REASON);
     char *why = NULL;
     if (asprintf(&why, "%s%s%s", reason ? reason : "", reason ? "; " : "", more) < 0)
         return ENOMEM;
-    if (json_put(verdict, "reason", json_new_str(why))) {
+    if (json_put(verdict, RK_REASON, json_new_str(why))) {
         free(why);
         return ENOMEM;
     }
@@ -638,15 +640,15 @@ static int asserts_add_reason(struct json *verdict, const char *more)
  * that node goes into culprit.node (the graph launch stays the culprit: it is what the stream ran). */
 static int asserts_narrow_node(const struct dev_asserts *as, struct json *doc, int *changed)
 {
-    struct json *culprit = (struct json *)json_get(doc, "culprit");
-    struct json *verdict = (struct json *)json_get(doc, "verdict");
-    const struct json *nodes = json_get(culprit, "graph_nodes");
+    struct json *culprit = (struct json *)json_get(doc, RK_CULPRIT);
+    struct json *verdict = (struct json *)json_get(doc, RK_VERDICT);
+    const struct json *nodes = json_get(culprit, RK_GRAPH_NODES);
     size_t hit = 0;
     struct json *node;
     char *name, *why = NULL;
     int rc;
 
-    if (!as || !asserts_is_graph(culprit) || !json_is(nodes, JSON_ARR) || json_get(culprit, "node"))
+    if (!as || !asserts_is_graph(culprit) || !json_is(nodes, JSON_ARR) || json_get(culprit, RK_NODE))
         return 0; /* the library already named the node from the graph's breadcrumbs */
     switch (asserts_pick(as, nodes, &hit, &why)) {
     case -1:
@@ -658,14 +660,14 @@ static int asserts_narrow_node(const struct dev_asserts *as, struct json *doc, i
     why = NULL;
     node = promote_copy(json_at(nodes, hit));
     name = asserts_launch_name(json_at(nodes, hit));
-    if (!node || !name || json_set(culprit, "node", node) != 0 ||
-        json_put(culprit, "node_source", json_new_str("device assert"))) {
+    if (!node || !name || json_set(culprit, RK_NODE, node) != 0 ||
+        json_put(culprit, RK_NODE_SOURCE, json_new_str("device assert"))) {
         json_free(node);
         free(name);
         return ENOMEM;
     }
     *changed = 1;
-    if (asprintf(&why, "the device assert names the graph's node #%lld %s", json_get_int(node, "seq", -1), name) < 0) {
+    if (asprintf(&why, "the device assert names the graph's node #%lld %s", json_get_int(node, RK_SEQ, -1), name) < 0) {
         free(name);
         return ENOMEM;
     }
@@ -691,7 +693,7 @@ static int asserts_say_unfound(const struct dev_asserts *as, struct json *doc, i
                      "its file did not tell it: %s",
                      a->file, a->line, a->unfound) < 0)
             return ENOMEM;
-        rc = asserts_add_reason((struct json *)json_get(doc, "verdict"), more);
+        rc = asserts_add_reason((struct json *)json_get(doc, RK_VERDICT), more);
         free(more);
         *changed = 1;
         return rc;
@@ -703,9 +705,9 @@ static int asserts_say_unfound(const struct dev_asserts *as, struct json *doc, i
  * the others go to candidates_before_assert, and the reason says which facts did it. */
 static int asserts_narrow(const struct dev_asserts *as, struct json *doc, int *changed)
 {
-    struct json *verdict = (struct json *)json_get(doc, "verdict");
-    const struct json *cands = json_get(doc, "candidates");
-    const char *certainty = json_get_str(verdict, "certainty");
+    struct json *verdict = (struct json *)json_get(doc, RK_VERDICT);
+    const struct json *cands = json_get(doc, RK_CANDIDATES);
+    const char *certainty = json_get_str(verdict, RK_CERTAINTY);
     char *fact;
     size_t hit = 0;
     int rc;
@@ -719,7 +721,7 @@ static int asserts_narrow(const struct dev_asserts *as, struct json *doc, int *c
         return asserts_say_unfound(as, doc, changed);
     }
     *changed = 1;
-    rc = promote_candidate(doc, hit, "candidates_before_assert");
+    rc = promote_candidate(doc, hit, RK_CANDIDATES_BEFORE_ASSERT);
     if (!rc)
         rc = asserts_add_reason(verdict, fact);
     free(fact);
@@ -730,11 +732,11 @@ static int asserts_narrow(const struct dev_asserts *as, struct json *doc, int *c
  * assert a names. */
 static int asserts_named_in(const struct dev_assert *a, const struct json *doc)
 {
-    const struct json *cands = json_get(doc, "candidates");
+    const struct json *cands = json_get(doc, RK_CANDIDATES);
     size_t j, k;
     for (j = 0; j <= json_len(cands); j++) {
-        const struct json *l = j == 0 ? json_get(doc, "culprit") : json_at(cands, j - 1);
-        const struct json *nodes = json_get(l, "graph_nodes");
+        const struct json *l = j == 0 ? json_get(doc, RK_CULPRIT) : json_at(cands, j - 1);
+        const struct json *nodes = json_get(l, RK_GRAPH_NODES);
         for (k = 0; json_is(l, JSON_OBJ) && k < (asserts_is_graph(l) ? json_len(nodes) : 1); k++) {
             char *name = asserts_launch_name(asserts_is_graph(l) ? json_at(nodes, k) : l);
             int same = name && asserts_same_name(a, name);
@@ -806,7 +808,7 @@ int asserts_annotate(const struct dev_asserts *as, struct json *doc, int *change
                 rc = ENOMEM;
             }
         }
-    if (!rc && json_set(doc, "device_asserts", arr) != 0)
+    if (!rc && json_set(doc, RK_DEVICE_ASSERTS, arr) != 0)
         rc = ENOMEM;
     if (rc) {
         json_free(arr);

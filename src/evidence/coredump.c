@@ -13,6 +13,7 @@
 #include "stages.h"
 #include "../render/json.h"
 #include "../report/subproc.h"
+#include "../render/report_keys.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -601,11 +602,11 @@ static struct json *coredump_lanes_json(const struct coredump_info *ci)
             continue;
         snprintf(low, sizeof low, "0x%08x", l->low32);
         o = json_new(JSON_OBJ);
-        if (json_append(arr, o) != 0 || json_put(o, "lane", json_new_int(i)) ||
-            (l->block[0] >= 0 && json_put(o, "block", coredump_triple_json(l->block))) ||
-            (l->thread[0] >= 0 && json_put(o, "thread", coredump_triple_json(l->thread))) ||
-            (l->have_address && json_put(o, "address", json_new_hex(l->address))) ||
-            (!l->have_address && json_put(o, "address_low32", json_new_str(low)))) {
+        if (json_append(arr, o) != 0 || json_put(o, RK_LANE, json_new_int(i)) ||
+            (l->block[0] >= 0 && json_put(o, RK_BLOCK, coredump_triple_json(l->block))) ||
+            (l->thread[0] >= 0 && json_put(o, RK_THREAD, coredump_triple_json(l->thread))) ||
+            (l->have_address && json_put(o, RK_ADDRESS, json_new_hex(l->address))) ||
+            (!l->have_address && json_put(o, RK_ADDRESS_LOW32, json_new_str(low)))) {
             json_free(arr);
             return NULL;
         }
@@ -616,34 +617,34 @@ static struct json *coredump_lanes_json(const struct coredump_info *ci)
 struct json *coredump_json(const struct coredump_info *ci, const char *dump_path)
 {
     struct json *o = json_new(JSON_OBJ);
-    if (!o || json_put(o, "file", json_new_str(dump_path)) ||
-        (ci->exception && json_put(o, "exception", json_new_str(ci->exception))) ||
-        (ci->kernel && json_put(o, "kernel", json_new_str(ci->kernel))) ||
-        (ci->pc && json_put(o, "pc", json_new_str(ci->pc))) ||
-        (ci->file && json_put(o, "source_file", json_new_str(ci->file))) ||
-        (ci->line > 0 && json_put(o, "source_line", json_new_int(ci->line))) ||
-        (ci->block[0] >= 0 && json_put(o, "block", coredump_triple_json(ci->block))) ||
-        (ci->thread[0] >= 0 && json_put(o, "thread", coredump_triple_json(ci->thread))) ||
-        (ci->device >= 0 && json_put(o, "device", json_new_int(ci->device))) ||
-        (ci->sm >= 0 && json_put(o, "sm", json_new_int(ci->sm))) ||
-        (ci->warp >= 0 && json_put(o, "warp", json_new_int(ci->warp))) ||
-        (ci->lane >= 0 && json_put(o, "lane", json_new_int(ci->lane))) ||
-        (ci->grid[0] >= 0 && json_put(o, "launch_grid", coredump_triple_json(ci->grid))) ||
-        (ci->grid[0] >= 0 && json_put(o, "launch_block", coredump_triple_json(ci->block_dim))) ||
-        (ci->debugger_crashed && json_put(o, "debugger_crashed", coredump_true())) ||
+    if (!o || json_put(o, RK_FILE, json_new_str(dump_path)) ||
+        (ci->exception && json_put(o, RK_EXCEPTION, json_new_str(ci->exception))) ||
+        (ci->kernel && json_put(o, RK_KERNEL, json_new_str(ci->kernel))) ||
+        (ci->pc && json_put(o, RK_PC, json_new_str(ci->pc))) ||
+        (ci->file && json_put(o, RK_SOURCE_FILE, json_new_str(ci->file))) ||
+        (ci->line > 0 && json_put(o, RK_SOURCE_LINE, json_new_int(ci->line))) ||
+        (ci->block[0] >= 0 && json_put(o, RK_BLOCK, coredump_triple_json(ci->block))) ||
+        (ci->thread[0] >= 0 && json_put(o, RK_THREAD, coredump_triple_json(ci->thread))) ||
+        (ci->device >= 0 && json_put(o, RK_DEVICE, json_new_int(ci->device))) ||
+        (ci->sm >= 0 && json_put(o, RK_SM, json_new_int(ci->sm))) ||
+        (ci->warp >= 0 && json_put(o, RK_WARP, json_new_int(ci->warp))) ||
+        (ci->lane >= 0 && json_put(o, RK_LANE, json_new_int(ci->lane))) ||
+        (ci->grid[0] >= 0 && json_put(o, RK_LAUNCH_GRID, coredump_triple_json(ci->grid))) ||
+        (ci->grid[0] >= 0 && json_put(o, RK_LAUNCH_BLOCK, coredump_triple_json(ci->block_dim))) ||
+        (ci->debugger_crashed && json_put(o, RK_DEBUGGER_CRASHED, coredump_true())) ||
         (ci->debugger_crashed && ci->debugger_error &&
-         json_put(o, "debugger_error", json_new_str(ci->debugger_error))) ||
-        (ci->insn && ci->access && json_put(o, "instruction", json_new_str(ci->insn))) ||
-        (ci->access && json_put(o, "access", json_new_str(ci->access))) ||
-        (ci->access && json_put(o, "space", json_new_str(ci->space))) ||
-        (ci->access_size && json_put(o, "access_size", json_new_int((long long)ci->access_size))) ||
-        (ci->have_address && json_put(o, "address", json_new_hex(ci->address))) ||
+         json_put(o, RK_DEBUGGER_ERROR, json_new_str(ci->debugger_error))) ||
+        (ci->insn && ci->access && json_put(o, RK_INSTRUCTION, json_new_str(ci->insn))) ||
+        (ci->access && json_put(o, RK_ACCESS, json_new_str(ci->access))) ||
+        (ci->access && json_put(o, RK_SPACE, json_new_str(ci->space))) ||
+        (ci->access_size && json_put(o, RK_ACCESS_SIZE, json_new_int((long long)ci->access_size))) ||
+        (ci->have_address && json_put(o, RK_ADDRESS, json_new_hex(ci->address))) ||
         (ci->have_address && ci->exception && strstr(ci->exception, "Misaligned") &&
-         json_put(o, "alignment", json_new_int((long long)ci->access_size))) ||
-        (ci->have_address && ci->address_lane >= 0 && json_put(o, "address_lane", json_new_int(ci->address_lane))) ||
-        ((ci->lanes_read || ci->lanes_low32) && json_put(o, "lanes", coredump_lanes_json(ci))) ||
-        (ci->address_unknown && json_put(o, "address_unknown", json_new_str(ci->address_unknown))) ||
-        (ci->warps_in_dump >= 0 && json_put(o, "warps_in_dump", json_new_int(ci->warps_in_dump)))) {
+         json_put(o, RK_ALIGNMENT, json_new_int((long long)ci->access_size))) ||
+        (ci->have_address && ci->address_lane >= 0 && json_put(o, RK_ADDRESS_LANE, json_new_int(ci->address_lane))) ||
+        ((ci->lanes_read || ci->lanes_low32) && json_put(o, RK_LANES, coredump_lanes_json(ci))) ||
+        (ci->address_unknown && json_put(o, RK_ADDRESS_UNKNOWN, json_new_str(ci->address_unknown))) ||
+        (ci->warps_in_dump >= 0 && json_put(o, RK_WARPS_IN_DUMP, json_new_int(ci->warps_in_dump)))) {
         json_free(o);
         return NULL;
     }

@@ -15,6 +15,7 @@
 #include "../base/demangle.h"
 #include "../render/json.h"
 #include "../report/symbolize.h"
+#include "../render/report_keys.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -42,7 +43,7 @@ static int coredump_dims(const struct json *arr, long long v[3])
 /* Whether the dump's kernel, block index and launch shape may be those of launch l. */
 static int coredump_fits(const struct coredump_info *ci, const struct json *l)
 {
-    const char *k = json_get_str(l, "kernel"), *m = json_get_str(l, "mangled");
+    const char *k = json_get_str(l, RK_KERNEL), *m = json_get_str(l, RK_MANGLED);
     char *dm = NULL;
     int same;
     if (!ci->kernel)
@@ -54,7 +55,7 @@ static int coredump_fits(const struct coredump_info *ci, const struct json *l)
     if (!same)
         return 0;
     long long g[3], b[3];
-    int have_g = coredump_dims(json_get(l, "grid"), g), have_b = coredump_dims(json_get(l, "block"), b);
+    int have_g = coredump_dims(json_get(l, RK_GRID), g), have_b = coredump_dims(json_get(l, RK_BLOCK), b);
     for (int i = 0; i < 3; i++) {
         if (have_g && ((ci->block[0] >= 0 && ci->block[i] >= g[i]) || (ci->grid[0] >= 0 && ci->grid[i] != g[i])))
             return 0;
@@ -108,16 +109,15 @@ int coredump_fault_ranges(const struct json *doc, const struct coredump_info *ci
 int coredump_narrow_by_args(struct json *doc, const struct coredump_info *ci, const struct argmatch_range *ranges,
                             int n, int *narrowed)
 {
-    struct json *verdict = (struct json *)json_get(doc, "verdict");
-    const char *certainty = json_get_str(verdict, "certainty");
+    struct json *verdict = (struct json *)json_get(doc, RK_VERDICT);
     struct argmatch_result m;
     char *why = NULL;
     *narrowed = 0;
-    if (!verdict || !ci->kernel || n < 1 || (certainty && !strcmp(certainty, "exact")))
+    if (!verdict || !ci->kernel || n < 1 || rk_is_exact(doc))
         return 0;
     if (!argmatch_find(doc, ranges, n, coredump_fits_arg, (void *)ci, &m))
         return 0;
-    long long seq = json_get_int(json_at(json_get(doc, "candidates"), m.hit), "seq", -1);
+    long long seq = json_get_int(json_at(rk_candidates(doc), m.hit), RK_SEQ, -1);
     if (asprintf(&why,
                  "named by its arguments: launch #%lld's parameter bytes %d..%d hold 0x%llx, which points into the "
                  "allocation 0x%llx..0x%llx the faulting access touched, and the arguments of no other candidate "
@@ -125,7 +125,7 @@ int coredump_narrow_by_args(struct json *doc, const struct coredump_info *ci, co
                  seq, m.word * 8, m.word * 8 + 7, (unsigned long long)m.value, (unsigned long long)ranges[m.range].base,
                  (unsigned long long)ranges[m.range].end, ci->kernel) < 0)
         return ENOMEM;
-    int rc = promote_because(doc, m.hit, "candidates_before_coredump", "arguments", why);
+    int rc = promote_because(doc, m.hit, RK_CANDIDATES_BEFORE_COREDUMP, "arguments", why);
     free(why);
     if (rc)
         return rc == ENOMEM ? ENOMEM : 0;
@@ -162,68 +162,69 @@ static int coredump_code(const char *exception, const char **name)
  * object stays, saying how the process ended). Returns 0 or ENOMEM. */
 static int coredump_make_fault(struct json *doc, const struct coredump_info *ci)
 {
-    const struct json *hang = json_get(doc, "hang"), *threads = json_get(doc, "threads"), *who = NULL;
+    const struct json *hang = json_get(doc, RK_HANG), *threads = json_get(doc, RK_THREADS), *who = NULL;
     const char *name;
     int code = coredump_code(ci->exception, &name);
     struct json *err = json_new(JSON_OBJ);
     char msg[512];
     /* the driver aborts from a thread of its own: the main thread shows where the program was (waiting in a
      * synchronize, typically); without it, the thread the signal found */
-    long long pid = json_get_int(json_get(doc, "process"), "pid", -1);
+    long long pid = json_get_int(json_get(doc, RK_PROCESS), RK_PID, -1);
     for (size_t i = 0; i < json_len(threads) && !who; i++)
-        if (json_get_int(json_at(threads, i), "tid", -2) == pid)
+        if (json_get_int(json_at(threads, i), RK_TID, -2) == pid)
             who = json_at(threads, i);
     for (size_t i = 0; i < json_len(threads) && !who; i++) {
-        const struct json *h = json_get(json_at(threads, i), "signal_handler");
+        const struct json *h = json_get(json_at(threads, i), RK_SIGNAL_HANDLER);
         if (json_is(h, JSON_BOOL) && h->boolean)
             who = json_at(threads, i);
     }
     if (!who && json_len(threads))
         who = json_at(threads, 0);
     snprintf(msg, sizeof msg, "the GPU core dump says: %s", ci->exception ? ci->exception : "exception");
-    if (!err || json_put(err, "code", json_new_int(code)) || json_put(err, "name", json_new_str(name)) ||
-        json_put(err, "message", json_new_str(msg)) ||
-        json_put(err, "api", json_new_str("the driver's GPU core dump (it then aborted the process)")) ||
-        json_put(err, "thread",
-                 json_new_int(json_get_int(who, "tid", json_get_int(json_get(doc, "process"), "pid", 0)))) ||
-        json_put(err, "time_ns", json_new_int(json_get_int(hang, "time_ns", 0))) ||
-        json_put(err, "time_unix_ns", json_new_int(json_get_int(hang, "time_unix_ns", 0))) ||
-        (json_get(who, "stack") && json_set(err, "stack", promote_copy(json_get(who, "stack"))) != 0) ||
-        json_set(doc, "error", err) != 0) {
+    if (!err || json_put(err, RK_CODE, json_new_int(code)) || json_put(err, RK_NAME, json_new_str(name)) ||
+        json_put(err, RK_MESSAGE, json_new_str(msg)) ||
+        json_put(err, RK_API, json_new_str("the driver's GPU core dump (it then aborted the process)")) ||
+        json_put(err, RK_THREAD,
+                 json_new_int(json_get_int(who, RK_TID, json_get_int(json_get(doc, RK_PROCESS), RK_PID, 0)))) ||
+        json_put(err, RK_TIME_NS, json_new_int(json_get_int(hang, RK_TIME_NS, 0))) ||
+        json_put(err, RK_TIME_UNIX_NS, json_new_int(json_get_int(hang, RK_TIME_UNIX_NS, 0))) ||
+        (json_get(who, RK_STACK) && json_set(err, RK_STACK, promote_copy(json_get(who, RK_STACK))) != 0) ||
+        json_set(doc, RK_ERROR, err) != 0) {
         json_free(err);
         return ENOMEM;
     }
-    return json_put(doc, "kind", json_new_str("fault")) ? ENOMEM : 0;
+    return json_put(doc, RK_KIND, json_new_str("fault")) ? ENOMEM : 0;
 }
 
 int coredump_attach(struct json *doc, const struct coredump_info *ci, const char *dump_path, int *changed)
 {
-    struct json *verdict = (struct json *)json_get(doc, "verdict");
-    struct json *cands = (struct json *)json_get(doc, "candidates");
-    const struct json *culprit = json_get(doc, "culprit");
-    const char *certainty = json_get_str(verdict, "certainty"), *reason = json_get_str(verdict, "reason");
+    struct json *verdict = (struct json *)json_get(doc, RK_VERDICT);
+    struct json *cands = (struct json *)json_get(doc, RK_CANDIDATES);
+    const struct json *culprit = json_get(doc, RK_CULPRIT);
+    const char *reason = json_get_str(verdict, RK_REASON);
+    int exact = rk_is_exact(doc);
     struct json *cd = coredump_json(ci, dump_path);
     char where[PATH_MAX + 32], *why = NULL;
     size_t i, hits = 0, hit = 0;
     int rc;
 
-    if (!cd || json_set(doc, "coredump", cd) != 0) {
+    if (!cd || json_set(doc, RK_COREDUMP, cd) != 0) {
         json_free(cd);
         return ENOMEM;
     }
     *changed = 1;
-    const char *kind = json_get_str(doc, "kind");
+    const char *kind = json_get_str(doc, RK_KIND);
     if (kind && strcmp(kind, "hang") == 0 && ci->exception && coredump_make_fault(doc, ci) != 0)
         return ENOMEM;
     coredump_where(ci, where, sizeof where);
     if (!verdict || !ci->kernel)
         return 0;
-    if (certainty && !strcmp(certainty, "exact") && json_is(culprit, JSON_OBJ)) {
+    if (exact && json_is(culprit, JSON_OBJ)) {
         int same = coredump_fits(ci, culprit);
         rc = asprintf(&why, "%s%sthe GPU core dump %s: %s faulted%s (%s)", reason ? reason : "", reason ? "; " : "",
                       same ? "agrees" : "names another kernel", ci->kernel, where,
                       ci->exception ? ci->exception : "exception");
-        if (rc < 0 || json_put(verdict, "reason", json_new_str(why))) {
+        if (rc < 0 || json_put(verdict, RK_REASON, json_new_str(why))) {
             free(why);
             return ENOMEM;
         }
@@ -242,7 +243,7 @@ int coredump_attach(struct json *doc, const struct coredump_info *ci, const char
         rc = asprintf(&why, "%s%sthe GPU core dump says %s faulted%s (%s), which more than one candidate runs",
                       reason ? reason : "", reason ? "; " : "", ci->kernel, where,
                       ci->exception ? ci->exception : "exception");
-        if (rc < 0 || json_put(verdict, "reason", json_new_str(why))) {
+        if (rc < 0 || json_put(verdict, RK_REASON, json_new_str(why))) {
             free(why);
             return ENOMEM;
         }
@@ -253,7 +254,7 @@ int coredump_attach(struct json *doc, const struct coredump_info *ci, const char
         rc = asprintf(&why, "%s%sthe GPU core dump says %s faulted%s (%s), %s", reason ? reason : "",
                       reason ? "; " : "", ci->kernel, where, ci->exception ? ci->exception : "exception",
                       hits ? "which more than one candidate runs" : "which no candidate runs");
-        if (rc < 0 || json_put(verdict, "reason", json_new_str(why))) {
+        if (rc < 0 || json_put(verdict, RK_REASON, json_new_str(why))) {
             free(why);
             return ENOMEM;
         }
@@ -261,14 +262,14 @@ int coredump_attach(struct json *doc, const struct coredump_info *ci, const char
         return 0;
     }
     /* One candidate: it becomes the culprit, the others are kept as what was left before the dump. */
-    long long seq = json_get_int(cands->kids[hit], "seq", -1);
+    long long seq = json_get_int(cands->kids[hit], RK_SEQ, -1);
     rc = asprintf(&why,
                   "%s%sthe GPU core dump says %s faulted%s (%s): launch #%lld is the only candidate that "
                   "runs it",
                   reason ? reason : "", reason ? "; " : "", ci->kernel, where,
                   ci->exception ? ci->exception : "exception", seq);
-    if (rc < 0 || json_put(verdict, "reason", json_new_str(why)) ||
-        promote_candidate(doc, hit, "candidates_before_coredump") != 0) {
+    if (rc < 0 || json_put(verdict, RK_REASON, json_new_str(why)) ||
+        promote_candidate(doc, hit, RK_CANDIDATES_BEFORE_COREDUMP) != 0) {
         free(why);
         return ENOMEM;
     }
@@ -318,8 +319,8 @@ static size_t coredump_run_reports(const char *run_id, char **reports, size_t n,
         struct json *doc = NULL;
         const char *run;
         if (symbolize_load_own(reports[i], &doc, why, sizeof why) == 0 &&
-            (run = json_get_str(json_get(doc, "process"), "run_id")) != NULL && strcmp(run, run_id) == 0) {
-            pids[kept] = json_get_int(json_get(doc, "process"), "pid", -1);
+            (run = json_get_str(json_get(doc, RK_PROCESS), RK_RUN_ID)) != NULL && strcmp(run, run_id) == 0) {
+            pids[kept] = json_get_int(json_get(doc, RK_PROCESS), RK_PID, -1);
             reports[kept++] = reports[i];
         } else {
             free(reports[i]);
@@ -413,9 +414,9 @@ static int coredump_read_one(int dfd, const char *dump_dir, const char *name, ch
         int changed = 0;
         if (pids[i] != pid || symbolize_load_own(reports[i], &doc, why, sizeof why) != 0)
             continue;
-        proc = json_get(doc, "process");
-        const char *h = json_get_str(proc, "hostname"), *kind = json_get_str(doc, "kind");
-        if (json_get_int(proc, "pid", -1) == pid && (!h || !strcmp(h, host)) && (!kind || strcmp(kind, "exit") != 0)) {
+        proc = json_get(doc, RK_PROCESS);
+        const char *h = json_get_str(proc, RK_HOSTNAME), *kind = json_get_str(doc, RK_KIND);
+        if (json_get_int(proc, RK_PID, -1) == pid && (!h || !strcmp(h, host)) && (!kind || strcmp(kind, "exit") != 0)) {
             found_rep = 1;
             if (coredump_attach(doc, &ci, dump, &changed) != 0)
                 cli_err("out of memory tying %s to %s", dump, reports[i]);

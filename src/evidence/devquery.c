@@ -9,6 +9,7 @@
 #include "../render/json.h"
 #include "../report/subproc.h"
 #include "../report/symbolize.h"
+#include "../render/report_keys.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -176,7 +177,7 @@ int devq_parse(const char *text, struct devq_kernel *k, int max)
 /* Whether launch l runs kernel k: the same name, grid and block. */
 static int devq_runs(const struct json *l, const struct devq_kernel *k)
 {
-    const char *name = json_get_str(l, "kernel");
+    const char *name = json_get_str(l, RK_KERNEL);
     char base[256];
     if (!name || !strcmp(k->status, "Terminated"))
         return 0;
@@ -185,8 +186,8 @@ static int devq_runs(const struct json *l, const struct devq_kernel *k)
         return 0;
     for (int d = 0; d < 3; d++) {
         long long g = -1, b = -1;
-        json_int(json_at(json_get(l, "grid"), (size_t)d), &g);
-        json_int(json_at(json_get(l, "block"), (size_t)d), &b);
+        json_int(json_at(json_get(l, RK_GRID), (size_t)d), &g);
+        json_int(json_at(json_get(l, RK_BLOCK), (size_t)d), &b);
         if (g != k->grid[d] || b != k->block[d])
             return 0;
     }
@@ -205,20 +206,20 @@ static int devq_which(const struct json *l, const struct devq_kernel *k, int n)
 /* Whether a and b are launches of one stream. */
 static int devq_same_stream(const struct json *a, const struct json *b)
 {
-    const char *x = json_get_str(a, "stream"), *y = json_get_str(b, "stream");
-    const char *cx = json_get_str(a, "ctx"), *cy = json_get_str(b, "ctx");
+    const char *x = json_get_str(a, RK_STREAM), *y = json_get_str(b, RK_STREAM);
+    const char *cx = json_get_str(a, RK_CTX), *cy = json_get_str(b, RK_CTX);
     return x && y && !strcmp(x, y) && (!cx || !cy || !strcmp(cx, cy)) &&
-           json_get_int(a, "device", -1) == json_get_int(b, "device", -1);
+           json_get_int(a, RK_DEVICE, -1) == json_get_int(b, RK_DEVICE, -1);
 }
 
 /* The report's "streams" entry of launch l's stream, or NULL. */
 static struct json *devq_stream_of(struct json *doc, const struct json *l)
 {
-    const struct json *streams = json_get(doc, "streams");
+    const struct json *streams = json_get(doc, RK_STREAMS);
     for (size_t i = 0; i < json_len(streams); i++) {
         struct json *s = (struct json *)json_at(streams, i);
-        const char *h = json_get_str(s, "stream"), *x = json_get_str(l, "stream");
-        const char *c = json_get_str(s, "ctx"), *y = json_get_str(l, "ctx");
+        const char *h = json_get_str(s, RK_STREAM), *x = json_get_str(l, RK_STREAM);
+        const char *c = json_get_str(s, RK_CTX), *y = json_get_str(l, RK_CTX);
         if (h && x && !strcmp(h, x) && (!c || !y || !strcmp(c, y)))
             return s;
     }
@@ -231,16 +232,16 @@ static struct json *devq_stream_of(struct json *doc, const struct json *l)
  * they are queued behind it, before those the library listed as queued (which came after the last candidate). */
 static int devq_requeue(struct json *doc, struct json *stream)
 {
-    const struct json *culprit = json_get(doc, "culprit"), *before = json_get(doc, "candidates_before_device");
-    const struct json *queued = json_get(doc, "queued");
+    const struct json *culprit = json_get(doc, RK_CULPRIT), *before = json_get(doc, RK_CANDIDATES_BEFORE_DEVICE);
+    const struct json *queued = json_get(doc, RK_QUEUED);
     struct json *arr = json_new(JSON_ARR);
-    long long seq = json_get_int(culprit, "seq", -1), n = 0;
+    long long seq = json_get_int(culprit, RK_SEQ, -1), n = 0;
     if (!arr)
         return ENOMEM;
     for (size_t i = 0; i < json_len(before) + json_len(queued); i++) {
         int mine = i < json_len(before);
         const struct json *l = mine ? json_at(before, i) : json_at(queued, i - json_len(before));
-        if (mine && (!devq_same_stream(l, culprit) || json_get_int(l, "seq", -1) <= seq))
+        if (mine && (!devq_same_stream(l, culprit) || json_get_int(l, RK_SEQ, -1) <= seq))
             continue;
         n += mine;
         if (json_len(arr) >= DEVQ_QUEUED)
@@ -256,21 +257,21 @@ static int devq_requeue(struct json *doc, struct json *stream)
         json_free(arr);
         return 0;
     }
-    if (json_put(doc, "queued", arr) != 0)
+    if (json_put(doc, RK_QUEUED, arr) != 0)
         return ENOMEM;
-    return stream && json_put(stream, "queued", json_new_int(json_get_int(stream, "queued", 0) + n)) ? ENOMEM : 0;
+    return stream && json_put(stream, RK_QUEUED, json_new_int(json_get_int(stream, RK_QUEUED, 0) + n)) ? ENOMEM : 0;
 }
 
 static int devq_extend_reason(struct json *doc, const char *more)
 {
-    struct json *v = (struct json *)json_get(doc, "verdict");
-    const char *r = json_get_str(v, "reason");
+    struct json *v = (struct json *)json_get(doc, RK_VERDICT);
+    const char *r = json_get_str(v, RK_REASON);
     char *both = NULL;
     if (!json_is(v, JSON_OBJ))
         return 0;
     if (asprintf(&both, "%s; %s", r ? r : "", more) < 0)
         return ENOMEM;
-    int rc = json_put(v, "reason", json_new_str(both));
+    int rc = json_put(v, RK_REASON, json_new_str(both));
     free(both);
     return rc ? ENOMEM : 0;
 }
@@ -278,7 +279,7 @@ static int devq_extend_reason(struct json *doc, const char *more)
 /* Keeps only the candidates whose index is marked in keep; the others go to candidates_before_device. */
 static int devq_narrow(struct json *doc, const char *keep)
 {
-    struct json *cand = (struct json *)json_get(doc, "candidates"), *before = json_new(JSON_ARR);
+    struct json *cand = (struct json *)json_get(doc, RK_CANDIDATES), *before = json_new(JSON_ARR);
     size_t i, kept = 0;
     if (!before)
         return ENOMEM;
@@ -295,7 +296,7 @@ static int devq_narrow(struct json *doc, const char *keep)
         }
     }
     cand->len = kept;
-    return json_put(doc, "candidates_before_device", before) ? ENOMEM : 0;
+    return json_put(doc, RK_CANDIDATES_BEFORE_DEVICE, before) ? ENOMEM : 0;
 }
 
 static int devq_add_seqs(struct json *dq, const char *key, const struct json *cand, const char *mark)
@@ -304,7 +305,7 @@ static int devq_add_seqs(struct json *dq, const char *key, const struct json *ca
     if (!arr)
         return ENOMEM;
     for (size_t i = 0; i < json_len(cand); i++)
-        if (mark[i] && json_append(arr, json_new_int(json_get_int(json_at(cand, i), "seq", -1))) != 0) {
+        if (mark[i] && json_append(arr, json_new_int(json_get_int(json_at(cand, i), RK_SEQ, -1))) != 0) {
             json_free(arr);
             return ENOMEM;
         }
@@ -313,15 +314,15 @@ static int devq_add_seqs(struct json *dq, const char *key, const struct json *ca
 
 int devq_tie(struct json *doc, const struct devq_kernel *k, int n, struct json *dq, int *changed)
 {
-    const struct json *culprit = json_get(doc, "culprit"), *cand = json_get(doc, "candidates");
+    const struct json *culprit = json_get(doc, RK_CULPRIT), *cand = json_get(doc, RK_CANDIDATES);
     size_t nc = json_len(cand), i, j;
     char why[700], *hit = NULL, *dup = NULL;
     int rc = 0, streams = 0, only = -1;
 
     *changed = 0;
-    if (json_put(doc, "device_query", dq) != 0)
+    if (json_put(doc, RK_DEVICE_QUERY, dq) != 0)
         return ENOMEM;
-    if (strcmp(json_get_str(dq, "status") ? json_get_str(dq, "status") : "", "answered") != 0)
+    if (strcmp(json_get_str(dq, RK_STATUS) ? json_get_str(dq, RK_STATUS) : "", "answered") != 0)
         return 0; /* not asked: the report only says why */
     if (json_is(culprit, JSON_OBJ)) {
         /* already exact from the breadcrumbs: the device confirms it, or says otherwise */
@@ -329,7 +330,7 @@ int devq_tie(struct json *doc, const struct devq_kernel *k, int n, struct json *
         struct json *yes = json_new(JSON_BOOL);
         if (yes)
             yes->boolean = which >= 0;
-        return json_put(dq, "confirms", yes) ? ENOMEM : 0;
+        return json_put(dq, RK_CONFIRMS, yes) ? ENOMEM : 0;
     }
     if (!nc)
         return 0;
@@ -359,7 +360,7 @@ int devq_tie(struct json *doc, const struct devq_kernel *k, int n, struct json *
             if (hit[j] && devq_same_stream(json_at(cand, j), c) && devq_which(json_at(cand, j), k, n) == which)
                 dup[i] = dup[j] = 1;
     }
-    if (devq_add_seqs(dq, "running", cand, hit) != 0) {
+    if (devq_add_seqs(dq, RK_RUNNING, cand, hit) != 0) {
         rc = ENOMEM;
         goto out;
     }
@@ -383,19 +384,19 @@ int devq_tie(struct json *doc, const struct devq_kernel *k, int n, struct json *
                  "the device was running %s <<<(%ld,%ld,%ld),(%ld,%ld,%ld)>>> when asked, and of the unfinished "
                  "launches of stream %s, #%lld is the first that runs it: it is the one in flight",
                  k[which].name, k[which].grid[0], k[which].grid[1], k[which].grid[2], k[which].block[0],
-                 k[which].block[1], k[which].block[2], json_get_str(c, "stream") ? json_get_str(c, "stream") : "?",
-                 json_get_int(c, "seq", -1));
-        long long seq = json_get_int(c, "seq", -1);
+                 k[which].block[1], k[which].block[2], json_get_str(c, RK_STREAM) ? json_get_str(c, RK_STREAM) : "?",
+                 json_get_int(c, RK_SEQ, -1));
+        long long seq = json_get_int(c, RK_SEQ, -1);
         struct json *stream = devq_stream_of(doc, c);
-        rc = promote_because(doc, (size_t)only, "candidates_before_device", "the device", why);
+        rc = promote_because(doc, (size_t)only, RK_CANDIDATES_BEFORE_DEVICE, "the device", why);
         /* its stream's entry names it as the breadcrumbs would have */
         if (!rc && stream &&
-            (json_put(stream, "in_flight", json_new_int(seq)) ||
-             json_put(stream, "in_flight_by", json_new_str("the device"))))
+            (json_put(stream, RK_IN_FLIGHT, json_new_int(seq)) ||
+             json_put(stream, RK_IN_FLIGHT_BY, json_new_str("the device"))))
             rc = ENOMEM;
         if (!rc && stream) {
             for (i = 0; i < stream->len; i++)
-                if (!strcmp(stream->keys[i], "in_flight_window")) {
+                if (!strcmp(stream->keys[i], RK_IN_FLIGHT_WINDOW)) {
                     json_free(stream->kids[i]);
                     memmove(stream->kids + i, stream->kids + i + 1, (stream->len - i - 1) * sizeof *stream->kids);
                     free(stream->keys[i]);
@@ -491,7 +492,7 @@ static struct json *devq_ask(const struct devq *q, long pid, struct devq_kernel 
     if (!dq)
         return NULL;
     const char *gdb = devq_debugger(why, sizeof why);
-    devq_put_str(dq, "by", "cuda-gdb");
+    devq_put_str(dq, RK_BY, "cuda-gdb");
     if (!gdb) {
         status = "no debugger";
     } else if (!devq_alive(pid)) {
@@ -502,7 +503,7 @@ static struct json *devq_ask(const struct devq *q, long pid, struct devq_kernel 
         char *argv[] = {(char *)gdb, "-nx", "-batch", "-p", pidtxt, "-ex", "info cuda kernels", NULL};
         /* in a group of its own: a ^C meant for the program must not stop the question (the launcher's SIGINT case) */
         struct subproc_opts o = {-1, 1, "TERM=dumb", q->timeout_s, DEVQ_OUTPUT_MAX};
-        devq_put_str(dq, "debugger", gdb);
+        devq_put_str(dq, RK_DEBUGGER, gdb);
         rc = subproc_capture_alone(argv, &o, &res);
         if (rc == -2) {
             status = "no debugger";
@@ -529,14 +530,14 @@ static struct json *devq_ask(const struct devq *q, long pid, struct devq_kernel 
                      res.exited && res.status ? " and failed" : "");
         }
     }
-    devq_put_str(dq, "status", status);
+    devq_put_str(dq, RK_STATUS, status);
     if (strcmp(status, "answered") != 0)
-        devq_put_str(dq, "why", why);
-    json_put(dq, "ms", json_new_int((long long)((devq_now() - t0) * 1000)));
+        devq_put_str(dq, RK_WHY, why);
+    json_put(dq, RK_MS, json_new_int((long long)((devq_now() - t0) * 1000)));
     if (res.out && res.len) {
         char *kept = strndup(res.out, DEVQ_KEPT);
         if (kept)
-            devq_put_str(dq, "output", kept);
+            devq_put_str(dq, RK_OUTPUT, kept);
         free(kept);
     }
     free(res.out);
@@ -547,15 +548,15 @@ static struct json *devq_ask(const struct devq *q, long pid, struct devq_kernel 
             json_append(g, json_new_int(k[i].grid[d]));
             json_append(b, json_new_int(k[i].block[d]));
         }
-        if (!o || devq_put_str(o, "kernel", k[i].name) || devq_put_str(o, "invocation", k[i].invocation) ||
-            json_put(o, "grid", g) || json_put(o, "block", b) || json_put(o, "device", json_new_int(k[i].device)) ||
-            devq_put_str(o, "status", k[i].status) || json_append(arr, o)) {
+        if (!o || devq_put_str(o, RK_KERNEL, k[i].name) || devq_put_str(o, RK_INVOCATION, k[i].invocation) ||
+            json_put(o, RK_GRID, g) || json_put(o, RK_BLOCK, b) || json_put(o, RK_DEVICE, json_new_int(k[i].device)) ||
+            devq_put_str(o, RK_STATUS, k[i].status) || json_append(arr, o)) {
             json_free(o);
             continue;
         }
     }
     if (arr)
-        json_put(dq, "kernels", arr);
+        json_put(dq, RK_KERNELS, arr);
     return dq;
 }
 
@@ -593,8 +594,7 @@ static int devq_seen(struct devq *q, const char *name, ino_t ino)
  * (torchrun's grace, a launcher's kill) before every one was asked. */
 static int devq_unsettled(const struct json *doc)
 {
-    const char *certainty = json_get_str(json_get(doc, "verdict"), "certainty");
-    return json_len(json_get(doc, "candidates")) > 0 && (!certainty || strcmp(certainty, "exact") != 0);
+    return json_len(rk_candidates(doc)) > 0 && !rk_is_exact(doc);
 }
 
 /* One hang report: asks, ties, rewrites; on the first pass only one the answer can settle (devq_unsettled). */
@@ -609,12 +609,12 @@ static void devq_one(struct devq *q, const char *name, int pass)
     snprintf(path, sizeof path, "%s/%s", q->dir, name);
     if (symbolize_load(path, &doc, why, sizeof why) != 0)
         return;
-    const struct json *proc = json_get(doc, "process");
-    const char *kind = json_get_str(doc, "kind"), *host = json_get_str(proc, "hostname");
-    const char *run = json_get_str(proc, "run_id");
-    long pid = (long)json_get_int(proc, "pid", -1);
+    const struct json *proc = json_get(doc, RK_PROCESS);
+    const char *kind = json_get_str(doc, RK_KIND), *host = json_get_str(proc, RK_HOSTNAME);
+    const char *run = json_get_str(proc, RK_RUN_ID);
+    long pid = (long)json_get_int(proc, RK_PID, -1);
     /* only this run's processes on this host (a directory may be shared), each report once */
-    if (!kind || strcmp(kind, "hang") != 0 || json_get(doc, "device_query") || pid <= 1 ||
+    if (!kind || strcmp(kind, "hang") != 0 || json_get(doc, RK_DEVICE_QUERY) || pid <= 1 ||
         (host && strcmp(host, q->host) != 0) || (run && q->run_id[0] && strcmp(run, q->run_id) != 0) ||
         (devq_alive(pid) ? !devq_descendant(pid, q->self) : !run) || (pass == 0 && !devq_unsettled(doc))) {
         json_free(doc);

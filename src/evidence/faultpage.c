@@ -13,6 +13,7 @@
 #include "../render/addr.h"
 #include "../render/argmatch.h"
 #include "../render/json.h"
+#include "../render/report_keys.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -29,8 +30,8 @@ struct faultpage_on {
 /* Whether two launches ran on one stream: the same stream handle on the same device. */
 static int faultpage_same_stream(const struct json *a, const struct json *b)
 {
-    const char *x = json_get_str(a, "stream"), *y = json_get_str(b, "stream");
-    return x && y && !strcmp(x, y) && json_get_int(a, "device", -1) == json_get_int(b, "device", -1);
+    const char *x = json_get_str(a, RK_STREAM), *y = json_get_str(b, RK_STREAM);
+    return x && y && !strcmp(x, y) && json_get_int(a, RK_DEVICE, -1) == json_get_int(b, RK_DEVICE, -1);
 }
 
 static int faultpage_fits(void *arg, const struct json *launch)
@@ -47,14 +48,15 @@ static int faultpage_fits(void *arg, const struct json *launch)
 static int faultpage_by_stream(struct json *doc, const struct argmatch_range *ranges, int n, const char *const *how,
                                const char *at, int *narrowed)
 {
-    struct json *cands = (struct json *)json_get(doc, "candidates"), *verdict = (struct json *)json_get(doc, "verdict");
+    struct json *cands = (struct json *)json_get(doc, RK_CANDIDATES),
+                *verdict = (struct json *)json_get(doc, RK_VERDICT);
     const struct json *stream = NULL;
     struct argmatch_result in, out;
     size_t i;
     for (i = 0; i < json_len(cands) && !stream; i++) {
         const struct json *l = json_at(cands, i);
         struct faultpage_on on = {.launch = l, .same = 1}, off = {.launch = l, .same = 0};
-        if (!json_get_str(l, "stream"))
+        if (!json_get_str(l, RK_STREAM))
             continue;
         argmatch_find(doc, ranges, n, faultpage_fits, &on, &in);
         if (in.hits == 0)
@@ -72,7 +74,7 @@ static int faultpage_by_stream(struct json *doc, const struct argmatch_range *ra
     int shrink = in.fitting < cands->len;
     for (i = 0; i < cands->len; i++) {
         const struct json *l = cands->kids[i];
-        long long q = json_get_int(l, "seq", -1);
+        long long q = json_get_int(l, RK_SEQ, -1);
         if (!faultpage_same_stream(l, stream))
             continue;
         if (first < 0 || q < first)
@@ -85,14 +87,14 @@ static int faultpage_by_stream(struct json *doc, const struct argmatch_range *ra
     if (!shrink && !likely)
         return 0; /* one stream's launches already, several pointing there: the page says no more */
     char *why = NULL, *text = NULL;
-    const char *reason = json_get_str(verdict, "reason");
+    const char *reason = json_get_str(verdict, RK_REASON);
     if (asprintf(&why,
                  "%s%s the kernel's log puts the GPU's memory fault in the page at %s, %s 0x%llx..0x%llx, which only "
                  "launches of stream %s were passed%s%s",
                  shrink ? "narrowed by the page of the faulting address to the " : "",
                  shrink ? "unfinished launches of one stream:" : "by the page of the faulting address:", at,
                  how[in.range], (unsigned long long)ranges[in.range].base, (unsigned long long)ranges[in.range].end,
-                 json_get_str(stream, "stream"), shrink ? " (no other stream's candidate was)" : "",
+                 json_get_str(stream, RK_STREAM), shrink ? " (no other stream's candidate was)" : "",
                  likely ? "; of them launch #" : "") < 0)
         return ENOMEM;
     if (likely) {
@@ -100,7 +102,7 @@ static int faultpage_by_stream(struct json *doc, const struct argmatch_range *ra
         if (asprintf(&more,
                      "%s%lld is the likeliest, not proven: its parameter bytes %d..%d hold 0x%llx, which points into "
                      "it, and the others' recorded parameters do not, but they were not all kept",
-                     why, json_get_int(likely, "seq", -1), in.word * 8, in.word * 8 + 7,
+                     why, json_get_int(likely, RK_SEQ, -1), in.word * 8, in.word * 8 + 7,
                      (unsigned long long)in.value) < 0) {
             free(why);
             return ENOMEM;
@@ -110,19 +112,19 @@ static int faultpage_by_stream(struct json *doc, const struct argmatch_range *ra
     }
     int rc = asprintf(&text, "%s%s%s", reason ? reason : "", reason ? "; " : "", why) < 0 ? ENOMEM : 0;
     free(why);
-    if (rc || json_put(verdict, "reason", json_new_str(text))) {
+    if (rc || json_put(verdict, RK_REASON, json_new_str(text))) {
         free(text);
         return ENOMEM;
     }
     free(text);
     *narrowed = 1;
-    if (likely && json_put(verdict, "likeliest", json_new_int(json_get_int(likely, "seq", -1))))
+    if (likely && json_put(verdict, RK_LIKELIEST, json_new_int(json_get_int(likely, RK_SEQ, -1))))
         return ENOMEM;
     if (!shrink)
         return 0;
     /* the other streams' candidates move out, in their order */
     struct json *others = json_new(JSON_ARR), *win = json_new(JSON_OBJ);
-    if (!others || !win || json_put(win, "first", json_new_int(first)) || json_put(win, "last", json_new_int(last))) {
+    if (!others || !win || json_put(win, RK_FIRST, json_new_int(first)) || json_put(win, RK_LAST, json_new_int(last))) {
         json_free(others);
         json_free(win);
         return ENOMEM;
@@ -136,12 +138,12 @@ static int faultpage_by_stream(struct json *doc, const struct argmatch_range *ra
             cands->kids[keep++] = l; /* out of memory: kept a candidate rather than lost */
     }
     cands->len = keep;
-    if (json_set(doc, "candidates_before_fault_page", others) != 0) {
+    if (json_set(doc, RK_CANDIDATES_BEFORE_FAULT_PAGE, others) != 0) {
         json_free(others);
         json_free(win);
         return ENOMEM;
     }
-    if (json_set(verdict, "window", win) != 0) {
+    if (json_set(verdict, RK_WINDOW, win) != 0) {
         json_free(win);
         return ENOMEM;
     }
@@ -150,25 +152,23 @@ static int faultpage_by_stream(struct json *doc, const struct argmatch_range *ra
 
 int faultpage_narrow(struct json *doc, int *narrowed)
 {
-    struct json *verdict = (struct json *)json_get(doc, "verdict");
-    const struct json *fa = json_get(doc, "fault_address");
-    const char *certainty = json_get_str(verdict, "certainty");
-    const char *src = json_get_str(fa, "source"), *at = json_get_str(fa, "address");
+    struct json *verdict = (struct json *)json_get(doc, RK_VERDICT);
+    const struct json *fa = json_get(doc, RK_FAULT_ADDRESS);
+    const char *src = json_get_str(fa, RK_SOURCE), *at = json_get_str(fa, RK_ADDRESS);
     struct argmatch_range ranges[2];
     const char *how[2];
-    long long granule = json_get_int(fa, "granule", 0);
+    long long granule = json_get_int(fa, RK_GRANULE, 0);
     struct addr_answer a;
     uint64_t page;
     int n = 0;
     *narrowed = 0;
-    const char *matched = json_get_str(json_get(doc, "gpu_fault_log"), "matched");
-    if (!verdict || !certainty || strcmp(certainty, "candidates") != 0 || !src || strcmp(src, "kernel log") != 0 ||
-        granule <= 0 || !at || addr_parse(at, &page) != 0)
+    const char *matched = json_get_str(json_get(doc, RK_GPU_FAULT_LOG), RK_MATCHED);
+    if (!verdict || !rk_is_candidates(doc) || !src || strcmp(src, "kernel log") != 0 || granule <= 0 || !at ||
+        addr_parse(at, &page) != 0)
         return 0;
     /* a line tied by the process's name alone may be another process's (a pid namespace: another python), and a
      * page is this error's only when the error is the memory unit's (an assert logs none): neither narrows */
-    if (!matched || strcmp(matched, "pid") != 0 ||
-        !kernlog_code_logs_page(json_get_int(json_get(doc, "error"), "code", -1)))
+    if (!matched || strcmp(matched, "pid") != 0 || !kernlog_code_logs_page(rk_error_code(doc, -1)))
         return 0;
     /* the allocations the page lies against, as fault_address answered it (the table as the report has it: the
      * verdict names no culprit yet) */
@@ -192,8 +192,8 @@ int faultpage_narrow(struct json *doc, int *narrowed)
     struct argmatch_result m;
     if (!argmatch_find(doc, ranges, n, NULL, NULL, &m))
         return m.hits ? faultpage_by_stream(doc, ranges, n, how, at, narrowed) : 0;
-    const struct json *hit = json_at(json_get(doc, "candidates"), m.hit);
-    long long seq = json_get_int(hit, "seq", -1);
+    const struct json *hit = json_at(rk_candidates(doc), m.hit);
+    long long seq = json_get_int(hit, RK_SEQ, -1);
     struct faultpage_on on = {.launch = hit, .same = 1};
     struct argmatch_result mine;
     argmatch_find(doc, ranges, n, faultpage_fits, &on, &mine);
@@ -205,10 +205,10 @@ int faultpage_narrow(struct json *doc, int *narrowed)
                  at, how[m.range], (unsigned long long)ranges[m.range].base, (unsigned long long)ranges[m.range].end,
                  seq, m.word * 8, m.word * 8 + 7, (unsigned long long)m.value,
                  mine.fitting == 1 ? "; it is the only launch of its stream " : "",
-                 mine.fitting == 1 ? json_get_str(hit, "stream") : "",
+                 mine.fitting == 1 ? json_get_str(hit, RK_STREAM) : "",
                  mine.fitting == 1 ? " left unfinished, so this is proven" : "") < 0)
         return ENOMEM;
-    int rc = promote_because(doc, m.hit, "candidates_before_fault_page", "fault page", why);
+    int rc = promote_because(doc, m.hit, RK_CANDIDATES_BEFORE_FAULT_PAGE, "fault page", why);
     free(why);
     if (rc)
         return rc == ENOMEM ? ENOMEM : 0;

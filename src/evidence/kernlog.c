@@ -9,6 +9,7 @@
 #include "kernlog.h"
 #include "stages.h"
 #include "../render/json.h"
+#include "../render/report_keys.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -318,9 +319,9 @@ static int kernlog_same_name(const char *kname, const char *nm)
 /* Whether an Xid line names the report's process by its name (the report's "comm", its executable, argv[0]). */
 static int kernlog_names_process(const struct kernlog_xid *x, const struct json *proc)
 {
-    const struct json *argv = json_get(proc, "argv");
-    return kernlog_same_name(x->name, json_get_str(proc, "comm")) ||
-           kernlog_same_name(x->name, json_get_str(proc, "exe")) ||
+    const struct json *argv = json_get(proc, RK_ARGV);
+    return kernlog_same_name(x->name, json_get_str(proc, RK_COMM)) ||
+           kernlog_same_name(x->name, json_get_str(proc, RK_EXE)) ||
            kernlog_same_name(x->name, json_len(argv) ? json_str(json_at(argv, 0)) : NULL);
 }
 
@@ -328,35 +329,35 @@ static int kernlog_names_process(const struct kernlog_xid *x, const struct json 
 static int kernlog_put_line(const struct kernlog *k, struct json *doc, const struct kernlog_xid *x, const char *matched)
 {
     struct json *o = json_new(JSON_OBJ);
-    if (!o || json_put(o, "source", json_new_str(k->path)) || json_put(o, "xid", json_new_int(x->xid)) ||
-        json_put(o, "address", json_new_hex(x->address)) || json_put(o, "granule", json_new_int(KERNLOG_PAGE)) ||
-        (x->access[0] && json_put(o, "access", json_new_str(x->access))) ||
-        (x->fault_type[0] && json_put(o, "fault_type", json_new_str(x->fault_type))) ||
-        (x->pid >= 0 && json_put(o, "pid", json_new_int(x->pid))) ||
-        (x->name[0] && json_put(o, "name", json_new_str(x->name))) || json_put(o, "matched", json_new_str(matched)) ||
-        json_put(o, "line", json_new_str(x->line))) {
+    if (!o || json_put(o, RK_SOURCE, json_new_str(k->path)) || json_put(o, RK_XID, json_new_int(x->xid)) ||
+        json_put(o, RK_ADDRESS, json_new_hex(x->address)) || json_put(o, RK_GRANULE, json_new_int(KERNLOG_PAGE)) ||
+        (x->access[0] && json_put(o, RK_ACCESS, json_new_str(x->access))) ||
+        (x->fault_type[0] && json_put(o, RK_FAULT_TYPE, json_new_str(x->fault_type))) ||
+        (x->pid >= 0 && json_put(o, RK_PID, json_new_int(x->pid))) ||
+        (x->name[0] && json_put(o, RK_NAME, json_new_str(x->name))) || json_put(o, RK_MATCHED, json_new_str(matched)) ||
+        json_put(o, RK_LINE, json_new_str(x->line))) {
         json_free(o);
         return ENOMEM;
     }
-    return json_set(doc, "gpu_fault_log", o) ? (json_free(o), ENOMEM) : 0;
+    return json_set(doc, RK_GPU_FAULT_LOG, o) ? (json_free(o), ENOMEM) : 0;
 }
 
 /* Puts "gpu_fault_log" saying why no line is given into doc. */
 static int kernlog_put_why(const struct kernlog *k, struct json *doc, const char *why)
 {
     struct json *o = json_new(JSON_OBJ);
-    if (!o || json_put(o, "source", json_new_str(k->path)) || json_put(o, "unknown", json_new_str(why))) {
+    if (!o || json_put(o, RK_SOURCE, json_new_str(k->path)) || json_put(o, RK_UNKNOWN, json_new_str(why))) {
         json_free(o);
         return ENOMEM;
     }
-    return json_set(doc, "gpu_fault_log", o) ? (json_free(o), ENOMEM) : 0;
+    return json_set(doc, RK_GPU_FAULT_LOG, o) ? (json_free(o), ENOMEM) : 0;
 }
 
 int kernlog_attach(const struct kernlog *k, struct json *doc, int *added)
 {
-    const struct json *proc = json_get(doc, "process"), *err = json_get(doc, "error");
-    const char *kind = json_get_str(doc, "kind"), *host = json_get_str(proc, "hostname");
-    long long pid = json_get_int(proc, "pid", -1), code = json_get_int(err, "code", -1);
+    const struct json *proc = json_get(doc, RK_PROCESS), *err = json_get(doc, RK_ERROR);
+    const char *kind = json_get_str(doc, RK_KIND), *host = json_get_str(proc, RK_HOSTNAME);
+    long long pid = json_get_int(proc, RK_PID, -1), code = json_get_int(err, RK_CODE, -1);
     char me[256] = "", why[1000];
     const struct kernlog_xid *by_pid = NULL, *by_name = NULL;
     size_t named = 0;
@@ -364,7 +365,7 @@ int kernlog_attach(const struct kernlog *k, struct json *doc, int *added)
     /* Xid 31 is the memory unit's fault: it is this report's only when the report's error is one the memory unit
      * raises (a device assert logs no Xid 31, a misaligned address logs Xid 13), whatever process logged it */
     if (k->off || (kind && strcmp(kind, "fault") != 0) || pid < 0 || !kernlog_code_logs_page(code) ||
-        json_get(doc, "gpu_fault_log"))
+        json_get(doc, RK_GPU_FAULT_LOG))
         return 0;
     /* a report another node wrote into a shared directory: this host's log says nothing of it */
     if (host && gethostname(me, sizeof me - 1) == 0 && strcmp(host, me) != 0)

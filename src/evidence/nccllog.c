@@ -8,6 +8,7 @@
 #include "nccllog.h"
 #include "stages.h"
 #include "../render/json.h"
+#include "../render/report_keys.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -130,9 +131,9 @@ out:
 
 int nccllog_attach(const char *dir, struct json *doc, int *added)
 {
-    const struct json *proc = json_get(doc, "process");
-    const char *host = json_get_str(proc, "hostname");
-    long long pid = json_get_int(proc, "pid", -1);
+    const struct json *proc = json_get(doc, RK_PROCESS);
+    const char *host = json_get_str(proc, RK_HOSTNAME);
+    long long pid = json_get_int(proc, RK_PID, -1);
     char path[4096];
     struct json *lines = NULL;
     int oom = 0;
@@ -151,7 +152,7 @@ int nccllog_attach(const char *dir, struct json *doc, int *added)
         return ENOMEM;
     if (!lines)
         return 0;
-    if (json_set(doc, "nccl_log", lines) != 0) {
+    if (json_set(doc, RK_NCCL_LOG, lines) != 0) {
         json_free(lines);
         return ENOMEM;
     }

@@ -15,6 +15,7 @@
 #include "../render/json.h"
 #include "../base/config.h"
 #include "../report/symbolize.h"
+#include "../render/report_keys.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -33,7 +34,7 @@ static struct json *rerun_answer(const char *dir, const struct json *first, char
     char **reports = NULL;
     size_t n = 0, i;
     struct json *found = NULL;
-    long long rank = json_get_int(json_get(first, "process"), "rank", -1);
+    long long rank = json_get_int(json_get(first, RK_PROCESS), RK_RANK, -1);
     char why[512];
 
     *several = 0;
@@ -44,9 +45,9 @@ static struct json *rerun_answer(const char *dir, const struct json *first, char
         const char *kind;
         if (symbolize_load_own(reports[i], &doc, why, sizeof why) != 0)
             continue;
-        kind = json_get_str(doc, "kind");
+        kind = json_get_str(doc, RK_KIND);
         if ((kind && strcmp(kind, "fault") != 0) ||
-            (rank >= 0 && json_get_int(json_get(doc, "process"), "rank", -1) != rank)) {
+            (rank >= 0 && json_get_int(json_get(doc, RK_PROCESS), RK_RANK, -1) != rank)) {
             json_free(doc);
             continue;
         }
@@ -71,7 +72,7 @@ static struct json *rerun_candidate(struct json *cands, long long seq)
 {
     size_t i;
     for (i = 0; i < json_len(cands); i++)
-        if (json_get_int(json_at(cands, i), "seq", -1) == seq)
+        if (json_get_int(json_at(cands, i), RK_SEQ, -1) == seq)
             return (struct json *)json_at(cands, i);
     return NULL;
 }
@@ -81,26 +82,27 @@ static struct json *rerun_candidate(struct json *cands, long long seq)
 static int rerun_merge(struct json *doc, long long lo, long long hi, const char *outcome, const char *rpath,
                        const struct json *rculprit, const char *sentence)
 {
-    struct json *verdict = (struct json *)json_get(doc, "verdict");
-    struct json *cands = (struct json *)json_get(doc, "candidates");
+    struct json *verdict = (struct json *)json_get(doc, RK_VERDICT);
+    struct json *cands = (struct json *)json_get(doc, RK_CANDIDATES);
     struct json *r = json_new(JSON_OBJ), *win = json_new(JSON_OBJ);
-    const char *reason = json_get_str(verdict, "reason");
-    long long seq = json_get_int(rculprit, "seq", -1);
+    const char *reason = json_get_str(verdict, RK_REASON);
+    long long seq = json_get_int(rculprit, RK_SEQ, -1);
     if (!json_is(rculprit, JSON_OBJ))
         rculprit = NULL; /* a rerun report without a culprit (null) names no launch */
     char *why = NULL;
 
-    if (!r || !win || json_put(win, "first", json_new_int(lo)) || json_put(win, "last", json_new_int(hi)) ||
-        json_put(r, "window", win) || json_put(r, "outcome", json_new_str(outcome)) ||
-        (rpath && json_put(r, "report", json_new_str(rpath))) || (rculprit && json_put(r, "seq", json_new_int(seq))) ||
-        (rculprit && json_get_str(rculprit, "kernel") &&
-         json_put(r, "kernel", json_new_str(json_get_str(rculprit, "kernel")))) ||
-        json_set(doc, "rerun", r) != 0) {
+    if (!r || !win || json_put(win, RK_FIRST, json_new_int(lo)) || json_put(win, RK_LAST, json_new_int(hi)) ||
+        json_put(r, RK_WINDOW, win) || json_put(r, RK_OUTCOME, json_new_str(outcome)) ||
+        (rpath && json_put(r, RK_REPORT, json_new_str(rpath))) ||
+        (rculprit && json_put(r, RK_SEQ, json_new_int(seq))) ||
+        (rculprit && json_get_str(rculprit, RK_KERNEL) &&
+         json_put(r, RK_KERNEL, json_new_str(json_get_str(rculprit, RK_KERNEL)))) ||
+        json_set(doc, RK_RERUN, r) != 0) {
         json_free(r);
         return ENOMEM;
     }
     if (asprintf(&why, "%s%s%s", reason ? reason : "", reason ? "; " : "", sentence) < 0 ||
-        json_put(verdict, "reason", json_new_str(why))) {
+        json_put(verdict, RK_REASON, json_new_str(why))) {
         free(why);
         return ENOMEM;
     }
@@ -111,19 +113,18 @@ static int rerun_merge(struct json *doc, long long lo, long long hi, const char 
     struct json *chosen = rerun_candidate(cands, seq);
     for (size_t i = 0; chosen && i < cands->len; i++)
         if (cands->kids[i] == chosen)
-            return promote_candidate(doc, i, "candidates_before_rerun") == ENOMEM ? ENOMEM : 0;
+            return promote_candidate(doc, i, RK_CANDIDATES_BEFORE_RERUN) == ENOMEM ? ENOMEM : 0;
     return 0;
 }
 
 int rerun_needed(const struct json *doc, long long *lo, long long *hi)
 {
-    const struct json *verdict = json_get(doc, "verdict"), *win = json_get(verdict, "window");
-    const char *kind = json_get_str(doc, "kind"), *certainty = json_get_str(verdict, "certainty");
-    if ((kind && strcmp(kind, "fault") != 0) || !certainty || strcmp(certainty, "candidates") != 0 ||
-        json_get(doc, "rerun"))
+    const struct json *verdict = rk_verdict(doc), *win = json_get(verdict, RK_WINDOW);
+    const char *kind = json_get_str(doc, RK_KIND);
+    if ((kind && strcmp(kind, "fault") != 0) || !rk_is_candidates(doc) || json_get(doc, RK_RERUN))
         return 0; /* a report merged with a rerun already is not rerun again */
-    *lo = json_get_int(win, "first", -1);
-    *hi = json_get_int(win, "last", -1);
+    *lo = json_get_int(win, RK_FIRST, -1);
+    *hi = json_get_int(win, RK_LAST, -1);
     return *lo > 0 && *hi >= *lo;
 }
 
@@ -138,10 +139,8 @@ static int rerun_conclude(struct json *doc, const char *path, long long lo, long
     const char *outcome;
 
     answer = rerun_answer(dir, doc, rpath, sizeof rpath, &several);
-    seq = json_get_int(json_get(answer, "culprit"), "seq", -1);
-    const char *certainty = json_get_str(json_get(answer, "verdict"), "certainty");
-    if (answer && certainty && strcmp(certainty, "exact") == 0 &&
-        rerun_candidate((struct json *)json_get(doc, "candidates"), seq)) {
+    seq = json_get_int(json_get(answer, RK_CULPRIT), RK_SEQ, -1);
+    if (answer && rk_is_exact(answer) && rerun_candidate((struct json *)json_get(doc, RK_CANDIDATES), seq)) {
         outcome = "confirmed";
         snprintf(sentence, sizeof sentence,
                  "confirmed by a rerun with blocking launches #%lld..#%lld: launch "
@@ -170,8 +169,8 @@ static int rerun_conclude(struct json *doc, const char *path, long long lo, long
                        "run the same way twice",
                  lo, hi);
     }
-    rc =
-        rerun_merge(doc, lo, hi, outcome, answer ? rpath : NULL, answer ? json_get(answer, "culprit") : NULL, sentence);
+    rc = rerun_merge(doc, lo, hi, outcome, answer ? rpath : NULL, answer ? json_get(answer, RK_CULPRIT) : NULL,
+                     sentence);
     if (rc == 0 && symbolize_save(path, doc, why, sizeof why) != 0) {
         cli_err("%s", why);
         rc = CLI_EXIT_FAIL;
@@ -187,7 +186,7 @@ static int rerun_conclude(struct json *doc, const char *path, long long lo, long
  * process"); a report without the field may have. */
 static int rerun_ran_python(const struct json *doc)
 {
-    const char *st = json_get_str(doc, "python_status");
+    const char *st = json_get_str(doc, RK_PYTHON_STATUS);
     return !st || strncmp(st, "no Python", 9) != 0;
 }
 
@@ -253,8 +252,8 @@ int rerun_settle(const struct cli_run_opts *o, const char *path, const char *run
         return 0;
     }
     snprintf(window, sizeof window, "%lld:%lld", lo, hi);
-    if ((size_t)snprintf(dir, sizeof dir, "%s/rerun-%lld", run_dir, json_get_int(json_get(doc, "process"), "pid", 0)) >=
-        sizeof dir) {
+    if ((size_t)snprintf(dir, sizeof dir, "%s/rerun-%lld", run_dir,
+                         json_get_int(json_get(doc, RK_PROCESS), RK_PID, 0)) >= sizeof dir) {
         json_free(doc);
         cli_err("the rerun's report directory would be too long a path");
         return CLI_EXIT_FAIL;
@@ -291,7 +290,7 @@ int rerun_settle_job(const struct cli_run_opts *o, char **paths, size_t n, const
         long long lo, hi, rank;
         if (symbolize_load_own(paths[i], &doc, why, sizeof why) != 0)
             continue;
-        rank = json_get_int(json_get(doc, "process"), "rank", -1);
+        rank = json_get_int(json_get(doc, RK_PROCESS), RK_RANK, -1);
         if (rank < 0 || !rerun_needed(doc, &lo, &hi)) {
             json_free(doc);
             continue;

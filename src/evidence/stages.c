@@ -13,6 +13,7 @@
 #include "../render/render.h"
 #include "../report/merge.h"
 #include "../report/symbolize.h"
+#include "../render/report_keys.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -88,7 +89,7 @@ static enum ev_next ev_stage_load(struct ev_ctx *c)
         cli_err("%s", why);
         return EV_FAILED;
     }
-    run = json_get_str(json_get(c->doc, "process"), "run_id");
+    run = json_get_str(json_get(c->doc, RK_PROCESS), RK_RUN_ID);
     if (!run || strcmp(run, c->run_id) != 0) {
         if (!run && !c->skipped.foreign++)
             snprintf(c->skipped.first_foreign, sizeof c->skipped.first_foreign, "%s", c->path);
@@ -228,13 +229,13 @@ static enum ev_next ev_stage_verdict(struct ev_ctx *c)
 /* Whether a report names a framework operator anywhere (an "op" on a launch it lists, or a "diagnosis"). */
 static int ev_report_has_ops(const struct json *doc)
 {
-    static const char *const lists[] = {"candidates", "history"};
-    if (json_len(json_get(doc, "diagnosis")) || json_get(json_get(doc, "culprit"), "op"))
+    static const char *const lists[] = {RK_CANDIDATES, RK_HISTORY};
+    if (json_len(json_get(doc, RK_DIAGNOSIS)) || json_get(json_get(doc, RK_CULPRIT), RK_OP))
         return 1;
     for (size_t k = 0; k < sizeof lists / sizeof lists[0]; k++) {
         const struct json *l = json_get(doc, lists[k]);
         for (size_t i = 0; i < json_len(l); i++)
-            if (json_get(json_at(l, i), "op"))
+            if (json_get(json_at(l, i), RK_OP))
                 return 1;
     }
     return 0;
@@ -245,8 +246,8 @@ static enum ev_next ev_stage_diagnose(struct ev_ctx *c)
 {
     for (size_t i = 0; c->o->boot && !c->o->is_rerun && i < c->nmine; i++) {
         const struct json *d = c->mine[i].doc;
-        const char *kind = json_get_str(d, "kind");
-        const char *py = json_get_str(d, "python_status");
+        const char *kind = json_get_str(d, RK_KIND);
+        const char *py = json_get_str(d, RK_PYTHON_STATUS);
         if ((!kind || strcmp(kind, "fault") == 0) && !ev_report_has_ops(d)) {
             if (py && strncmp(py, "no Python", 9) == 0)
                 cli_err("--diagnose named no operator: the process that faulted ran no Python (its report says "

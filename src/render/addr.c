@@ -11,6 +11,7 @@
 #include "addr_int.h"
 #include "json.h"
 #include "render_int.h"
+#include "report_keys.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -59,13 +60,13 @@ static int addr_read_range(const struct json *r, struct addr_range *out)
 {
     long long size, freed;
     memset(out, 0, sizeof *out);
-    if (!json_is(r, JSON_OBJ) || addr_field(r, "base", &out->base) != 0 || json_int(json_get(r, "size"), &size) != 0 ||
-        size <= 0)
+    if (!json_is(r, JSON_OBJ) || addr_field(r, RK_BASE, &out->base) != 0 ||
+        json_int(json_get(r, RK_SIZE), &size) != 0 || size <= 0)
         return -1;
     out->obj = r;
     out->size = (uint64_t)size;
-    out->seq = json_get_int(r, "seq", 0);
-    out->freed_seq = json_int(json_get(r, "freed_seq"), &freed) == 0 && freed >= 0 ? freed : -1;
+    out->seq = json_get_int(r, RK_SEQ, 0);
+    out->freed_seq = json_int(json_get(r, RK_FREED_SEQ), &freed) == 0 && freed >= 0 ? freed : -1;
     return 0;
 }
 
@@ -76,7 +77,7 @@ static int addr_holds(const struct addr_range *r, uint64_t a)
 
 int addr_is_kind(const struct addr_range *r, const char *kind)
 {
-    const char *k = json_get_str(r->obj, "kind");
+    const char *k = json_get_str(r->obj, RK_KIND);
     return k && strcmp(k, kind) == 0;
 }
 
@@ -125,14 +126,14 @@ static void addr_run(const struct json *ranges, long long fault_seq, struct addr
 
 void addr_answer(const struct json *doc, uint64_t address, uint64_t access, struct addr_answer *a)
 {
-    const struct json *culprit = json_get(doc, "culprit");
-    addr_answer_at(doc, address, access, json_is(culprit, JSON_OBJ) ? json_get_int(culprit, "seq", -1) : -1, a);
+    const struct json *culprit = json_get(doc, RK_CULPRIT);
+    addr_answer_at(doc, address, access, json_is(culprit, JSON_OBJ) ? json_get_int(culprit, RK_SEQ, -1) : -1, a);
 }
 
 void addr_answer_at(const struct json *doc, uint64_t address, uint64_t access, long long seq, struct addr_answer *a)
 {
-    const struct json *table = json_get(doc, "allocations");
-    const struct json *ranges = json_get(table, "ranges");
+    const struct json *table = json_get(doc, RK_ALLOCATIONS);
+    const struct json *ranges = json_get(table, RK_RANGES);
     uint64_t x = address;
     size_t i;
 
@@ -144,8 +145,8 @@ void addr_answer_at(const struct json *doc, uint64_t address, uint64_t access, l
     if (!json_is(table, JSON_OBJ) || !json_is(ranges, JSON_ARR))
         return;
     a->nranges = json_len(ranges);
-    a->forgotten = json_get_int(table, "forgotten", 0);
-    a->not_recorded = json_get_int(table, "not_recorded", 0);
+    a->forgotten = json_get_int(table, RK_FORGOTTEN, 0);
+    a->not_recorded = json_get_int(table, RK_NOT_RECORDED, 0);
 
     for (i = 0; i < json_len(ranges); i++) {
         struct addr_range r;
@@ -206,20 +207,20 @@ void addr_answer_at(const struct json *doc, uint64_t address, uint64_t access, l
 
 int addr_of_report(const struct json *doc, uint64_t *address, uint64_t *access, const char **source)
 {
-    const struct json *fa = json_get(doc, "fault_address"), *cd = json_get(doc, "coredump");
+    const struct json *fa = json_get(doc, RK_FAULT_ADDRESS), *cd = json_get(doc, RK_COREDUMP);
     long long n;
-    if (json_is(fa, JSON_OBJ) && addr_field(fa, "address", address) == 0) {
-        *access = json_int(json_get(fa, "access_size"), &n) == 0 && n > 0 ? (uint64_t)n : 0;
-        *source = json_get_str(fa, "source") ? json_get_str(fa, "source") : "command line";
+    if (json_is(fa, JSON_OBJ) && addr_field(fa, RK_ADDRESS, address) == 0) {
+        *access = json_int(json_get(fa, RK_ACCESS_SIZE), &n) == 0 && n > 0 ? (uint64_t)n : 0;
+        *source = json_get_str(fa, RK_SOURCE) ? json_get_str(fa, RK_SOURCE) : "command line";
         return 1;
     }
-    if (json_is(cd, JSON_OBJ) && addr_field(cd, "address", address) == 0) {
-        *access = json_int(json_get(cd, "access_size"), &n) == 0 && n > 0 ? (uint64_t)n : 0;
+    if (json_is(cd, JSON_OBJ) && addr_field(cd, RK_ADDRESS, address) == 0) {
+        *access = json_int(json_get(cd, RK_ACCESS_SIZE), &n) == 0 && n > 0 ? (uint64_t)n : 0;
         *source = "coredump";
         return 1;
     }
-    const struct json *kl = json_get(doc, "gpu_fault_log");
-    if (json_is(kl, JSON_OBJ) && addr_field(kl, "address", address) == 0) {
+    const struct json *kl = json_get(doc, RK_GPU_FAULT_LOG);
+    if (json_is(kl, JSON_OBJ) && addr_field(kl, RK_ADDRESS, address) == 0) {
         *access = 0;
         *source = "kernel log";
         return 1;
@@ -229,16 +230,16 @@ int addr_of_report(const struct json *doc, uint64_t *address, uint64_t *access, 
 
 uint64_t addr_granule(const struct json *doc)
 {
-    const struct json *fa = json_get(doc, "fault_address");
+    const struct json *fa = json_get(doc, RK_FAULT_ADDRESS);
     const char *source;
     uint64_t x, access;
     long long g;
     /* the object addr_of_report took the address from: fault_address when it has one, else the kernel's log */
     if (!addr_of_report(doc, &x, &access, &source) || strcmp(source, "kernel log") != 0)
         return 0;
-    if (!json_is(fa, JSON_OBJ) || addr_field(fa, "address", &x) != 0)
-        fa = json_get(doc, "gpu_fault_log");
-    return json_int(json_get(fa, "granule"), &g) == 0 && g > 0 ? (uint64_t)g : 0;
+    if (!json_is(fa, JSON_OBJ) || addr_field(fa, RK_ADDRESS, &x) != 0)
+        fa = json_get(doc, RK_GPU_FAULT_LOG);
+    return json_int(json_get(fa, RK_GRANULE), &g) == 0 && g > 0 ? (uint64_t)g : 0;
 }
 
 /* ---- the answer as JSON ---- */
@@ -262,8 +263,8 @@ static struct json *addr_bool(void)
 static int addr_put_range(struct json *o, const char *key, const struct addr_range *r, const char *extra,
                           uint64_t value)
 {
-    static const char *const keys[] = {"base",      "size",      "kind",        "api",    "host", "seq",
-                                       "freed_seq", "freed_api", "free_unseen", "thread", "site"};
+    static const char *const keys[] = {RK_BASE,      RK_SIZE,      RK_KIND,        RK_API,    RK_HOST, RK_SEQ,
+                                       RK_FREED_SEQ, RK_FREED_API, RK_FREE_UNSEEN, RK_THREAD, RK_SITE};
     struct json *c;
     if (!r->obj)
         return 0;
@@ -288,9 +289,9 @@ static int addr_put_range(struct json *o, const char *key, const struct addr_ran
         goto fail;
     if (r->run_pieces > 1) {
         struct json *run = json_new(JSON_OBJ);
-        if (json_put(c, "mapped_run", run) || json_put(run, "base", json_new_hex(r->run_base)) ||
-            json_put(run, "size", json_new_int((long long)r->run_size)) ||
-            json_put(run, "pieces", json_new_int(r->run_pieces)))
+        if (json_put(c, RK_MAPPED_RUN, run) || json_put(run, RK_BASE, json_new_hex(r->run_base)) ||
+            json_put(run, RK_SIZE, json_new_int((long long)r->run_size)) ||
+            json_put(run, RK_PIECES, json_new_int(r->run_pieces)))
             goto fail;
     }
     if (json_put(o, key, c) == 0)
@@ -311,22 +312,22 @@ int addr_annotate(struct json *doc, uint64_t address, uint64_t access, const cha
     addr_answer(doc, address, access, &a);
     if (!(o = json_new(JSON_OBJ)))
         return -1;
-    if (json_put(o, "address", json_new_hex(address)) ||
-        (access && json_put(o, "access_size", json_new_int((long long)access))) ||
-        json_put(o, "source", json_new_str(source ? source : "command line")) ||
-        (a.fault_seq >= 0 && json_put(o, "fault_seq", json_new_int(a.fault_seq))) ||
-        json_put(o, "answer", json_new_str(addr_where_names[a.where])) ||
-        (address < ADDR_NULL && json_put(o, "near_null", addr_bool())) ||
-        addr_put_range(o, "in", &a.in, "offset", x - a.in.base) ||
-        addr_put_range(o, "freed", &a.freed, "offset", x - a.freed.base) ||
-        (a.freed_others && json_put(o, "freed_others", json_new_int(a.freed_others))) ||
-        addr_put_range(o, "later", &a.later, "offset", x - a.later.base) ||
-        addr_put_range(o, "reserved", &a.reserved, "offset", x - a.reserved.base) ||
-        addr_put_range(o, "below", &a.below, "past_end", x - (a.below.base + a.below.size)) ||
-        addr_put_range(o, "above", &a.above, "before_start", a.above.base - x) ||
+    if (json_put(o, RK_ADDRESS, json_new_hex(address)) ||
+        (access && json_put(o, RK_ACCESS_SIZE, json_new_int((long long)access))) ||
+        json_put(o, RK_SOURCE, json_new_str(source ? source : "command line")) ||
+        (a.fault_seq >= 0 && json_put(o, RK_FAULT_SEQ, json_new_int(a.fault_seq))) ||
+        json_put(o, RK_ANSWER, json_new_str(addr_where_names[a.where])) ||
+        (address < ADDR_NULL && json_put(o, RK_NEAR_NULL, addr_bool())) ||
+        addr_put_range(o, RK_IN, &a.in, RK_OFFSET, x - a.in.base) ||
+        addr_put_range(o, RK_FREED, &a.freed, RK_OFFSET, x - a.freed.base) ||
+        (a.freed_others && json_put(o, RK_FREED_OTHERS, json_new_int(a.freed_others))) ||
+        addr_put_range(o, RK_LATER, &a.later, RK_OFFSET, x - a.later.base) ||
+        addr_put_range(o, RK_RESERVED, &a.reserved, RK_OFFSET, x - a.reserved.base) ||
+        addr_put_range(o, RK_BELOW, &a.below, RK_PAST_END, x - (a.below.base + a.below.size)) ||
+        addr_put_range(o, RK_ABOVE, &a.above, RK_BEFORE_START, a.above.base - x) ||
         (a.where != ADDR_NO_TABLE && (a.forgotten > 0 || a.not_recorded > 0) &&
-         json_put(o, "table_overflowed", addr_bool())) ||
-        json_put(doc, "fault_address", o)) {
+         json_put(o, RK_TABLE_OVERFLOWED, addr_bool())) ||
+        json_put(doc, RK_FAULT_ADDRESS, o)) {
         json_free(o);
         return -1;
     }
@@ -364,7 +365,7 @@ static struct json *addr_triple(const struct json *v)
 static int addr_no_lane(struct json *cd, const char *why, int *changed)
 {
     *changed = 1;
-    return json_put(cd, "address_unknown", json_new_str(why)) ? -1 : 0;
+    return json_put(cd, RK_ADDRESS_UNKNOWN, json_new_str(why)) ? -1 : 0;
 }
 
 /* The one address with these low 32 bits that lies inside an allocation live at the faulting launch, for a lane
@@ -372,7 +373,7 @@ static int addr_no_lane(struct json *cd, const char *why, int *changed)
  * exists (several allocations, or none, leave it unknown). */
 static int addr_infer_high(const struct json *doc, uint32_t low, uint64_t access, uint64_t *out)
 {
-    const struct json *ranges = json_get(json_get(doc, "allocations"), "ranges");
+    const struct json *ranges = json_get(json_get(doc, RK_ALLOCATIONS), RK_RANGES);
     int found = 0;
     for (size_t i = 0; i < json_len(ranges); i++) {
         struct addr_range r;
@@ -401,23 +402,23 @@ static int addr_infer_high(const struct json *doc, uint32_t low, uint64_t access
  * or in which no lane's address is bad, no lane is named and coredump.address_unknown says why. */
 static int addr_annotate_lanes(struct json *doc, struct json *cd, const struct json *lanes, int *changed)
 {
-    const char *exc = json_get_str(cd, "exception");
-    const struct json *table = json_get(doc, "allocations");
+    const char *exc = json_get_str(cd, RK_EXCEPTION);
+    const struct json *table = json_get(doc, RK_ALLOCATIONS);
     int misaligned = exc && strstr(exc, "Misaligned") != NULL;
     long long n, nlanes = (long long)json_len(lanes), bad = 0;
-    uint64_t access = json_int(json_get(cd, "access_size"), &n) == 0 && n > 0 ? (uint64_t)n : 0;
+    uint64_t access = json_int(json_get(cd, RK_ACCESS_SIZE), &n) == 0 && n > 0 ? (uint64_t)n : 0;
     const struct json *chosen = NULL;
     uint64_t chosen_addr = 0;
     char why[400];
 
-    if (!misaligned && !json_is(json_get(table, "ranges"), JSON_ARR)) {
+    if (!misaligned && !json_is(json_get(table, RK_RANGES), JSON_ARR)) {
         snprintf(why, sizeof why,
                  "the exception is the warp's, and the report has no allocation table to tell which of the %lld "
                  "lanes whose address the dump gives made the faulting access",
                  nlanes);
         return addr_no_lane(cd, why, changed);
     }
-    if (!misaligned && (json_get_int(table, "forgotten", 0) > 0 || json_get_int(table, "not_recorded", 0) > 0)) {
+    if (!misaligned && (json_get_int(table, RK_FORGOTTEN, 0) > 0 || json_get_int(table, RK_NOT_RECORDED, 0) > 0)) {
         snprintf(why, sizeof why,
                  "the exception is the warp's, and the allocation table overflowed: a lane's address outside every "
                  "allocation it kept may lie in one it lacks, so no lane of the %lld is named",
@@ -429,8 +430,8 @@ static int addr_annotate_lanes(struct json *doc, struct json *cd, const struct j
         const struct json *l = json_at(lanes, i);
         struct addr_answer a;
         uint64_t x;
-        const char *low = json_get_str(l, "address_low32");
-        if (addr_field(l, "address", &x) == 0) {
+        const char *low = json_get_str(l, RK_ADDRESS_LOW32);
+        if (addr_field(l, RK_ADDRESS, &x) == 0) {
             if (addr_lane_bad(doc, x, access, misaligned, &a) && !bad++) {
                 chosen = l;
                 chosen_addr = x;
@@ -441,7 +442,7 @@ static int addr_annotate_lanes(struct json *doc, struct json *cd, const struct j
             chosen_addr = x;
         }
     }
-    if (chosen && !json_get(chosen, "address")) {
+    if (chosen && !json_get(chosen, RK_ADDRESS)) {
         char place[320];
         uint32_t low = (uint32_t)chosen_addr;
         inferred = addr_infer_high(doc, low, access, &chosen_addr);
@@ -450,7 +451,7 @@ static int addr_annotate_lanes(struct json *doc, struct json *cd, const struct j
                      "lane %lld made a misaligned access (its address ends in 0x%08x, not a multiple of %llu), but "
                      "its access overwrote the high half of the address and no single allocation holds an address "
                      "ending so",
-                     json_get_int(chosen, "lane", -1), low, (unsigned long long)access);
+                     json_get_int(chosen, RK_LANE, -1), low, (unsigned long long)access);
             return addr_no_lane(cd, place, changed);
         }
     }
@@ -467,38 +468,38 @@ static int addr_annotate_lanes(struct json *doc, struct json *cd, const struct j
         return -1;
     *changed = 1;
     /* the lane and the warp's other lanes: which allocations the good ones touched, in the order first met */
-    struct json *fa = (struct json *)json_get(doc, "fault_address"), *touched = json_new(JSON_ARR);
-    if (!touched || json_put(fa, "lane", json_new_int(json_get_int(chosen, "lane", -1))) ||
-        (json_get(chosen, "block") && json_put(fa, "block", addr_triple(json_get(chosen, "block")))) ||
-        (json_get(chosen, "thread") && json_put(fa, "thread", addr_triple(json_get(chosen, "thread")))) ||
-        json_put(fa, "lanes_read", json_new_int(nlanes)) || json_put(fa, "lanes_bad", json_new_int(bad)) ||
-        (inferred && json_put(fa, "high_half", json_new_str("inferred")))) {
+    struct json *fa = (struct json *)json_get(doc, RK_FAULT_ADDRESS), *touched = json_new(JSON_ARR);
+    if (!touched || json_put(fa, RK_LANE, json_new_int(json_get_int(chosen, RK_LANE, -1))) ||
+        (json_get(chosen, RK_BLOCK) && json_put(fa, RK_BLOCK, addr_triple(json_get(chosen, RK_BLOCK)))) ||
+        (json_get(chosen, RK_THREAD) && json_put(fa, RK_THREAD, addr_triple(json_get(chosen, RK_THREAD)))) ||
+        json_put(fa, RK_LANES_READ, json_new_int(nlanes)) || json_put(fa, RK_LANES_BAD, json_new_int(bad)) ||
+        (inferred && json_put(fa, RK_HIGH_HALF, json_new_str("inferred")))) {
         json_free(touched);
         return -1;
     }
     for (size_t i = 0; i < json_len(lanes); i++) {
         struct addr_answer a;
         uint64_t x;
-        if (addr_field(json_at(lanes, i), "address", &x) != 0 || addr_lane_bad(doc, x, access, misaligned, &a) ||
+        if (addr_field(json_at(lanes, i), RK_ADDRESS, &x) != 0 || addr_lane_bad(doc, x, access, misaligned, &a) ||
             !a.in.obj)
             continue;
         struct json *t = NULL;
         for (size_t k = 0; k < json_len(touched) && !t; k++) {
             uint64_t base;
-            if (addr_field(json_at(touched, k), "base", &base) == 0 && base == a.in.base)
+            if (addr_field(json_at(touched, k), RK_BASE, &base) == 0 && base == a.in.base)
                 t = (struct json *)json_at(touched, k);
         }
         if (t) {
-            if (json_put(t, "lanes", json_new_int(json_get_int(t, "lanes", 0) + 1)))
+            if (json_put(t, RK_LANES, json_new_int(json_get_int(t, RK_LANES, 0) + 1)))
                 goto fail;
             continue;
         }
         t = json_new(JSON_OBJ);
-        if (json_append(touched, t) || json_put(t, "base", json_new_hex(a.in.base)) ||
-            json_put(t, "size", json_new_int((long long)a.in.size)) || json_put(t, "lanes", json_new_int(1)))
+        if (json_append(touched, t) || json_put(t, RK_BASE, json_new_hex(a.in.base)) ||
+            json_put(t, RK_SIZE, json_new_int((long long)a.in.size)) || json_put(t, RK_LANES, json_new_int(1)))
             goto fail;
     }
-    if (json_put(fa, "touched", touched))
+    if (json_put(fa, RK_TOUCHED, touched))
         return -1;
     return 0;
 fail:
@@ -508,16 +509,16 @@ fail:
 
 int addr_annotate_coredump(struct json *doc, int *changed)
 {
-    struct json *cd = (struct json *)json_get(doc, "coredump");
-    const struct json *lanes = json_get(cd, "lanes");
+    struct json *cd = (struct json *)json_get(doc, RK_COREDUMP);
+    const struct json *lanes = json_get(cd, RK_LANES);
     uint64_t address, access = 0;
     long long n;
     *changed = 0;
     if (json_is(cd, JSON_OBJ) && json_len(lanes) > 0)
         return addr_annotate_lanes(doc, cd, lanes, changed);
-    if (!json_is(cd, JSON_OBJ) || addr_field(cd, "address", &address) != 0)
+    if (!json_is(cd, JSON_OBJ) || addr_field(cd, RK_ADDRESS, &address) != 0)
         return 0;
-    if (json_int(json_get(cd, "access_size"), &n) == 0 && n > 0)
+    if (json_int(json_get(cd, RK_ACCESS_SIZE), &n) == 0 && n > 0)
         access = (uint64_t)n;
     if (addr_annotate(doc, address, access, "coredump"))
         return -1;
@@ -527,26 +528,26 @@ int addr_annotate_coredump(struct json *doc, int *changed)
 
 int addr_annotate_fault(struct json *doc, int *changed)
 {
-    const struct json *kl = json_get(doc, "gpu_fault_log"), *fa;
+    const struct json *kl = json_get(doc, RK_GPU_FAULT_LOG), *fa;
     const char *src, *access;
     uint64_t page;
     long long g;
     if (addr_annotate_coredump(doc, changed))
         return -1;
     /* a byte the dump (or the user) gave wins over a page */
-    fa = json_get(doc, "fault_address");
-    src = json_get_str(fa, "source");
+    fa = json_get(doc, RK_FAULT_ADDRESS);
+    src = json_get_str(fa, RK_SOURCE);
     if ((fa && (!src || strcmp(src, "kernel log") != 0)) || !json_is(kl, JSON_OBJ) ||
-        addr_field(kl, "address", &page) != 0)
+        addr_field(kl, RK_ADDRESS, &page) != 0)
         return 0;
     if (addr_annotate(doc, page, 0, "kernel log"))
         return -1;
     *changed = 1;
-    fa = json_get(doc, "fault_address");
-    access = json_get_str(kl, "access");
-    if (json_put((struct json *)fa, "granule",
-                 json_new_int(json_int(json_get(kl, "granule"), &g) == 0 && g > 0 ? g : 4096)) ||
-        (access && json_put((struct json *)fa, "access", json_new_str(access))))
+    fa = json_get(doc, RK_FAULT_ADDRESS);
+    access = json_get_str(kl, RK_ACCESS);
+    if (json_put((struct json *)fa, RK_GRANULE,
+                 json_new_int(json_int(json_get(kl, RK_GRANULE), &g) == 0 && g > 0 ? g : 4096)) ||
+        (access && json_put((struct json *)fa, RK_ACCESS, json_new_str(access))))
         return -1;
     return 0;
 }

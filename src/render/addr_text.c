@@ -9,6 +9,7 @@
 #include "addr_int.h"
 #include "json.h"
 #include "render_int.h"
+#include "report_keys.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -47,8 +48,8 @@ static const char *addr_launch(long long seq, char *out, size_t outsz)
  * mapping, also the run of adjacent mappings it belongs to, and for a freed range the free. */
 static void addr_describe(const struct addr_range *r, char *out, size_t outsz)
 {
-    const char *api = json_get_str(r->obj, "api"), *fapi = json_get_str(r->obj, "freed_api");
-    const char *kind = json_get_str(r->obj, "kind"), *what = "allocation";
+    const char *api = json_get_str(r->obj, RK_API), *fapi = json_get_str(r->obj, RK_FREED_API);
+    const char *kind = json_get_str(r->obj, RK_KIND), *what = "allocation";
     char sz[64], when[48], fwhen[48];
     size_t used;
     if (kind && strcmp(kind, "vm") == 0)
@@ -78,9 +79,9 @@ static void addr_describe(const struct addr_range *r, char *out, size_t outsz)
  * (the table's "sites"), or "" when the report has none. */
 static const char *addr_site(const struct json *doc, const struct addr_range *r, char *out, size_t outsz)
 {
-    long long idx = json_get_int(r->obj, "site", -1);
-    const struct json *site = idx >= 0 ? json_at(json_get(json_get(doc, "allocations"), "sites"), (size_t)idx) : NULL;
-    const struct json *pf = render_user_pyframe(json_get(site, "python")), *uf;
+    long long idx = json_get_int(r->obj, RK_SITE, -1);
+    const struct json *site = idx >= 0 ? json_at(json_get(json_get(doc, RK_ALLOCATIONS), RK_SITES), (size_t)idx) : NULL;
+    const struct json *pf = render_user_pyframe(json_get(site, RK_PYTHON)), *uf;
     const char *verb = addr_is_kind(r, "vm") ? "mapped" : addr_is_kind(r, "reserved") ? "reserved" : "allocated";
     char text[1400];
     out[0] = '\0';
@@ -141,21 +142,21 @@ static const char *addr_dims(const struct json *v, char *out, size_t n)
  * dump gives was out of bounds; the other 31 accessed the allocation of 512 bytes at 0x7f5b7fe00000 (...)". */
 static void addr_render_lanes(struct render_buf *b, const struct json *doc, const struct json *fa)
 {
-    const struct json *cd = json_get(doc, "coredump"), *touched = json_get(fa, "touched");
-    const char *exc = json_get_str(cd, "exception");
-    long long lane = json_get_int(fa, "lane", -1), nread = json_get_int(fa, "lanes_read", 0),
-              nbad = json_get_int(fa, "lanes_bad", 0);
+    const struct json *cd = json_get(doc, RK_COREDUMP), *touched = json_get(fa, RK_TOUCHED);
+    const char *exc = json_get_str(cd, RK_EXCEPTION);
+    long long lane = json_get_int(fa, RK_LANE, -1), nread = json_get_int(fa, RK_LANES_READ, 0),
+              nbad = json_get_int(fa, RK_LANES_BAD, 0);
     char text[3000], thr[64], blk[64], d[600], site[1500];
     size_t used;
     if (lane < 0)
         return;
     used = (size_t)snprintf(text, sizeof text, "lane %lld", lane);
-    if (addr_dims(json_get(fa, "thread"), thr, sizeof thr) && addr_dims(json_get(fa, "block"), blk, sizeof blk))
+    if (addr_dims(json_get(fa, RK_THREAD), thr, sizeof thr) && addr_dims(json_get(fa, RK_BLOCK), blk, sizeof blk))
         used += (size_t)snprintf(text + used, sizeof text - used, " (thread %s, block %s)", thr, blk);
     used += (size_t)snprintf(
         text + used, sizeof text - used, " made it: %lld of the %lld lanes whose address the dump gives %s %s", nbad,
         nread, nbad == 1 ? "was" : "were", exc && strstr(exc, "Misaligned") ? "misaligned" : "out of bounds");
-    if (json_get_str(fa, "high_half") && used < sizeof text)
+    if (json_get_str(fa, RK_HIGH_HALF) && used < sizeof text)
         used += (size_t)snprintf(text + used, sizeof text - used,
                                  " (its access overwrote the high half of its address: the address above is the only "
                                  "one with its low 32 bits inside an allocation live at the faulting launch)");
@@ -164,8 +165,8 @@ static void addr_render_lanes(struct render_buf *b, const struct json *doc, cons
         const struct json *t = json_at(touched, i);
         struct addr_answer a;
         uint64_t base;
-        long long k = json_get_int(t, "lanes", 0);
-        if (addr_field(t, "base", &base) != 0)
+        long long k = json_get_int(t, RK_LANES, 0);
+        if (addr_field(t, RK_BASE, &base) != 0)
             continue;
         addr_answer(doc, base, 0, &a);
         if (!a.in.obj)
@@ -184,8 +185,8 @@ static void addr_render_lanes(struct render_buf *b, const struct json *doc, cons
 
 int addr_describe_op_buffer(const struct json *launch, uint64_t value, int near, char *out, size_t outsz)
 {
-    const struct json *op = json_get(launch, "op"), *bufs = json_get(op, "buffers");
-    const char *opname = json_get_str(op, "name");
+    const struct json *op = json_get(launch, RK_OP), *bufs = json_get(op, RK_BUFFERS);
+    const char *opname = json_get_str(op, RK_NAME);
     const struct json *best = NULL;
     uint64_t best_dist = ADDR_NEAR + 1, best_base = 0, best_size = 0;
     int best_where = 0; /* 0 inside, 1 past the end, -1 before the start */
@@ -193,7 +194,7 @@ int addr_describe_op_buffer(const struct json *launch, uint64_t value, int near,
         const struct json *b = json_at(bufs, i);
         uint64_t base;
         long long size;
-        if (addr_field(b, "base", &base) != 0 || json_int(json_get(b, "size"), &size) != 0 || size <= 0)
+        if (addr_field(b, RK_BASE, &base) != 0 || json_int(json_get(b, RK_SIZE), &size) != 0 || size <= 0)
             continue;
         uint64_t end = base + (uint64_t)size, dist;
         int where;
@@ -211,7 +212,7 @@ int addr_describe_op_buffer(const struct json *launch, uint64_t value, int near,
     }
     if (!best)
         return 0;
-    const char *label = json_get_str(best, "label");
+    const char *label = json_get_str(best, RK_LABEL);
     char what[400], sz[64];
     snprintf(what, sizeof what, "%s's `%s` (%s at 0x%" PRIx64 ")", opname ? opname : "the operator",
              label && *label ? label : "buffer", addr_size(best_size, sz, sizeof sz), best_base);
@@ -250,11 +251,11 @@ int addr_describe_pointer(const struct json *doc, uint64_t value, long long seq,
 int addr_describe_word(const struct json *doc, const struct json *launch, size_t k, char *out, size_t outsz)
 {
     uint64_t v;
-    if (addr_parse(json_str(json_at(json_get(launch, "params"), k)), &v) != 0)
+    if (addr_parse(json_str(json_at(json_get(launch, RK_PARAMS), k)), &v) != 0)
         return 0;
     if (addr_describe_op_buffer(launch, v, 0, out, outsz))
         return 1;
-    return addr_describe_pointer(doc, v, json_get_int(launch, "seq", -1), out, outsz);
+    return addr_describe_pointer(doc, v, json_get_int(launch, RK_SEQ, -1), out, outsz);
 }
 
 void addr_render_freed_args(struct render_buf *b, const struct json *doc, const struct json *launches)
@@ -262,8 +263,8 @@ void addr_render_freed_args(struct render_buf *b, const struct json *doc, const 
     /* each word is answered against the whole table: the first candidates only, which a reader can take in */
     for (size_t i = 0; i < json_len(launches) && i < ADDR_FREED_ARGS_MAX; i++) {
         const struct json *l = json_at(launches, i);
-        long long seq = json_get_int(l, "seq", -1);
-        for (size_t k = 0; seq >= 0 && k < json_len(json_get(l, "params")); k++) {
+        long long seq = json_get_int(l, RK_SEQ, -1);
+        for (size_t k = 0; seq >= 0 && k < json_len(json_get(l, RK_PARAMS)); k++) {
             char what[2200], text[2600];
             if (addr_describe_word(doc, l, k, what, sizeof what) != 2)
                 continue;
@@ -288,11 +289,11 @@ static void addr_render_head(struct render_buf *b, const struct json *doc, uint6
         snprintf(acc, sizeof acc, "an access of %" PRIu64 " byte%s, ", access, access == 1 ? "" : "s");
     render_add(b, "culprit:\n");
     if (granule) {
-        const char *kind = json_get_str(json_get(doc, "fault_address"), "access");
+        const char *kind = json_get_str(json_get(doc, RK_FAULT_ADDRESS), RK_ACCESS);
         if (!kind)
-            kind = json_get_str(json_get(doc, "gpu_fault_log"), "access");
+            kind = json_get_str(json_get(doc, RK_GPU_FAULT_LOG), RK_ACCESS);
         /* a line the kernel's log ties to this process by its name alone is a hint: it may be another's */
-        const char *matched = json_get_str(json_get(doc, "gpu_fault_log"), "matched");
+        const char *matched = json_get_str(json_get(doc, RK_GPU_FAULT_LOG), RK_MATCHED);
         int by_name = matched && !strcmp(matched, "name");
         snprintf(text, sizeof text,
                  "the faulting address %s in the %" PRIu64 "-byte page at 0x%" PRIx64 " (%s%s%sthe kernel's log of "
@@ -307,9 +308,9 @@ static void addr_render_head(struct render_buf *b, const struct json *doc, uint6
                     strcmp(source, "coredump") == 0 ? "from the GPU core dump" : "given on the command line");
     }
     if (strcmp(source, "coredump") == 0)
-        addr_render_lanes(b, doc, json_get(doc, "fault_address"));
+        addr_render_lanes(b, doc, json_get(doc, RK_FAULT_ADDRESS));
     /* the faulting launch's operator (--diagnose) knows its tensors: shape and dtype, not only the segment */
-    if (addr_describe_op_buffer(json_get(doc, "culprit"), address, 1, d, sizeof d)) {
+    if (addr_describe_op_buffer(json_get(doc, RK_CULPRIT), address, 1, d, sizeof d)) {
         snprintf(text, sizeof text, "%s", d);
         render_para(b, "  ", "    ", text);
     }
@@ -419,8 +420,8 @@ void addr_render(struct render_buf *b, const struct json *doc)
 
     if (!addr_of_report(doc, &address, &access, &source)) {
         /* culprit run read the kernel's log for the page and found none: why, and what would give it */
-        const char *why = json_get_str(json_get(doc, "gpu_fault_log"), "unknown");
-        if (why && !json_get(doc, "coredump")) {
+        const char *why = json_get_str(json_get(doc, RK_GPU_FAULT_LOG), RK_UNKNOWN);
+        if (why && !json_get(doc, RK_COREDUMP)) {
             render_add(b, "culprit:\n");
             snprintf(text, sizeof text, "the faulting address is not known: %s", why);
             render_para(b, "", "  ", text);

@@ -4,6 +4,7 @@
  * its whole parameter buffer was kept and none of it points there. */
 #include "argmatch.h"
 #include "json.h"
+#include "report_keys.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -27,10 +28,10 @@ static int argmatch_hex(const char *s, uint64_t *out)
 
 int argmatch_words(const struct json *launch, uint64_t *words, int max, uint64_t *size)
 {
-    const struct json *p = json_get(launch, "params");
+    const struct json *p = json_get(launch, RK_PARAMS);
     long long sz;
     int n = 0;
-    if (!json_is(p, JSON_ARR) || json_int(json_get(launch, "params_size"), &sz) != 0 || sz < 0)
+    if (!json_is(p, JSON_ARR) || json_int(json_get(launch, RK_PARAMS_SIZE), &sz) != 0 || sz < 0)
         return -1;
     for (size_t i = 0; i < json_len(p) && n < max; i++)
         if (argmatch_hex(json_str(json_at(p, i)), &words[n++]) != 0)
@@ -54,7 +55,7 @@ static int argmatch_word_in(const uint64_t *w, int n, const struct argmatch_rang
 int argmatch_find(const struct json *doc, const struct argmatch_range *ranges, int n, argmatch_fits_fn fits, void *arg,
                   struct argmatch_result *out)
 {
-    const struct json *cands = json_get(doc, "candidates");
+    const struct json *cands = rk_candidates(doc);
     memset(out, 0, sizeof *out);
     out->word = out->range = -1;
     for (size_t i = 0; i < json_len(cands); i++) {

@@ -11,6 +11,7 @@
 #include "../base/demangle.h"
 #include "json.h"
 #include "nccl.h"
+#include "report_keys.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -30,12 +31,12 @@ const char *render_error(void)
  * of them faulted), each with the line that captured it. */
 static void render_graph_nodes(struct render_buf *b, const struct json *launch, const struct json *asserts)
 {
-    const struct json *node = json_get(launch, "node");
-    const struct json *nodes = json_get(launch, "graph_nodes");
+    const struct json *node = json_get(launch, RK_NODE);
+    const struct json *nodes = json_get(launch, RK_GRAPH_NODES);
     char last_place[200] = "";
     size_t i, n = json_len(nodes);
     if (json_is(node, JSON_OBJ)) {
-        const char *src = json_get_str(launch, "node_source");
+        const char *src = json_get_str(launch, RK_NODE_SOURCE);
         render_line(b, "  the node that faulted, %s:",
                     src && strcmp(src, "graph breadcrumbs") == 0
                         ? "from the graph's breadcrumbs (the node before it completed)"
@@ -51,7 +52,7 @@ static void render_graph_nodes(struct render_buf *b, const struct json *launch, 
         while (j + 1 < n && render_same_launch(json_at(nodes, j), json_at(nodes, j + 1)))
             j++;
         render_launch_item(b, json_at(nodes, i), "  ", 1, asserts, last_place, sizeof last_place,
-                           j > i ? json_get_int(json_at(nodes, j), "seq", -1) : -1);
+                           j > i ? json_get_int(json_at(nodes, j), RK_SEQ, -1) : -1);
         i = j;
     }
 }
@@ -60,25 +61,25 @@ static void render_graph_nodes(struct render_buf *b, const struct json *launch, 
  * -lineinfo), the faulting block and thread, and where it ran. */
 static void render_coredump(struct render_buf *b, const struct json *cd, const struct json *fa)
 {
-    const char *file = json_get_str(cd, "source_file"), *exc = json_get_str(cd, "exception");
+    const char *file = json_get_str(cd, RK_SOURCE_FILE), *exc = json_get_str(cd, RK_EXCEPTION);
     char where[300] = "", blk[64], thr[64];
-    long long line = json_get_int(cd, "source_line", -1), warp = json_get_int(cd, "warp", -1);
+    long long line = json_get_int(cd, RK_SOURCE_LINE, -1), warp = json_get_int(cd, RK_WARP, -1);
     if (!json_is(cd, JSON_OBJ))
         return;
     if (file && line > 0)
         snprintf(where, sizeof where, " at %s:%lld", render_base(file), line);
-    if (json_len(json_get(cd, "block")) == 3 && json_len(json_get(cd, "thread")) == 3)
+    if (json_len(json_get(cd, RK_BLOCK)) == 3 && json_len(json_get(cd, RK_THREAD)) == 3)
         snprintf(where + strlen(where), sizeof where - strlen(where), ", block %s, thread %s",
-                 render_dims(json_get(cd, "block"), blk, sizeof blk),
-                 render_dims(json_get(cd, "thread"), thr, sizeof thr));
+                 render_dims(json_get(cd, RK_BLOCK), blk, sizeof blk),
+                 render_dims(json_get(cd, RK_THREAD), thr, sizeof thr));
     render_line(b, "  the GPU core dump: %s%s", exc ? exc : "an exception", where);
     if (warp >= 0)
-        render_line(b, "    (device %lld, SM %lld, warp %lld, lane %lld)", json_get_int(cd, "device", -1),
-                    json_get_int(cd, "sm", -1), warp, json_get_int(cd, "lane", -1));
-    const struct json *crashed = json_get(cd, "debugger_crashed");
-    const char *unknown = json_get_str(cd, "address_unknown");
+        render_line(b, "    (device %lld, SM %lld, warp %lld, lane %lld)", json_get_int(cd, RK_DEVICE, -1),
+                    json_get_int(cd, RK_SM, -1), warp, json_get_int(cd, RK_LANE, -1));
+    const struct json *crashed = json_get(cd, RK_DEBUGGER_CRASHED);
+    const char *unknown = json_get_str(cd, RK_ADDRESS_UNKNOWN);
     if (json_is(crashed, JSON_BOOL) && crashed->boolean) {
-        const char *err = json_get_str(cd, "debugger_error");
+        const char *err = json_get_str(cd, RK_DEBUGGER_ERROR);
         char text[800];
         /* where the dump's own tables say why no thread is known (address_unknown, below), that is said alone */
         snprintf(text, sizeof text, "cuda-gdb died reading the dump%s%s%s, after what is shown here%s", err ? " (" : "",
@@ -88,13 +89,13 @@ static void render_coredump(struct render_buf *b, const struct json *cd, const s
     }
     /* the faulting access: its instruction, and its address when the dump gives it (what it touched is said by
      * the address lines, render_addr) */
-    const char *access = json_get_str(cd, "access"), *space = json_get_str(cd, "space");
-    const char *insn = json_get_str(cd, "instruction"), *addr = json_get_str(cd, "address");
+    const char *access = json_get_str(cd, RK_ACCESS), *space = json_get_str(cd, RK_SPACE);
+    const char *insn = json_get_str(cd, RK_INSTRUCTION), *addr = json_get_str(cd, RK_ADDRESS);
     /* an illegal address's faulting lane is chosen with the allocation table: its address is the answer's */
-    if (!addr && json_get_int(fa, "lane", -1) >= 0 && json_get_str(fa, "source") &&
-        !strcmp(json_get_str(fa, "source"), "coredump"))
-        addr = json_get_str(fa, "address");
-    long long size = json_get_int(cd, "access_size", 0), align = json_get_int(cd, "alignment", 0);
+    if (!addr && json_get_int(fa, RK_LANE, -1) >= 0 && json_get_str(fa, RK_SOURCE) &&
+        !strcmp(json_get_str(fa, RK_SOURCE), "coredump"))
+        addr = json_get_str(fa, RK_ADDRESS);
+    long long size = json_get_int(cd, RK_ACCESS_SIZE, 0), align = json_get_int(cd, RK_ALIGNMENT, 0);
     if (!access) {
         if (unknown) /* no instruction read, but the dump's own tables say why no thread could give it */
             render_para(b, "    ", "      ", unknown);
@@ -113,8 +114,8 @@ static void render_coredump(struct render_buf *b, const struct json *cd, const s
  * (the buffers the kernel was given: the faulting access went through one of them, or through none). */
 static void render_args(struct render_buf *b, const struct json *doc, const struct json *launch)
 {
-    const struct json *p = json_get(launch, "params");
-    long long size = json_get_int(launch, "params_size", -1);
+    const struct json *p = json_get(launch, RK_PARAMS);
+    long long size = json_get_int(launch, RK_PARAMS_SIZE, -1);
     char line[256];
     size_t used = 0;
     if (!json_len(p) || size < 0)
@@ -141,9 +142,9 @@ static void render_launch(struct render_buf *b, const struct json *doc, const st
 {
     char *owned = NULL;
     const char *name = render_kernel(launch, &owned);
-    const char *api = json_get_str(launch, "api");
-    const char *kind = json_get_str(launch, "kind");
-    long long seq = json_get_int(launch, "seq", -1), shmem = json_get_int(launch, "shared_mem", -1);
+    const char *api = json_get_str(launch, RK_API);
+    const char *kind = json_get_str(launch, RK_KIND);
+    long long seq = json_get_int(launch, RK_SEQ, -1), shmem = json_get_int(launch, RK_SHARED_MEM, -1);
     char geo[160], place[200], head[128] = "";
     size_t used = 0;
 
@@ -211,8 +212,8 @@ static const char *render_surface_note(const char *api)
  * lines when the error surfaced, the waiting one among them. */
 static void render_waiting_threads(struct render_buf *b, const struct json *doc, const struct json *launch)
 {
-    const struct json *threads = json_get(doc, "python_threads");
-    if (json_len(json_get(launch, "python")) || !json_len(threads))
+    const struct json *threads = json_get(doc, RK_PYTHON_THREADS);
+    if (json_len(json_get(launch, RK_PYTHON)) || !json_len(threads))
         return;
     render_line(b, "  its thread runs no Python (as PyTorch's autograd engine during backward()); when the error");
     render_line(b, "  surfaced, the Python thread%s waiting on it %s at:", json_len(threads) == 1 ? "" : "s",
@@ -220,8 +221,8 @@ static void render_waiting_threads(struct render_buf *b, const struct json *doc,
     for (size_t i = 0; i < json_len(threads); i++) {
         const struct json *t = json_at(threads, i);
         if (json_len(threads) > 1)
-            render_line(b, "    thread %lld:", json_get_int(t, "id", 0));
-        render_python(b, json_get(t, "python"), json_len(threads) > 1 ? "      " : "    ");
+            render_line(b, "    thread %lld:", json_get_int(t, RK_ID, 0));
+        render_python(b, json_get(t, RK_PYTHON), json_len(threads) > 1 ? "      " : "    ");
     }
 }
 
@@ -230,10 +231,10 @@ static void render_waiting_threads(struct render_buf *b, const struct json *doc,
  * the culprit can be stepped through there. Only for faults of a process whose command line is known. */
 static void render_debugger(struct render_buf *b, const struct json *doc, const struct render_opts *o)
 {
-    const char *kind = json_get_str(doc, "kind");
-    const struct json *process = json_get(doc, "process");
-    if ((kind && strcmp(kind, "fault") != 0) || json_len(json_get(process, "argv")) == 0 ||
-        json_get_int(process, "argv_left_out", 0) > 0 || (o && o->no_debugger))
+    const char *kind = json_get_str(doc, RK_KIND);
+    const struct json *process = json_get(doc, RK_PROCESS);
+    if ((kind && strcmp(kind, "fault") != 0) || json_len(json_get(process, RK_ARGV)) == 0 ||
+        json_get_int(process, RK_ARGV_LEFT_OUT, 0) > 0 || (o && o->no_debugger))
         return;
     render_add(b, "culprit:\n");
     render_run_again(b, process, "to stop in cuda-gdb where it faults (the faulting thread, its line with -lineinfo):",
@@ -242,82 +243,78 @@ static void render_debugger(struct render_buf *b, const struct json *doc, const 
 
 static void render_full(struct render_buf *b, const struct json *doc, const struct render_opts *o)
 {
-    const struct json *err = json_get(doc, "error");
-    const struct json *verdict = json_get(doc, "verdict");
-    const struct json *culprit = json_get(doc, "culprit");
-    const struct json *cands = json_get(doc, "candidates");
-    const struct json *hist = json_get(doc, "history");
-    const char *certainty = json_get_str(verdict, "certainty");
-    const char *reason = json_get_str(verdict, "reason");
-    const char *msg = json_get_str(err, "message");
-    const char *api = json_get_str(err, "api");
-    long long tid = json_get_int(err, "thread", -1);
+    const struct json *err = json_get(doc, RK_ERROR);
+    const struct render_verdict v = render_verdict_of(doc);
+    const struct json *hist = json_get(doc, RK_HISTORY);
+    const char *msg = json_get_str(err, RK_MESSAGE);
+    const char *api = json_get_str(err, RK_API);
+    long long tid = json_get_int(err, RK_THREAD, -1);
     char ename[160];
     size_t i;
 
     render_errname(err, ename, sizeof ename);
     render_line(b, "%s%s%s", ename, msg ? ": " : "", msg ? msg : "");
-    if (api || tid >= 0 || json_get(err, "stack")) {
+    if (api || tid >= 0 || json_get(err, RK_STACK)) {
         char tbuf[48] = "";
         if (tid >= 0)
             snprintf(tbuf, sizeof tbuf, " on thread %lld", tid);
-        if (json_len(json_get(err, "python"))) {
+        if (json_len(json_get(err, RK_PYTHON))) {
             render_line(b, "it surfaced later, in %s%s, at (Python):", api ? api : "a CUDA call", tbuf);
-            render_python(b, json_get(err, "python"), "    ");
+            render_python(b, json_get(err, RK_PYTHON), "    ");
             render_line(b, "  native stack:");
-            render_stack_max(b, json_get(err, "stack"), "    ", 3);
+            render_stack_max(b, json_get(err, RK_STACK), "    ", 3);
         } else {
             render_line(b, "it surfaced later, in %s%s, at:", api ? api : "a CUDA call", tbuf);
-            render_stack(b, json_get(err, "stack"), "    ");
+            render_stack(b, json_get(err, RK_STACK), "    ");
         }
         if (render_surface_note(api))
             render_para(b, "  why there: ", "    ", render_surface_note(api));
     }
     render_add(b, "culprit:\n");
 
-    if (json_is(culprit, JSON_OBJ)) {
-        render_launch(b, doc, culprit, reason, json_get(doc, "device_asserts"), json_get(doc, "coredump"),
-                      json_get(doc, "fault_address"));
-        render_waiting_threads(b, doc, culprit);
-    } else if (certainty && strcmp(certainty, "candidates") == 0) {
+    if (json_is(v.culprit, JSON_OBJ)) {
+        render_launch(b, doc, v.culprit, v.reason, json_get(doc, RK_DEVICE_ASSERTS), json_get(doc, RK_COREDUMP),
+                      json_get(doc, RK_FAULT_ADDRESS));
+        render_waiting_threads(b, doc, v.culprit);
+    } else if (rk_is_candidates(doc)) {
         /* handled below */
-    } else if (certainty && strcmp(certainty, "exact") == 0) {
-        render_line(b, "the verdict says exact, but the report names no launch%s%s", reason ? ": " : ".",
-                    reason ? reason : "");
+    } else if (rk_is_exact(doc)) {
+        render_line(b, "the verdict says exact, but the report names no launch%s%s", v.reason ? ": " : ".",
+                    v.reason ? v.reason : "");
     } else {
         render_para(b, "culprit could not name the kernel that faulted: ", "  ",
-                    reason ? reason : "the report gives no reason");
+                    v.reason ? v.reason : "the report gives no reason");
     }
 
-    if ((certainty && strcmp(certainty, "candidates") == 0) || json_len(cands) > 0) {
-        size_t n = json_len(cands);
+    if (rk_is_candidates(doc) || json_len(v.cands) > 0) {
+        size_t n = json_len(v.cands);
         long long lo = -1, hi = -1;
-        if (json_is(culprit, JSON_OBJ))
+        if (json_is(v.culprit, JSON_OBJ))
             render_add(b, "culprit:\n");
         if (n == 0) {
             render_line(b, "culprit could not tell which launch faulted, and the report lists no candidates%s%s",
-                        reason ? ": " : ".", reason ? reason : "");
+                        v.reason ? ": " : ".", v.reason ? v.reason : "");
         } else {
             render_line(b, "culprit could not tell which of these %zu launch%s faulted:", n, n == 1 ? "" : "es");
             char last_place[200] = "";
             for (i = 0; i < n; i++) {
-                const struct json *c = json_at(cands, i);
+                const struct json *c = json_at(v.cands, i);
                 size_t j = i;
                 /* consecutive launches of the same kernel, shape and launch site read as one line */
-                while (j + 1 < n && render_same_launch(json_at(cands, j), json_at(cands, j + 1)))
+                while (j + 1 < n && render_same_launch(json_at(v.cands, j), json_at(v.cands, j + 1)))
                     j++;
-                render_launch_item(b, c, "  ", 1, json_get(doc, "device_asserts"), last_place, sizeof last_place,
-                                   j > i ? json_get_int(json_at(cands, j), "seq", -1) : -1);
-                render_seq_span(cands, i, j + 1, &lo, &hi);
+                render_launch_item(b, c, "  ", 1, json_get(doc, RK_DEVICE_ASSERTS), last_place, sizeof last_place,
+                                   j > i ? json_get_int(json_at(v.cands, j), RK_SEQ, -1) : -1);
+                render_seq_span(v.cands, i, j + 1, &lo, &hi);
                 i = j;
             }
-            if (reason && !json_is(culprit, JSON_OBJ))
-                render_para(b, "  why: ", "    ", reason);
-            addr_render_freed_args(b, doc, cands);
+            if (v.reason && !json_is(v.culprit, JSON_OBJ))
+                render_para(b, "  why: ", "    ", v.reason);
+            addr_render_freed_args(b, doc, v.cands);
             if (lo >= 0) {
                 char cmd[128];
                 snprintf(cmd, sizeof cmd, "culprit run --mode blocking --launches %lld:%lld -- ", lo, hi);
-                render_run_again(b, json_get(doc, "process"),
+                render_run_again(b, json_get(doc, RK_PROCESS),
                                  "to pin it exactly, run it again with blocking launches in that window:", cmd);
             }
         }
@@ -325,7 +322,7 @@ static void render_full(struct render_buf *b, const struct json *doc, const stru
 
     addr_render(b, doc); /* what the faulting address touched, when the report gives one */
     if (json_len(hist) > 0) {
-        const char *stream = json_get_str(culprit, "stream");
+        const char *stream = json_get_str(v.culprit, RK_STREAM);
         render_add(b, "culprit:\n");
         if (stream)
             render_line(b, "launches before it on stream %s (oldest first):", stream);
@@ -343,28 +340,25 @@ static void render_full(struct render_buf *b, const struct json *doc, const stru
 
 static void render_brief(struct render_buf *b, const struct json *doc, const struct render_opts *o)
 {
-    const struct json *err = json_get(doc, "error");
-    const struct json *verdict = json_get(doc, "verdict");
-    const struct json *culprit = json_get(doc, "culprit");
-    const struct json *cands = json_get(doc, "candidates");
-    const char *certainty = json_get_str(verdict, "certainty");
-    const char *api = json_get_str(err, "api");
+    const struct json *err = json_get(doc, RK_ERROR);
+    const struct render_verdict v = render_verdict_of(doc);
+    const char *api = json_get_str(err, RK_API);
     char ename[160];
 
     render_errname(err, ename, sizeof ename);
     render_add(b, "culprit: %s", ename);
     if (api)
         render_add(b, " surfaced in %s", api);
-    if (json_is(culprit, JSON_OBJ)) {
+    if (json_is(v.culprit, JSON_OBJ)) {
         char shortname[RENDER_BRIEF_NAME + 1];
-        long long seq = json_get_int(culprit, "seq", -1);
-        render_add(b, "; faulting kernel: %s", render_brief_kernel(culprit, shortname, sizeof shortname));
+        long long seq = json_get_int(v.culprit, RK_SEQ, -1);
+        render_add(b, "; faulting kernel: %s", render_brief_kernel(v.culprit, shortname, sizeof shortname));
         if (seq >= 0)
             render_add(b, ", launch #%lld", seq);
-    } else if (json_len(cands) > 0 || (certainty && strcmp(certainty, "candidates") == 0)) {
-        size_t n = json_len(cands);
+    } else if (json_len(v.cands) > 0 || rk_is_candidates(doc)) {
+        size_t n = json_len(v.cands);
         long long lo = -1, hi = -1;
-        render_seq_span(cands, 0, n, &lo, &hi);
+        render_seq_span(v.cands, 0, n, &lo, &hi);
         render_add(b, "; one of %zu candidate launches", n);
         if (lo >= 0)
             render_add(b, " (#%lld..#%lld)", lo, hi);
@@ -380,11 +374,11 @@ static void render_brief(struct render_buf *b, const struct json *doc, const str
 /* An exit record ("kind": "exit", written by a process of a job that saw no CUDA error): one line. */
 static void render_exit(struct render_buf *b, const struct json *doc, const struct render_opts *o)
 {
-    const struct json *proc = json_get(doc, "process");
-    const char *host = json_get_str(proc, "hostname"), *launcher = json_get_str(proc, "launcher");
-    long long rank = json_get_int(proc, "rank", -1), world = json_get_int(proc, "world_size", -1);
-    long long status = json_get_int(json_get(doc, "exit"), "status", -1);
-    long long launches = json_get_int(json_get(doc, "stats"), "launches", -1);
+    const struct json *proc = json_get(doc, RK_PROCESS);
+    const char *host = json_get_str(proc, RK_HOSTNAME), *launcher = json_get_str(proc, RK_LAUNCHER);
+    long long rank = json_get_int(proc, RK_RANK, -1), world = json_get_int(proc, RK_WORLD_SIZE, -1);
+    long long status = json_get_int(json_get(doc, RK_EXIT), RK_STATUS, -1);
+    long long launches = json_get_int(json_get(doc, RK_STATS), RK_LAUNCHES, -1);
 
     if (rank >= 0 && world > 0)
         render_add(b, "culprit: rank %lld of %lld", rank, world);
@@ -394,7 +388,7 @@ static void render_exit(struct render_buf *b, const struct json *doc, const stru
         render_add(b, "culprit: process");
     if (launcher)
         render_add(b, " (%s)", launcher);
-    render_add(b, " on host %s, pid %lld, saw no CUDA error", host ? host : "?", json_get_int(proc, "pid", -1));
+    render_add(b, " on host %s, pid %lld, saw no CUDA error", host ? host : "?", json_get_int(proc, RK_PID, -1));
     if (status >= 0)
         render_add(b, "; it exited with status %lld", status);
     if (launches >= 0)
@@ -412,7 +406,7 @@ static void render_exit(struct render_buf *b, const struct json *doc, const stru
 char *render_doc(const struct json *doc, const struct render_opts *opts)
 {
     struct render_buf b = {0};
-    const char *kind = json_get_str(doc, "kind");
+    const char *kind = json_get_str(doc, RK_KIND);
     if (!json_is(doc, JSON_OBJ))
         return NULL;
     if (kind && strcmp(kind, "exit") == 0)
@@ -466,7 +460,7 @@ const char *render_launch_name(const struct json *launch, char **owned)
 
 const char *render_launch_site(const struct json *launch, char *out, size_t outsz)
 {
-    const struct json *f = render_user_pyframe(json_get(launch, "python"));
+    const struct json *f = render_user_pyframe(json_get(launch, RK_PYTHON));
     const char *file;
     long long line;
     out[0] = '\0';
@@ -474,8 +468,8 @@ const char *render_launch_site(const struct json *launch, char *out, size_t outs
         f = render_user_frame(launch);
     if (!f)
         return out;
-    file = render_base(json_get_str(f, "file"));
-    line = json_get_int(f, "line", 0);
+    file = render_base(json_get_str(f, RK_FILE));
+    line = json_get_int(f, RK_LINE, 0);
     if (file && line > 0)
         snprintf(out, outsz, "%s:%lld", file, line);
     else if (file)

@@ -6,6 +6,7 @@
 #include "render_int.h"
 #include "../base/demangle.h"
 #include "json.h"
+#include "report_keys.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,17 +15,17 @@
 /* "SIGTERM (sent by pid 4711) stopped the process" or "no progress for 5 s (--hang-timeout 5)". */
 static void render_hang_head(struct render_buf *b, const struct json *doc)
 {
-    const struct json *hang = json_get(doc, "hang");
-    const char *trig = json_get_str(hang, "trigger");
-    long long sender = json_get_int(hang, "sender_pid", -1);
-    long long stalled = json_get_int(hang, "stalled_ms", -1);
+    const struct json *hang = json_get(doc, RK_HANG);
+    const char *trig = json_get_str(hang, RK_TRIGGER);
+    long long sender = json_get_int(hang, RK_SENDER_PID, -1);
+    long long stalled = json_get_int(hang, RK_STALLED_MS, -1);
     double timeout = 0;
     char since[64] = "";
 
     if (stalled >= 0)
         snprintf(since, sizeof since, "%lld.%01lld s", stalled / 1000, stalled % 1000 / 100);
     if (trig && strcmp(trig, "timeout") == 0) {
-        json_num(json_get(hang, "timeout_s"), &timeout);
+        json_num(json_get(hang, RK_TIMEOUT_S), &timeout);
         render_line(b,
                     "hang report: no progress for %s with work unfinished (--hang-timeout %g); the process was "
                     "left running",
@@ -70,7 +71,7 @@ static const char *render_thread_state(const char *s)
 /* "cuCtxSynchronize (libcuda.so.1)": a library frame by its function and module. */
 static const char *render_hang_frame_name(const struct json *f, char *out, size_t outsz)
 {
-    const char *fn = json_get_str(f, "function"), *mod = render_base(json_get_str(f, "module"));
+    const char *fn = json_get_str(f, RK_FUNCTION), *mod = render_base(json_get_str(f, RK_MODULE));
     char *dm = fn && strncmp(fn, "_Z", 2) == 0 ? demangle_name(fn) : NULL;
     if (fn)
         snprintf(out, outsz, "%s (%s)", dm ? dm : fn, mod ? mod : "?");
@@ -82,16 +83,16 @@ static const char *render_hang_frame_name(const struct json *f, char *out, size_
 
 static void render_hang_thread(struct render_buf *b, const struct json *t, long long pid)
 {
-    const struct json *stack = json_get(t, "stack");
-    const char *note = json_get_str(t, "stack_note");
-    long long tid = json_get_int(t, "tid", -1);
+    const struct json *stack = json_get(t, RK_STACK);
+    const char *note = json_get_str(t, RK_STACK_NOTE);
+    long long tid = json_get_int(t, RK_TID, -1);
     char text[1024], cut[RENDER_WIDTH + 1];
 
     /* a thread in culprit's handler waits for this very report: where the signal found it is what counts */
-    render_line(b, "  thread %lld \"%s\"%s, %s:", tid, json_get_str(t, "name") ? json_get_str(t, "name") : "?",
+    render_line(b, "  thread %lld \"%s\"%s, %s:", tid, json_get_str(t, RK_NAME) ? json_get_str(t, RK_NAME) : "?",
                 tid == pid ? " (the main thread)" : "",
-                json_get(t, "signal_handler") ? "where the signal found it"
-                                              : render_thread_state(json_get_str(t, "state")));
+                json_get(t, RK_SIGNAL_HANDLER) ? "where the signal found it"
+                                               : render_thread_state(json_get_str(t, RK_STATE)));
     size_t i, n = json_len(stack), user = 0;
     for (i = 0; i < n; i++)
         user += !render_is_lib_frame(json_at(stack, i));
@@ -103,8 +104,8 @@ static void render_hang_thread(struct render_buf *b, const struct json *t, long 
         while (u < n && render_is_lib_frame(json_at(stack, u)))
             u++;
         for (i = 0; i < n; i++) {
-            const char *mod = render_base(json_get_str(json_at(stack, i), "module"));
-            if (mod && strncmp(mod, "libcuda.so", 10) == 0 && json_get_str(json_at(stack, i), "function"))
+            const char *mod = render_base(json_get_str(json_at(stack, i), RK_MODULE));
+            if (mod && strncmp(mod, "libcuda.so", 10) == 0 && json_get_str(json_at(stack, i), RK_FUNCTION))
                 e = i + 1;
         }
         if (!e && u < n) {
@@ -116,14 +117,14 @@ static void render_hang_thread(struct render_buf *b, const struct json *t, long 
         }
         render_hang_frame_name(json_at(stack, 0), inner, sizeof inner);
         snprintf(text, sizeof text, "%s", inner);
-        if (e > 1 && json_get_str(json_at(stack, e - 1), "function")) {
+        if (e > 1 && json_get_str(json_at(stack, e - 1), RK_FUNCTION)) {
             render_hang_frame_name(json_at(stack, e - 1), entry, sizeof entry);
             if (strcmp(entry, inner) != 0)
                 snprintf(text, sizeof text, "%s, at %s", entry, inner);
         }
         render_line(b, "    waits in %s", render_elide(text, cut, sizeof cut, RENDER_WIDTH - 22));
     }
-    if (render_python(b, json_get(t, "python"), "    ")) {
+    if (render_python(b, json_get(t, RK_PYTHON), "    ")) {
         /* the Python lines say where; the native frames matter when they are the program's own */
         if (user) {
             render_line(b, "    native stack:");
@@ -143,8 +144,8 @@ static void render_hang_launch(struct render_buf *b, const struct json *launch, 
 {
     char *owned = NULL;
     const char *name = render_kernel(launch, &owned);
-    const char *api = json_get_str(launch, "api");
-    long long seq = json_get_int(launch, "seq", -1), shmem = json_get_int(launch, "shared_mem", -1);
+    const char *api = json_get_str(launch, RK_API);
+    long long seq = json_get_int(launch, RK_SEQ, -1), shmem = json_get_int(launch, RK_SHARED_MEM, -1);
     char geo[160], place[200];
 
     render_line(b, "the launch in flight: %s", name);
@@ -174,7 +175,7 @@ static void render_hang_list(struct render_buf *b, const struct json *list, int 
         while (j + 1 < n && render_same_launch(json_at(list, j), json_at(list, j + 1)))
             j++;
         render_launch_item(b, json_at(list, i), "  ", where, NULL, where ? last_place : NULL, sizeof last_place,
-                           j > i ? json_get_int(json_at(list, j), "seq", -1) : -1);
+                           j > i ? json_get_int(json_at(list, j), RK_SEQ, -1) : -1);
         i = j;
     }
 }
@@ -188,12 +189,12 @@ static void render_hang_streams(struct render_buf *b, const struct json *streams
     render_line(b, "streams:");
     for (i = 0; i < n; i++) {
         const struct json *s = json_at(streams, i);
-        const struct json *win = json_get(s, "in_flight_window");
-        const char *kind = render_stream_kind(json_get_str(s, "kind"));
-        long long done = json_get_int(s, "last_completed", -1), fl = json_get_int(s, "in_flight", -1);
-        long long q = json_get_int(s, "queued", -1);
+        const struct json *win = json_get(s, RK_IN_FLIGHT_WINDOW);
+        const char *kind = render_stream_kind(json_get_str(s, RK_KIND));
+        long long done = json_get_int(s, RK_LAST_COMPLETED, -1), fl = json_get_int(s, RK_IN_FLIGHT, -1);
+        long long q = json_get_int(s, RK_QUEUED, -1);
         char state[160] = "";
-        int pending = json_get(s, "queued") != NULL; /* only streams with unfinished work count what waits */
+        int pending = json_get(s, RK_QUEUED) != NULL; /* only streams with unfinished work count what waits */
         char behind[48] = "nothing";
         if (q > 0)
             snprintf(behind, sizeof behind, "%lld", q);
@@ -201,15 +202,15 @@ static void render_hang_streams(struct render_buf *b, const struct json *streams
             snprintf(state, sizeof state, "#%lld in flight, %s queued behind it", fl, behind);
         else if (win)
             snprintf(state, sizeof state, "one of #%lld..#%lld in flight, %s queued behind them",
-                     json_get_int(win, "first", -1), json_get_int(win, "last", -1), behind);
+                     json_get_int(win, RK_FIRST, -1), json_get_int(win, RK_LAST, -1), behind);
         else if (pending)
             snprintf(state, sizeof state, "unfinished work");
         else
             snprintf(state, sizeof state, "all its work completed");
         render_line(b, "  stream %s%s%s%s, device %lld, %lld launch%s:%s%s",
-                    json_get_str(s, "stream") ? json_get_str(s, "stream") : "?", kind ? " (" : "", kind ? kind : "",
-                    kind ? ")" : "", json_get_int(s, "device", -1), json_get_int(s, "launches", 0),
-                    json_get_int(s, "launches", 0) == 1 ? "" : "es", pending ? "" : " ", pending ? "" : state);
+                    json_get_str(s, RK_STREAM) ? json_get_str(s, RK_STREAM) : "?", kind ? " (" : "", kind ? kind : "",
+                    kind ? ")" : "", json_get_int(s, RK_DEVICE, -1), json_get_int(s, RK_LAUNCHES, 0),
+                    json_get_int(s, RK_LAUNCHES, 0) == 1 ? "" : "es", pending ? "" : " ", pending ? "" : state);
         if (pending && done > 0)
             render_line(b, "    %s (its breadcrumb shows #%lld completed)", state, done);
         else if (pending)
@@ -219,68 +220,64 @@ static void render_hang_streams(struct render_buf *b, const struct json *streams
 
 static void render_hang_full(struct render_buf *b, const struct json *doc, const struct render_opts *o)
 {
-    const struct json *verdict = json_get(doc, "verdict");
-    const struct json *culprit = json_get(doc, "culprit");
-    const struct json *cands = json_get(doc, "candidates");
-    const struct json *queued = json_get(doc, "queued");
-    const struct json *threads = json_get(doc, "threads");
-    const struct json *pythreads = json_get(doc, "python_threads");
-    const char *certainty = json_get_str(verdict, "certainty");
-    const char *reason = json_get_str(verdict, "reason");
-    const char *mode = json_get_str(json_get(doc, "config"), "mode");
-    long long pid = json_get_int(json_get(doc, "process"), "pid", -1);
+    const struct render_verdict v = render_verdict_of(doc);
+    const struct json *queued = json_get(doc, RK_QUEUED);
+    const struct json *threads = json_get(doc, RK_THREADS);
+    const struct json *pythreads = json_get(doc, RK_PYTHON_THREADS);
+    const char *mode = json_get_str(json_get(doc, RK_CONFIG), RK_MODE);
+    long long pid = json_get_int(json_get(doc, RK_PROCESS), RK_PID, -1);
     size_t i;
 
     render_hang_head(b, doc);
     render_add(b, "culprit:\n");
-    if (json_is(culprit, JSON_OBJ)) {
-        render_hang_launch(b, culprit, reason);
-    } else if (json_len(cands)) {
-        size_t n = json_len(cands);
+    if (json_is(v.culprit, JSON_OBJ)) {
+        render_hang_launch(b, v.culprit, v.reason);
+    } else if (json_len(v.cands)) {
+        size_t n = json_len(v.cands);
         render_line(b, "culprit could not tell which of these %zu launch%s is the one in flight:", n,
                     n == 1 ? "" : "es");
-        render_hang_list(b, cands, 1);
-        if (reason)
-            render_para(b, "  why: ", "    ", reason);
+        render_hang_list(b, v.cands, 1);
+        if (v.reason)
+            render_para(b, "  why: ", "    ", v.reason);
         if (mode && strcmp(mode, "record") == 0) {
-            render_run_again(b, json_get(doc, "process"),
+            render_run_again(b, json_get(doc, RK_PROCESS),
                              "to name it exactly, run it again in precise mode (a breadcrumb after every launch):",
                              "culprit run --mode precise -- ");
         }
-    } else if (certainty && strcmp(certainty, "idle") == 0) {
-        render_para(b, "no launch was in flight: ", "  ", reason ? reason : "every stream had completed its work");
+    } else if (v.certainty && strcmp(v.certainty, "idle") == 0) {
+        render_para(b, "no launch was in flight: ", "  ", v.reason ? v.reason : "every stream had completed its work");
     } else {
         render_para(b, "culprit could not name the launch in flight: ", "  ",
-                    reason ? reason : "the report gives no reason");
+                    v.reason ? v.reason : "the report gives no reason");
     }
     /* culprit run asks the device which kernels run (devquery.c); where it could not, say why */
-    const struct json *dq = json_get(doc, "device_query");
-    const char *asked = json_get_str(dq, "status");
+    const struct json *dq = json_get(doc, RK_DEVICE_QUERY);
+    const char *asked = json_get_str(dq, RK_STATUS);
     if (asked && strcmp(asked, "answered") != 0)
         render_para(b, "the device could not be asked which kernels run: ", "  ",
-                    json_get_str(dq, "why") ? json_get_str(dq, "why") : asked);
+                    json_get_str(dq, RK_WHY) ? json_get_str(dq, RK_WHY) : asked);
     if (json_len(queued)) {
-        const char *stream = json_get_str(json_at(queued, 0), "stream");
+        const char *stream = json_get_str(json_at(queued, 0), RK_STREAM);
         render_add(b, "culprit:\n");
         render_line(b, "queued behind it on stream %s (oldest first%s):", stream ? stream : "?",
                     json_len(queued) == 8 ? ", the first 8" : "");
         render_hang_list(b, queued, 0);
     }
-    render_hang_streams(b, json_get(doc, "streams"));
+    render_hang_streams(b, json_get(doc, RK_STREAMS));
     if (json_len(threads)) {
         render_add(b, "culprit:\n");
         render_line(b, "threads, where each waits:");
         for (i = 0; i < json_len(threads); i++)
             render_hang_thread(b, json_at(threads, i), pid);
-        if (json_get_int(doc, "threads_left_out", 0) > 0)
-            render_line(b, "  (%lld more threads left out)", json_get_int(doc, "threads_left_out", 0));
+        if (json_get_int(doc, RK_THREADS_LEFT_OUT, 0) > 0)
+            render_line(b, "  (%lld more threads left out)", json_get_int(doc, RK_THREADS_LEFT_OUT, 0));
     }
     if (json_len(pythreads)) {
         render_line(b, "  Python threads culprit could not tie to one of those:");
         for (i = 0; i < json_len(pythreads); i++) {
             const struct json *t = json_at(pythreads, i);
-            render_line(b, "    Python thread %lld:", json_get_int(t, "id", 0));
-            render_python(b, json_get(t, "python"), "      ");
+            render_line(b, "    Python thread %lld:", json_get_int(t, RK_ID, 0));
+            render_python(b, json_get(t, RK_PYTHON), "      ");
         }
     }
     render_nccl_log(b, doc);
@@ -290,26 +287,24 @@ static void render_hang_full(struct render_buf *b, const struct json *doc, const
 
 static void render_hang_brief(struct render_buf *b, const struct json *doc, const struct render_opts *o)
 {
-    const struct json *hang = json_get(doc, "hang");
-    const struct json *culprit = json_get(doc, "culprit");
-    const struct json *cands = json_get(doc, "candidates");
-    const char *trig = json_get_str(hang, "trigger");
-    const char *certainty = json_get_str(json_get(doc, "verdict"), "certainty");
+    const struct json *hang = json_get(doc, RK_HANG);
+    const struct render_verdict v = render_verdict_of(doc);
+    const char *trig = json_get_str(hang, RK_TRIGGER);
 
-    long long stalled = json_get_int(hang, "stalled_ms", 0);
+    long long stalled = json_get_int(hang, RK_STALLED_MS, 0);
     if (trig && strcmp(trig, "timeout") == 0)
         render_add(b, "culprit: hang report (no progress for %lld.%01lld s)", stalled / 1000, stalled % 1000 / 100);
     else
         render_add(b, "culprit: hang report (%s)", trig ? trig : "signal");
-    if (json_is(culprit, JSON_OBJ)) {
+    if (json_is(v.culprit, JSON_OBJ)) {
         char shortname[RENDER_BRIEF_NAME + 1];
-        render_add(b, ": launch #%lld %s was in flight", json_get_int(culprit, "seq", -1),
-                   render_brief_kernel(culprit, shortname, sizeof shortname));
-    } else if (json_len(cands)) {
+        render_add(b, ": launch #%lld %s was in flight", json_get_int(v.culprit, RK_SEQ, -1),
+                   render_brief_kernel(v.culprit, shortname, sizeof shortname));
+    } else if (json_len(v.cands)) {
         long long lo = -1, hi = -1;
-        render_seq_span(cands, 0, json_len(cands), &lo, &hi);
-        render_add(b, ": one of %zu launches (#%lld..#%lld) was in flight", json_len(cands), lo, hi);
-    } else if (certainty && strcmp(certainty, "idle") == 0) {
+        render_seq_span(v.cands, 0, json_len(v.cands), &lo, &hi);
+        render_add(b, ": one of %zu launches (#%lld..#%lld) was in flight", json_len(v.cands), lo, hi);
+    } else if (v.certainty && strcmp(v.certainty, "idle") == 0) {
         render_add(b, ": no launch was in flight");
     } else {
         render_add(b, ": the launch in flight is unknown");

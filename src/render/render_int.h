@@ -26,6 +26,14 @@ struct render_buf {
 __attribute__((format(printf, 2, 3))) void render_add(struct render_buf *b, const char *fmt, ...);
 /* Appends text a renderer made (render_doc, merge_render: already terminal-safe) as it is. */
 void render_raw(struct render_buf *b, const char *text);
+/* What every verdict's text reads of a report (a fault's and a hang's, full and brief). */
+struct render_verdict {
+    const struct json *culprit; /* "culprit" as the report has it: a launch, null or absent */
+    const struct json *cands;   /* "candidates" */
+    const char *certainty;      /* verdict.certainty, or NULL */
+    const char *reason;         /* verdict.reason, or NULL */
+};
+struct render_verdict render_verdict_of(const struct json *doc);
 void render_command(struct render_buf *b, const struct json *process);
 void render_run_again(struct render_buf *b, const struct json *process, const char *intro, const char *cmd);
 const char *render_brief_kernel(const struct json *launch, char *out, size_t outsz);

@@ -9,6 +9,7 @@
 #include "../base/demangle.h"
 #include "json.h"
 #include "nccl.h"
+#include "report_keys.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,9 +19,9 @@
  * indices) hold the launch's number; in a report without them, the bare names are the same. */
 static int render_assert_fits(const struct json *a, const struct json *launch, const char *name)
 {
-    const struct json *seqs = json_get(a, "launches");
-    const char *k = json_get_str(a, "kernel"), *want, *got;
-    long long seq = json_get_int(launch, "seq", -1), v;
+    const struct json *seqs = json_get(a, RK_LAUNCHES);
+    const char *k = json_get_str(a, RK_KERNEL), *want, *got;
+    long long seq = json_get_int(launch, RK_SEQ, -1), v;
     size_t wl, i;
     if (json_is(seqs, JSON_ARR)) {
         for (i = 0; seq >= 0 && i < json_len(seqs); i++)
@@ -40,17 +41,17 @@ void render_asserts(struct render_buf *b, const struct json *asserts, const stru
     size_t i, hits = 0;
     for (i = 0; i < json_len(asserts); i++) {
         const struct json *a = json_at(asserts, i);
-        const char *expr = json_get_str(a, "assertion");
-        const char *file = json_get_str(a, "file");
+        const char *expr = json_get_str(a, RK_ASSERTION);
+        const char *file = json_get_str(a, RK_FILE);
         char blk[64], thr[64], line[32] = "";
         if (!render_assert_fits(a, launch, name))
             continue;
         if (hits++)
             continue;
-        if (json_get_int(a, "line", -1) >= 0)
-            snprintf(line, sizeof line, ":%lld", json_get_int(a, "line", -1));
-        render_dims(json_get(a, "block"), blk, sizeof blk);
-        render_dims(json_get(a, "thread"), thr, sizeof thr);
+        if (json_get_int(a, RK_LINE, -1) >= 0)
+            snprintf(line, sizeof line, ":%lld", json_get_int(a, RK_LINE, -1));
+        render_dims(json_get(a, RK_BLOCK), blk, sizeof blk);
+        render_dims(json_get(a, RK_THREAD), thr, sizeof thr);
         render_line(b, "%sdevice assert: `%s` failed at %s%s%s%s%s%s", indent, expr ? expr : "?", file ? file : "?",
                     line, blk[0] ? ", block " : "", blk, thr[0] ? ", thread " : "", thr);
     }
@@ -73,7 +74,7 @@ void render_nccl_kernel(struct render_buf *b, const char *name, const char *inde
  * lines, which usually name the cause, and a count of the others. */
 void render_nccl_log(struct render_buf *b, const struct json *doc)
 {
-    const struct json *log = json_get(doc, "nccl_log");
+    const struct json *log = json_get(doc, RK_NCCL_LOG);
     size_t i, n = json_len(log), warns = 0, shown = 0;
     for (i = 0; i < n; i++)
         if (json_str(json_at(log, i)) && strstr(json_str(json_at(log, i)), "NCCL WARN"))
@@ -99,11 +100,11 @@ void render_nccl_log(struct render_buf *b, const struct json *doc)
  * thread and launch site. Shown as one line, so a window of a loop's launches stays short. */
 int render_same_launch(const struct json *a, const struct json *c)
 {
-    static const char *const keys[] = {"kernel", "stream", "stream_kind", "api"};
+    static const char *const keys[] = {RK_KERNEL, RK_STREAM, RK_STREAM_KIND, RK_API};
     char ga[160], gc[160], fa[1400], fc[1400];
     const struct json *ua, *uc;
-    if (json_get_int(a, "seq", -1) + 1 != json_get_int(c, "seq", -2) ||
-        json_get_int(a, "thread", -1) != json_get_int(c, "thread", -1))
+    if (json_get_int(a, RK_SEQ, -1) + 1 != json_get_int(c, RK_SEQ, -2) ||
+        json_get_int(a, RK_THREAD, -1) != json_get_int(c, RK_THREAD, -1))
         return 0;
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         const char *x = json_get_str(a, keys[i]), *y = json_get_str(c, keys[i]);
@@ -112,8 +113,8 @@ int render_same_launch(const struct json *a, const struct json *c)
     }
     if (strcmp(render_geometry(a, ga, sizeof ga), render_geometry(c, gc, sizeof gc)) != 0)
         return 0;
-    ua = render_user_pyframe(json_get(a, "python"));
-    uc = render_user_pyframe(json_get(c, "python"));
+    ua = render_user_pyframe(json_get(a, RK_PYTHON));
+    uc = render_user_pyframe(json_get(c, RK_PYTHON));
     if (ua || uc)
         return ua && uc && strcmp(render_pyframe(ua, fa, sizeof fa), render_pyframe(uc, fc, sizeof fc)) == 0;
     ua = render_user_frame(a);
@@ -129,7 +130,7 @@ void render_launch_item(struct render_buf *b, const struct json *launch, const c
     char *owned = NULL;
     const char *name = render_kernel(launch, &owned);
     char shortname[RENDER_WIDTH + 1], geo[160], seq[48] = "#?";
-    long long s = json_get_int(launch, "seq", -1);
+    long long s = json_get_int(launch, RK_SEQ, -1);
     size_t room;
 
     if (s >= 0 && upto > s)
@@ -154,7 +155,7 @@ void render_launch_item(struct render_buf *b, const struct json *launch, const c
             render_line(b, "%s    on %s", indent, place);
         if (last_place)
             snprintf(last_place, last_len, "%s", place);
-        const struct json *pf = render_user_pyframe(json_get(launch, "python"));
+        const struct json *pf = render_user_pyframe(json_get(launch, RK_PYTHON));
         if (pf)
             render_line(b, "%s    launched from %s", indent, render_pyframe(pf, text, sizeof text));
         else if (uf)
@@ -170,7 +171,7 @@ void render_launch_item(struct render_buf *b, const struct json *launch, const c
 void render_seq_span(const struct json *arr, size_t from, size_t to, long long *lo, long long *hi)
 {
     for (size_t k = from; k < to; k++) {
-        long long s = json_get_int(json_at(arr, k), "seq", -1);
+        long long s = json_get_int(json_at(arr, k), RK_SEQ, -1);
         if (s >= 0 && (*lo < 0 || s < *lo))
             *lo = s;
         if (s > *hi)

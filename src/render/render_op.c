@@ -7,13 +7,14 @@
 #include "json.h"
 #include "render.h"
 #include "render_int.h"
+#include "report_keys.h"
 
 void render_op(struct render_buf *b, const struct json *launch, const char *indent, int full)
 {
-    const struct json *op = json_get(launch, "op");
-    const char *name = json_get_str(op, "name");
-    const char *args = json_get_str(op, "args");
-    const char *problem = json_get_str(op, "problem");
+    const struct json *op = json_get(launch, RK_OP);
+    const char *name = json_get_str(op, RK_NAME);
+    const char *args = json_get_str(op, RK_ARGS);
+    const char *problem = json_get_str(op, RK_PROBLEM);
     char head[96], more[96], text[RENDER_OP_TEXT];
 
     if (!name)
@@ -34,22 +35,22 @@ void render_op(struct render_buf *b, const struct json *launch, const char *inde
 /* Whether entry d of "diagnosis" is the operator of launch (already shown with it). */
 static int render_same_op(const struct json *d, const struct json *launch)
 {
-    const struct json *op = json_get(launch, "op");
-    const char *a = json_get_str(op, "problem"), *c = json_get_str(d, "problem");
-    long long seq = json_get_int(launch, "seq", -1), first = json_get_int(d, "first", -1);
-    long long last = json_get_int(d, "last", -1);
+    const struct json *op = json_get(launch, RK_OP);
+    const char *a = json_get_str(op, RK_PROBLEM), *c = json_get_str(d, RK_PROBLEM);
+    long long seq = json_get_int(launch, RK_SEQ, -1), first = json_get_int(d, RK_FIRST, -1);
+    long long last = json_get_int(d, RK_LAST, -1);
     if (!a || !c || strcmp(a, c) != 0)
         return 0;
-    return seq >= first && (json_is(json_get(d, "last"), JSON_NULL) || seq <= last);
+    return seq >= first && (json_is(json_get(d, RK_LAST), JSON_NULL) || seq <= last);
 }
 
 /* The first of the candidates that entry d of "diagnosis" holds, or -1. */
 static long long render_op_candidate(const struct json *d, const struct json *cands)
 {
-    long long first = json_get_int(d, "first", -1), last = json_get_int(d, "last", -1);
-    int running = json_is(json_get(d, "last"), JSON_NULL);
+    long long first = json_get_int(d, RK_FIRST, -1), last = json_get_int(d, RK_LAST, -1);
+    int running = json_is(json_get(d, RK_LAST), JSON_NULL);
     for (size_t k = 0; k < json_len(cands); k++) {
-        long long s = json_get_int(json_at(cands, k), "seq", -1);
+        long long s = json_get_int(json_at(cands, k), RK_SEQ, -1);
         if (s >= 0 && s >= first && (running || s <= last))
             return s;
     }
@@ -58,18 +59,18 @@ static long long render_op_candidate(const struct json *d, const struct json *ca
 
 void render_diagnosis(struct render_buf *b, const struct json *doc)
 {
-    const struct json *list = json_get(doc, "diagnosis");
-    const struct json *culprit = json_get(doc, "culprit");
-    const struct json *cands = json_get(doc, "candidates");
+    const struct json *list = json_get(doc, RK_DIAGNOSIS);
+    const struct json *culprit = json_get(doc, RK_CULPRIT);
+    const struct json *cands = rk_candidates(doc);
     size_t n = json_len(list);
 
     for (size_t i = 0; i < n; i++) {
         const struct json *d = json_at(list, i);
-        const char *name = json_get_str(d, "name");
-        const char *problem = json_get_str(d, "problem");
-        long long first = json_get_int(d, "first", -1), last = json_get_int(d, "last", -1);
+        const char *name = json_get_str(d, RK_NAME);
+        const char *problem = json_get_str(d, RK_PROBLEM);
+        long long first = json_get_int(d, RK_FIRST, -1), last = json_get_int(d, RK_LAST, -1);
         long long cand = render_op_candidate(d, cands);
-        int running = json_is(json_get(d, "last"), JSON_NULL);
+        int running = json_is(json_get(d, RK_LAST), JSON_NULL);
         char head[RENDER_OP_NAME + 128], span[64], text[RENDER_OP_TEXT];
         if (!name || !problem)
             continue;

@@ -9,6 +9,7 @@
 #include "render_int.h"
 #include "../base/demangle.h"
 #include "json.h"
+#include "report_keys.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -161,6 +162,16 @@ void render_raw(struct render_buf *b, const char *text)
     render_put(b, text, strlen(text));
 }
 
+struct render_verdict render_verdict_of(const struct json *doc)
+{
+    const struct json *verdict = rk_verdict(doc);
+    struct render_verdict v = {.culprit = json_get(doc, RK_CULPRIT),
+                               .cands = rk_candidates(doc),
+                               .certainty = json_get_str(verdict, RK_CERTAINTY),
+                               .reason = json_get_str(verdict, RK_REASON)};
+    return v;
+}
+
 /* Formats fmt and appends it, terminal-safe: the newlines of fmt itself stay, everything unsafe that came in
  * through the arguments is escaped. Where the text holds something to escape, fmt is formatted a second time with
  * its own newlines made spaces: the positions where the two differ are fmt's newlines, exactly. */
@@ -305,9 +316,9 @@ const char *render_elide(const char *name, char *out, size_t outsz, size_t max)
  * is. *owned receives memory the caller frees. */
 const char *render_kernel(const struct json *launch, char **owned)
 {
-    const char *k = json_get_str(launch, "kernel");
-    const char *m = json_get_str(launch, "mangled");
-    const char *kind = json_get_str(launch, "kind");
+    const char *k = json_get_str(launch, RK_KERNEL);
+    const char *m = json_get_str(launch, RK_MANGLED);
+    const char *kind = json_get_str(launch, RK_KIND);
     *owned = NULL;
     if (k && *k && strncmp(k, "_Z", 2) != 0)
         return k;
@@ -359,13 +370,13 @@ const char *render_dims(const struct json *arr, char *out, size_t outsz)
 const char *render_geometry(const struct json *launch, char *out, size_t outsz)
 {
     char g[64], bl[64];
-    const char *kind = json_get_str(launch, "kind");
+    const char *kind = json_get_str(launch, RK_KIND);
     if (kind && strcmp(kind, "graph") == 0) { /* a graph launch has no shape of its own; its nodes do */
         out[0] = '\0';
         return out;
     }
-    render_dims(json_get(launch, "grid"), g, sizeof g);
-    render_dims(json_get(launch, "block"), bl, sizeof bl);
+    render_dims(json_get(launch, RK_GRID), g, sizeof g);
+    render_dims(json_get(launch, RK_BLOCK), bl, sizeof bl);
     snprintf(out, outsz, "%s%s%s%s%s", g[0] ? "grid " : "", g, g[0] && bl[0] ? " " : "", bl[0] ? "block " : "", bl);
     return out;
 }
@@ -381,7 +392,7 @@ static int render_ends(const char *s, const char *suffix)
  * nvcc writes for <<<...>>> (inlined from the toolkit's headers): the program's module, but not the user's code. */
 static int render_is_cuda_code(const struct json *frame)
 {
-    const char *fn = json_get_str(frame, "function"), *file = json_get_str(frame, "file");
+    const char *fn = json_get_str(frame, RK_FUNCTION), *file = json_get_str(frame, RK_FILE);
     if (fn && (strncmp(fn, "libcudart_static_", 17) == 0 || strncmp(fn, "__device_stub__", 15) == 0 ||
                strncmp(fn, "cudart::", 8) == 0))
         return 1;
@@ -415,7 +426,7 @@ static int render_is_lib_module(const struct json *frame)
         "libffi.so",
         "_ctypes.",
     };
-    const char *mod = render_base(json_get_str(frame, "module"));
+    const char *mod = render_base(json_get_str(frame, RK_MODULE));
     size_t i;
     if (!mod)
         return 0;
@@ -433,10 +444,10 @@ int render_is_lib_frame(const struct json *frame)
 /* How a folded frame is named in the line that counts them. */
 const char *render_lib_name(const struct json *frame)
 {
-    const char *fn = json_get_str(frame, "function");
+    const char *fn = json_get_str(frame, RK_FUNCTION);
     if (render_is_lib_module(frame) || !render_is_cuda_code(frame))
-        return render_base(json_get_str(frame, "module"));
-    if (json_get_str(frame, "file") || (fn && strncmp(fn, "__device_stub__", 15) == 0))
+        return render_base(json_get_str(frame, RK_MODULE));
+    if (json_get_str(frame, RK_FILE) || (fn && strncmp(fn, "__device_stub__", 15) == 0))
         return "nvcc launch stubs";
     return "static CUDA runtime";
 }
@@ -444,12 +455,12 @@ const char *render_lib_name(const struct json *frame)
 /* One frame: "main at demo.cu:51", "helper (app+0x11b2)", "libfoo.so+0x20", or the raw pc. */
 const char *render_frame(const struct json *frame, char *out, size_t outsz)
 {
-    const char *fn = json_get_str(frame, "function");
-    const char *file = json_get_str(frame, "file");
-    const char *mod = render_base(json_get_str(frame, "module"));
-    const char *off = json_get_str(frame, "offset");
-    const char *pc = json_get_str(frame, "pc");
-    long long line = json_get_int(frame, "line", 0);
+    const char *fn = json_get_str(frame, RK_FUNCTION);
+    const char *file = json_get_str(frame, RK_FILE);
+    const char *mod = render_base(json_get_str(frame, RK_MODULE));
+    const char *off = json_get_str(frame, RK_OFFSET);
+    const char *pc = json_get_str(frame, RK_PC);
+    long long line = json_get_int(frame, RK_LINE, 0);
     char *dm = NULL;
     char where[256];
 
@@ -531,7 +542,7 @@ void render_stack_max(struct render_buf *b, const struct json *stack, const char
 /* A Python frame of an installed package or of the standard library rather than of the user's program. */
 static int render_is_lib_pyframe(const struct json *frame)
 {
-    const char *file = json_get_str(frame, "file");
+    const char *file = json_get_str(frame, RK_FILE);
     return !file || strstr(file, "/site-packages/") || strstr(file, "/dist-packages/") ||
            strstr(file, "/lib/python3") || strncmp(file, "<frozen", 7) == 0 ||
            render_ends(file, "/culprit/diagnose.py");
@@ -540,8 +551,8 @@ static int render_is_lib_pyframe(const struct json *frame)
 /* "train.py:42 in forward" */
 const char *render_pyframe(const struct json *frame, char *out, size_t outsz)
 {
-    const char *file = json_get_str(frame, "file"), *fn = json_get_str(frame, "function");
-    long long line = json_get_int(frame, "line", 0);
+    const char *file = json_get_str(frame, RK_FILE), *fn = json_get_str(frame, RK_FUNCTION);
+    long long line = json_get_int(frame, RK_LINE, 0);
     if (line > 0)
         snprintf(out, outsz, "%s:%lld in %s", file ? file : "?", line, fn ? fn : "?");
     else
@@ -585,21 +596,21 @@ const struct json *render_user_pyframe(const struct json *py)
 /* Where a launch or an error came from: its Python frames first when it has them, then the native stack. */
 void render_origin(struct render_buf *b, const struct json *obj, const char *head)
 {
-    if (json_len(json_get(obj, "python"))) {
+    if (json_len(json_get(obj, RK_PYTHON))) {
         /* for a Python program the C++ frames matter less: the innermost few, the rest are in the report */
-        if (json_get(obj, "python_thread"))
+        if (json_get(obj, RK_PYTHON_THREAD))
             /* the launching thread runs no Python (PyTorch's autograd engine): the thread that waited on it */
             render_line(b, "%s (Python, of thread %lld, which waited on it):", head,
-                        json_get_int(obj, "python_thread", 0));
+                        json_get_int(obj, RK_PYTHON_THREAD, 0));
         else
             render_line(b, "%s (Python):", head);
-        render_python(b, json_get(obj, "python"), "    ");
+        render_python(b, json_get(obj, RK_PYTHON), "    ");
         render_line(b, "  native stack:");
-        render_stack_max(b, json_get(obj, "stack"), "    ", 3);
+        render_stack_max(b, json_get(obj, RK_STACK), "    ", 3);
         return;
     }
     render_line(b, "%s:", head);
-    render_stack(b, json_get(obj, "stack"), "    ");
+    render_stack(b, json_get(obj, RK_STACK), "    ");
 }
 
 /* The first frame of a launch's stack that belongs to the user's code, or NULL. For a <<<...>>> launch that is
@@ -607,12 +618,12 @@ void render_origin(struct render_buf *b, const struct json *obj, const char *hea
  * site is where that was called. */
 const struct json *render_user_frame(const struct json *launch)
 {
-    const struct json *stack = json_get(launch, "stack");
-    const char *kernel = json_get_str(launch, "kernel");
+    const struct json *stack = json_get(launch, RK_STACK);
+    const char *kernel = json_get_str(launch, RK_KERNEL);
     size_t i;
     for (i = 0; i < json_len(stack); i++) {
         const struct json *f = json_at(stack, i);
-        const char *fn = json_get_str(f, "function");
+        const char *fn = json_get_str(f, RK_FUNCTION);
         if (render_is_lib_frame(f) || (kernel && fn && strcmp(fn, kernel) == 0 && i + 1 < json_len(stack)))
             continue;
         return f;
@@ -623,9 +634,9 @@ const struct json *render_user_frame(const struct json *launch)
 /* "stream 0x0 (legacy default stream), device 0, thread 4242", with the parts that are present. */
 const char *render_place(const struct json *launch, char *out, size_t outsz)
 {
-    const char *stream = json_get_str(launch, "stream");
-    const char *kind = render_stream_kind(json_get_str(launch, "stream_kind"));
-    long long dev = json_get_int(launch, "device", -1), tid = json_get_int(launch, "thread", -1);
+    const char *stream = json_get_str(launch, RK_STREAM);
+    const char *kind = render_stream_kind(json_get_str(launch, RK_STREAM_KIND));
+    long long dev = json_get_int(launch, RK_DEVICE, -1), tid = json_get_int(launch, RK_THREAD, -1);
     size_t used = 0;
     out[0] = '\0';
     if (stream)
@@ -667,9 +678,9 @@ const char *render_brief_kernel(const struct json *launch, char *out, size_t out
  * another one. */
 void render_command(struct render_buf *b, const struct json *process)
 {
-    const struct json *argv = json_get(process, "argv");
+    const struct json *argv = json_get(process, RK_ARGV);
     size_t i, n = json_len(argv);
-    long long left_out = json_get_int(process, "argv_left_out", 0);
+    long long left_out = json_get_int(process, RK_ARGV_LEFT_OUT, 0);
     if (!json_is(argv, JSON_ARR) || n == 0) {
         render_add(b, "<your command>");
         return;
@@ -735,9 +746,9 @@ void render_command(struct render_buf *b, const struct json *process)
 /* "CUDA_ERROR_ILLEGAL_ADDRESS (700)", or what is known of it. */
 const char *render_errname(const struct json *err, char *out, size_t outsz)
 {
-    const char *name = json_get_str(err, "name");
+    const char *name = json_get_str(err, RK_NAME);
     long long code;
-    int has_code = json_int(json_get(err, "code"), &code) == 0;
+    int has_code = json_int(json_get(err, RK_CODE), &code) == 0;
     if (name && has_code)
         snprintf(out, outsz, "%s (%lld)", name, code);
     else if (name)

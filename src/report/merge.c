@@ -16,6 +16,7 @@
 #include "../render/nccl.h"
 #include "../render/render.h"
 #include "../render/render_int.h"
+#include "../render/report_keys.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -83,14 +84,14 @@ static const struct merge_report *g_sort_reps; /* the reports merge_cmp_report c
 static int merge_cmp_report(const void *a, const void *b)
 {
     size_t x = *(const size_t *)a, y = *(const size_t *)b;
-    const struct json *px = json_get(g_sort_reps[x].doc, "process"), *py = json_get(g_sort_reps[y].doc, "process");
-    long long ix = json_get_int(px, "pid", -1), iy = json_get_int(py, "pid", -1);
+    const struct json *px = json_get(g_sort_reps[x].doc, RK_PROCESS), *py = json_get(g_sort_reps[y].doc, RK_PROCESS);
+    long long ix = json_get_int(px, RK_PID, -1), iy = json_get_int(py, RK_PID, -1);
     int c;
     /* reports without a pid are processes of their own: they sort by place alone */
     if ((ix < 0) != (iy < 0))
         return ix < 0 ? 1 : -1;
     if (ix >= 0) {
-        c = merge_strcmp0(json_get_str(px, "hostname"), json_get_str(py, "hostname"));
+        c = merge_strcmp0(json_get_str(px, RK_HOSTNAME), json_get_str(py, RK_HOSTNAME));
         if (c)
             return c;
         if (ix != iy)
@@ -186,11 +187,11 @@ static int merge_one(struct merge_job *j, const struct merge_report *reps, const
     qsort(j->proc_reports, n, sizeof *j->proc_reports, merge_cmp_report);
     for (size_t i = 0; i < n; i++) {
         const struct merge_report *r = &reps[j->proc_reports[i]];
-        const struct json *proc = json_get(r->doc, "process");
-        const char *host = json_get_str(proc, "hostname"), *kind = merge_kind(r->doc);
-        const char *launcher = json_get_str(proc, "launcher");
-        long long pid = json_get_int(proc, "pid", -1), rank = json_get_int(proc, "rank", -1);
-        long long world = json_get_int(proc, "world_size", -1);
+        const struct json *proc = json_get(r->doc, RK_PROCESS);
+        const char *host = json_get_str(proc, RK_HOSTNAME), *kind = merge_kind(r->doc);
+        const char *launcher = json_get_str(proc, RK_LAUNCHER);
+        long long pid = json_get_int(proc, RK_PID, -1), rank = json_get_int(proc, RK_RANK, -1);
+        long long world = json_get_int(proc, RK_WORLD_SIZE, -1);
         struct merge_proc *p = j->nprocs ? &j->procs[j->nprocs - 1] : NULL;
         if (!host)
             host = "";
@@ -207,8 +208,8 @@ static int merge_one(struct merge_job *j, const struct merge_report *reps, const
             p->rank = p->rank_last = (int)rank;
             j->ranked = 1;
         }
-        if (json_get_int(proc, "local_rank", -1) >= 0 && json_get_int(proc, "local_rank", -1) < 100000000)
-            p->local_rank = (int)json_get_int(proc, "local_rank", -1);
+        if (json_get_int(proc, RK_LOCAL_RANK, -1) >= 0 && json_get_int(proc, RK_LOCAL_RANK, -1) < 100000000)
+            p->local_rank = (int)json_get_int(proc, RK_LOCAL_RANK, -1);
         if (world > j->world_size && world < 100000000)
             j->world_size = world;
         if (launcher && !launcher_mixed) {
@@ -222,12 +223,12 @@ static int merge_one(struct merge_job *j, const struct merge_report *reps, const
         if (strcmp(kind, "hang") == 0) {
             /* a later trigger replaces the file; of two files the newer one is the fresher snapshot */
             if (!p->hang ||
-                merge_uint(proc, "time_unix_ns") > merge_uint(json_get(p->hang->doc, "process"), "time_unix_ns"))
+                merge_uint(proc, RK_TIME_UNIX_NS) > merge_uint(json_get(p->hang->doc, RK_PROCESS), RK_TIME_UNIX_NS))
                 p->hang = r;
         } else if (strcmp(kind, "exit") == 0) {
             p->exit = r;
         } else {
-            unsigned long long t = merge_uint(json_get(r->doc, "error"), "time_unix_ns");
+            unsigned long long t = merge_uint(json_get(r->doc, RK_ERROR), RK_TIME_UNIX_NS);
             if (!p->fault || (t && (!p->fault_ns || t < p->fault_ns))) {
                 p->fault = r;
                 p->fault_ns = t;
@@ -273,7 +274,7 @@ static int merge_one(struct merge_job *j, const struct merge_report *reps, const
         if (p->status != MERGE_FAULTED)
             continue;
         p->first = (long)i == j->first;
-        merge_errname(json_get(p->fault->doc, "error"), err, sizeof err);
+        merge_errname(json_get(p->fault->doc, RK_ERROR), err, sizeof err);
         merge_fault_launch(p->fault->doc, launch, sizeof launch);
         if (p->first) {
             snprintf(p->what, sizeof p->what, "faulted first: %s in %s", err, launch);

@@ -1,6 +1,7 @@
 /* Which reports are of one job (merge_group.h): a union-find over the reports, joined by the facts they share. */
 #include "merge_group.h"
 #include "../render/json.h"
+#include "../render/report_keys.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -75,16 +76,16 @@ int merge_group(const struct merge_report *reps, size_t n, size_t *first)
     if (!k)
         return ENOMEM;
     for (size_t i = 0; i < n; i++) {
-        const struct json *proc = json_get(reps[i].doc, "process");
+        const struct json *proc = json_get(reps[i].doc, RK_PROCESS);
         const char *slash = strrchr(reps[i].path, '/');
         k[i].idx = i;
-        k[i].job = json_get_str(proc, "job");
-        k[i].run = json_get_str(proc, "run_id");
+        k[i].job = json_get_str(proc, RK_JOB);
+        k[i].run = json_get_str(proc, RK_RUN_ID);
         k[i].path = reps[i].path;
         k[i].dirlen = slash ? (size_t)(slash - reps[i].path) : 0;
-        k[i].launcher = json_get_str(proc, "launcher");
-        k[i].world = json_get_int(proc, "world_size", -1);
-        k[i].ranked = json_get(proc, "rank") != NULL;
+        k[i].launcher = json_get_str(proc, RK_LAUNCHER);
+        k[i].world = json_get_int(proc, RK_WORLD_SIZE, -1);
+        k[i].ranked = json_get(proc, RK_RANK) != NULL;
         parent[i] = i;
     }
     /* the same job name */

@@ -12,6 +12,7 @@
 #include "../render/nccl.h"
 #include "../render/render.h"
 #include "../render/render_int.h"
+#include "../render/report_keys.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -26,7 +27,7 @@
 /* Reports written before hang reports and exit records existed have no kind: they are all faults. */
 const char *merge_kind(const struct json *doc)
 {
-    const char *k = json_get_str(doc, "kind");
+    const char *k = json_get_str(doc, RK_KIND);
     return k ? k : "fault";
 }
 
@@ -55,14 +56,14 @@ static void merge_launch_phrase(const struct json *launch, char *out, size_t out
 /* What faulted, as far as the fault report can tell. */
 void merge_fault_launch(const struct json *doc, char *out, size_t outsz)
 {
-    const struct json *culprit = json_get(doc, "culprit"), *cands = json_get(doc, "candidates");
+    const struct json *culprit = json_get(doc, RK_CULPRIT), *cands = rk_candidates(doc);
     char one[600];
     if (json_is(culprit, JSON_OBJ)) {
         merge_launch_phrase(culprit, out, outsz);
     } else if (json_len(cands) > 0) {
         long long lo = -1, hi = -1;
         for (size_t i = 0; i < json_len(cands); i++) {
-            long long s = json_get_int(json_at(cands, i), "seq", -1);
+            long long s = json_get_int(json_at(cands, i), RK_SEQ, -1);
             if (s >= 0 && (lo < 0 || s < lo))
                 lo = s;
             if (s > hi)
@@ -80,8 +81,8 @@ void merge_fault_launch(const struct json *doc, char *out, size_t outsz)
 
 void merge_errname(const struct json *err, char *out, size_t outsz)
 {
-    const char *name = json_get_str(err, "name");
-    long long code = json_get_int(err, "code", -1);
+    const char *name = json_get_str(err, RK_NAME);
+    long long code = json_get_int(err, RK_CODE, -1);
     if (name && code >= 0)
         snprintf(out, outsz, "%s (%lld)", name, code);
     else if (name)
@@ -117,10 +118,10 @@ static const char *const merge_py_collectives[] = {
 static const char *merge_py_collective(const struct json *threads)
 {
     for (size_t i = 0; i < json_len(threads); i++) {
-        const struct json *py = json_get(json_at(threads, i), "python");
+        const struct json *py = json_get(json_at(threads, i), RK_PYTHON);
         for (size_t k = 0; k < json_len(py); k++) {
-            const char *file = json_get_str(json_at(py, k), "file");
-            const char *fn = json_get_str(json_at(py, k), "function");
+            const char *file = json_get_str(json_at(py, k), RK_FILE);
+            const char *fn = json_get_str(json_at(py, k), RK_FUNCTION);
             const char *dot = fn ? strrchr(fn, '.') : NULL;
             if (!file || !fn || !strstr(file, "distributed"))
                 continue;
@@ -137,8 +138,8 @@ static const char *merge_py_collective(const struct json *threads)
 /* The NCCL kernel among a hang report's in-flight launch, candidates and queued launches, or NULL. */
 static const struct json *merge_nccl_launch(const struct json *doc, struct nccl_kernel *k)
 {
-    static const char *const keys[] = {"candidates", "queued"};
-    const struct json *culprit = json_get(doc, "culprit");
+    static const char *const keys[] = {RK_CANDIDATES, RK_QUEUED};
+    const struct json *culprit = json_get(doc, RK_CULPRIT);
     char *owned = NULL;
     int hit = 0;
     if (json_is(culprit, JSON_OBJ)) {
@@ -183,7 +184,7 @@ static const char *merge_nccl_queued(const struct nccl_kernel *k, char *out, siz
  * first whatever the clocks say. The collective's name goes to coll. */
 int merge_fault_in_collective(const struct json *doc, char *coll, size_t collsz)
 {
-    const struct json *culprit = json_get(doc, "culprit"), *cands = json_get(doc, "candidates");
+    const struct json *culprit = json_get(doc, RK_CULPRIT), *cands = rk_candidates(doc);
     const struct json *one = NULL;
     struct nccl_kernel k;
     char *owned = NULL;
@@ -209,17 +210,17 @@ int merge_fault_in_collective(const struct json *doc, char *coll, size_t collsz)
 /* A collateral process: what stopped it and where it was. */
 void merge_hang_phrase(struct merge_proc *p)
 {
-    const struct json *doc = p->hang->doc, *hang = json_get(doc, "hang");
-    const struct json *culprit = json_get(doc, "culprit"), *cands = json_get(doc, "candidates");
-    const char *trig = json_get_str(hang, "trigger");
-    const char *certainty = json_get_str(json_get(doc, "verdict"), "certainty");
+    const struct json *doc = p->hang->doc, *hang = json_get(doc, RK_HANG);
+    const struct json *culprit = json_get(doc, RK_CULPRIT), *cands = rk_candidates(doc);
+    const char *trig = json_get_str(hang, RK_TRIGGER);
+    const char *certainty = rk_certainty(doc);
     char cause[96], where[600] = "", nccl[160];
     struct nccl_kernel k;
     double secs;
 
     if (!trig)
         snprintf(cause, sizeof cause, "a hang report");
-    else if (strcmp(trig, "timeout") == 0 && json_num(json_get(hang, "timeout_s"), &secs) == 0)
+    else if (strcmp(trig, "timeout") == 0 && json_num(json_get(hang, RK_TIMEOUT_S), &secs) == 0)
         snprintf(cause, sizeof cause, "no progress for %g s", secs);
     else if (strcmp(trig, "timeout") == 0)
         snprintf(cause, sizeof cause, "no progress (hang timeout)");
@@ -233,12 +234,12 @@ void merge_hang_phrase(struct merge_proc *p)
     /* NCCL's kernel in flight, else a thread in torch.distributed's collective (gloo's are the host's), else
      * the rank's own kernel in flight (an NCCL kernel queued behind it is a collective it has not reached),
      * else NCCL's kernel among the launches that may be in flight or are queued */
-    const char *py = merge_py_collective(json_get(doc, "threads"));
+    const char *py = merge_py_collective(json_get(doc, RK_THREADS));
     int own = json_is(culprit, JSON_OBJ) && !merge_is_nccl(culprit);
-    const char *by = json_get_str(culprit, "by");
+    const char *by = json_get_str(culprit, RK_BY);
     /* its own kernel in flight, known exactly (asked of the device, or a breadcrumb after the launch before it),
      * and no thread waiting in a collective: what the other ranks wait for */
-    int exact = strcmp(json_get_str(json_get(doc, "verdict"), "certainty") ?: "", "exact") == 0;
+    int exact = rk_is_exact(doc);
     p->stuck_by = !own || py                            ? NULL
                   : by && strcmp(by, "the device") == 0 ? "the device"
                   : exact                               ? "its breadcrumbs"
@@ -272,8 +273,8 @@ void merge_hang_phrase(struct merge_proc *p)
 void merge_clean_phrase(struct merge_proc *p)
 {
     const struct json *doc = p->exit->doc;
-    long long status = json_get_int(json_get(doc, "exit"), "status", -1);
-    long long launches = json_get_int(json_get(doc, "stats"), "launches", -1);
+    long long status = json_get_int(json_get(doc, RK_EXIT), RK_STATUS, -1);
+    long long launches = json_get_int(json_get(doc, RK_STATS), RK_LAUNCHES, -1);
     size_t used = (size_t)snprintf(p->what, sizeof p->what, "saw no fault");
     if (status >= 0)
         used += (size_t)snprintf(p->what + used, sizeof p->what - used, "; it exited with status %lld", status);
@@ -512,7 +513,7 @@ static size_t merge_verdict_stuck(struct merge_job *j, struct merge_line *ml)
         if (p->status != MERGE_COLLATERAL || !p->device_stuck || !p->hang)
             continue;
         merge_label(j, p, l, sizeof l);
-        merge_launch_phrase(json_get(p->hang->doc, "culprit"), launch, sizeof launch);
+        merge_launch_phrase(json_get(p->hang->doc, RK_CULPRIT), launch, sizeof launch);
         render_add(b, "%s%s runs %s (%s %s so): look there first",
                    ml->nparts  ? "; "
                    : j->ranked ? "no rank faulted; "

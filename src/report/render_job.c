@@ -10,6 +10,7 @@
 #include "../render/nccl.h"
 #include "../render/render.h"
 #include "../render/render_int.h"
+#include "../render/report_keys.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -202,21 +203,21 @@ static void merge_json_launch(struct jw *w, const struct json *launch)
     char *owned = NULL, site[300];
     const char *name = render_launch_name(launch, &owned);
     struct nccl_kernel k;
-    jw_key(w, "kernel");
+    jw_key(w, RK_KERNEL);
     jw_str(w, name);
-    if (json_get(launch, "seq")) {
-        jw_key(w, "seq");
-        jw_int(w, json_get_int(launch, "seq", 0));
+    if (json_get(launch, RK_SEQ)) {
+        jw_key(w, RK_SEQ);
+        jw_int(w, json_get_int(launch, RK_SEQ, 0));
     }
     render_launch_site(launch, site, sizeof site);
     if (site[0]) {
-        jw_key(w, "launched_at");
+        jw_key(w, RK_LAUNCHED_AT);
         jw_str(w, site);
     }
     if (nccl_decode(name, &k) == 0) {
-        const char *keys[] = {"collective", "op", "dtype", "algorithm", "protocol"};
+        const char *keys[] = {RK_COLLECTIVE, RK_OP, RK_DTYPE, RK_ALGORITHM, RK_PROTOCOL};
         const char *vals[] = {k.collective, k.op, k.dtype, k.algorithm, k.protocol};
-        jw_key(w, "nccl");
+        jw_key(w, RK_NCCL);
         jw_obj_begin(w);
         for (int i = 0; i < 5; i++) {
             if (!vals[i][0])
@@ -266,45 +267,45 @@ static void merge_json_first_fault(const struct merge_job *j, struct jw *w)
 {
     if (j->first >= 0) {
         const struct merge_proc *f = &j->procs[j->first];
-        const struct json *doc = f->fault->doc, *err = json_get(doc, "error");
-        const struct json *culprit = json_get(doc, "culprit");
+        const struct json *doc = f->fault->doc, *err = json_get(doc, RK_ERROR);
+        const struct json *culprit = json_get(doc, RK_CULPRIT);
         jw_obj_begin(w);
         if (f->rank >= 0) {
-            jw_key(w, "rank");
+            jw_key(w, RK_RANK);
             jw_int(w, f->rank);
         }
-        jw_key(w, "host");
+        jw_key(w, RK_HOST);
         jw_str(w, f->host);
-        jw_key(w, "pid");
+        jw_key(w, RK_PID);
         jw_int(w, f->pid);
-        jw_key(w, "report");
+        jw_key(w, RK_REPORT);
         jw_str(w, f->fault->path);
-        jw_key(w, "error");
-        jw_str(w, json_get_str(err, "name"));
-        if (json_get(err, "code")) {
-            jw_key(w, "code");
-            jw_int(w, json_get_int(err, "code", 0));
+        jw_key(w, RK_ERROR);
+        jw_str(w, json_get_str(err, RK_NAME));
+        if (json_get(err, RK_CODE)) {
+            jw_key(w, RK_CODE);
+            jw_int(w, json_get_int(err, RK_CODE, 0));
         }
         if (f->fault_ns) {
-            jw_key(w, "time_unix_ns");
+            jw_key(w, RK_TIME_UNIX_NS);
             jw_uint(w, f->fault_ns);
         }
-        jw_key(w, "order");
+        jw_key(w, RK_ORDER);
         jw_str(w, merge_order_names[j->order]);
         if (j->order == MERGE_ORDER_CLOCKS) {
-            jw_key(w, "clock_hosts");
+            jw_key(w, RK_CLOCK_HOSTS);
             jw_uint(w, j->order_hosts);
         }
-        jw_key(w, "certainty");
-        jw_str(w, json_get_str(json_get(doc, "verdict"), "certainty"));
-        const struct json *win = json_get(json_get(doc, "verdict"), "window");
+        jw_key(w, RK_CERTAINTY);
+        jw_str(w, rk_certainty(doc));
+        const struct json *win = json_get(json_get(doc, RK_VERDICT), RK_WINDOW);
         if (json_is(win, JSON_OBJ)) {
-            jw_key(w, "window");
+            jw_key(w, RK_WINDOW);
             jw_obj_begin(w);
-            jw_key(w, "first");
-            jw_int(w, json_get_int(win, "first", 0));
-            jw_key(w, "last");
-            jw_int(w, json_get_int(win, "last", 0));
+            jw_key(w, RK_FIRST);
+            jw_int(w, json_get_int(win, RK_FIRST, 0));
+            jw_key(w, RK_LAST);
+            jw_int(w, json_get_int(win, RK_LAST, 0));
             jw_obj_end(w);
         }
         if (json_is(culprit, JSON_OBJ))
@@ -321,48 +322,48 @@ static void merge_json_process(const struct merge_job *j, const struct merge_rep
 {
     jw_obj_begin(w);
     if (p->rank >= 0) {
-        jw_key(w, "rank");
+        jw_key(w, RK_RANK);
         jw_int(w, p->rank);
     }
     if (p->status == MERGE_MISSING && p->rank_last > p->rank) {
-        jw_key(w, "last_rank"); /* a run of missing ranks: rank .. last_rank */
+        jw_key(w, RK_LAST_RANK); /* a run of missing ranks: rank .. last_rank */
         jw_int(w, p->rank_last);
     }
     if (p->local_rank >= 0) {
-        jw_key(w, "local_rank");
+        jw_key(w, RK_LOCAL_RANK);
         jw_int(w, p->local_rank);
     }
     if (p->pid >= 0) {
-        jw_key(w, "host");
+        jw_key(w, RK_HOST);
         jw_str(w, p->host);
-        jw_key(w, "pid");
+        jw_key(w, RK_PID);
         jw_int(w, p->pid);
     }
-    jw_key(w, "status");
+    jw_key(w, RK_STATUS);
     jw_str(w, merge_status_names[p->status]);
     if (p->status == MERGE_FAULTED) {
-        jw_key(w, "first");
+        jw_key(w, RK_FIRST);
         jw_bool(w, p->first);
         if (p->fault_ns) {
-            jw_key(w, "time_unix_ns");
+            jw_key(w, RK_TIME_UNIX_NS);
             jw_uint(w, p->fault_ns);
         }
     }
     if (p->hang) {
-        jw_key(w, "trigger");
-        jw_str(w, json_get_str(json_get(p->hang->doc, "hang"), "trigger"));
+        jw_key(w, RK_TRIGGER);
+        jw_str(w, json_get_str(json_get(p->hang->doc, RK_HANG), RK_TRIGGER));
         if (p->device_stuck) { /* the device runs a kernel of its own there: the rank to look at */
-            jw_key(w, "stuck_in_kernel");
+            jw_key(w, RK_STUCK_IN_KERNEL);
             jw_bool(w, 1);
         }
     }
     if (p->collective[0]) {
-        jw_key(w, "collective");
+        jw_key(w, RK_COLLECTIVE);
         jw_str(w, p->collective);
     }
-    jw_key(w, "what");
+    jw_key(w, RK_WHAT);
     jw_str(w, p->what);
-    jw_key(w, "reports");
+    jw_key(w, RK_REPORTS);
     jw_arr_begin(w);
     for (size_t k = 0; k < p->rep_count; k++)
         jw_str(w, reps[j->proc_reports[p->rep_first + k]].path);
@@ -373,25 +374,25 @@ static void merge_json_process(const struct merge_job *j, const struct merge_rep
 void merge_write_json(const struct merge_job *j, const struct merge_report *reps, struct jw *w)
 {
     jw_obj_begin(w);
-    jw_key(w, "schema");
+    jw_key(w, RK_SCHEMA);
     jw_str(w, "culprit.job/1");
-    jw_key(w, "verdict");
+    jw_key(w, RK_VERDICT);
     jw_str(w, j->verdict);
     if (j->launcher) {
-        jw_key(w, "launcher");
+        jw_key(w, RK_LAUNCHER);
         jw_str(w, j->launcher);
     }
     if (j->world_size > 0) {
-        jw_key(w, "world_size");
+        jw_key(w, RK_WORLD_SIZE);
         jw_int(w, j->world_size);
     }
-    jw_key(w, "hosts");
+    jw_key(w, RK_HOSTS);
     jw_arr_begin(w);
     merge_json_hosts(j, w);
     jw_arr_end(w);
-    jw_key(w, "first_fault");
+    jw_key(w, RK_FIRST_FAULT);
     merge_json_first_fault(j, w);
-    jw_key(w, "processes");
+    jw_key(w, RK_PROCESSES);
     jw_arr_begin(w);
     for (size_t i = 0; i < j->nprocs; i++) {
         merge_json_process(j, reps, &j->procs[i], w);

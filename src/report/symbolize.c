@@ -11,6 +11,7 @@
 #include "../base/jsonw.h"
 #include "replace.h"
 #include "subproc.h"
+#include "../render/report_keys.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -191,20 +192,20 @@ static int sym_parse_hex(const char *s, unsigned long long *out)
 
 static void sym_frame_seen(struct sym_state *st, struct json *stack, struct json *frame)
 {
-    const char *mod = json_get_str(frame, "module");
-    const char *fn = json_get_str(frame, "function");
+    const char *mod = json_get_str(frame, RK_MODULE);
+    const char *fn = json_get_str(frame, RK_FUNCTION);
     unsigned long long off;
     size_t mi;
 
     if (fn && strncmp(fn, "_Z", 2) == 0) {
         char *dm = demangle_name(fn);
         if (dm)
-            sym_set_str(st, frame, "function", dm);
+            sym_set_str(st, frame, RK_FUNCTION, dm);
         free(dm);
     }
-    if (json_get_str(frame, "file") && json_get_int(frame, "line", 0) > 0)
+    if (json_get_str(frame, RK_FILE) && json_get_int(frame, RK_LINE, 0) > 0)
         return;
-    if (!mod || mod[0] != '/' || sym_parse_hex(json_get_str(frame, "offset"), &off))
+    if (!mod || mod[0] != '/' || sym_parse_hex(json_get_str(frame, RK_OFFSET), &off))
         return;
     mi = sym_module_index(st, mod);
     if (mi == (size_t)-1 || !st->mods[mi].usable)
@@ -233,14 +234,14 @@ static void sym_frame_seen(struct sym_state *st, struct json *stack, struct json
 /* A launch whose kernel name is missing or still mangled gets the demangled name. */
 static void sym_launch_seen(struct sym_state *st, struct json *launch)
 {
-    const char *k = json_get_str(launch, "kernel");
-    const char *m = json_get_str(launch, "mangled");
+    const char *k = json_get_str(launch, RK_KERNEL);
+    const char *m = json_get_str(launch, RK_MANGLED);
     char *dm;
     if (k && *k && strncmp(k, "_Z", 2) != 0)
         return;
     dm = demangle_name(m ? m : k);
     if (dm)
-        sym_set_str(st, launch, "kernel", dm);
+        sym_set_str(st, launch, RK_KERNEL, dm);
     free(dm);
 }
 
@@ -252,8 +253,8 @@ static void sym_walk(struct sym_state *st, struct json *n, int depth)
     if (!n || depth > JSON_MAX_DEPTH || st->oom)
         return;
     if (n->type == JSON_OBJ) {
-        struct json *stack = sym_get(n, "stack");
-        if (json_get(n, "mangled") || (json_get_str(n, "kernel") && json_get(n, "seq")))
+        struct json *stack = sym_get(n, RK_STACK);
+        if (json_get(n, RK_MANGLED) || (json_get_str(n, RK_KERNEL) && json_get(n, RK_SEQ)))
             sym_launch_seen(st, n);
         if (json_is(stack, JSON_ARR))
             for (i = 0; i < stack->len; i++)
@@ -262,7 +263,7 @@ static void sym_walk(struct sym_state *st, struct json *n, int depth)
     }
     if (n->type == JSON_OBJ || n->type == JSON_ARR)
         for (i = 0; i < n->len; i++)
-            if (!(n->type == JSON_OBJ && strcmp(n->keys[i], "stack") == 0))
+            if (!(n->type == JSON_OBJ && strcmp(n->keys[i], RK_STACK) == 0))
                 sym_walk(st, n->kids[i], depth + 1);
 }
 
@@ -485,17 +486,17 @@ static void sym_apply(struct sym_state *st, struct sym_frame *f)
         return;
     f->ans = a;
     st->doc = f->doc;
-    fn = json_get_str(f->frame, "function");
+    fn = json_get_str(f->frame, RK_FUNCTION);
     /* With debug information the innermost (inline-aware) name is where the pc really is, and it also corrects
      * the dynamic-symbol guess the library made for static functions. Without it, addr2line only knows the
      * symbol table, so it fills a missing or mangled name and nothing else. */
     if (a->func && (a->file || !fn || strncmp(fn, "_Z", 2) == 0) && (!fn || strcmp(fn, a->func) != 0))
-        sym_set_str(st, f->frame, "function", a->func);
-    if (a->file && !json_get_str(f->frame, "file"))
-        sym_set_str(st, f->frame, "file", a->file);
-    if (a->file && a->line > 0 && json_get_int(f->frame, "line", 0) <= 0) {
+        sym_set_str(st, f->frame, RK_FUNCTION, a->func);
+    if (a->file && !json_get_str(f->frame, RK_FILE))
+        sym_set_str(st, f->frame, RK_FILE, a->file);
+    if (a->file && a->line > 0 && json_get_int(f->frame, RK_LINE, 0) <= 0) {
         struct json *ln = json_new_int(a->line);
-        if (!ln || json_set(f->frame, "line", ln)) {
+        if (!ln || json_set(f->frame, RK_LINE, ln)) {
             json_free(ln);
             st->oom = 1;
             return;
@@ -510,7 +511,7 @@ static void sym_apply(struct sym_state *st, struct sym_frame *f)
 static struct json *sym_inline_frame(const struct json *phys, const struct sym_inline *lv)
 {
     struct json *f = json_new(JSON_OBJ);
-    const char *keys[] = {"pc", "module", "offset"};
+    const char *keys[] = {RK_PC, RK_MODULE, RK_OFFSET};
     if (!f)
         return NULL;
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
@@ -528,8 +529,8 @@ static struct json *sym_inline_frame(const struct json *phys, const struct sym_i
     struct json *inl = json_new(JSON_BOOL);
     if (inl)
         inl->boolean = 1;
-    if ((lv->func && (!fn || json_set(f, "function", fn))) || (lv->file && (!file || json_set(f, "file", file))) ||
-        (lv->line > 0 && (!line || json_set(f, "line", line))) || !inl || json_set(f, "inlined", inl)) {
+    if ((lv->func && (!fn || json_set(f, RK_FUNCTION, fn))) || (lv->file && (!file || json_set(f, RK_FILE, file))) ||
+        (lv->line > 0 && (!line || json_set(f, RK_LINE, line))) || !inl || json_set(f, RK_INLINED, inl)) {
         json_free(f);
         return NULL;
     }
@@ -701,7 +702,7 @@ static int symbolize_read(const char *path, struct json **doc, char *why, size_t
         rc = SYMBOLIZE_EPARSE;
         goto out;
     }
-    schema = json_get_str(*doc, "schema");
+    schema = json_get_str(*doc, RK_SCHEMA);
     if (!schema || strncmp(schema, "culprit.report/", 15) != 0) {
         snprintf(why, whylen, "%s is JSON but not a culprit report (no \"schema\": \"culprit.report/1\")", path);
         json_free(*doc);

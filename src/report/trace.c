@@ -9,6 +9,8 @@
 
 #include "../render/json.h"
 #include "../base/jsonw.h"
+#include "../render/format_keys.h"
+#include "../render/report_keys.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,17 +36,17 @@ struct trace_set {
 
 static void trace_add(struct trace_set *s, const struct json *l, const char *role)
 {
-    long long seq = json_get_int(l, "seq", -1);
+    long long seq = json_get_int(l, RK_SEQ, -1);
     if (!json_is(l, JSON_OBJ) || s->n == TRACE_MAX_LAUNCHES)
         return;
     for (size_t i = 0; i < s->n; i++)
-        if (json_get_int(s->items[i].launch, "seq", -2) == seq)
+        if (json_get_int(s->items[i].launch, RK_SEQ, -2) == seq)
             return;
     s->items[s->n].launch = l;
     s->items[s->n++].role = role;
-    if (json_is(json_get(l, "graph_nodes"), JSON_ARR))
-        for (size_t i = 0; i < json_len(json_get(l, "graph_nodes")); i++)
-            trace_add(s, json_at(json_get(l, "graph_nodes"), i), "graph node");
+    if (json_is(json_get(l, RK_GRAPH_NODES), JSON_ARR))
+        for (size_t i = 0; i < json_len(json_get(l, RK_GRAPH_NODES)); i++)
+            trace_add(s, json_at(json_get(l, RK_GRAPH_NODES), i), "graph node");
 }
 
 static void trace_add_all(struct trace_set *s, const struct json *arr, const char *role)
@@ -57,8 +59,8 @@ static void trace_add_all(struct trace_set *s, const struct json *arr, const cha
 static int trace_stream_tid(struct trace_set *s, const struct json *l)
 {
     char key[64];
-    snprintf(key, sizeof key, "%lld:%s", json_get_int(l, "device", -1),
-             json_get_str(l, "stream") ? json_get_str(l, "stream") : "?");
+    snprintf(key, sizeof key, "%lld:%s", json_get_int(l, RK_DEVICE, -1),
+             json_get_str(l, RK_STREAM) ? json_get_str(l, RK_STREAM) : "?");
     for (size_t i = 0; i < s->nstreams; i++)
         if (strcmp(s->streams[i], key) == 0)
             return (int)i + 1;
@@ -75,7 +77,7 @@ static void trace_python_line(const struct json *py, char *out, size_t n)
     const struct json *pick = NULL;
     out[0] = '\0';
     for (size_t i = 0; i < json_len(py) && !pick; i++) {
-        const char *f = json_get_str(json_at(py, i), "file");
+        const char *f = json_get_str(json_at(py, i), RK_FILE);
         if (f && !strstr(f, "site-packages/") && !strstr(f, "dist-packages/") && !strstr(f, "/lib/python") &&
             !strstr(f, "/culprit/diagnose.py"))
             pick = json_at(py, i);
@@ -83,8 +85,9 @@ static void trace_python_line(const struct json *py, char *out, size_t n)
     if (!pick && json_len(py))
         pick = json_at(py, 0);
     if (pick)
-        snprintf(out, n, "%s:%lld in %s", json_get_str(pick, "file") ? json_get_str(pick, "file") : "?",
-                 json_get_int(pick, "line", 0), json_get_str(pick, "function") ? json_get_str(pick, "function") : "?");
+        snprintf(out, n, "%s:%lld in %s", json_get_str(pick, RK_FILE) ? json_get_str(pick, RK_FILE) : "?",
+                 json_get_int(pick, RK_LINE, 0),
+                 json_get_str(pick, RK_FUNCTION) ? json_get_str(pick, RK_FUNCTION) : "?");
 }
 
 /* The first native frame with a source line, else with a function name. */
@@ -93,18 +96,35 @@ static void trace_native_frame(const struct json *stack, char *out, size_t n)
     const struct json *pick = NULL;
     out[0] = '\0';
     for (size_t i = 0; i < json_len(stack) && !pick; i++)
-        if (json_get_str(json_at(stack, i), "file"))
+        if (json_get_str(json_at(stack, i), RK_FILE))
             pick = json_at(stack, i);
     for (size_t i = 0; i < json_len(stack) && !pick; i++)
-        if (json_get_str(json_at(stack, i), "function"))
+        if (json_get_str(json_at(stack, i), RK_FUNCTION))
             pick = json_at(stack, i);
     if (!pick)
         return;
-    if (json_get_str(pick, "file"))
-        snprintf(out, n, "%s at %s:%lld", json_get_str(pick, "function") ? json_get_str(pick, "function") : "?",
-                 json_get_str(pick, "file"), json_get_int(pick, "line", 0));
+    if (json_get_str(pick, RK_FILE))
+        snprintf(out, n, "%s at %s:%lld", json_get_str(pick, RK_FUNCTION) ? json_get_str(pick, RK_FUNCTION) : "?",
+                 json_get_str(pick, RK_FILE), json_get_int(pick, RK_LINE, 0));
     else
-        snprintf(out, n, "%s", json_get_str(pick, "function"));
+        snprintf(out, n, "%s", json_get_str(pick, RK_FUNCTION));
+}
+
+/* An event's "python" and "native" args: where obj (a launch, or the thread the error surfaced on) was, as far
+ * as the report knows. */
+static void trace_where(struct jw *w, const struct json *obj)
+{
+    char line[1200];
+    trace_python_line(json_get(obj, RK_PYTHON), line, sizeof line);
+    if (line[0]) {
+        jw_key(w, TK_PYTHON);
+        jw_str(w, line);
+    }
+    trace_native_frame(json_get(obj, RK_STACK), line, sizeof line);
+    if (line[0]) {
+        jw_key(w, TK_NATIVE);
+        jw_str(w, line);
+    }
 }
 
 static void trace_dims(struct jw *w, const char *key, const struct json *arr)
@@ -129,59 +149,50 @@ static double trace_us(long long ns, long long t0)
 static void trace_launch_event(struct jw *w, const struct trace_item *it, int pid, long long tid, long long t0)
 {
     const struct json *l = it->launch;
-    const char *kernel = json_get_str(l, "kernel");
-    char name[320], line[1200];
-    snprintf(name, sizeof name, "#%lld %.200s%s%s%s", json_get_int(l, "seq", -1), kernel ? kernel : "?",
+    const char *kernel = json_get_str(l, RK_KERNEL);
+    char name[320];
+    snprintf(name, sizeof name, "#%lld %.200s%s%s%s", json_get_int(l, RK_SEQ, -1), kernel ? kernel : "?",
              strcmp(it->role, "before") ? " [" : "", strcmp(it->role, "before") ? it->role : "",
              strcmp(it->role, "before") ? "]" : "");
     jw_obj_begin(w);
-    jw_key(w, "name");
+    jw_key(w, TK_NAME);
     jw_str(w, name);
-    jw_key(w, "cat");
+    jw_key(w, TK_CAT);
     jw_str(w, it->role);
-    jw_key(w, "ph");
+    jw_key(w, TK_PH);
     jw_str(w, "i");
-    jw_key(w, "s");
+    jw_key(w, TK_S);
     jw_str(w, "t");
-    jw_key(w, "ts");
-    jw_double(w, trace_us(json_get_int(l, "time_ns", t0), t0));
-    jw_key(w, "pid");
+    jw_key(w, TK_TS);
+    jw_double(w, trace_us(json_get_int(l, RK_TIME_NS, t0), t0));
+    jw_key(w, TK_PID);
     jw_int(w, pid);
-    jw_key(w, "tid");
+    jw_key(w, TK_TID);
     jw_int(w, tid);
-    jw_key(w, "args");
+    jw_key(w, TK_ARGS);
     jw_obj_begin(w);
-    jw_key(w, "seq");
-    jw_int(w, json_get_int(l, "seq", -1));
-    jw_key(w, "role");
+    jw_key(w, TK_SEQ);
+    jw_int(w, json_get_int(l, RK_SEQ, -1));
+    jw_key(w, TK_ROLE);
     jw_str(w, it->role);
-    jw_key(w, "kernel");
+    jw_key(w, TK_KERNEL);
     jw_str(w, kernel ? kernel : "?");
-    trace_dims(w, "grid", json_get(l, "grid"));
-    trace_dims(w, "block", json_get(l, "block"));
-    jw_key(w, "stream");
-    jw_str(w, json_get_str(l, "stream") ? json_get_str(l, "stream") : "?");
-    jw_key(w, "device");
-    jw_int(w, json_get_int(l, "device", -1));
-    jw_key(w, "thread");
-    jw_int(w, json_get_int(l, "thread", -1));
-    trace_python_line(json_get(l, "python"), line, sizeof line);
-    if (line[0]) {
-        jw_key(w, "python");
-        jw_str(w, line);
-    }
-    trace_native_frame(json_get(l, "stack"), line, sizeof line);
-    if (line[0]) {
-        jw_key(w, "native");
-        jw_str(w, line);
-    }
-    const struct json *op = json_get(l, "op"); /* the framework operator behind it (--diagnose) */
-    if (json_get_str(op, "name")) {
-        jw_key(w, "operator");
-        jw_str(w, json_get_str(op, "name"));
-        if (json_get_str(op, "problem")) {
-            jw_key(w, "what_was_wrong");
-            jw_str(w, json_get_str(op, "problem"));
+    trace_dims(w, TK_GRID, json_get(l, RK_GRID));
+    trace_dims(w, TK_BLOCK, json_get(l, RK_BLOCK));
+    jw_key(w, TK_STREAM);
+    jw_str(w, json_get_str(l, RK_STREAM) ? json_get_str(l, RK_STREAM) : "?");
+    jw_key(w, TK_DEVICE);
+    jw_int(w, json_get_int(l, RK_DEVICE, -1));
+    jw_key(w, TK_THREAD);
+    jw_int(w, json_get_int(l, RK_THREAD, -1));
+    trace_where(w, l);
+    const struct json *op = json_get(l, RK_OP); /* the framework operator behind it (--diagnose) */
+    if (json_get_str(op, RK_NAME)) {
+        jw_key(w, TK_OPERATOR);
+        jw_str(w, json_get_str(op, RK_NAME));
+        if (json_get_str(op, RK_PROBLEM)) {
+            jw_key(w, TK_WHAT_WAS_WRONG);
+            jw_str(w, json_get_str(op, RK_PROBLEM));
         }
     }
     jw_obj_end(w);
@@ -191,19 +202,19 @@ static void trace_launch_event(struct jw *w, const struct trace_item *it, int pi
 static void trace_meta(struct jw *w, const char *what, int pid, long long tid, const char *name)
 {
     jw_obj_begin(w);
-    jw_key(w, "name");
+    jw_key(w, TK_NAME);
     jw_str(w, what);
-    jw_key(w, "ph");
+    jw_key(w, TK_PH);
     jw_str(w, "M");
-    jw_key(w, "pid");
+    jw_key(w, TK_PID);
     jw_int(w, pid);
     if (tid >= 0) {
-        jw_key(w, "tid");
+        jw_key(w, TK_TID);
         jw_int(w, tid);
     }
-    jw_key(w, "args");
+    jw_key(w, TK_ARGS);
     jw_obj_begin(w);
-    jw_key(w, "name");
+    jw_key(w, TK_NAME);
     jw_str(w, name);
     jw_obj_end(w);
     jw_obj_end(w);
@@ -213,21 +224,21 @@ static void trace_meta(struct jw *w, const char *what, int pid, long long tid, c
  * for a GPU core dump's the lane, thread and block that made the access. */
 static void trace_fault_address(struct jw *w, const struct json *fa)
 {
-    const char *addr = json_get_str(fa, "address"), *answer = json_get_str(fa, "answer");
+    const char *addr = json_get_str(fa, RK_ADDRESS), *answer = json_get_str(fa, RK_ANSWER);
     char dims[64];
     if (!addr)
         return;
-    jw_key(w, "fault_address");
+    jw_key(w, TK_FAULT_ADDRESS);
     jw_str(w, addr);
     if (answer) {
-        jw_key(w, "fault_address_answer");
+        jw_key(w, TK_FAULT_ADDRESS_ANSWER);
         jw_str(w, answer);
     }
-    if (json_get_int(fa, "lane", -1) >= 0) {
-        jw_key(w, "fault_lane");
-        jw_int(w, json_get_int(fa, "lane", -1));
+    if (json_get_int(fa, RK_LANE, -1) >= 0) {
+        jw_key(w, TK_FAULT_LANE);
+        jw_int(w, json_get_int(fa, RK_LANE, -1));
     }
-    static const char *const keys[][2] = {{"thread", "fault_thread"}, {"block", "fault_block"}};
+    static const char *const keys[][2] = {{RK_THREAD, TK_FAULT_THREAD}, {RK_BLOCK, TK_FAULT_BLOCK}};
     for (size_t i = 0; i < 2; i++) {
         const struct json *v = json_get(fa, keys[i][0]);
         if (json_len(v) != 3)
@@ -258,44 +269,35 @@ static long long trace_surfaced(struct jw *w, const struct json *doc, const stru
                                 long long tsurf, long long t0)
 {
     const struct json *who = err ? err : hang;
-    long long th = json_get_int(who, "thread", json_get_int(json_get(doc, "process"), "pid", 0));
-    char name[256], line[1200];
+    long long th = json_get_int(who, RK_THREAD, json_get_int(json_get(doc, RK_PROCESS), RK_PID, 0));
+    char name[256];
     if (err)
         snprintf(name, sizeof name, "%s surfaced in %s",
-                 json_get_str(err, "name") ? json_get_str(err, "name") : "CUDA error",
-                 json_get_str(err, "api") ? json_get_str(err, "api") : "?");
+                 json_get_str(err, RK_NAME) ? json_get_str(err, RK_NAME) : "CUDA error",
+                 json_get_str(err, RK_API) ? json_get_str(err, RK_API) : "?");
     else
         snprintf(name, sizeof name, "hang report (%s)",
-                 json_get_str(hang, "trigger") ? json_get_str(hang, "trigger") : "?");
+                 json_get_str(hang, RK_TRIGGER) ? json_get_str(hang, RK_TRIGGER) : "?");
     jw_obj_begin(w);
-    jw_key(w, "name");
+    jw_key(w, TK_NAME);
     jw_str(w, name);
-    jw_key(w, "cat");
+    jw_key(w, TK_CAT);
     jw_str(w, err ? "error" : "hang");
-    jw_key(w, "ph");
+    jw_key(w, TK_PH);
     jw_str(w, "i");
-    jw_key(w, "s");
+    jw_key(w, TK_S);
     jw_str(w, "p");
-    jw_key(w, "ts");
+    jw_key(w, TK_TS);
     jw_double(w, trace_us(tsurf, t0));
-    jw_key(w, "pid");
+    jw_key(w, TK_PID);
     jw_int(w, TRACE_PID_THREADS);
-    jw_key(w, "tid");
+    jw_key(w, TK_TID);
     jw_int(w, th);
-    jw_key(w, "args");
+    jw_key(w, TK_ARGS);
     jw_obj_begin(w);
-    trace_python_line(json_get(who, "python"), line, sizeof line);
-    if (line[0]) {
-        jw_key(w, "python");
-        jw_str(w, line);
-    }
-    trace_native_frame(json_get(who, "stack"), line, sizeof line);
-    if (line[0]) {
-        jw_key(w, "native");
-        jw_str(w, line);
-    }
+    trace_where(w, who);
     if (err)
-        trace_fault_address(w, json_get(doc, "fault_address"));
+        trace_fault_address(w, json_get(doc, RK_FAULT_ADDRESS));
     jw_obj_end(w);
     jw_obj_end(w);
     return th;
@@ -304,41 +306,41 @@ static long long trace_surfaced(struct jw *w, const struct json *doc, const stru
 int trace_write(const struct json *doc, struct jw *w, size_t *nlaunches)
 {
     static struct trace_set s; /* large; the command writes one trace at a time */
-    const struct json *err = json_get(doc, "error"), *hang = json_get(doc, "hang");
-    const char *kind = json_get_str(doc, "kind");
+    const struct json *err = json_get(doc, RK_ERROR), *hang = json_get(doc, RK_HANG);
+    const char *kind = json_get_str(doc, RK_KIND);
     long long t0 = -1, tids[TRACE_MAX_LAUNCHES + 1];
     size_t nt = 0;
 
-    if (!json_is(doc, JSON_OBJ) || !json_get_str(doc, "schema"))
+    if (!json_is(doc, JSON_OBJ) || !json_get_str(doc, RK_SCHEMA))
         return -1;
     memset(&s, 0, sizeof s);
-    trace_add(&s, json_get(doc, "culprit"), kind && !strcmp(kind, "hang") ? "in flight" : "culprit");
-    trace_add_all(&s, json_get(doc, "candidates"), "candidate");
-    trace_add_all(&s, json_get(doc, "queued"), "queued");
-    trace_add_all(&s, json_get(doc, "history"), "before");
-    trace_add_all(&s, json_get(doc, "candidates_before_assert"), "ruled out");
-    trace_add_all(&s, json_get(doc, "candidates_before_rerun"), "ruled out");
-    trace_add_all(&s, json_get(doc, "candidates_before_coredump"), "ruled out");
-    trace_add_all(&s, json_get(doc, "candidates_before_fault_page"), "ruled out");
+    trace_add(&s, json_get(doc, RK_CULPRIT), kind && !strcmp(kind, "hang") ? "in flight" : "culprit");
+    trace_add_all(&s, rk_candidates(doc), "candidate");
+    trace_add_all(&s, json_get(doc, RK_QUEUED), "queued");
+    trace_add_all(&s, json_get(doc, RK_HISTORY), "before");
+    trace_add_all(&s, json_get(doc, RK_CANDIDATES_BEFORE_ASSERT), "ruled out");
+    trace_add_all(&s, json_get(doc, RK_CANDIDATES_BEFORE_RERUN), "ruled out");
+    trace_add_all(&s, json_get(doc, RK_CANDIDATES_BEFORE_COREDUMP), "ruled out");
+    trace_add_all(&s, json_get(doc, RK_CANDIDATES_BEFORE_FAULT_PAGE), "ruled out");
     for (size_t i = 0; i < s.n; i++) {
-        long long t = json_get_int(s.items[i].launch, "time_ns", -1);
+        long long t = json_get_int(s.items[i].launch, RK_TIME_NS, -1);
         if (t >= 0 && (t0 < 0 || t < t0))
             t0 = t;
     }
-    long long tsurf = json_get_int(err ? err : hang, "time_ns", -1);
+    long long tsurf = json_get_int(err ? err : hang, RK_TIME_NS, -1);
     if (tsurf >= 0 && (t0 < 0 || tsurf < t0))
         t0 = tsurf;
     if (t0 < 0)
         t0 = 0;
 
     jw_obj_begin(w);
-    jw_key(w, "traceEvents");
+    jw_key(w, TK_TRACE_EVENTS);
     jw_arr_begin(w);
     trace_meta(w, "process_name", TRACE_PID_STREAMS, -1, "GPU streams");
     trace_meta(w, "process_name", TRACE_PID_THREADS, -1, "host threads (launches, where the error surfaced)");
     for (size_t i = 0; i < s.n; i++) {
         const struct json *l = s.items[i].launch;
-        long long th = json_get_int(l, "thread", -1);
+        long long th = json_get_int(l, RK_THREAD, -1);
         int tid = trace_stream_tid(&s, l);
         trace_launch_event(w, &s.items[i], TRACE_PID_STREAMS, tid, t0);
         trace_launch_event(w, &s.items[i], TRACE_PID_THREADS, th, t0);
@@ -359,15 +361,15 @@ int trace_write(const struct json *doc, struct jw *w, size_t *nlaunches)
         trace_meta(w, "thread_name", TRACE_PID_THREADS, tids[i], name);
     }
     jw_arr_end(w);
-    jw_key(w, "displayTimeUnit");
+    jw_key(w, TK_DISPLAY_TIME_UNIT);
     jw_str(w, "ms");
-    jw_key(w, "otherData");
+    jw_key(w, TK_OTHER_DATA);
     jw_obj_begin(w);
-    jw_key(w, "verdict");
-    jw_str(w, json_get_str(json_get(doc, "verdict"), "certainty"));
-    jw_key(w, "reason");
-    jw_str(w, json_get_str(json_get(doc, "verdict"), "reason"));
-    jw_key(w, "launches");
+    jw_key(w, TK_VERDICT);
+    jw_str(w, rk_certainty(doc));
+    jw_key(w, TK_REASON);
+    jw_str(w, json_get_str(json_get(doc, RK_VERDICT), RK_REASON));
+    jw_key(w, TK_LAUNCHES);
     jw_uint(w, s.n);
     jw_obj_end(w);
     jw_obj_end(w);
