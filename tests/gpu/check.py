@@ -458,14 +458,21 @@ def judge_page_stream(out, report):
         out.notes.append("the page kept %d launches of stream %s" % (len(candidates), streams.pop()))
 
 
+def no_device(out, base, run):
+    """Skips out where a C program found no CUDA device or no driver, with and without culprit; True if so."""
+    if base.rc == SKIP_STATUS or run.rc == SKIP_STATUS:
+        out.skip("no CUDA device")
+    elif base.rc == 127 and "libcuda.so" in base.stderr:
+        out.skip("no CUDA driver (libcuda.so.1 not found)")
+    else:
+        return False
+    return True
+
+
 def judge(case, cudart, want_line, base, run, ref_seq=None):
     """Judges one case from its run without culprit (base) and under culprit (run)."""
     out = Outcome(case, cudart)
-    if base.rc == SKIP_STATUS or run.rc == SKIP_STATUS:
-        out.skip("no CUDA device")
-        return out
-    if base.rc == 127 and "libcuda.so" in base.stderr:
-        out.skip("no CUDA driver (libcuda.so.1 not found)")
+    if no_device(out, base, run):
         return out
     if base.timed_out:
         out.fail("timed out without culprit")
@@ -737,11 +744,7 @@ def judge_hang(case, cudart, want_line, base, run, mode, timeout_report=None):
     streams and threads are checked. A timeout case's report is the one seen while it ran (timeout_report,
     symbolized): the SIGTERM that ends the run may replace it by a fresh snapshot."""
     out = Outcome(case, cudart)
-    if base.rc == SKIP_STATUS or run.rc == SKIP_STATUS:
-        out.skip("no CUDA device")
-        return out
-    if base.rc == 127 and "libcuda.so" in base.stderr:
-        out.skip("no CUDA driver (libcuda.so.1 not found)")
+    if no_device(out, base, run):
         return out
     if base.timed_out:
         out.fail("without culprit: still running after SIGTERM (killed)")
@@ -794,11 +797,7 @@ def judge_nosync(case, cudart, want_line, base, run, strict):
     report naming the launch exactly (found at exit or at context teardown), culprit saying that the command
     exited 0 although a kernel faulted, and exit status 9 with --error-exitcode 9 (strict)."""
     out = Outcome(case, cudart)
-    if base.rc == SKIP_STATUS or run.rc == SKIP_STATUS:
-        out.skip("no CUDA device")
-        return out
-    if base.rc == 127 and "libcuda.so" in base.stderr:
-        out.skip("no CUDA driver (libcuda.so.1 not found)")
+    if no_device(out, base, run):
         return out
     if base.timed_out:
         out.fail("timed out without culprit")
@@ -992,11 +991,7 @@ def judge_coredump(out, base, run, kernel_re, problems, where, fault_src=None, f
 def judge_c_coredump(case, cudart, want_line, base, run):
     """A C case's --coredump run (case: its --coredump row, fault_line filled in)."""
     out = Outcome(case, cudart)
-    if base.rc == SKIP_STATUS or run.rc == SKIP_STATUS:
-        out.skip("no CUDA device")
-        return out
-    if base.rc == 127 and "libcuda.so" in base.stderr:
-        out.skip("no CUDA driver (libcuda.so.1 not found)")
+    if no_device(out, base, run):
         return out
     return judge_coredump(out, base, run, re.escape(case.kernel),
                           lambda c, report: launch_problems(c, case, want_line),
@@ -1316,6 +1311,19 @@ def selected(only):
 
 
 _module_cache = {}
+
+
+def not_runnable(o, args, python, modules, deadline):
+    """Decides a Python case's outcome o before it runs: failed once the suite's time budget is spent, skipped
+    where python cannot find one of its modules. True if so (the case is not to be run)."""
+    missing = None if time.monotonic() > deadline else missing_modules(python, modules)
+    if missing is None:
+        o.fail("not run: the suite's time budget (%d s) was spent" % args.budget)
+    elif missing:
+        o.skip("%s cannot find %s" % (python, ", ".join(missing)))
+    else:
+        return False
+    return True
 
 
 def missing_modules(python, modules):

@@ -160,19 +160,13 @@ def judge(h, case, base, run):
 
 def suite(h, args, cases, culprit, logs, deadline, done, total):
     """Runs each case once without culprit and once under `culprit run --diagnose`; h is check.py's namespace
-    (execute, save_logs, fresh_dir, clean_env, missing_modules, Outcome, said)."""
-    import time
+    (execute, save_logs, fresh_dir, clean_env, not_runnable, Outcome, said)."""
     outcomes = []
     for case in cases:
         print("[%2d/%d] %-20s %-6s ..." % (done + len(outcomes) + 1, total, case.name, "python"), end=" ",
               flush=True)
         o = h.Outcome(case, "python")
-        missing = h.missing_modules(args.python, case.modules)
-        if time.monotonic() > deadline:
-            o.fail("not run: the suite's time budget (%d s) was spent" % args.budget)
-        elif missing:
-            o.skip("%s cannot find %s" % (args.python, ", ".join(missing)))
-        else:
+        if not h.not_runnable(o, args, args.python, case.modules, deadline):
             script = os.path.join(HERE, case.script)
             env = h.clean_env(case.env)
             work = h.fresh_dir(os.path.join(logs, "work", case.name))

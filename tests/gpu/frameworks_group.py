@@ -555,12 +555,7 @@ def run_py_coredump(args, case, culprit, logs, python, deadline, gdb, default):
 def run_py_case(args, case, culprit, logs, stem, python, deadline):
     """One Python case: skip checks, the two runs, the judgement and, for candidates, the blocking rerun."""
     o = h.Outcome(case, "static" if case.kind == "sanitizer" else "python")
-    if time.monotonic() > deadline:
-        o.fail("not run: the suite's time budget (%d s) was spent" % args.budget)
-        return o
-    missing = h.missing_modules(python, case.modules)
-    if missing:
-        o.skip("%s cannot find %s" % (python, ", ".join(missing)))
+    if h.not_runnable(o, args, python, case.modules, deadline):
         return o
     env = h.clean_env(case.env)
     work = h.fresh_dir(os.path.join(logs, "work", stem))  # the scripts' working directory (Lightning may write)

@@ -348,12 +348,7 @@ def run_job_case(args, case, culprit, logs, deadline):
     """One torchrun case: skip checks, the run without culprit, the run under it, `culprit report --json` of
     its report directory, and the judgement."""
     o = h.Outcome(case, "python")
-    if time.monotonic() > deadline:
-        o.fail("not run: the suite's time budget (%d s) was spent" % args.budget)
-        return o
-    missing = h.missing_modules(args.python, case.modules + ("torch.distributed.run",))
-    if missing:
-        o.skip("%s cannot find %s" % (args.python, ", ".join(missing)))
+    if h.not_runnable(o, args, args.python, case.modules + ("torch.distributed.run",), deadline):
         return o
     script = os.path.join(h.FRAMEWORKS, case.script)
     try:
