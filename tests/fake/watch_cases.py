@@ -128,9 +128,11 @@ def _(b):
 @case("watch_assert_at_launch")
 def _(b):
     # The assert's error surfaces at a launch (the GPU ran ahead) and the program exits on it without
-    # synchronizing: the device's printf buffer is never emptied, and without culprit the text never appears (as on
-    # the GPU). The library makes the driver flush it (a context synchronize, which returns the error at once), so
-    # the line reaches the program's stdout, the command reads it, and the report says what was called.
+    # synchronizing. The simulated driver prints the device's printf buffer only at a synchronize, stricter than the
+    # H100's driver (which had printed it by the time the launch returned the error) and like an error met at a call
+    # that is not one of the points where CUDA prints it (a query, an allocation; exit is not one either): without
+    # culprit the text never appears. The library's context synchronize (which returns the error at once) prints
+    # it, so the line reaches the program's stdout, the command reads it, and the report says what was called.
     env = {"FAKECUDA_FAULT": "launch=3,code=710", "FAKECUDA_RUN_AHEAD": "1"}
     argv = [b.prog("linked"), "legacy", "nextlaunch", "3"]
     base = plain(b, argv, env)
