@@ -42,6 +42,19 @@ def fault_env(code):
     return {"FAKECUDA_FAULT": "launch=2,code=%d" % code}
 
 
+def process_gone(pid, tries, pause):
+    """Whether process pid is gone (or a zombie), polling up to tries times pause seconds apart."""
+    for _ in range(tries):
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                if f.read().split(") ")[-1].startswith("Z"):
+                    return True
+        except OSError:
+            return True
+        time.sleep(pause)
+    return False
+
+
 def verdict_line(rep):
     """What the line must say for this report: the culprit's kernel, and the report's path."""
     return "culprit: the kernel that faulted: write_oob(int*, int), launched at ", "; report: " + rep["_path"]
@@ -241,18 +254,8 @@ def _(b):
           "a hanging command must be stopped and said\n%s" % res.describe())
     with open(pidfile) as f:
         child = int(f.read())
-    gone = False
-    for _ in range(500):  # the killed sleep is reaped by init; wait for it to disappear, however long that takes
-        try:
-            with open("/proc/%d/stat" % child) as f:
-                if f.read().split(") ")[-1].startswith("Z"):
-                    gone = True
-                    break
-        except OSError:
-            gone = True
-            break
-        time.sleep(0.02)
-    check(gone, "the hanging command's own child was left running")
+    # the killed sleep is reaped by init; wait for it to disappear, however long that takes
+    check(process_gone(child, 500, 0.02), "the hanging command's own child was left running")
     for opts, why in ((["--on-report", ""], "needs a command"), (["--on-report-timeout", "0"], "seconds from"),
                       (["--events", ""], "needs a file")):
         bad = cli_run(b, ["true"], None, b.newdir("reports"), opts)
@@ -286,17 +289,7 @@ def _(b):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    gone = False
-    for _ in range(3000):  # the kernel kills it when culprit ends; wait for that, however long it takes
-        try:
-            with open("/proc/%d/stat" % child) as f:
-                if f.read().split(") ")[-1].startswith("Z"):
-                    gone = True
-                    break
-        except OSError:
-            gone = True
-            break
-        time.sleep(0.01)
+    gone = process_gone(child, 3000, 0.01)  # the kernel kills it when culprit ends; wait for that
     if not gone:
         os.kill(child, 9)
     check(gone, "the --on-report command outlived culprit run")
