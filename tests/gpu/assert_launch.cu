@@ -1,9 +1,10 @@
 // A device assert deep in a dense stream that surfaces at a launch (710). A training-like loop launches two short
 // kernels per step and, every 50 steps, a label check whose assert fires on one bad label at step 700. The
-// program checks cudaGetLastError after every launch, as PyTorch does, so the error surfaces at a launch, not at
-// a synchronize. By then the stream is old and dense (record mode marks only every few launches), so the window
-// of unfinished launches holds several; the assert's text names the check kernel, the only one of its name in
-// the window, and the run that faulted names it exactly.
+// program checks cudaGetLastError after every launch, as PyTorch does, and launches on long after the assert:
+// the driver answers a launch with the error at the latest when its queue is full, so it surfaces at a launch,
+// not at the synchronize after the loop. By then the stream is old and dense (record mode marks only every few
+// launches), so the window of unfinished launches holds several; the assert's text names the check kernel, the
+// only one of its name in the window, and the run that faulted names it exactly.
 #undef NDEBUG // the assert must stay in even in release builds
 #include <cassert>
 
@@ -11,7 +12,8 @@
 
 static const int kN = 1 << 12;     // labels and activations
 static const int kClasses = 100;   // valid labels are 0..kClasses-1
-static const int kSteps = 1000;    // steps of the loop
+static const int kSteps = 1600;    // steps of the loop: after the bad step, more launches than the driver's queue
+                                   // holds (about 1000 on the H100), so the error surfaces at a launch
 static const int kCheckEvery = 50; // a label check every this many steps
 static const int kBadStep = 700;   // the step whose labels hold a bad one
 

@@ -1,10 +1,11 @@
-"""A tagger trained for 60 steps; the batch of step 50 holds a token id equal to the vocabulary size.
+"""A tagger trained for 120 steps; the batch of step 50 holds a token id equal to the vocabulary size.
 
 The loop never waits for the GPU (no .item() until the end), so by step 50 its stream is old and dense: record
 mode marks only every few launches there. nn.Embedding's forward runs an index kernel whose device assert fires
-(710); PyTorch checks every launch, so the error surfaces at a later launch (forward, the autograd thread's
-backward, or the optimizer), not at a synchronize. The window of unfinished launches then holds several; only the
-assert's text, naming the index kernel, makes the run that faulted exact.
+(710); PyTorch checks every launch and the loop launches on long after it (more than the driver's queue holds),
+so the error surfaces at a later launch (forward, the autograd thread's backward, or the optimizer), not at the
+final .item(). The window of unfinished launches then holds several; only the assert's text, naming the index
+kernel, makes the run that faulted exact.
 """
 import sys
 
@@ -13,7 +14,8 @@ import torch.nn.functional as F
 
 VOCAB, DIM, CLASSES = 1000, 64, 8  # vocabulary, embedding width, output classes
 BATCH, LENGTH = 32, 48  # sequences per batch, tokens per sequence
-STEPS, BAD_STEP = 60, 50  # training steps; the step whose batch holds the bad id
+STEPS, BAD_STEP = 120, 50  # training steps (after the bad one, more launches than the driver's queue holds); the
+# step whose batch holds the bad id
 
 
 class Tagger(torch.nn.Module):
