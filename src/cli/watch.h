@@ -64,6 +64,18 @@ struct cli_watch {
  * an errno value when out of memory. */
 int watch_setup(struct cli_watch *w);
 
+/* Whether the watch reads everything the command writes to both fd 1 and fd 2 (through its channels or files read
+ * back): only then does seeing no device-assert line mean the command printed none there. */
+static inline int watch_covers_output(const struct cli_watch *w)
+{
+    int k, seen = 0;
+    for (k = 0; k < w->nch; k++)
+        seen |= w->ch[k].targets;
+    for (k = 0; k < w->nfiles; k++)
+        seen |= w->files[k].fds;
+    return seen == 3;
+}
+
 /* In the child after fork: installs the channels as fd 1 and 2. Returns 0 or an errno value. */
 int watch_child(const struct cli_watch *w);
 

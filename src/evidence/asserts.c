@@ -823,11 +823,31 @@ int asserts_annotate(const struct dev_asserts *as, struct json *doc, int *change
     return rc;
 }
 
-/* The report stage: the device asserts the watch saw, tied to the report. */
+int asserts_note_none(struct json *doc, int *changed)
+{
+    const char *kind = json_get_str(doc, RK_KIND);
+    struct json *arr;
+
+    if (!json_is(doc, JSON_OBJ) || (kind && strcmp(kind, "fault") != 0) || rk_error_code(doc, 0) != RK_ERROR_ASSERT ||
+        json_get(doc, RK_DEVICE_ASSERTS))
+        return 0;
+    arr = json_new(JSON_ARR);
+    if (!arr || json_set(doc, RK_DEVICE_ASSERTS, arr) != 0) {
+        json_free(arr);
+        return ENOMEM;
+    }
+    *changed = 1;
+    return 0;
+}
+
+/* The report stage: the device asserts the watch saw, tied to the report; or, when the watch read all of the
+ * command's output and saw no assert line, an empty device_asserts on a device assert's report. */
 enum ev_next asserts_stage(struct ev_ctx *c)
 {
     int added = 0;
     int rc = asserts_annotate(c->w ? &c->w->asserts : NULL, c->doc, &added);
+    if (!rc && c->w && c->w->asserts.seen == 0 && watch_covers_output(c->w))
+        rc = asserts_note_none(c->doc, &added);
     if (added)
         c->changed = 1;
     return rc != 0 ? EV_NOMEM : EV_NEXT;

@@ -52,4 +52,9 @@ void asserts_free(struct dev_asserts *as);
  * (nothing seen). *changed is set when the report was modified. Returns 0, or ENOMEM. */
 int asserts_annotate(const struct dev_asserts *as, struct json *doc, int *changed);
 
+/* For a fault report of a device assert (710) that has no device_asserts: sets device_asserts to [] (the run's
+ * output was read whole and held no assert line; the device can lose them when thousands of threads assert at
+ * once) and *changed to 1. Other reports are left alone. Returns 0, or ENOMEM. */
+int asserts_note_none(struct json *doc, int *changed);
+
 #endif

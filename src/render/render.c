@@ -241,6 +241,14 @@ static void render_debugger(struct render_buf *b, const struct json *doc, const 
                      "cuda-gdb -ex run --args ");
 }
 
+/* Whether doc is a device assert's report whose run printed no assert line (culprit run read it all: an empty
+ * device_asserts). */
+static int render_asserts_lost(const struct json *doc)
+{
+    const struct json *asserts = json_get(doc, RK_DEVICE_ASSERTS);
+    return rk_error_code(doc, 0) == RK_ERROR_ASSERT && json_is(asserts, JSON_ARR) && json_len(asserts) == 0;
+}
+
 static void render_full(struct render_buf *b, const struct json *doc, const struct render_opts *o)
 {
     const struct json *err = json_get(doc, RK_ERROR);
@@ -310,6 +318,10 @@ static void render_full(struct render_buf *b, const struct json *doc, const stru
             }
             if (v.reason && !json_is(v.culprit, JSON_OBJ))
                 render_para(b, "  why: ", "    ", v.reason);
+            if (render_asserts_lost(doc))
+                render_para(b, "  no assert text: ", "    ",
+                            "the output culprit run read held no device-assert line to tell these launches apart "
+                            "(when thousands of threads assert at once, the device can lose every line)");
             addr_render_freed_args(b, doc, v.cands);
             if (lo >= 0) {
                 char cmd[128];

@@ -54,7 +54,8 @@
 #define RK_NCCL_LOG "nccl_log"
 
 /* ---- Added to a report by the command (culprit run, culprit report) ---- */
-/* array of ASSERT: device-assert lines the process printed */
+/* array of ASSERT: device-assert lines the process printed; [] on a device assert's report (RK_ERROR_ASSERT) when
+ * culprit run read all of the output and saw none */
 #define RK_DEVICE_ASSERTS "device_asserts"
 /* array of LAUNCH: the candidates an assert ruled out */
 #define RK_CANDIDATES_BEFORE_ASSERT "candidates_before_assert"
@@ -502,5 +503,7 @@ int rk_is_candidates(const struct json *doc);                        /* 1 when v
 const struct json *rk_culprit(const struct json *doc);               /* the culprit when it is an object, else NULL */
 const struct json *rk_candidates(const struct json *doc);            /* the candidates array (or whatever is there) */
 long long rk_error_code(const struct json *doc, long long fallback); /* error.code, or fallback */
+
+#define RK_ERROR_ASSERT 710 /* error.code of a device assert (CUDA_ERROR_ASSERT) */
 
 #endif

@@ -166,6 +166,44 @@ def _(b):
         "printf_flush"))
 
 
+@case("watch_assert_text_lost")
+def _(b):
+    # A device assert whose line never reaches the output culprit run reads (here the program sends its stdout to
+    # /dev/null; on the GPU, thousands of threads asserting at once can lose every line): with both descriptors
+    # watched, the report says so with an empty device_asserts and the verdict of candidates says why the assert
+    # did not narrow them. Fixed spacing, the fault between two marks: a window of candidates.
+    env = {"FAKECUDA_FAULT": "launch=30,code=710", "CULPRIT_CRUMB_EVERY": "", "CULPRIT_MARK_BUDGET": "0"}
+    prog = [b.prog("linked"), "legacy", "ctxsync", "40"]
+    lost = ["sh", "-c", 'exec "$@" >/dev/null', "sh"] + prog
+    hint = "no assert text: the output culprit run read held no device-assert line"
+    rdir = b.newdir("reports")
+    res = cli_run(b, lost, env, rdir)
+    rep = load_report(rdir)
+    check(rep["error"].get("code") == 710 and rep["verdict"].get("certainty") == "candidates",
+          "scenario broken: a 710 with a window of candidates is needed\n" + res.describe())
+    check(rep.get("device_asserts") == [], "device_asserts is %r, not []" % rep.get("device_asserts"))
+    check(hint in cases.joined(res.err_text), "the verdict does not say the assert text is missing\n" + res.describe())
+    # the same with the line printed: it is read, and nothing says it is missing
+    rdir = b.newdir("reports")
+    res = cli_run(b, prog, env, rdir)
+    rep = load_report(rdir)
+    check(len(rep.get("device_asserts") or []) == 1 and hint not in cases.joined(res.err_text),
+          "with the line printed: device_asserts %r\n%s" % (rep.get("device_asserts"), res.describe()))
+    # unwatched (--no-watch), culprit run cannot know: no device_asserts, no hint
+    rdir = b.newdir("reports")
+    res = cli_run(b, lost, env, rdir, ("--no-watch",))
+    rep = load_report(rdir)
+    check("device_asserts" not in rep and hint not in cases.joined(res.err_text),
+          "--no-watch: device_asserts %r\n%s" % (rep.get("device_asserts"), res.describe()))
+    # a fault that is not an assert prints no assert line and is not said to have lost one
+    env = {"FAKECUDA_FAULT": "launch=30", "CULPRIT_CRUMB_EVERY": "", "CULPRIT_MARK_BUDGET": "0"}
+    rdir = b.newdir("reports")
+    res = cli_run(b, lost, env, rdir)
+    rep = load_report(rdir)
+    check(rep["error"].get("code") == 700 and "device_asserts" not in rep and hint not in cases.joined(res.err_text),
+          "a 700: device_asserts %r\n%s" % (rep.get("device_asserts"), res.describe()))
+
+
 @case("watch_assert_stderr")
 def _(b):
     # On the real GPU the assert came on stderr. A shell prints two assert lines there, one naming another

@@ -645,5 +645,28 @@ int main(void) {
   doc = report_of(l1, l2);
   CHECK(asserts_annotate(NULL, doc, &changed) == 0 && !changed);
   json_free(doc);
+
+  /* The output held none: a device assert's fault report gets an empty device_asserts, nothing else does. */
+  static const struct {
+    const char *text; /* the report */
+    int added;        /* 1: device_asserts becomes [] */
+  } none[] = {
+      {"{\"kind\": \"fault\", \"error\": {\"code\": 710}}", 1},
+      {"{\"error\": {\"code\": 710}}", 1}, /* a report from before kinds: a fault */
+      {"{\"kind\": \"fault\", \"error\": {\"code\": 700}}", 0},
+      {"{\"kind\": \"hang\", \"error\": {\"code\": 710}}", 0},
+      {"{\"kind\": \"fault\", \"error\": {\"code\": 710}, \"device_asserts\": [{\"kernel\": \"k\"}]}", 0},
+  };
+  for (size_t i = 0; i < sizeof none / sizeof none[0]; i++) {
+    const struct json *got;
+    changed = 0;
+    doc = NULL;
+    CHECK(json_parse(none[i].text, strlen(none[i].text), &doc, NULL) == 0);
+    CHECK(asserts_note_none(doc, &changed) == 0 && changed == none[i].added, "%s: changed %d", none[i].text, changed);
+    got = json_get(doc, "device_asserts");
+    CHECK(none[i].added ? json_is(got, JSON_ARR) && json_len(got) == 0 : !changed, "%s", none[i].text);
+    CHECK(i != 4 || json_len(got) == 1, "an existing device_asserts was replaced");
+    json_free(doc);
+  }
   return CHECK_DONE();
 }
