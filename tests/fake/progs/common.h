@@ -52,7 +52,9 @@ static inline void report_error(error_name_fn get_name, const char *call, CUresu
 }
 
 /* Checks a driver call of a program linked with -lcuda; on failure prints the error and exits like an
- * application would. */
+ * application would. A program that aliases it (#define CK(call) CK_DRIVER(call)) prints the call as cuda.h's
+ * macros expand it (cuMemcpyDtoH_v2); the programs whose tests expect the name as written (cuMemcpyDtoH) define
+ * their CK with the same body instead. */
 #define CK_DRIVER(call)                                                                                                                                        \
     do {                                                                                                                                                       \
         CUresult rc_ = (call);                                                                                                                                 \
