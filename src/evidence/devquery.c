@@ -19,6 +19,8 @@
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,24 +33,40 @@
 #define DEVQ_KEPT 4000              /* bytes of that output kept in the report */
 #define DEVQ_SEEN 512               /* report versions remembered (name and inode) */
 #define DEVQ_ANCESTRY 64            /* parents followed to find this process among a pid's ancestors */
+#define DEVQ_AT_ONCE 8              /* processes asked at the same time (a node's ranks), each by its own debugger */
+#define DEVQ_WAITING 64             /* reports waiting for their turn considered at one look (the rest at the next) */
 
 struct devq_seen {
     char name[NAME_MAX + 1]; /* the report's file name */
     ino_t ino;               /* the version of it already looked at */
 };
 
+/* One question, on a thread of its own: a process's report is asked about, tied and rewritten. */
+struct devq_job {
+    struct devq *q;          /* the watch */
+    char gdb[PATH_MAX];      /* the debugger ("": none, nogdb says why) */
+    char nogdb[600];         /* why there is no debugger */
+    char name[NAME_MAX + 1]; /* the report's file name */
+    uint64_t devices;        /* the devices its process works on (devq_devices): no other question on them */
+    ino_t ino;               /* the report's inode; the rewritten report's once saved (not asked about again) */
+    pthread_t thread;        /* the job's thread */
+    int busy;                /* the slot holds a job not yet reaped (the watch's) */
+    atomic_int done;         /* the job's thread has ended: it can be joined without waiting */
+};
+
 struct devq {
-    pthread_t thread;                 /* the watch */
-    pthread_mutex_t lock;             /* guards stop */
-    pthread_cond_t cond;              /* signalled by devq_stop */
-    int stop;                         /* the program ended: one last look, then the thread ends */
-    char dir[PATH_MAX];               /* the run directory */
-    double timeout_s;                 /* the debugger's time on one process */
-    pid_t self;                       /* this command */
-    char host[256];                   /* this host, as reports name it */
-    char run_id[160];                 /* culprit run's id for its run (process.run_id of its reports) */
-    struct devq_seen seen[DEVQ_SEEN]; /* report versions looked at (the thread's) */
-    size_t nseen;                     /* entries in seen */
+    pthread_t thread;                   /* the watch */
+    pthread_mutex_t lock;               /* guards stop */
+    pthread_cond_t cond;                /* signalled by devq_stop */
+    int stop;                           /* the program ended: one last look, then the thread ends */
+    char dir[PATH_MAX];                 /* the run directory */
+    double timeout_s;                   /* the debugger's time on one process */
+    pid_t self;                         /* this command */
+    char host[256];                     /* this host, as reports name it */
+    char run_id[160];                   /* culprit run's id for its run (process.run_id of its reports) */
+    struct devq_seen seen[DEVQ_SEEN];   /* report versions looked at (the thread's) */
+    size_t nseen;                       /* entries in seen */
+    struct devq_job jobs[DEVQ_AT_ONCE]; /* the questions under way, one process each */
 };
 
 const char *devq_debugger(char *why, size_t whylen)
@@ -465,6 +483,13 @@ static int devq_alive(long pid)
     return access(path, F_OK) == 0;
 }
 
+/* Whether the debugger's output says the process ended before or while it attached (gdb's words). */
+static int devq_ended(const char *out)
+{
+    return strstr(out, "ptrace: No such process") || strstr(out, "The program no longer exists") ||
+           strstr(out, "Program terminated with signal");
+}
+
 static double devq_now(void)
 {
     struct timespec ts;
@@ -479,10 +504,11 @@ static int devq_put_str(struct json *o, const char *key, const char *v)
 
 /* Asks the device about process pid; returns the report's "device_query" object (NULL when memory is short), and
  * the kernels found in k (*n, 0 when none or not asked). */
-static struct json *devq_ask(const struct devq *q, long pid, struct devq_kernel *k, int *n)
+static struct json *devq_ask(const struct devq *q, const char *gdb, const char *nogdb, long pid, struct devq_kernel *k,
+                             int *n)
 {
     struct json *dq = json_new(JSON_OBJ);
-    char why[600], pidtxt[32];
+    char why[PATH_MAX + 128], pidtxt[32];
     const char *status = "answered";
     struct subproc_result res = {0};
     int rc = -1;
@@ -491,10 +517,10 @@ static struct json *devq_ask(const struct devq *q, long pid, struct devq_kernel 
     *n = 0;
     if (!dq)
         return NULL;
-    const char *gdb = devq_debugger(why, sizeof why);
     devq_put_str(dq, RK_BY, "cuda-gdb");
     if (!gdb) {
         status = "no debugger";
+        snprintf(why, sizeof why, "%s", nogdb);
     } else if (!devq_alive(pid)) {
         status = "process gone";
         snprintf(why, sizeof why, "the process had ended before the debugger could attach");
@@ -516,7 +542,7 @@ static struct json *devq_ask(const struct devq *q, long pid, struct devq_kernel 
             snprintf(why, sizeof why, "the debugger had not answered after %g s and was stopped", q->timeout_s);
             /* a debugger killed while attached can leave the process stopped: it is this run's, let it go on */
             kill((pid_t)pid, SIGCONT);
-        } else if (strstr(res.out, "ptrace: No such process") || !devq_alive(pid)) {
+        } else if (devq_ended(res.out)) {
             status = "process gone";
             snprintf(why, sizeof why, "the process ended while the debugger attached");
         } else if (strstr(res.out, "ptrace: Operation not permitted") || strstr(res.out, "Could not attach")) {
@@ -525,10 +551,15 @@ static struct json *devq_ask(const struct devq *q, long pid, struct devq_kernel 
                      "the system refused to let the debugger attach (ptrace; see /proc/sys/kernel/yama/ptrace_scope)");
         } else if ((*n = devq_parse(res.out, k, DEVQ_KERNELS)) < 0) {
             *n = 0;
-            status = "failed";
-            snprintf(why, sizeof why, "the debugger gave no kernel list%s",
-                     res.exited && res.status ? " and failed" : "");
-        }
+            if (!devq_alive(pid)) {
+                status = "process gone";
+                snprintf(why, sizeof why, "the process ended while the debugger attached");
+            } else {
+                status = "failed";
+                snprintf(why, sizeof why, "the debugger gave no kernel list%s",
+                         res.exited && res.status ? " and failed" : "");
+            }
+        } /* else answered: a table read is an answer, though the process, let go, may have ended since */
     }
     devq_put_str(dq, RK_STATUS, status);
     if (strcmp(status, "answered") != 0)
@@ -589,65 +620,182 @@ static int devq_seen(struct devq *q, const char *name, ino_t ino)
     return 0;
 }
 
-/* Whether the device's answer can still settle something in a hang report: a window of candidates. Such reports
- * are asked about first; the device is asked about one process at a time, and a job's ranks may be stopped
- * (torchrun's grace, a launcher's kill) before every one was asked. */
+/* Whether the device's answer can still settle something in a hang report: a window of candidates. When more
+ * reports wait than can be asked about at once, such reports go first: a job's ranks may be stopped (torchrun's
+ * grace, a launcher's kill) before every one was asked. */
 static int devq_unsettled(const struct json *doc)
 {
     return json_len(rk_candidates(doc)) > 0 && !rk_is_exact(doc);
 }
 
-/* One hang report: asks, ties, rewrites; on the first pass only one the answer can settle (devq_unsettled). */
-static void devq_one(struct devq *q, const char *name, int pass)
+/* The devices a report's process works on, as bits of their ordinals (its streams'); every bit when it names none
+ * or one past 63, so that such a process is asked about alone. */
+static uint64_t devq_devices(const struct json *doc)
 {
+    const struct json *streams = json_get(doc, RK_STREAMS);
+    uint64_t bits = 0;
+    for (size_t i = 0; i < json_len(streams); i++) {
+        long long dev = json_get_int(json_at(streams, i), RK_DEVICE, -1);
+        if (dev < 0 || dev > 63)
+            return UINT64_MAX;
+        bits |= 1ull << dev;
+    }
+    return bits ? bits : UINT64_MAX;
+}
+
+/* Report path loaded into *doc when it is one to ask about: a hang report of this run's process on this host (a
+ * directory may be shared), a descendant of this command while it lives, not asked about yet. Returns 0 (*doc
+ * NULL) when it is not. */
+static int devq_wanted(const struct devq *q, const char *path, struct json **doc)
+{
+    char why[1024];
+    *doc = NULL;
+    if (symbolize_load(path, doc, why, sizeof why) != 0)
+        return 0;
+    const struct json *proc = json_get(*doc, RK_PROCESS);
+    const char *kind = json_get_str(*doc, RK_KIND), *host = json_get_str(proc, RK_HOSTNAME);
+    const char *run = json_get_str(proc, RK_RUN_ID);
+    long pid = (long)json_get_int(proc, RK_PID, -1);
+    if (!kind || strcmp(kind, "hang") != 0 || json_get(*doc, RK_DEVICE_QUERY) || pid <= 1 ||
+        (host && strcmp(host, q->host) != 0) || (run && q->run_id[0] && strcmp(run, q->run_id) != 0) ||
+        (devq_alive(pid) ? !devq_descendant(pid, q->self) : !run)) {
+        json_free(*doc);
+        *doc = NULL;
+        return 0;
+    }
+    return 1;
+}
+
+static void *devq_job_main(void *arg)
+{
+    struct devq_job *j = arg;
     char path[PATH_MAX + NAME_MAX + 2], why[1024];
-    struct json *doc = NULL;
     struct devq_kernel k[DEVQ_KERNELS];
+    struct json *doc = NULL;
     int n = 0, changed = 0;
     struct stat st;
 
-    snprintf(path, sizeof path, "%s/%s", q->dir, name);
-    if (symbolize_load(path, &doc, why, sizeof why) != 0)
-        return;
-    const struct json *proc = json_get(doc, RK_PROCESS);
-    const char *kind = json_get_str(doc, RK_KIND), *host = json_get_str(proc, RK_HOSTNAME);
-    const char *run = json_get_str(proc, RK_RUN_ID);
-    long pid = (long)json_get_int(proc, RK_PID, -1);
-    /* only this run's processes on this host (a directory may be shared), each report once */
-    if (!kind || strcmp(kind, "hang") != 0 || json_get(doc, RK_DEVICE_QUERY) || pid <= 1 ||
-        (host && strcmp(host, q->host) != 0) || (run && q->run_id[0] && strcmp(run, q->run_id) != 0) ||
-        (devq_alive(pid) ? !devq_descendant(pid, q->self) : !run) || (pass == 0 && !devq_unsettled(doc))) {
-        json_free(doc);
-        return;
+    snprintf(path, sizeof path, "%s/%s", j->q->dir, j->name);
+    if (devq_wanted(j->q, path, &doc)) { /* still: the version read now is the one answered */
+        long pid = (long)json_get_int(json_get(doc, RK_PROCESS), RK_PID, -1);
+        struct json *dq = devq_ask(j->q, j->gdb[0] ? j->gdb : NULL, j->nogdb, pid, k, &n);
+        if (dq && devq_tie(doc, k, n, dq, &changed) != 0)
+            cli_err("out of memory tying the device's answer to %s", path);
+        else if (dq && symbolize_save(path, doc, why, sizeof why) != 0)
+            cli_err("%s", why);
+        else if (dq && lstat(path, &st) == 0)
+            j->ino = st.st_ino; /* our own version */
     }
-    struct json *dq = devq_ask(q, pid, k, &n);
-    if (dq && devq_tie(doc, k, n, dq, &changed) != 0)
-        cli_err("out of memory tying the device's answer to %s", path);
-    else if (dq && symbolize_save(path, doc, why, sizeof why) != 0)
-        cli_err("%s", why);
-    else if (dq && lstat(path, &st) == 0)
-        devq_seen(q, name, st.st_ino); /* our own version: not asked about again */
     json_free(doc);
+    atomic_store_explicit(&j->done, 1, memory_order_release);
+    return NULL;
 }
 
-static void devq_scan(struct devq *q, int ask)
+/* The questions that have ended (all of them, waiting, with wait): their reports' versions are not asked about
+ * again. Returns the devices of those still under way. */
+static uint64_t devq_reap(struct devq *q, int wait)
 {
-    for (int pass = 0; pass < 2 && ask; pass++) { /* the reports the answer can settle first */
-        DIR *d = opendir(q->dir);
-        struct dirent *de;
-        struct stat st;
-        if (!d)
-            return;
-        while ((de = readdir(d)) != NULL) {
-            if (fnmatch("culprit-*-hang.json", de->d_name, 0) != 0 ||
-                fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
-                st.st_uid != geteuid() ||
-                (pass == 0 ? devq_known(q, de->d_name, st.st_ino) : devq_seen(q, de->d_name, st.st_ino)))
-                continue;
-            devq_one(q, de->d_name, pass);
+    uint64_t busy = 0;
+    for (size_t i = 0; i < DEVQ_AT_ONCE; i++) {
+        struct devq_job *j = &q->jobs[i];
+        if (!j->busy)
+            continue;
+        if (!wait && !atomic_load_explicit(&j->done, memory_order_acquire)) {
+            busy |= j->devices;
+            continue;
         }
-        closedir(d);
+        pthread_join(j->thread, NULL);
+        devq_seen(q, j->name, j->ino); /* the rewritten version, too */
+        j->busy = 0;
     }
+    return busy;
+}
+
+/* A hang report waiting for its question. */
+struct devq_waiting {
+    char name[NAME_MAX + 1]; /* its file name */
+    ino_t ino;               /* the version read */
+    int unsettled;           /* the answer can settle it (devq_unsettled): asked about first */
+    uint64_t devices;        /* its process's devices (devq_devices) */
+};
+
+static int devq_waiting_cmp(const void *a, const void *b)
+{
+    return ((const struct devq_waiting *)b)->unsettled - ((const struct devq_waiting *)a)->unsettled;
+}
+
+/* Starts one question in a free slot of q (there is one). */
+static void devq_start_job(struct devq *q, const struct devq_waiting *w)
+{
+    struct devq_job *j = q->jobs;
+    while (j->busy)
+        j++;
+    j->q = q;
+    _Static_assert(sizeof j->name == sizeof w->name, "a waiting report's name fits its job's");
+    memcpy(j->name, w->name, sizeof j->name);
+    j->ino = w->ino;
+    j->devices = w->devices;
+    const char *gdb = devq_debugger(j->nogdb, sizeof j->nogdb);
+    snprintf(j->gdb, sizeof j->gdb, "%s", gdb ? gdb : "");
+    devq_seen(q, j->name, j->ino); /* under way: not asked about again at the next look */
+    j->busy = 1;
+    atomic_store_explicit(&j->done, 0, memory_order_relaxed);
+    /* the signals stay blocked on its thread, as on the watch's */
+    if (pthread_create(&j->thread, NULL, devq_job_main, j) != 0) {
+        devq_job_main(j); /* no thread to be had: asked here */
+        devq_seen(q, j->name, j->ino);
+        j->busy = 0;
+    }
+}
+
+/* One look at the directory, after the questions that ended were reaped (busy: the devices of those under way):
+ * each new hang report is asked about on a thread of its own, so that no stopping process waits for another's
+ * answer (a torch process took 7.6-9 s to answer on an H100, and each waits CULPRIT_DEVICE_WAIT at most), at most
+ * DEVQ_AT_ONCE at a time and one at a time on a device (cuda-gdb debugs processes at once where each has its
+ * devices to itself); those the answer can settle first, the others at a later look. With ask 0, the reports
+ * there are noted as another run's. Returns how many questions it started. */
+static size_t devq_scan(struct devq *q, int ask, uint64_t busy)
+{
+    struct devq_waiting waiting[DEVQ_WAITING];
+    size_t nwait = 0, nbusy = 0, started = 0;
+    DIR *d;
+    struct dirent *de;
+    struct stat st;
+
+    for (size_t i = 0; i < DEVQ_AT_ONCE; i++)
+        nbusy += q->jobs[i].busy != 0;
+    if ((ask && nbusy == DEVQ_AT_ONCE) || !(d = opendir(q->dir)))
+        return 0;
+    while ((de = readdir(d)) != NULL && nwait < DEVQ_WAITING) {
+        char path[PATH_MAX + NAME_MAX + 2];
+        struct json *doc;
+        if (fnmatch("culprit-*-hang.json", de->d_name, 0) != 0 ||
+            fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+            st.st_uid != geteuid() || devq_known(q, de->d_name, st.st_ino))
+            continue;
+        snprintf(path, sizeof path, "%s/%s", q->dir, de->d_name);
+        if (!ask || !devq_wanted(q, path, &doc)) {
+            devq_seen(q, de->d_name, st.st_ino); /* nothing to ask, as long as it is this version */
+            continue;
+        }
+        struct devq_waiting *w = &waiting[nwait++];
+        snprintf(w->name, sizeof w->name, "%s", de->d_name);
+        w->ino = st.st_ino;
+        w->unsettled = devq_unsettled(doc);
+        w->devices = devq_devices(doc);
+        json_free(doc);
+    }
+    closedir(d);
+    qsort(waiting, nwait, sizeof waiting[0], devq_waiting_cmp);
+    for (size_t i = 0; i < nwait && nbusy < DEVQ_AT_ONCE; i++) {
+        if (waiting[i].devices & busy)
+            continue; /* its device is being asked about: at a later look */
+        devq_start_job(q, &waiting[i]);
+        busy |= waiting[i].devices;
+        nbusy++;
+        started++;
+    }
+    return started;
 }
 
 static void *devq_main(void *arg)
@@ -656,7 +804,7 @@ static void *devq_main(void *arg)
     for (;;) {
         struct timespec until;
         int stop;
-        devq_scan(q, 1);
+        devq_scan(q, 1, devq_reap(q, 0));
         pthread_mutex_lock(&q->lock);
         clock_gettime(CLOCK_MONOTONIC, &until);
         until.tv_nsec += DEVQ_POLL_MS * 1000000L;
@@ -669,7 +817,10 @@ static void *devq_main(void *arg)
         stop = q->stop;
         pthread_mutex_unlock(&q->lock);
         if (stop) {
-            devq_scan(q, 1); /* written in the program's last moments */
+            /* the questions under way end, and the reports written in the program's last moments are asked about */
+            do
+                devq_reap(q, 1);
+            while (devq_scan(q, 1, 0));
             return NULL;
         }
     }
@@ -689,7 +840,7 @@ struct devq *devq_start(const char *dir, double timeout_s, const char *run_id)
     if (gethostname(q->host, sizeof q->host) != 0)
         q->host[0] = '\0';
     q->host[sizeof q->host - 1] = '\0';
-    devq_scan(q, 0); /* reports already there are another run's */
+    devq_scan(q, 0, 0); /* reports already there are another run's */
     pthread_mutex_init(&q->lock, NULL);
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);

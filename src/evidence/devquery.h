@@ -10,8 +10,11 @@
 struct json;
 
 #define DEVQ_TIMEOUT_S 60 /* the debugger is stopped after this long on one process (--device-timeout) */
-#define DEVQ_WAIT_S "10"  /* CULPRIT_DEVICE_WAIT: how long a stopping process waits for the answer */
-#define DEVQ_KERNELS 64   /* running kernels kept from one answer */
+/* CULPRIT_DEVICE_WAIT: how long a stopping process waits for the answer. A torch process took 7.6-9 s to answer
+ * on an H100 (the debugger reads its libraries' symbols); launchers give a stopped worker 30 s before SIGKILL
+ * (torchrun, Slurm's KillWait) */
+#define DEVQ_WAIT_S "20"
+#define DEVQ_KERNELS 64 /* running kernels kept from one answer */
 
 /* One kernel the debugger said the device runs (a row of `info cuda kernels`). */
 struct devq_kernel {

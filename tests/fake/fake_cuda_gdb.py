@@ -20,7 +20,10 @@ it prints cuda-gdb's kernel table with the kernels FAKECUDA_RUNNING/running-PID 
 keeps running, tests/fakecuda/SPEC.md), or "No CUDA kernels.", then detaches. A PID that does not exist gets
 gdb's "ptrace: No such process.". FAKE_CUDA_GDB_ATTACH=refuse answers as gdb does where ptrace is refused (Yama),
 =fail prints nothing useful and exits 1, =gone answers as for a process that ended meanwhile, =garbled prints a table no reader knows, =hang never answers (the caller's time limit must stop it).
-FAKE_CUDA_GDB_LOG=FILE appends the pid of each attach to FILE."""
+FAKE_CUDA_GDB_DELAY=S takes S seconds to attach, as cuda-gdb reading a torch process's libraries does (7.6-9 s on
+an H100); a process that ended meanwhile gets gdb's "The program no longer exists.".
+FAKE_CUDA_GDB_LOG=FILE appends the pid of each attach to FILE, and with a delay, "PID start T" and "PID end T"
+(CLOCK_MONOTONIC seconds) around it."""
 import os
 import re
 import subprocess
@@ -67,6 +70,18 @@ def attach(pid):
         print("warning: something went wrong")
         return 1
     print("Attaching to process %d" % pid)
+    delay = float(os.environ.get("FAKE_CUDA_GDB_DELAY") or 0)
+    if delay > 0:
+        if log:
+            with open(log, "a") as f:
+                f.write("%d start %.3f\n" % (pid, time.monotonic()))
+        time.sleep(delay)
+        if log:
+            with open(log, "a") as f:
+                f.write("%d end %.3f\n" % (pid, time.monotonic()))
+        if not os.path.exists("/proc/%d" % pid):
+            print("\nProgram terminated with signal SIGTERM, Terminated.\nThe program no longer exists.")
+            return 1
     rows = []
     try:
         with open(os.path.join(os.environ.get("FAKECUDA_RUNNING", "/nonexistent"), "running-%d" % pid)) as f:

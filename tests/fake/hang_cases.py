@@ -598,7 +598,7 @@ def _(b):
     p = start(b, "cli", ["spin", 3], env, rdir)
     p.wait_for(b"ready\n", "culprit run")
     pid, penv = program_of(p)
-    check(penv.get(b"CULPRIT_RUN_PID") == str(p.pid).encode() and penv.get(b"CULPRIT_DEVICE_WAIT") == b"10",
+    check(penv.get(b"CULPRIT_RUN_PID") == str(p.pid).encode() and penv.get(b"CULPRIT_DEVICE_WAIT") == b"20",
           "the program was not told that culprit run asks: %r" % {k: v for k, v in penv.items()
                                                                   if k.startswith(b"CULPRIT_")})
     p.send(signal.SIGTERM)
@@ -664,14 +664,17 @@ def _(b):
     """When the device cannot be asked the report says why and keeps the breadcrumbs' window, and the program ends
     as it would: no debugger (then the program is not told to wait for one), ptrace refused, the debugger failing
     or printing a kernel table of a form culprit does not read (not taken for "no kernel runs"),
-    the debugger never answering (stopped at --device-timeout), the process gone when it attached."""
+    the debugger never answering (stopped at --device-timeout), the process gone when it attached or ended while
+    it attached."""
     for what, extra, opts, status in (
             ("no debugger", {"CULPRIT_CUDA_GDB": "/nonexistent/cuda-gdb"}, (), "no debugger"),
             ("refused", {"FAKE_CUDA_GDB_ATTACH": "refuse"}, (), "refused"),
             ("failing", {"FAKE_CUDA_GDB_ATTACH": "fail"}, (), "failed"),
             ("garbled", {"FAKE_CUDA_GDB_ATTACH": "garbled"}, (), "failed"),
             ("hanging", {"FAKE_CUDA_GDB_ATTACH": "hang"}, ("--device-timeout", "0.5"), "timed out"),
-            ("gone", {"FAKE_CUDA_GDB_ATTACH": "gone"}, (), "process gone")):
+            ("gone", {"FAKE_CUDA_GDB_ATTACH": "gone"}, (), "process gone"),
+            # the process's wait (0.5 s) over while the debugger attaches (2 s): gdb says the program is gone
+            ("ended", {"FAKE_CUDA_GDB_DELAY": "2", "CULPRIT_DEVICE_WAIT": "0.5"}, (), "process gone")):
         env = device_env(b, extra)
         rdir = b.newdir("reports")
         p = start(b, "cli", ["spin", 3], env, rdir, opts=opts)

@@ -318,6 +318,78 @@ def _(b):
     check([p.get("rank") for p in job["processes"] if p.get("stuck_in_kernel")] == [0], "job JSON %r" % job)
 
 
+def asked_job(b, own_device, wait):
+    """4 ranks stopped by SIGTERM at once, rank 0 stuck in its own kernel, the others waiting in the all-reduce;
+    the debugger takes 2 s to answer for each (as cuda-gdb reading a torch process's libraries takes 8), each rank
+    waits `wait` s for its answer (CULPRIT_DEVICE_WAIT), each on a device of its own (own_device) or all on device
+    0. Checks that every rank's report holds the device's answer and the job's verdict names rank 0; returns the
+    attaches' spans {pid: {"start": t, "end": t}}."""
+    ready = os.path.join(b.newdir("ready"), "rank")
+    running = b.newdir("device")
+    log = os.path.join(b.newdir("gdblog"), "attach.log")
+    argv = job_argv(b, nproc=4, steps=3, extra=["--env", "0:FAKECUDA_HANG=kernel=%s" % h.BAD] +
+                    sum((["--env", "%d:%s" % (r, HANG)] for r in (1, 2, 3)), []))
+    rdir = b.newdir("reports")
+    env = env_of(b, {"RANKJOB_READY": ready, "CULPRIT_CRUMB_EVERY": "", "CULPRIT_MARK_BUDGET": "0",
+                     "FAKECUDA_RUNNING": running, "CULPRIT_CUDA_GDB": os.path.join(HERE, "fake_cuda_gdb.py"),
+                     "FAKE_CUDA_GDB_DELAY": "2", "FAKE_CUDA_GDB_LOG": log, "CULPRIT_DEVICE_WAIT": str(wait),
+                     "FAKECUDA_DEVICES": "4", "RANKJOB_OWN_DEVICE": "1" if own_device else "0"})
+    p = subprocess.Popen([b.cli, "run", "--dir", rdir, "--"] + argv, env=env, cwd=b.newdir("cwd"),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + h.RUN_TIMEOUT
+        while not all(os.path.exists("%s-%d" % (ready, r)) for r in range(4)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        for r in range(4):  # all at once, as torchrun stops its workers when it is stopped itself
+            with open("%s-%d" % (ready, r)) as f:
+                os.kill(int(f.read().split()[0]), signal.SIGTERM)
+        out, err = p.communicate(timeout=h.RUN_TIMEOUT)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    text = err.decode("utf-8", "replace")
+    ranks = by_rank(reports(rdir))
+    check(sorted(ranks) == [0, 1, 2, 3] and all(len(v) == 1 for v in ranks.values()), "reports %r" % ranks)
+    for r in range(4):
+        rep = ranks[r][0][1]
+        dq = rep.get("device_query") or {}
+        c = rep.get("culprit") or {}
+        want = h.BAD if r == 0 else ALLREDUCE
+        check(dq.get("status") == "answered" and c.get("by") == "the device" and c.get("mangled") == want,
+              "rank %d: device_query %r, culprit %r\n%s" % (r, {k: dq.get(k) for k in ("status", "why", "ms")},
+                                                            {k: c.get(k) for k in ("mangled", "by")}, text))
+    spans = {}
+    with open(log) as f:
+        for line in f:
+            part = line.split()
+            if len(part) == 3:
+                spans.setdefault(part[0], {})[part[1]] = float(part[2])
+    check(len(spans) == 4 and all(len(v) == 2 for v in spans.values()), "attaches %r" % spans)
+    line = verdict_line(text)
+    check(line.startswith("job of 4 ranks (torchrun): no rank faulted; rank 0 runs write_oob(int*, int)") and
+          "(the device says so)" in line, "verdict line %r" % line)
+    return spans
+
+
+@case("rank_job_asked_at_once")
+def _(b):
+    """4 ranks, each on a device of its own, stopped at once; each attach takes 2 s and each rank waits 5 s for
+    its answer. Asked one after the other, the third rank would be gone before its answer; culprit run asks them at
+    once (their attaches overlap) and every rank's report holds the device's answer."""
+    spans = asked_job(b, True, 5)
+    check(max(v["start"] for v in spans.values()) < min(v["end"] for v in spans.values()),
+          "the four attaches did not overlap: %r" % spans)
+
+
+@case("rank_job_asked_per_device")
+def _(b):
+    """The same 4 ranks all on device 0 (and 12 s to wait): one question at a time on a device, so no two
+    attaches overlap, and every rank's report still holds the device's answer."""
+    spans = sorted(asked_job(b, False, 12).values(), key=lambda v: v["start"])
+    check(all(a["end"] <= b_["start"] for a, b_ in zip(spans, spans[1:])), "attaches overlapped: %r" % spans)
+
+
 @case("rank_job_rerun")
 def _(b):
     """culprit run --rerun around the job: rank 2's record-mode verdict (breadcrumbs every 16th launch) is a

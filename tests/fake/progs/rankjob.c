@@ -9,6 +9,7 @@
  * writes the warning NCCL would, into NCCL_DEBUG_FILE (with %h and %p expanded as NCCL does) or, with NCCL_DEBUG
  * alone, on stdout. With RANKJOB_READY=PREFIX it creates PREFIX-<rank>, holding its pid and its parent's, before
  * its first synchronize, so a launcher can tell that every rank has queued its work (and which process each is).
+ * It works on device 0, or with RANKJOB_OWN_DEVICE=1 on device LOCAL_RANK, as a torch rank on cuda:LOCAL_RANK.
  * Usage: rankjob STEPS [plain|thread|fork|early|quick]. */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -19,7 +20,7 @@
 
 #define K_ALLREDUCE "ncclDevKernel_AllReduce_Sum_f32_RING_LL"
 
-static CUcontext ctx;                          /* primary context of device 0 */
+static CUcontext ctx;                          /* primary context of its device */
 static CUfunction f_step, f_loss, f_allreduce; /* the rank's kernels and NCCL's */
 static CUdeviceptr dbuf;                       /* NELEM floats of device memory */
 static int nelem = NELEM;                      /* kernel argument */
@@ -75,7 +76,8 @@ static void setup(void)
     CUdevice dev;
     CUmodule mod;
     CK(cuInit(0));
-    CK(cuDeviceGet(&dev, 0));
+    const char *own = getenv("RANKJOB_OWN_DEVICE"), *local = getenv("LOCAL_RANK");
+    CK(cuDeviceGet(&dev, own && strcmp(own, "1") == 0 && local ? atoi(local) : 0));
     CK(cuDevicePrimaryCtxRetain(&ctx, dev));
     CK(cuCtxSetCurrent(ctx));
     CK(cuModuleLoadData(&mod, MODULE_IMAGE "," K_ALLREDUCE));
