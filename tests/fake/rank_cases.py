@@ -271,6 +271,26 @@ def _(b):
               for p in job["processes"] if p.get("status") == "collateral"), "collateral entries %r" % job)
 
 
+def stopped_job(b, argv, env, rdir, ready, nproc, stop):
+    """Runs the job under `culprit run --dir rdir`, waits until its nproc ranks are ready (RANKJOB_READY=ready),
+    sends SIGTERM to the ranks in stop, and returns (culprit run's exit status, its stderr as text)."""
+    p = subprocess.Popen([b.cli, "run", "--dir", rdir, "--"] + argv, env=env, cwd=b.newdir("cwd"),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + h.RUN_TIMEOUT
+        while not all(os.path.exists("%s-%d" % (ready, r)) for r in range(nproc)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        for r in stop:
+            with open("%s-%d" % (ready, r)) as f:
+                os.kill(int(f.read().split()[0]), signal.SIGTERM)
+        _, err = p.communicate(timeout=h.RUN_TIMEOUT)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    return p.returncode, err.decode("utf-8", "replace")
+
+
 @case("rank_job_stuck_kernel")
 def _(b):
     """2 ranks: rank 0 is stuck in its own kernel (the loss kernel never ends), rank 1 waits for it in the
@@ -284,22 +304,9 @@ def _(b):
     rdir = b.newdir("reports")
     env = env_of(b, {"RANKJOB_READY": ready, "CULPRIT_CRUMB_EVERY": "", "CULPRIT_MARK_BUDGET": "0", "FAKECUDA_RUNNING": running,
                      "CULPRIT_CUDA_GDB": os.path.join(HERE, "fake_cuda_gdb.py")})
-    p = subprocess.Popen([b.cli, "run", "--dir", rdir, "--"] + argv, env=env, cwd=b.newdir("cwd"),
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + h.RUN_TIMEOUT
-        while not all(os.path.exists("%s-%d" % (ready, r)) for r in (0, 1)) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        with open(ready + "-1") as f:
-            rank1 = int(f.read().split()[0])
-        os.kill(rank1, signal.SIGTERM)  # the launcher then stops rank 0 with SIGTERM, as torchrun does
-        out, err = p.communicate(timeout=h.RUN_TIMEOUT)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-    text = err.decode("utf-8", "replace")
-    check(p.returncode == 1, "the launcher should fail (a worker was stopped): %r\n%s" % (p.returncode, text))
+    # rank 1 stopped; the launcher then stops rank 0 with SIGTERM, as torchrun does
+    rc, text = stopped_job(b, argv, env, rdir, ready, 2, (1,))
+    check(rc == 1, "the launcher should fail (a worker was stopped): %r\n%s" % (rc, text))
     ranks = by_rank(reports(rdir))
     check(sorted(ranks) == [0, 1] and all(len(v) == 1 for v in ranks.values()), "reports %r" % ranks)
     r0, r1 = ranks[0][0][1], ranks[1][0][1]
@@ -334,21 +341,8 @@ def asked_job(b, own_device, wait):
                      "FAKECUDA_RUNNING": running, "CULPRIT_CUDA_GDB": os.path.join(HERE, "fake_cuda_gdb.py"),
                      "FAKE_CUDA_GDB_DELAY": "2", "FAKE_CUDA_GDB_LOG": log, "CULPRIT_DEVICE_WAIT": str(wait),
                      "FAKECUDA_DEVICES": "4", "RANKJOB_OWN_DEVICE": "1" if own_device else "0"})
-    p = subprocess.Popen([b.cli, "run", "--dir", rdir, "--"] + argv, env=env, cwd=b.newdir("cwd"),
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + h.RUN_TIMEOUT
-        while not all(os.path.exists("%s-%d" % (ready, r)) for r in range(4)) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        for r in range(4):  # all at once, as torchrun stops its workers when it is stopped itself
-            with open("%s-%d" % (ready, r)) as f:
-                os.kill(int(f.read().split()[0]), signal.SIGTERM)
-        out, err = p.communicate(timeout=h.RUN_TIMEOUT)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-    text = err.decode("utf-8", "replace")
+    # all at once, as torchrun stops its workers when it is stopped itself
+    _, text = stopped_job(b, argv, env, rdir, ready, 4, range(4))
     ranks = by_rank(reports(rdir))
     check(sorted(ranks) == [0, 1, 2, 3] and all(len(v) == 1 for v in ranks.values()), "reports %r" % ranks)
     for r in range(4):
