@@ -44,8 +44,6 @@ struct devq_seen {
 /* One question, on a thread of its own: a process's report is asked about, tied and rewritten. */
 struct devq_job {
     struct devq *q;          /* the watch */
-    char gdb[PATH_MAX];      /* the debugger ("": none, nogdb says why) */
-    char nogdb[600];         /* why there is no debugger */
     char name[NAME_MAX + 1]; /* the report's file name */
     uint64_t devices;        /* the devices its process works on (devq_devices): no other question on them */
     ino_t ino;               /* the report's inode; the rewritten report's once saved (not asked about again) */
@@ -64,6 +62,8 @@ struct devq {
     pid_t self;                         /* this command */
     char host[256];                     /* this host, as reports name it */
     char run_id[160];                   /* culprit run's id for its run (process.run_id of its reports) */
+    char gdb[PATH_MAX];                 /* the debugger asked with ("": none, nogdb says why) */
+    char nogdb[600];                    /* why there is no debugger */
     struct devq_seen seen[DEVQ_SEEN];   /* report versions looked at (the thread's) */
     size_t nseen;                       /* entries in seen */
     struct devq_job jobs[DEVQ_AT_ONCE]; /* the questions under way, one process each */
@@ -504,8 +504,7 @@ static int devq_put_str(struct json *o, const char *key, const char *v)
 
 /* Asks the device about process pid; returns the report's "device_query" object (NULL when memory is short), and
  * the kernels found in k (*n, 0 when none or not asked). */
-static struct json *devq_ask(const struct devq *q, const char *gdb, const char *nogdb, long pid, struct devq_kernel *k,
-                             int *n)
+static struct json *devq_ask(const struct devq *q, long pid, struct devq_kernel *k, int *n)
 {
     struct json *dq = json_new(JSON_OBJ);
     char why[PATH_MAX + 128], pidtxt[32];
@@ -517,10 +516,11 @@ static struct json *devq_ask(const struct devq *q, const char *gdb, const char *
     *n = 0;
     if (!dq)
         return NULL;
+    const char *gdb = q->gdb;
     devq_put_str(dq, RK_BY, "cuda-gdb");
-    if (!gdb) {
+    if (!*gdb) {
         status = "no debugger";
-        snprintf(why, sizeof why, "%s", nogdb);
+        snprintf(why, sizeof why, "%s", q->nogdb);
     } else if (!devq_alive(pid)) {
         status = "process gone";
         snprintf(why, sizeof why, "the process had ended before the debugger could attach");
@@ -678,7 +678,7 @@ static void *devq_job_main(void *arg)
     snprintf(path, sizeof path, "%s/%s", j->q->dir, j->name);
     if (devq_wanted(j->q, path, &doc)) { /* still: the version read now is the one answered */
         long pid = (long)json_get_int(json_get(doc, RK_PROCESS), RK_PID, -1);
-        struct json *dq = devq_ask(j->q, j->gdb[0] ? j->gdb : NULL, j->nogdb, pid, k, &n);
+        struct json *dq = devq_ask(j->q, pid, k, &n);
         if (dq && devq_tie(doc, k, n, dq, &changed) != 0)
             cli_err("out of memory tying the device's answer to %s", path);
         else if (dq && symbolize_save(path, doc, why, sizeof why) != 0)
@@ -735,8 +735,6 @@ static void devq_start_job(struct devq *q, const struct devq_waiting *w)
     memcpy(j->name, w->name, sizeof j->name);
     j->ino = w->ino;
     j->devices = w->devices;
-    const char *gdb = devq_debugger(j->nogdb, sizeof j->nogdb);
-    snprintf(j->gdb, sizeof j->gdb, "%s", gdb ? gdb : "");
     devq_seen(q, j->name, j->ino); /* under way: not asked about again at the next look */
     j->busy = 1;
     atomic_store_explicit(&j->done, 0, memory_order_relaxed);
@@ -840,6 +838,8 @@ struct devq *devq_start(const char *dir, double timeout_s, const char *run_id)
     if (gethostname(q->host, sizeof q->host) != 0)
         q->host[0] = '\0';
     q->host[sizeof q->host - 1] = '\0';
+    const char *gdb = devq_debugger(q->nogdb, sizeof q->nogdb); /* the same for the whole run */
+    snprintf(q->gdb, sizeof q->gdb, "%s", gdb ? gdb : "");
     devq_scan(q, 0, 0); /* reports already there are another run's */
     pthread_mutex_init(&q->lock, NULL);
     pthread_condattr_init(&ca);
