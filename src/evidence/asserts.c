@@ -706,13 +706,12 @@ static int asserts_say_unfound(const struct dev_asserts *as, struct json *doc, i
 static int asserts_narrow(const struct dev_asserts *as, struct json *doc, int *changed)
 {
     struct json *verdict = (struct json *)json_get(doc, RK_VERDICT);
-    const struct json *cands = json_get(doc, RK_CANDIDATES);
-    const char *certainty = json_get_str(verdict, RK_CERTAINTY);
+    const struct json *cands = rk_candidates(doc);
     char *fact;
     size_t hit = 0;
     int rc;
 
-    if (!as || !certainty || strcmp(certainty, "candidates") != 0 || !json_is(cands, JSON_ARR))
+    if (!as || !rk_is_candidates(doc) || !json_is(cands, JSON_ARR))
         return 0;
     switch (asserts_pick(as, cands, &hit, &fact)) {
     case -1:
