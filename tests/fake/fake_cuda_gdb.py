@@ -39,12 +39,17 @@ def demangle(name):
         return name
 
 
-def attach(pid):
-    """`-p PID`: the live process's running kernels, as `info cuda kernels` prints them."""
+def note(line):
+    """Appends line to FAKE_CUDA_GDB_LOG, when it is set."""
     log = os.environ.get("FAKE_CUDA_GDB_LOG")
     if log:
         with open(log, "a") as f:
-            f.write("%d\n" % pid)
+            f.write(line + "\n")
+
+
+def attach(pid):
+    """`-p PID`: the live process's running kernels, as `info cuda kernels` prints them."""
+    note("%d" % pid)
     how = os.environ.get("FAKE_CUDA_GDB_ATTACH", "")
     if how == "hang":
         sys.stdout.flush()
@@ -72,13 +77,9 @@ def attach(pid):
     print("Attaching to process %d" % pid)
     delay = float(os.environ.get("FAKE_CUDA_GDB_DELAY") or 0)
     if delay > 0:
-        if log:
-            with open(log, "a") as f:
-                f.write("%d start %.3f\n" % (pid, time.monotonic()))
+        note("%d start %.3f" % (pid, time.monotonic()))
         time.sleep(delay)
-        if log:
-            with open(log, "a") as f:
-                f.write("%d end %.3f\n" % (pid, time.monotonic()))
+        note("%d end %.3f" % (pid, time.monotonic()))
         if not os.path.exists("/proc/%d" % pid):
             print("\nProgram terminated with signal SIGTERM, Terminated.\nThe program no longer exists.")
             return 1
